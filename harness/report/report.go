@@ -1,0 +1,186 @@
+// Package report holds the results.json model: outcomes and their severity
+// order, verdicts, per-case results with rank evidence, metrics and the
+// environment fingerprint. It is plain data so that the suite, the gate and
+// the cmd/ programs share one definition.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Schema is the results.json schema version.
+const Schema = 1
+
+// Outcome is what happened to a case.
+type Outcome string
+
+// Outcomes in severity order (DESIGN.md).
+const (
+	Pass       Outcome = "pass"
+	Skip       Outcome = "skip"
+	Fail       Outcome = "fail"
+	Error      Outcome = "error"
+	Timeout    Outcome = "timeout"
+	Crash      Outcome = "crash"
+	Incomplete Outcome = "incomplete"
+	Abort      Outcome = "abort"
+)
+
+// Outcomes lists every outcome, least severe first.
+var Outcomes = []Outcome{Pass, Skip, Fail, Error, Timeout, Crash, Incomplete, Abort}
+
+// Severity is the outcome's index in Outcomes; -1 for an unknown value.
+func (o Outcome) Severity() int {
+	for i, x := range Outcomes {
+		if x == o {
+			return i
+		}
+	}
+	return -1
+}
+
+// ParseOutcome accepts any case.
+func ParseOutcome(s string) (Outcome, error) {
+	o := Outcome(strings.ToLower(strings.TrimSpace(s)))
+	if o.Severity() < 0 {
+		return "", fmt.Errorf("unknown outcome %q (want one of %s)", s, joinOutcomes())
+	}
+	return o, nil
+}
+
+func joinOutcomes() string {
+	s := make([]string, len(Outcomes))
+	for i, o := range Outcomes {
+		s[i] = string(o)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Verdict is a case's standing against a baseline (gate mode only).
+type Verdict string
+
+const (
+	Expected              Verdict = "expected"
+	ExpectedFail          Verdict = "expected-fail"
+	UnexpectedPass        Verdict = "unexpected-pass"
+	UnexpectedImprovement Verdict = "unexpected-improvement"
+	Regression            Verdict = "regression"
+	Flake                 Verdict = "flake"
+	KnownFlake            Verdict = "known-flake"
+	Missing               Verdict = "missing"
+)
+
+// Gating reports whether a verdict fails the gate.
+func (v Verdict) Gating() bool {
+	switch v {
+	case UnexpectedPass, UnexpectedImprovement, Regression, Missing:
+		return true
+	}
+	return false
+}
+
+// Fault is a GPU fault parsed from a rank (mirrors backend.Fault, which the
+// parent must not import: it lives on the rank side).
+type Fault struct {
+	Vendor  string `json:"vendor"`
+	Kind    string `json:"kind"`
+	Code    int64  `json:"code"`
+	Name    string `json:"name"`
+	Node    string `json:"node,omitempty"`
+	Address string `json:"address,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// Rank is per-rank evidence for one case.
+type Rank struct {
+	Rank       int    `json:"rank"`
+	Pid        int    `json:"pid"`
+	Device     int    `json:"device"`
+	ExitCode   *int   `json:"exit_code"` // nil while alive
+	Signal     string `json:"signal,omitempty"`
+	GoDump     bool   `json:"go_dump"`
+	StderrTail string `json:"stderr_tail,omitempty"`
+}
+
+// Metric is one measured quantity.
+type Metric struct {
+	Unit   string  `json:"unit"`
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	N      int     `json:"n"`
+	Method string  `json:"method"`
+}
+
+// Result is one case.
+type Result struct {
+	ID        string            `json:"id"`
+	Labels    []string          `json:"labels"`
+	Outcome   Outcome           `json:"outcome"`
+	Expected  Outcome           `json:"expected"`
+	Verdict   Verdict           `json:"verdict,omitempty"`
+	Detail    string            `json:"detail"`
+	Duration  float64           `json:"duration_s"`
+	Fault     *Fault            `json:"fault,omitempty"`
+	Ranks     []Rank            `json:"ranks"`
+	Metrics   map[string]Metric `json:"metrics,omitempty"`
+	Repro     string            `json:"repro,omitempty"`
+	KernelLog []string          `json:"kernel_log,omitempty"`
+}
+
+// Met reports whether the outcome is what the case expects.
+func (r Result) Met() bool { return r.Outcome == r.Expected }
+
+// Report is the whole results.json.
+type Report struct {
+	Schema      int            `json:"schema"`
+	Environment map[string]any `json:"environment"`
+	Results     []Result       `json:"results"`
+	Gate        *Gate          `json:"gate,omitempty"`
+}
+
+// Gate summarises gate mode.
+type Gate struct {
+	Pass    bool     `json:"pass"`
+	Reasons []string `json:"reasons"`
+}
+
+// Write stores the report atomically (temp file + rename), so an
+// interrupted run never leaves half a results.json.
+func (r *Report) Write(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("report: encode: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+// Read loads a results.json.
+func Read(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("report: %s: %w", path, err)
+	}
+	if r.Schema != Schema {
+		return nil, fmt.Errorf("report: %s: schema %d, want %d", path, r.Schema, Schema)
+	}
+	return &r, nil
+}

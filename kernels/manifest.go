@@ -1,0 +1,302 @@
+// Package kernels holds the kernel manifest: the one list of every kernel the
+// harness launches, with its name, arguments and semantics. The GPU backends
+// load code objects built from kernels/src for these names; the host backend
+// implements the same semantics with Go atomics. Specs only ever speak in
+// manifest terms, which is what lets one spec run unchanged on every backend.
+//
+// Names read <op|pattern>_<type>_<order>_<sys|dev>. Every argument is a
+// 64-bit word: pointers are device addresses in the launching rank's address
+// space, everything else is an unsigned integer. No kernel reads blockDim or
+// gridDim (AMD code object v5 keeps those in hidden kernel arguments that the
+// HSA backend would have to fill): the launcher passes what a kernel needs as
+// the explicit argument "block" (threads per block) or "nthreads".
+//
+// Thread identity: g = blockIdx.x*block + threadIdx.x (global thread id within
+// the launch); "salt" is the launching rank's index, so values differ between
+// ranks without the kernel knowing the world.
+package kernels
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Op is what a kernel does: an atomic read-modify-write or a pattern.
+type Op string
+
+// Atomic operations. Semantics per thread g, repeated iters times on
+// target[0] (see Kernel.Doc for the exact value each op uses):
+const (
+	OpAdd  Op = "add"  // fetch_add(target, operand)
+	OpSub  Op = "sub"  // fetch_sub(target, operand)
+	OpXchg Op = "xchg" // out[g] += exchange(target, Tag(salt,g,i)) (conservation check)
+	OpCAS  Op = "cas"  // compare-exchange loop that adds 1; out[g] += failed attempts
+	OpAnd  Op = "and"  // fetch_and(target, ^Bit(salt,g))
+	OpOr   Op = "or"   // fetch_or(target, Bit(salt,g))
+	OpXor  Op = "xor"  // fetch_xor(target, Bit(salt,g))
+	OpMin  Op = "min"  // fetch_min(target, MinMaxValue(salt,g,operand))
+	OpMax  Op = "max"  // fetch_max(target, MinMaxValue(salt,g,operand))
+	OpInc  Op = "inc"  // CUDA-style atomicInc: old >= operand ? 0 : old+1
+)
+
+// Patterns.
+const (
+	// OpSpread: thread g adds operand to target[g], iters times, so every
+	// word is contended only across ranks, never within one.
+	OpSpread Op = "spread"
+	// OpAllReduce: for j = g; j < n; j += nthreads: fetch_add(dst[j], src[j]).
+	OpAllReduce Op = "allreduce"
+	// OpMP is the message-passing litmus test; OpSB store buffering; OpIRIW
+	// independent reads of independent writes. See their Doc strings.
+	OpMP   Op = "mp"
+	OpSB   Op = "sb"
+	OpIRIW Op = "iriw"
+	// OpPingPong is a dependent chain between two ranks on one word.
+	OpPingPong Op = "pingpong"
+	// OpCopy copies 16 bytes per thread per step (grid-stride loop).
+	OpCopy Op = "copy"
+	// OpRacy is the planted bug: volatile load, pause, volatile store.
+	OpRacy Op = "racy"
+	// OpWait spins until a word equals a value (negative controls).
+	OpWait Op = "wait"
+	// OpFill writes value to n words; used to initialise memory that the
+	// runtime's own memset cannot reach (HSA vmem addresses).
+	OpFill Op = "fill"
+)
+
+// Type is the word type the kernel operates on.
+type Type string
+
+const (
+	U32  Type = "u32"
+	U64  Type = "u64"
+	S32  Type = "s32"
+	S64  Type = "s64"
+	F32  Type = "f32"
+	B128 Type = "b128" // 16-byte vectors (copy kernel)
+)
+
+// Bits is the word width in bits.
+func (t Type) Bits() int {
+	switch t {
+	case U32, S32, F32:
+		return 32
+	case B128:
+		return 128
+	}
+	return 64
+}
+
+// Signed reports whether min/max compare as two's complement.
+func (t Type) Signed() bool { return t == S32 || t == S64 }
+
+// Order is the memory order of the kernel's atomics.
+type Order string
+
+const (
+	Relaxed Order = "relaxed"
+	Acquire Order = "acquire"
+	Release Order = "release"
+	AcqRel  Order = "acqrel"
+	SeqCst  Order = "seqcst"
+	// Plain means no atomics at all (volatile accesses): the racy counter
+	// and the copy kernel.
+	Plain Order = "plain"
+)
+
+// Scope is the synchronisation scope: the whole system (every GPU and the
+// CPU) or the launching device only.
+type Scope string
+
+const (
+	Sys Scope = "sys"
+	Dev Scope = "dev"
+)
+
+// Arg is one kernel argument; every argument is a 64-bit word.
+type Arg struct {
+	Name string
+	Ptr  bool // a device address (pointer); otherwise an integer
+}
+
+// Kernel is one manifest entry.
+type Kernel struct {
+	Name  string
+	Op    Op
+	Type  Type
+	Order Order
+	Scope Scope
+	Args  []Arg
+	// Spins is true for kernels that wait on another agent; they take a
+	// timeout_ns argument (0 = unbounded) and must have every block resident.
+	Spins bool
+	// Info marks informational kernels whose result is reported but does not
+	// decide a verdict (f32 add on fine-grained peer memory).
+	Info bool
+	Doc  string
+}
+
+// ArgIndex returns the position of the named argument, or -1.
+func (k Kernel) ArgIndex(name string) int {
+	for i, a := range k.Args {
+		if a.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func p(name string) Arg { return Arg{Name: name, Ptr: true} }
+func v(name string) Arg { return Arg{Name: name} }
+
+// Name builds a manifest name.
+func Name(op Op, t Type, o Order, s Scope) string {
+	return fmt.Sprintf("%s_%s_%s_%s", op, t, o, s)
+}
+
+var (
+	all    []Kernel
+	byName = map[string]Kernel{}
+)
+
+// RMWOrders are the orders every atomic op is built with.
+var RMWOrders = []Order{Relaxed, Acquire, Release, AcqRel}
+
+// Scopes lists both scopes, system first.
+var Scopes = []Scope{Sys, Dev}
+
+func add(k Kernel) {
+	if _, dup := byName[k.Name]; dup {
+		panic("kernels: duplicate manifest entry " + k.Name) // init-time programming error
+	}
+	all = append(all, k)
+	byName[k.Name] = k
+}
+
+func init() {
+	rmw := []struct {
+		op    Op
+		types []Type
+		doc   string
+	}{
+		{OpAdd, []Type{U32, U64}, "fetch_add(target, operand) iters times"},
+		{OpSub, []Type{U32, U64}, "fetch_sub(target, operand) iters times"},
+		{OpXchg, []Type{U32, U64}, "out[g] += exchange(target, Tag(salt,g,i)) (64-bit sum of returned values)"},
+		{OpCAS, []Type{U32, U64}, "CAS loop adding 1, iters times; out[g] += failed attempts (if out != 0)"},
+		{OpAnd, []Type{U32, U64}, "fetch_and(target, ^Bit(salt,g)) iters times"},
+		{OpOr, []Type{U32, U64}, "fetch_or(target, Bit(salt,g)) iters times"},
+		{OpXor, []Type{U32, U64}, "fetch_xor(target, Bit(salt,g)) iters times"},
+		{OpMin, []Type{U32, U64, S32, S64}, "fetch_min(target, MinMaxValue(salt,g,operand)) iters times"},
+		{OpMax, []Type{U32, U64, S32, S64}, "fetch_max(target, MinMaxValue(salt,g,operand)) iters times"},
+		{OpInc, []Type{U32}, "atomicInc(target, operand): old >= operand ? 0 : old+1, iters times"},
+	}
+	rmwArgs := []Arg{p("target"), p("out"), v("operand"), v("iters"), v("block"), v("salt")}
+	for _, r := range rmw {
+		for _, t := range r.types {
+			for _, o := range RMWOrders {
+				for _, s := range Scopes {
+					add(Kernel{Name: Name(r.op, t, o, s), Op: r.op, Type: t, Order: o, Scope: s,
+						Args: rmwArgs, Doc: r.doc})
+				}
+			}
+		}
+	}
+	for _, s := range Scopes {
+		add(Kernel{Name: Name(OpAdd, F32, Relaxed, s), Op: OpAdd, Type: F32, Order: Relaxed, Scope: s,
+			Args: rmwArgs, Info: true,
+			Doc: "float add of operand (bits of an f32) iters times; informational: AMD documents it can be a no-op on fine-grained peer memory"})
+		add(Kernel{Name: Name(OpSpread, U64, Relaxed, s), Op: OpSpread, Type: U64, Order: Relaxed, Scope: s,
+			Args: []Arg{p("target"), v("operand"), v("iters"), v("block")},
+			Doc:  "fetch_add(&target[g], operand) iters times"})
+		add(Kernel{Name: Name(OpAllReduce, U64, Relaxed, s), Op: OpAllReduce, Type: U64, Order: Relaxed, Scope: s,
+			Args: []Arg{p("dst"), p("src"), v("n"), v("block"), v("nthreads")},
+			Doc:  "for j = g; j < n; j += nthreads: fetch_add(&dst[j], src[j])"})
+	}
+	// Litmus tests. Each word array has n entries (u32). Thread t of the
+	// single block handles iterations i = t, t+block, ...; out is a u32
+	// array in the launching rank's own memory.
+	litmusArgs := []Arg{p("x"), p("y"), p("out"), v("n"), v("role"), v("block"), v("timeout_ns")}
+	add(Kernel{Name: Name(OpMP, U32, AcqRel, Sys), Op: OpMP, Type: U32, Order: AcqRel, Scope: Sys, Args: litmusArgs, Spins: true,
+		Doc: "role 0: x[i]=i+1 (relaxed), then store-release y[i]=1. role 1: spin load-acquire y[i]==1 (bounded), r=x[i]; " +
+			"out[0]+= (r != i+1), out[1]+= timed-out waits, out[2]=last y seen on timeout, out[3]=last i seen"})
+	add(Kernel{Name: Name(OpMP, U32, Relaxed, Sys), Op: OpMP, Type: U32, Order: Relaxed, Scope: Sys, Args: litmusArgs, Spins: true, Info: true,
+		Doc: "as mp_u32_acqrel_sys with every access relaxed: weak hardware may show stale data (informational)"})
+	add(Kernel{Name: Name(OpSB, U32, SeqCst, Sys), Op: OpSB, Type: U32, Order: SeqCst, Scope: Sys, Args: litmusArgs,
+		Doc: "role r in {0,1}: mine=(r==0?x:y), theirs=(r==0?y:x); store-seqcst mine[i]=1, out[i]=load-seqcst theirs[i]; " +
+			"forbidden: both ranks read 0 at the same i"})
+	add(Kernel{Name: Name(OpIRIW, U32, SeqCst, Sys), Op: OpIRIW, Type: U32, Order: SeqCst, Scope: Sys, Args: litmusArgs, Spins: true,
+		Doc: "role 0: x[i]=1; role 1: y[i]=1; role 2 (block>=2): thread 0 reads x[i] then y[i], thread 1 reads y[i] then x[i], " +
+			"each waiting (bounded) for its first read to see 1; out[2i+t] = second value read (+2 if the wait timed out); " +
+			"forbidden: out[2i]==0 && out[2i+1]==0"})
+	add(Kernel{Name: Name(OpPingPong, U64, AcqRel, Sys), Op: OpPingPong, Type: U64, Order: AcqRel, Scope: Sys, Spins: true,
+		Args: []Arg{p("flag"), p("out"), v("n"), v("role"), v("timeout_ns")},
+		Doc: "one thread; for i<n: role 0 waits (acquire) flag==2i then stores (release) 2i+1, role 1 waits 2i+1 then stores 2i+2; " +
+			"out[0]=rounds done, out[1]=1 if a wait timed out, out[2]=flag value last seen"})
+	add(Kernel{Name: Name(OpPingPong, U64, AcqRel, Dev), Op: OpPingPong, Type: U64, Order: AcqRel, Scope: Dev, Spins: true,
+		Args: []Arg{p("flag"), p("out"), v("n"), v("role"), v("timeout_ns")},
+		Doc:  "pingpong at device scope (both roles on one device)"})
+	add(Kernel{Name: Name(OpCopy, B128, Plain, Dev), Op: OpCopy, Type: B128, Order: Plain, Scope: Dev,
+		Args: []Arg{p("dst"), p("src"), v("nbytes"), v("block"), v("nthreads")},
+		Doc:  "for off = 16g; off < nbytes; off += 16*nthreads: dst[off:off+16] = src[off:off+16] (nbytes % 16 == 0)"})
+	add(Kernel{Name: Name(OpRacy, U64, Plain, Sys), Op: OpRacy, Type: U64, Order: Plain, Scope: Sys,
+		Args: []Arg{p("target"), p("bar"), v("iters"), v("block"), v("pause"), v("parties"), v("timeout_ns")}, Spins: true,
+		Doc: "planted bug: if bar != 0, thread 0 of each block joins a barrier (fetch_add bar, spin until parties); then " +
+			"iters times: x = volatile load target[0]; spin pause iterations; volatile store x+1"})
+	add(Kernel{Name: Name(OpWait, U32, Acquire, Sys), Op: OpWait, Type: U32, Order: Acquire, Scope: Sys, Spins: true,
+		Args: []Arg{p("flag"), p("out"), v("expect"), v("timeout_ns")},
+		Doc:  "one thread spins load-acquire flag[0] == expect; out[0]=1 on success, 2 on timeout; out[1]=last value seen. timeout 0 = unbounded"})
+	add(Kernel{Name: Name(OpFill, U64, Plain, Dev), Op: OpFill, Type: U64, Order: Plain, Scope: Dev,
+		Args: []Arg{p("dst"), v("value"), v("n"), v("block"), v("nthreads")},
+		Doc:  "for j = g; j < n; j += nthreads: dst[j] = value"})
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+}
+
+// All returns every manifest entry, sorted by name.
+func All() []Kernel { return slices.Clone(all) }
+
+// Lookup finds a kernel by name.
+func Lookup(name string) (Kernel, bool) {
+	k, ok := byName[name]
+	return k, ok
+}
+
+// MustLookup is for names the harness spells in code.
+func MustLookup(name string) Kernel {
+	k, ok := byName[name]
+	if !ok {
+		panic("kernels: no manifest entry " + name) // programming error in a spec
+	}
+	return k
+}
+
+// Bit is the bit each thread owns for and/or/xor: 1 << ((salt*7 + g) % bits).
+func Bit(salt, g uint64, bits int) uint64 {
+	return 1 << ((salt*7 + g) % uint64(bits))
+}
+
+// Tag is the value thread g of rank salt writes on iteration i of xchg; it is
+// never zero and differs between threads, ranks and iterations.
+func Tag(salt, g, i uint64) uint64 {
+	return (salt << 48) ^ (g << 16) ^ (i & 0xffff) ^ 0x5a5a000000000001
+}
+
+// MinMaxValue is the value thread g of rank salt offers to min/max: it spans
+// negative and positive numbers around operand so that a signed/unsigned
+// mix-up changes the answer. Truncate to the type's width before use.
+func MinMaxValue(salt, g, operand uint64) uint64 {
+	return (salt<<20 | g) - operand
+}
+
+// Validate checks that a name is a well-formed manifest name.
+func Validate(name string) error {
+	parts := strings.Split(name, "_")
+	if len(parts) < 4 {
+		return fmt.Errorf("kernel name %q: want <op>_<type>_<order>_<scope>", name)
+	}
+	if _, ok := byName[name]; !ok {
+		return fmt.Errorf("kernel %q is not in the manifest", name)
+	}
+	return nil
+}

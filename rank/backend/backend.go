@@ -1,0 +1,135 @@
+// Package backend is the contract between the rank server and the memory
+// backends (host, cuda, hsa, hip). A backend lives in a rank process only;
+// the suite process never loads one. Backends never import each other.
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"p2patomics/kernels"
+)
+
+// ErrNotSupported is returned (wrapped) when a device, driver or library
+// lacks what an operation needs. The harness turns it into a `skip` whose
+// detail is the error text, so the text must name the missing capability.
+var ErrNotSupported = errors.New("not supported")
+
+// NotSupportedf wraps ErrNotSupported with a reason.
+func NotSupportedf(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrNotSupported)
+}
+
+// Fault is a GPU fault or sticky device error. A backend returns it (wrapped
+// or bare) when the device context is no longer usable; the rank reports it
+// and exits, and the harness records a `crash` whose fault is this value.
+type Fault struct {
+	Vendor  string `json:"vendor"`
+	Kind    string `json:"kind"` // "gpu"
+	Code    int64  `json:"code"`
+	Name    string `json:"name"`
+	Node    string `json:"node,omitempty"`
+	Address string `json:"address,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+func (f *Fault) Error() string {
+	s := fmt.Sprintf("%s gpu fault %s (%d)", f.Vendor, f.Name, f.Code)
+	if f.Address != "" {
+		s += " at " + f.Address
+	}
+	if f.Reason != "" {
+		s += ": " + f.Reason
+	}
+	return s
+}
+
+// Config is what a rank knows when it opens its backend.
+type Config struct {
+	Rank   int
+	Ranks  int
+	Device int // device ordinal this rank uses (rank mod device count)
+}
+
+// DeviceInfo describes the rank's device for the report's environment.
+type DeviceInfo struct {
+	Vendor   string            `json:"vendor"`
+	Name     string            `json:"name"`
+	Arch     string            `json:"arch"` // sm_90, gfx942, or GOARCH for host
+	UUID     string            `json:"uuid,omitempty"`
+	Ordinal  int               `json:"ordinal"`
+	Count    int               `json:"count"`  // devices visible to the rank
+	MemBytes uint64            `json:"memory"` // total device memory
+	Units    int               `json:"units"`  // SMs / CUs / CPUs: sizes grids
+	Driver   string            `json:"driver,omitempty"`
+	Runtime  string            `json:"runtime,omitempty"`
+	Attrs    map[string]string `json:"attrs,omitempty"` // fault-relevant settings, per-peer links, ...
+}
+
+// Export is what an allocation's owner hands to its peers: an fd (sent as
+// SCM_RIGHTS), an opaque handle carried in the message body, or both.
+type Export struct {
+	Fd     int    // -1 when the export has no fd
+	Handle []byte // e.g. a 64-byte cudaIpcMemHandle
+	Size   uint64 // bytes the importer must map
+	Meta   map[string]string
+}
+
+// Buffer is memory a rank can pass to kernels: its own or a peer's.
+type Buffer interface {
+	Addr() uint64 // device address in this rank's address space
+	Size() uint64
+}
+
+// LaunchResult is what one kernel launch reports.
+type LaunchResult struct {
+	// Elapsed is the kernel's time measured on the device (events) where the
+	// backend can, else the wall time of launch+synchronize.
+	Elapsed time.Duration
+	Method  string // "cuda-events", "hsa-signal", "wall"
+}
+
+// Backend is one memory/compute backend inside a rank.
+type Backend interface {
+	Name() string
+	// Open initialises the device for this rank. It is called once, on the
+	// goroutine that will make every later call (locked to its OS thread by
+	// the rank server, as vendor contexts are per-thread).
+	Open(cfg Config) (DeviceInfo, error)
+	// Kinds lists the allocation kinds this backend offers.
+	Kinds() []string
+	// Alloc allocates size bytes of kind and exports them for peers.
+	Alloc(kind string, size uint64) (Buffer, Export, error)
+	// Import maps a peer's export. The backend owns exp.Fd and closes it
+	// once it no longer needs it. If grant is false the importer must not
+	// be given access (negative control: a mapping without access).
+	Import(kind string, exp Export, grant bool) (Buffer, error)
+	// Launch runs a manifest kernel and waits for it.
+	Launch(k kernels.Kernel, grid, block uint32, args []uint64) (LaunchResult, error)
+	// Read and Write move bytes between host and a buffer.
+	Read(b Buffer, off uint64, p []byte) error
+	Write(b Buffer, off uint64, p []byte) error
+	// Copy copies with the backend's copy engine (cuMemcpy, hsa async copy).
+	Copy(dst Buffer, dstOff uint64, src Buffer, srcOff uint64, n uint64) (LaunchResult, error)
+	// Free releases a buffer (own or imported).
+	Free(b Buffer) error
+	// MemInfo reports free and total device memory (leak checks).
+	MemInfo() (free, total uint64, err error)
+	Close() error
+}
+
+// Registry of backends linked into the binary, filled by each backend's init.
+var registry = map[string]func() Backend{}
+
+// Register makes a backend constructor available under name.
+func Register(name string, ctor func() Backend) { registry[name] = ctor }
+
+// New constructs a registered backend.
+func New(name string) (Backend, error) {
+	c, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("backend %q is not linked into this binary", name)
+	}
+	return c(), nil
+}
