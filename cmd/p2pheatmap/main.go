@@ -1,0 +1,70 @@
+// Command p2pheatmap renders one SVG heatmap per per-pair metric of a
+// results.json (rows = source GPU, columns = destination GPU), plus an
+// index.html that shows them all.
+//
+//	p2pheatmap --out DIR results.json
+//
+// Pair convention and file names: see package p2patomics/harness/heatmap.
+// Exit status: 0 on success (also when the run has no per-pair metrics,
+// which it says on stderr), 2 on a usage error or an unreadable results.json.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"p2patomics/harness/heatmap"
+	"p2patomics/harness/report"
+)
+
+const usage = "usage: p2pheatmap --out DIR results.json"
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("p2pheatmap", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	out := fs.String("out", "", "folder for the SVG files")
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprintln(stdout, usage)
+				return 0
+			}
+			fmt.Fprintf(stderr, "p2pheatmap: %v (%s)\n", err, usage)
+			return 2
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	if *out == "" || len(pos) != 1 {
+		fmt.Fprintf(stderr, "p2pheatmap: %s\n", usage)
+		return 2
+	}
+	rep, err := report.Read(pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "p2pheatmap: %v\n", err)
+		return 2
+	}
+	files, err := heatmap.WriteAll(*out, rep)
+	if err != nil {
+		fmt.Fprintf(stderr, "p2pheatmap: %v\n", err)
+		return 1
+	}
+	if len(files) == 0 {
+		fmt.Fprintf(stderr, "p2pheatmap: %s has no per-pair metrics (label cases pair=<src>-<dst>); nothing written\n", pos[0])
+		return 0
+	}
+	for _, f := range files {
+		fmt.Fprintln(stdout, f)
+	}
+	return 0
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"p2patomics/harness/report"
+)
+
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "results.json")
+	rep := &report.Report{Schema: report.Schema, Environment: map[string]any{"vendor": "host"}, Results: []report.Result{
+		{ID: "host.memfd.bw.copy.g0g1", Labels: []string{"pair=0-1"}, Outcome: report.Pass, Expected: report.Pass,
+			Metrics: map[string]report.Metric{"bw_copy_gbps": {Unit: "GB/s", Median: 12.5, Min: 12, Max: 13, N: 3, Method: "wall"}}},
+	}}
+	if err := rep.Write(in); err != nil {
+		t.Fatal(err)
+	}
+	var so, se bytes.Buffer
+	out := filepath.Join(dir, "svg")
+	if rc := run([]string{in, "--out", out}, &so, &se); rc != 0 {
+		t.Fatalf("rc %d: %s", rc, se.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out, "bw_copy_gbps.svg"))
+	if err != nil || !strings.Contains(string(b), "12.5") {
+		t.Fatalf("svg: %v %s", err, b)
+	}
+	if !strings.Contains(so.String(), "index.html") {
+		t.Errorf("stdout: %s", so.String())
+	}
+	for _, args := range [][]string{{}, {in}, {"--out", out}, {"--bogus", in}, {"--out", out, in, in}, {"--out", out, filepath.Join(dir, "nope.json")}} {
+		so.Reset()
+		se.Reset()
+		if rc := run(args, &so, &se); rc != 2 {
+			t.Errorf("%v: rc %d", args, rc)
+		}
+		if n := strings.Count(se.String(), "\n"); n != 1 {
+			t.Errorf("%v: stderr is %d lines: %q", args, n, se.String())
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package harness
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"p2patomics/harness/report"
+)
+
+// Death is how a rank ended, read from its wait status and stderr.
+type Death struct {
+	ExitCode   *int
+	Signal     string // signal that killed it, e.g. SIGABRT
+	GoDump     bool   // the Go runtime printed a crash or SIGQUIT dump
+	DumpSignal string // the signal named on the dump's first line, e.g. SIGSEGV
+	Panic      string // the panic message for a Go panic
+	Fault      *report.Fault
+	Summary    string
+}
+
+var (
+	reDumpSig  = regexp.MustCompile(`(?m)^(SIG[A-Z]+): (.*)$`)
+	rePanic    = regexp.MustCompile(`(?m)^panic: (.*)$`)
+	reFatal    = regexp.MustCompile(`(?m)^fatal error: (.*)$`)
+	reOurFault = regexp.MustCompile(`p2patomics: gpu fault: vendor=(\S+) kind=(\S+) code=(-?\d+) name=(\S+) address=(\S*) reason="((?:[^"\\]|\\.)*)"`)
+	// ROCr's default VM-fault handler (ROCR runtime.cpp), before abort().
+	reAMDFault = regexp.MustCompile(`Memory access fault by GPU node-(\d+) \(Agent handle: (0x[0-9a-fA-F]+)\) on address (0x[0-9a-fA-F]+)\. Reason: ([^\n]*?)\.?\s*$`)
+	// CUDA sticky errors as a Go error string names them.
+	reCUDASticky = regexp.MustCompile(`CUDA_ERROR_(ILLEGAL_ADDRESS|LAUNCH_FAILED|ILLEGAL_INSTRUCTION|MISALIGNED_ADDRESS|INVALID_ADDRESS_SPACE|INVALID_PC|HARDWARE_STACK_ERROR)\b(?:\D*\((\d+)\))?`)
+)
+
+// ParseFault finds a GPU fault signature in a rank's stderr.
+func ParseFault(stderr string) *report.Fault {
+	if m := reOurFault.FindStringSubmatch(stderr); m != nil {
+		code, _ := strconv.ParseInt(m[3], 10, 64)
+		reason, err := strconv.Unquote(`"` + m[6] + `"`)
+		if err != nil {
+			reason = m[6]
+		}
+		return &report.Fault{Vendor: m[1], Kind: m[2], Code: code, Name: m[4], Address: m[5], Reason: reason}
+	}
+	for _, line := range strings.Split(stderr, "\n") {
+		if m := reAMDFault.FindStringSubmatch(line); m != nil {
+			return &report.Fault{Vendor: "amd", Kind: "gpu", Name: "memory-access-fault", Node: m[1], Address: m[3], Reason: m[4]}
+		}
+	}
+	if m := reCUDASticky.FindStringSubmatch(stderr); m != nil {
+		code, _ := strconv.ParseInt(m[2], 10, 64)
+		return &report.Fault{Vendor: "nvidia", Kind: "gpu", Code: code, Name: "CUDA_ERROR_" + m[1]}
+	}
+	return nil
+}
+
+// Classify reads a reaped rank's ending.
+func Classify(p *Proc) Death {
+	var d Death
+	stderr := p.Stderr.String()
+	st := p.State()
+	if st != nil {
+		ws := st.Sys().(syscall.WaitStatus)
+		switch {
+		case ws.Signaled():
+			d.Signal = unixSignalName(ws.Signal())
+		case ws.Exited():
+			c := ws.ExitStatus()
+			d.ExitCode = &c
+		}
+	}
+	if m := reDumpSig.FindStringSubmatch(stderr); m != nil {
+		d.GoDump, d.DumpSignal = true, m[1]
+	}
+	if m := rePanic.FindStringSubmatch(stderr); m != nil {
+		d.GoDump, d.Panic = true, m[1]
+	}
+	if strings.Contains(stderr, "goroutine ") && (strings.Contains(stderr, "[running]") || strings.Contains(stderr, "gp=")) {
+		d.GoDump = true
+	}
+	d.Fault = ParseFault(stderr)
+	var parts []string
+	switch {
+	case st == nil:
+		parts = append(parts, fmt.Sprintf("rank %d (pid %d) still running", p.Rank, p.Pid))
+	case d.Signal != "":
+		parts = append(parts, fmt.Sprintf("rank %d (pid %d) killed by %s", p.Rank, p.Pid, d.Signal))
+	case d.ExitCode != nil:
+		parts = append(parts, fmt.Sprintf("rank %d (pid %d) exited with status %d", p.Rank, p.Pid, *d.ExitCode))
+	}
+	switch {
+	case d.Panic != "":
+		parts = append(parts, "Go panic: "+d.Panic)
+	case d.DumpSignal != "":
+		line := reDumpSig.FindStringSubmatch(stderr)
+		parts = append(parts, fmt.Sprintf("Go fault dump: %s: %s", line[1], line[2]))
+		if strings.Contains(stderr, "signal arrived during cgo execution") || strings.Contains(stderr, "signal arrived during external code execution") {
+			parts = append(parts, "in C code called through purego")
+		}
+	}
+	if m := reFatal.FindStringSubmatch(stderr); m != nil {
+		parts = append(parts, "fatal error: "+m[1])
+	}
+	if d.Fault != nil {
+		parts = append(parts, fmt.Sprintf("GPU fault %s/%s %s", d.Fault.Vendor, d.Fault.Name, d.Fault.Address))
+	}
+	d.Summary = strings.Join(parts, "; ")
+	return d
+}
+
+func unixSignalName(s syscall.Signal) string {
+	names := map[syscall.Signal]string{syscall.SIGABRT: "SIGABRT", syscall.SIGSEGV: "SIGSEGV", syscall.SIGBUS: "SIGBUS",
+		syscall.SIGKILL: "SIGKILL", syscall.SIGQUIT: "SIGQUIT", syscall.SIGILL: "SIGILL", syscall.SIGFPE: "SIGFPE",
+		syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT", syscall.SIGTRAP: "SIGTRAP", syscall.SIGPIPE: "SIGPIPE"}
+	if n, ok := names[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(s))
+}

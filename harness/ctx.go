@@ -1,0 +1,391 @@
+package harness
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"p2patomics/kernels"
+	"p2patomics/wire"
+)
+
+// Ctx is what a case body works with: the world, a deadline, and
+// allocation and launch helpers that broker fds between ranks.
+type Ctx struct {
+	W        *World
+	Kind     string
+	Seed     int64
+	Deadline time.Time
+	Metrics  map[string]Metric
+	owned    []owned // freed at teardown
+	notes    []string
+}
+
+type owned struct{ rank, buf int }
+
+// Metric is one measurement a case reports (report.Metric's input).
+type Metric struct {
+	Unit    string
+	Samples []float64
+	Method  string
+}
+
+// Mem is one allocation shared across ranks: Bufs[r] is the buffer id of
+// the same memory in rank r (the owner's own or a peer's import).
+type Mem struct {
+	Owner int
+	Size  uint64
+	Bufs  []int
+}
+
+// N is the number of ranks.
+func (c *Ctx) N() int { return c.W.N }
+
+// Note adds a line to the case's detail.
+func (c *Ctx) Note(format string, a ...any) { c.notes = append(c.notes, fmt.Sprintf(format, a...)) }
+
+// Info returns rank r's device facts.
+func (c *Ctx) Info(r int) map[string]any { return c.W.Infos[r] }
+
+// Units returns the rank's parallel units (SMs, CUs, CPUs).
+func (c *Ctx) Units(r int) int {
+	if u, ok := c.W.Infos[r]["units"].(float64); ok && u > 0 {
+		return int(u)
+	}
+	return 1
+}
+
+// Vendor is rank 0's device vendor.
+func (c *Ctx) Vendor() string {
+	v, _ := c.W.Infos[0]["vendor"].(string)
+	return v
+}
+
+// Attr reads a device attribute reported by rank r.
+func (c *Ctx) Attr(r int, name string) string {
+	if a, ok := c.W.Infos[r]["attrs"].(map[string]any); ok {
+		s, _ := a[name].(string)
+		return s
+	}
+	return ""
+}
+
+func (c *Ctx) proc(r int) *Proc { return c.W.Procs[r] }
+
+// Alloc allocates in rank r and returns its buffer id plus the raw reply and
+// received fd (-1 if none). The caller owns the fd.
+func (c *Ctx) alloc(r int, kind string, size uint64) (wire.AllocReply, int, error) {
+	var ar wire.AllocReply
+	m, err := c.proc(r).call(wire.TAlloc, wire.Alloc{Kind: kind, Size: size}, c.Deadline, &ar)
+	if err != nil {
+		return ar, -1, err
+	}
+	fd := -1
+	if ar.HasFd {
+		if len(m.Fds) != 1 {
+			m.CloseFds()
+			return ar, -1, &ProtocolError{r, fmt.Errorf("%w: alloc reply names an fd but %d arrived", wire.ErrMalformed, len(m.Fds))}
+		}
+		fd = m.Fds[0]
+	} else {
+		m.CloseFds()
+	}
+	c.owned = append(c.owned, owned{r, ar.Buf})
+	return ar, fd, nil
+}
+
+// Local allocates size bytes of the case's kind in rank r only.
+func (c *Ctx) Local(r int, size uint64) (int, error) {
+	ar, fd, err := c.alloc(r, c.Kind, size)
+	if fd >= 0 {
+		unix.Close(fd)
+	}
+	return ar.Buf, err
+}
+
+// Shared allocates in owner and maps it into every other rank (the star
+// broker: the owner's fd goes to each peer as SCM_RIGHTS). grant=false maps
+// it into peers without access (negative control).
+func (c *Ctx) Shared(owner int, size uint64, grant bool) (*Mem, error) {
+	return c.SharedKind(owner, c.Kind, size, grant)
+}
+
+// SharedKind is Shared with an explicit kind.
+func (c *Ctx) SharedKind(owner int, kind string, size uint64, grant bool) (*Mem, error) {
+	ar, fd, err := c.alloc(owner, kind, size)
+	if err != nil {
+		return nil, err
+	}
+	if fd >= 0 {
+		defer unix.Close(fd)
+	}
+	m := &Mem{Owner: owner, Size: ar.Size, Bufs: make([]int, c.N())}
+	m.Bufs[owner] = ar.Buf
+	errs := make([]error, c.N())
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for r := 0; r < c.N(); r++ {
+		if r == owner {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := wire.Import{Kind: kind, Peer: owner, Size: ar.Size, HasFd: fd >= 0, Handle: ar.Handle, Meta: ar.Meta, Grant: grant}
+			var fds []int
+			if fd >= 0 {
+				fds = []int{fd} // the kernel dups it into the peer
+			}
+			var br wire.BufReply
+			_, err := c.proc(r).call(wire.TImport, req, c.Deadline, &br, fds...)
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			mu.Lock()
+			m.Bufs[r] = br.Buf
+			c.owned = append(c.owned, owned{r, br.Buf})
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return m, firstErr(errs)
+}
+
+// ShareFd allocates in owner and sends the raw exported fd to every peer,
+// which reports /proc/self/fdinfo for it (the dma-buf identity check).
+func (c *Ctx) ShareFd(owner int, kind string, size uint64) (own map[string]string, peers []map[string]string, err error) {
+	_, fd, err := c.alloc(owner, kind, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fd < 0 {
+		return nil, nil, Failf("%s export carried no fd", kind)
+	}
+	defer unix.Close(fd)
+	peers = make([]map[string]string, c.N())
+	for r := 0; r < c.N(); r++ {
+		var fr wire.FdInfoReply
+		if _, err := c.proc(r).call(wire.TFdInfo, nil, c.Deadline, &fr, fd); err != nil {
+			return nil, nil, err
+		}
+		peers[r] = fr.Info
+	}
+	return peers[owner], peers, nil
+}
+
+func firstErr(errs []error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// P is a pointer argument: buffer buf at byte offset off.
+func P(buf int, off uint64) wire.Arg { return wire.Arg{Buf: buf, Off: off} }
+
+// V is a value argument.
+func V(v uint64) wire.Arg { return wire.Arg{Buf: -1, Val: v} }
+
+// Launch describes one rank's kernel launch.
+type Launch struct {
+	Rank   int
+	Kernel string
+	Grid   uint32
+	Block  uint32
+	Args   map[string]wire.Arg
+}
+
+func (l Launch) wire() (wire.Launch, error) {
+	k, ok := kernels.Lookup(l.Kernel)
+	if !ok {
+		return wire.Launch{}, fmt.Errorf("kernel %q is not in the manifest", l.Kernel)
+	}
+	args := make([]wire.Arg, len(k.Args))
+	for i, a := range k.Args {
+		v, ok := l.Args[a.Name]
+		if !ok {
+			if a.Ptr {
+				v = wire.Arg{Buf: -1} // a null pointer
+			} else {
+				return wire.Launch{}, fmt.Errorf("kernel %s: argument %s not given", k.Name, a.Name)
+			}
+		}
+		args[i] = v
+	}
+	return wire.Launch{Kernel: l.Kernel, Grid: l.Grid, Block: l.Block, Args: args}, nil
+}
+
+// Run launches every given kernel at once (one per rank) and waits for all.
+// Elapsed times come back per launch.
+func (c *Ctx) Run(ls ...Launch) ([]time.Duration, error) {
+	reqs := make([]wire.Launch, len(ls))
+	for i, l := range ls {
+		w, err := l.wire()
+		if err != nil {
+			return nil, err
+		}
+		reqs[i] = w
+	}
+	out := make([]time.Duration, len(ls))
+	errs := make([]error, len(ls))
+	var wg sync.WaitGroup
+	for i, l := range ls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var t wire.Timing
+			_, errs[i] = c.proc(l.Rank).call(wire.TLaunch, reqs[i], c.Deadline, &t)
+			out[i] = time.Duration(t.ElapsedNs)
+		}()
+	}
+	wg.Wait()
+	return out, worstErr(errs)
+}
+
+// worstErr prefers the error that explains the most: a rank that died or
+// faulted over one that timed out waiting for it.
+func worstErr(errs []error) error {
+	var best error
+	rank := func(e error) int {
+		var d *DeadError
+		var re *RemoteError
+		var t *TimeoutError
+		switch {
+		case errors.As(e, &re) && re.Fault != nil:
+			return 5
+		case errors.As(e, &d):
+			return 4
+		case errors.As(e, &t):
+			return 3
+		case e != nil:
+			return 2
+		}
+		return 0
+	}
+	for _, e := range errs {
+		if rank(e) > rank(best) {
+			best = e
+		}
+	}
+	return best
+}
+
+// Read reads n bytes from a rank's buffer, in protocol-sized chunks.
+func (c *Ctx) Read(r, buf int, off, n uint64) ([]byte, error) {
+	out := make([]byte, 0, n)
+	for done := uint64(0); done < n; {
+		k := min(n-done, wire.MaxData)
+		var d wire.Data
+		if _, err := c.proc(r).call(wire.TRead, wire.Read{Buf: buf, Off: off + done, Len: k}, c.Deadline, &d); err != nil {
+			return nil, err
+		}
+		out = append(out, d.Data...)
+		done += k
+	}
+	return out, nil
+}
+
+// Write writes bytes into a rank's buffer.
+func (c *Ctx) Write(r, buf int, off uint64, p []byte) error {
+	for done := 0; done < len(p); {
+		k := min(len(p)-done, wire.MaxData)
+		if _, err := c.proc(r).call(wire.TWrite, wire.Write{Buf: buf, Off: off + uint64(done), Data: p[done : done+k]}, c.Deadline, nil); err != nil {
+			return err
+		}
+		done += k
+	}
+	return nil
+}
+
+// Zero clears n bytes.
+func (c *Ctx) Zero(r, buf int, off, n uint64) error { return c.Write(r, buf, off, make([]byte, n)) }
+
+// U64 reads one little-endian word.
+func (c *Ctx) U64(r, buf int, off uint64) (uint64, error) {
+	b, err := c.Read(r, buf, off, 8)
+	if err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(b), nil
+}
+
+// PutU64 writes one word.
+func (c *Ctx) PutU64(r, buf int, off, v uint64) error {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	return c.Write(r, buf, off, b[:])
+}
+
+// Sum adds n words of width bits in a rank.
+func (c *Ctx) Sum(r, buf int, off, n uint64, width int) (uint64, error) {
+	var s wire.SumReply
+	_, err := c.proc(r).call(wire.TSum, wire.Sum{Buf: buf, Off: off, N: n, Width: width}, c.Deadline, &s)
+	return s.Sum, err
+}
+
+// Copy runs the backend's copy engine in rank r.
+func (c *Ctx) Copy(r, dst int, dstOff uint64, src int, srcOff, n uint64) (time.Duration, string, error) {
+	var t wire.Timing
+	_, err := c.proc(r).call(wire.TCopy, wire.Copy{Dst: dst, DstOff: dstOff, Src: src, SrcOff: srcOff, N: n}, c.Deadline, &t)
+	return time.Duration(t.ElapsedNs), t.Method, err
+}
+
+// Canary asks rank r to misbehave.
+func (c *Ctx) Canary(r int, how string) error {
+	_, err := c.proc(r).call(wire.TCanary, wire.Canary{How: how}, c.Deadline, nil)
+	return err
+}
+
+// MemInfo asks rank r for its memory and fd counts.
+func (c *Ctx) MemInfo(r int) (wire.MemInfo, error) {
+	var mi wire.MemInfo
+	_, err := c.proc(r).call(wire.TMemInfo, nil, c.Deadline, &mi)
+	return mi, err
+}
+
+// FreeBuf releases one buffer early (lifetime cases).
+func (c *Ctx) FreeBuf(r, buf int) error {
+	for i, o := range c.owned {
+		if o.rank == r && o.buf == buf {
+			c.owned = append(c.owned[:i], c.owned[i+1:]...)
+			break
+		}
+	}
+	_, err := c.proc(r).call(wire.TFree, wire.Free{Buf: buf}, c.Deadline, nil)
+	return err
+}
+
+// Metric records samples for a named metric.
+func (c *Ctx) Metric(name, unit, method string, samples ...float64) {
+	if c.Metrics == nil {
+		c.Metrics = map[string]Metric{}
+	}
+	m := c.Metrics[name]
+	m.Unit, m.Method = unit, method
+	m.Samples = append(m.Samples, samples...)
+	c.Metrics[name] = m
+}
+
+// teardown frees everything the case allocated, peers first so an owner's
+// memory is never freed under a live import.
+func (c *Ctx) teardown() error {
+	var errs []error
+	for i := len(c.owned) - 1; i >= 0; i-- {
+		o := c.owned[i]
+		if !c.W.Procs[o.rank].Alive() {
+			continue
+		}
+		if _, err := c.proc(o.rank).call(wire.TFree, wire.Free{Buf: o.buf}, c.Deadline, nil); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.owned = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,360 @@
+// Package expect reads and writes expectation folders (the per-stack
+// baseline a driver upgrade is gated against) and turns a run's outcomes
+// into verdicts, following Mesa deqp-runner's semantics with DESIGN.md's
+// outcome order and verdict names.
+//
+// A folder expectations/<vendor>-<arch>-<driverline>/ holds:
+//
+//	fails.txt   case-id,outcome lines grouped under "# reason" comments
+//	flakes.txt  one Go regexp per line (matched against the whole id)
+//	skips.txt   one Go regexp per line (matched against the whole id)
+//	cases.txt   every case id the baseline ran
+//
+// Any of them may carry a "# stack: vendor=… arch=… driver=…" header. A
+// comment block (consecutive "#" lines) is the reason for every entry below
+// it up to the next comment block. Blank lines are ignored.
+package expect
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"regexp/syntax"
+	"sort"
+	"strings"
+
+	"p2patomics/harness/report"
+)
+
+// File names inside an expectation folder; single files are typed by these
+// endings (so "nvidia-sm_90-580-fails.txt" is a fails file).
+const (
+	FailsFile  = "fails.txt"
+	FlakesFile = "flakes.txt"
+	SkipsFile  = "skips.txt"
+	CasesFile  = "cases.txt"
+)
+
+// idRe is DESIGN.md's case id alphabet.
+var idRe = regexp.MustCompile(`^[a-z0-9._-]+$`)
+
+// Pattern is one line of flakes.txt or skips.txt.
+type Pattern struct {
+	Re     *regexp.Regexp // anchored: ^(?:line)$
+	Text   string         // the line as written
+	Reason string         // the comment block above it ("" if none)
+	Source string         // file:line
+}
+
+// Set is the union of the expectation files loaded.
+type Set struct {
+	Fails   map[string]report.Outcome // baseline outcome of every case that did not meet its expected
+	Reasons map[string]string         // reason comment of each Fails entry
+	Flakes  []Pattern
+	Skips   []Pattern
+	Cases   map[string]bool   // ids the baseline ran
+	Stack   map[string]string // from "# stack:" headers; empty when none
+	Sources []string          // files read, in order
+
+	where map[string]string // "fails:"+id / "cases:"+id / "flakes:"+re → file:line of first definition
+}
+
+// NewSet returns an empty set.
+func NewSet() *Set {
+	return &Set{
+		Fails:   map[string]report.Outcome{},
+		Reasons: map[string]string{},
+		Cases:   map[string]bool{},
+		Stack:   map[string]string{},
+		where:   map[string]string{},
+	}
+}
+
+// Skipped reports whether id matches skips.txt, with that line's reason.
+func (s *Set) Skipped(id string) (reason string, ok bool) {
+	if s == nil {
+		return "", false
+	}
+	return match(s.Skips, id)
+}
+
+// Flaky reports whether id matches flakes.txt, with that line's reason.
+func (s *Set) Flaky(id string) (reason string, ok bool) {
+	if s == nil {
+		return "", false
+	}
+	return match(s.Flakes, id)
+}
+
+func match(ps []Pattern, id string) (string, bool) {
+	for _, p := range ps {
+		if p.Re.MatchString(id) {
+			if p.Reason == "" {
+				return p.Text, true
+			}
+			return p.Reason, true
+		}
+	}
+	return "", false
+}
+
+// Baseline is the outcome the baseline recorded for r: its fails.txt entry,
+// else the case's own expected outcome.
+func (s *Set) Baseline(r report.Result) report.Outcome {
+	if s != nil {
+		if b, ok := s.Fails[r.ID]; ok {
+			return b
+		}
+	}
+	return r.Expected
+}
+
+// kindOf types a file by its name's ending.
+func kindOf(name string) string {
+	for _, k := range []string{FailsFile, FlakesFile, SkipsFile, CasesFile} {
+		if strings.HasSuffix(name, k) {
+			return k
+		}
+	}
+	return ""
+}
+
+// Load reads expectation folders and single files. A folder contributes
+// every file in it whose name ends in fails.txt, flakes.txt, skips.txt or
+// cases.txt (at least one must exist). Errors read "file:line: reason".
+func Load(paths []string) (*Set, error) {
+	s := NewSet()
+	if len(paths) == 0 {
+		return nil, errors.New("expectations: no path given")
+	}
+	for _, p := range paths {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			return nil, errors.New("expectations: empty path in list")
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("expectations: %w", err)
+		}
+		if !st.IsDir() {
+			k := kindOf(filepath.Base(p))
+			if k == "" {
+				return nil, fmt.Errorf("%s: not an expectation file (name must end in %s, %s, %s or %s)", p, FailsFile, FlakesFile, SkipsFile, CasesFile)
+			}
+			if err := s.loadFile(p, k); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			return nil, fmt.Errorf("expectations: %w", err)
+		}
+		n := 0
+		for _, e := range ents { // ReadDir sorts by name
+			k := kindOf(e.Name())
+			if k == "" || e.IsDir() {
+				continue
+			}
+			if err := s.loadFile(filepath.Join(p, e.Name()), k); err != nil {
+				return nil, err
+			}
+			n++
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("%s: no expectation files (%s, %s, %s, %s) in this folder", p, FailsFile, FlakesFile, SkipsFile, CasesFile)
+		}
+	}
+	return s, nil
+}
+
+// LoadList is Load for the flag form "PATH[,PATH]".
+func LoadList(list string) (*Set, error) {
+	return Load(strings.Split(list, ","))
+}
+
+func (s *Set) loadFile(path, kind string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("expectations: %w", err)
+	}
+	defer f.Close()
+	s.Sources = append(s.Sources, path)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	var (
+		reason    []string
+		inComment bool
+		lineNo    int
+	)
+	for sc.Scan() {
+		lineNo++
+		at := fmt.Sprintf("%s:%d", path, lineNo)
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			inComment = false
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			body := strings.TrimSpace(strings.TrimPrefix(line, "#"))
+			if rest, ok := cutPrefixFold(body, "stack:"); ok {
+				if err := s.addStack(at, rest); err != nil {
+					return err
+				}
+				inComment = false
+				continue
+			}
+			if !inComment {
+				reason = reason[:0]
+				inComment = true
+			}
+			if body != "" {
+				reason = append(reason, body)
+			}
+			continue
+		}
+		inComment = false
+		why := strings.Join(reason, " ")
+		switch kind {
+		case FailsFile:
+			id, out, ok := strings.Cut(line, ",")
+			if !ok {
+				return fmt.Errorf("%s: want \"case-id,outcome\", got %q", at, line)
+			}
+			id, out = strings.TrimSpace(id), strings.TrimSpace(out)
+			if strings.Contains(out, ",") {
+				return fmt.Errorf("%s: want \"case-id,outcome\", got %q (too many fields)", at, line)
+			}
+			if !idRe.MatchString(id) {
+				return fmt.Errorf("%s: bad case id %q (want lowercase [a-z0-9._-])", at, id)
+			}
+			o, err := report.ParseOutcome(out)
+			if err != nil {
+				return fmt.Errorf("%s: %v", at, err)
+			}
+			if prev, dup := s.where["fails:"+id]; dup {
+				return fmt.Errorf("%s: duplicate case %s (first at %s)", at, id, prev)
+			}
+			s.where["fails:"+id] = at
+			s.Fails[id] = o
+			if why != "" {
+				s.Reasons[id] = why
+			}
+		case CasesFile:
+			if !idRe.MatchString(line) {
+				return fmt.Errorf("%s: bad case id %q (want lowercase [a-z0-9._-])", at, line)
+			}
+			if prev, dup := s.where["cases:"+line]; dup {
+				return fmt.Errorf("%s: duplicate case %s (first at %s)", at, line, prev)
+			}
+			s.where["cases:"+line] = at
+			s.Cases[line] = true
+		case FlakesFile, SkipsFile:
+			re, err := regexp.Compile(`^(?:` + line + `)$`)
+			if err != nil {
+				return fmt.Errorf("%s: bad regexp %q: %v", at, line, unwrapRegexp(err))
+			}
+			key := kind + ":" + line
+			if prev, dup := s.where[key]; dup {
+				return fmt.Errorf("%s: duplicate pattern %q (first at %s)", at, line, prev)
+			}
+			s.where[key] = at
+			p := Pattern{Re: re, Text: line, Reason: why, Source: at}
+			if kind == FlakesFile {
+				s.Flakes = append(s.Flakes, p)
+			} else {
+				s.Skips = append(s.Skips, p)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s:%d: %v", path, lineNo+1, err)
+	}
+	return nil
+}
+
+func unwrapRegexp(err error) string {
+	var re *syntax.Error
+	if errors.As(err, &re) {
+		return string(re.Code)
+	}
+	return err.Error()
+}
+
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+		return s[len(prefix):], true
+	}
+	return "", false
+}
+
+// ParseStack parses "vendor=nvidia arch=sm_90 driver=580".
+func ParseStack(s string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, f := range strings.Fields(s) {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("stack header: want key=value, got %q", f)
+		}
+		k = strings.ToLower(k)
+		if _, dup := m[k]; dup {
+			return nil, fmt.Errorf("stack header: %s given twice", k)
+		}
+		m[k] = v
+	}
+	if len(m) == 0 {
+		return nil, errors.New("stack header: empty")
+	}
+	return m, nil
+}
+
+func (s *Set) addStack(at, text string) error {
+	m, err := ParseStack(text)
+	if err != nil {
+		return fmt.Errorf("%s: %v", at, err)
+	}
+	for k, v := range m {
+		if old, ok := s.Stack[k]; ok && old != v {
+			return fmt.Errorf("%s: stack %s=%s disagrees with %s=%s (at %s)", at, k, v, k, old, s.where["stack:"+k])
+		}
+		s.Stack[k] = v
+		if _, ok := s.where["stack:"+k]; !ok {
+			s.where["stack:"+k] = at
+		}
+	}
+	return nil
+}
+
+// FormatStack renders a stack as the header's key=value list, vendor, arch
+// and driver first.
+func FormatStack(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	rank := func(k string) int {
+		switch k {
+		case "vendor":
+			return 0
+		case "arch":
+			return 1
+		case "driver":
+			return 2
+		}
+		return 3
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if rank(keys[i]) != rank(keys[j]) {
+			return rank(keys[i]) < rank(keys[j])
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, " ")
+}

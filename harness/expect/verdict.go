@@ -1,0 +1,206 @@
+package expect
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"p2patomics/harness/fingerprint"
+	"p2patomics/harness/report"
+)
+
+// Judge gives one case its verdict against the baseline (deqp-runner's
+// with_baseline, in DESIGN.md's order pass < skip < fail < error < timeout <
+// crash < incomplete < abort). The baseline outcome b is s.Fails[id] when
+// listed, else the case's own expected outcome.
+//
+//	outcome == b, b listed in fails.txt, not pass → expected-fail
+//	outcome == b otherwise                        → expected
+//	outcome less severe than b                    → unexpected-pass (outcome pass)
+//	                                                unexpected-improvement (otherwise)
+//	outcome more severe than b, id in flakes      → known-flake
+//	outcome more severe than b, rerun met b       → flake
+//	outcome more severe than b                    → regression
+//
+// So a crash canary that crashes is "expected", or "expected-fail" when
+// fails.txt lists it as a crash; --update-expectations lists only cases
+// whose outcome differs from their expected, so canaries stay unlisted.
+// A case whose id matches flakes.txt is a known-flake on any departure from
+// its baseline, improvements included (a flaky case is not gated either way).
+// A case that matches skips.txt and reports skip is expected. rerun is the
+// same case run again in a fresh world after a first regression (nil when
+// there was none); only an exact match of the baseline makes it a flake.
+func Judge(r report.Result, s *Set, rerun *report.Result) report.Verdict {
+	b := s.Baseline(r)
+	got := r.Outcome
+	if got == report.Skip {
+		if _, ok := s.Skipped(r.ID); ok {
+			return report.Expected
+		}
+	}
+	if got == b {
+		if _, listed := s.listed(r.ID); listed && b != report.Pass {
+			return report.ExpectedFail
+		}
+		return report.Expected
+	}
+	if _, ok := s.Flaky(r.ID); ok {
+		return report.KnownFlake
+	}
+	if severity(got) < severity(b) {
+		if got == report.Pass {
+			return report.UnexpectedPass
+		}
+		return report.UnexpectedImprovement
+	}
+	if rerun != nil && rerun.Outcome == b {
+		return report.Flake
+	}
+	return report.Regression
+}
+
+func (s *Set) listed(id string) (report.Outcome, bool) {
+	if s == nil {
+		return "", false
+	}
+	o, ok := s.Fails[id]
+	return o, ok
+}
+
+// severity orders unknown outcomes above every known one, so a corrupt
+// outcome can only ever read as a regression.
+func severity(o report.Outcome) int {
+	if n := o.Severity(); n >= 0 {
+		return n
+	}
+	return len(report.Outcomes)
+}
+
+// NeedsRerun reports whether a first verdict asks for the case to be run
+// once more in a fresh world (deqp-runner reruns unexpected failures).
+func NeedsRerun(v report.Verdict) bool { return v == report.Regression }
+
+// Gate judges a whole run. Results that already carry a verdict (the suite
+// set it with Judge after a rerun) keep it; the others are judged with no
+// rerun. Every id in s.Cases that the current selection includes
+// (selected(id); nil selects all), that did not run and that does not match
+// skips.txt is appended as a "missing" entry (outcome skip, expected the
+// baseline's). The gate fails on any gating verdict (report.Verdict.Gating:
+// regression, unexpected-pass, unexpected-improvement, missing); Reasons
+// holds one sentence per gating case, in result order.
+func Gate(results []report.Result, s *Set, selected func(id string) bool) ([]report.Result, report.Gate) {
+	out := make([]report.Result, 0, len(results))
+	ran := make(map[string]bool, len(results))
+	for _, r := range results {
+		if r.Verdict == "" {
+			r.Verdict = Judge(r, s, nil)
+		}
+		ran[r.ID] = true
+		out = append(out, r)
+	}
+	if s != nil {
+		ids := make([]string, 0, len(s.Cases))
+		for id := range s.Cases {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			if ran[id] {
+				continue
+			}
+			if selected != nil && !selected(id) {
+				continue
+			}
+			if _, skip := s.Skipped(id); skip {
+				continue
+			}
+			b := report.Pass
+			if o, ok := s.Fails[id]; ok {
+				b = o
+			}
+			out = append(out, report.Result{
+				ID:       id,
+				Labels:   []string{},
+				Outcome:  report.Skip,
+				Expected: b,
+				Verdict:  report.Missing,
+				Detail:   "missing: in the baseline's cases.txt but not run",
+				Ranks:    []report.Rank{},
+			})
+		}
+	}
+	g := report.Gate{Pass: true, Reasons: []string{}}
+	for _, r := range out {
+		if !r.Verdict.Gating() {
+			continue
+		}
+		g.Pass = false
+		g.Reasons = append(g.Reasons, Reason(r, s))
+	}
+	return out, g
+}
+
+// Reason is the one-sentence explanation of a case's verdict, as the gate
+// prints it.
+func Reason(r report.Result, s *Set) string {
+	b := s.Baseline(r)
+	const update = " (update the baseline with --update-expectations)"
+	switch r.Verdict {
+	case report.Regression:
+		return fmt.Sprintf("regression: %s went %s → %s", r.ID, b, r.Outcome)
+	case report.UnexpectedPass:
+		return fmt.Sprintf("unexpected pass: %s went %s → %s%s", r.ID, b, r.Outcome, update)
+	case report.UnexpectedImprovement:
+		return fmt.Sprintf("unexpected improvement: %s went %s → %s%s", r.ID, b, r.Outcome, update)
+	case report.Missing:
+		return fmt.Sprintf("missing: %s ran in the baseline but not now", r.ID)
+	case report.Flake:
+		return fmt.Sprintf("flake: %s went %s → %s and met the baseline on rerun", r.ID, b, r.Outcome)
+	case report.KnownFlake:
+		return fmt.Sprintf("known flake: %s went %s → %s", r.ID, b, r.Outcome)
+	case report.ExpectedFail:
+		return fmt.Sprintf("expected fail: %s is %s as in the baseline", r.ID, r.Outcome)
+	}
+	return fmt.Sprintf("expected: %s is %s", r.ID, r.Outcome)
+}
+
+// CheckStack compares a "# stack:" header with this run's fingerprint.
+// Every key of the header must match fingerprint.Stack(env); "driver"
+// matches the exact version or a driver line that prefixes it ("580"
+// matches "580.159.04"). For vendor "host" only vendor and arch take part,
+// so an OS or kernel upgrade does not trip it. An empty header always
+// matches; allowMismatch turns a mismatch into nil. The error is one line.
+func CheckStack(stack map[string]string, env map[string]any, allowMismatch bool) error {
+	if len(stack) == 0 || allowMismatch {
+		return nil
+	}
+	cur := fingerprint.Stack(env)
+	host := strings.EqualFold(stack["vendor"], "host") || (stack["vendor"] == "" && cur["vendor"] == "host")
+	var bad []string
+	keys := make([]string, 0, len(stack))
+	for k := range stack {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if host && k != "vendor" && k != "arch" {
+			continue
+		}
+		want, got := stack[k], cur[k]
+		ok := strings.EqualFold(want, got)
+		if k == "driver" && !ok {
+			ok = strings.HasPrefix(got, want+".")
+		}
+		if !ok {
+			if got == "" {
+				got = "(unknown)"
+			}
+			bad = append(bad, fmt.Sprintf("%s=%s but this run has %s", k, want, got))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("stack mismatch: expectations say %s; this run is %s (%s; pass --allow-stack-mismatch to gate anyway)",
+		FormatStack(stack), FormatStack(cur), strings.Join(bad, ", "))
+}

@@ -1,0 +1,473 @@
+// Package fingerprint describes the stack a run happened on, for
+// results.json's "environment" and for matching expectation folders.
+//
+// Collect reads ONLY procfs, sysfs, /etc/os-release, the process
+// environment and Go's build info: the suite process never loads a GPU
+// library (DESIGN.md, "The parent stays clean"). Device facts that need a
+// runtime (name, arch, UUID, memory, runtime version, per-peer attributes)
+// come from the ranks and are folded in with Merge. A file that is missing
+// or unreadable is simply an absent key.
+//
+// Top-level keys (all optional except vendor, goarch, goos, harness):
+//
+//	vendor   "nvidia", "amd" or "host": detected from the loaded kernel
+//	         driver; Merge replaces it with the vendor of the devices the
+//	         ranks opened (so --backend=host on a GPU machine says "host")
+//	goarch, goos
+//	harness  {version, commit, go, module}
+//	os       {kernel, kernel_version, release}
+//	nvidia   {driver, version_line, gpus:[{model, gpu_uuid, video_bios,
+//	         bus_location, gpu_firmware, ...}], modules:[...]}
+//	amdgpu   {version, parameters:{noretry, ...}, nodes:[{node, gfx,
+//	         gfx_target_version, simd_count, ...}], links:[...]}
+//	iommu    {devices:[...], groups:N, cmdline:[...]}
+//	settings {HSA_XNACK, CUDA_VISIBLE_DEVICES, ...} (fault-relevant env)
+//	gpus     [...] device facts from the ranks (Merge)
+package fingerprint
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Version is the harness version; Commit may be set at link time with
+// -ldflags "-X p2patomics/harness/fingerprint.Commit=$(git rev-parse HEAD)"
+// (GOFLAGS here carries -buildvcs=false, so build info often lacks it).
+var (
+	Version = "0.1.0-dev"
+	Commit  = ""
+)
+
+// Collect fingerprints this machine from the real filesystem and env.
+func Collect() map[string]any {
+	return collect("/", os.Getenv)
+}
+
+// settingsEnv are the environment variables that change fault behaviour or
+// device visibility; set ones are recorded under "settings".
+var settingsEnv = []string{
+	"HSA_XNACK", "HSA_ENABLE_SDMA", "HSA_ENABLE_INTERRUPT", "HSA_FORCE_FINE_GRAIN_PCIE",
+	"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL",
+	"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING",
+	"NCCL_NVLS_ENABLE",
+}
+
+// amdgpuParams are /sys/module/amdgpu/parameters entries worth recording.
+var amdgpuParams = []string{"noretry", "cwsr_enable", "mes", "sched_policy", "vm_update_mode", "ras_enable", "hws_max_conc_proc", "gpu_recovery"}
+
+// kfdProps are the KFD topology node properties recorded per GPU node.
+var kfdProps = []string{
+	"gfx_target_version", "simd_count", "simd_per_cu", "array_count", "cu_per_simd_array",
+	"num_xcc", "vendor_id", "device_id", "location_id", "domain", "drm_render_minor",
+	"unique_id", "io_links_count", "p2p_links_count", "max_engine_clk_fcompute",
+	"local_mem_size", "fw_version", "sdma_fw_version", "capability",
+}
+
+// collect is Collect over a filesystem rooted at root (tests use a tree).
+func collect(root string, getenv func(string) string) map[string]any {
+	rd := func(p string) (string, bool) {
+		b, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			return "", false
+		}
+		return strings.TrimSpace(string(b)), true
+	}
+	env := map[string]any{
+		"goarch":  runtime.GOARCH,
+		"goos":    runtime.GOOS,
+		"harness": harness(),
+	}
+
+	osm := map[string]any{}
+	if v, ok := rd("proc/sys/kernel/osrelease"); ok {
+		osm["kernel"] = v
+	}
+	if v, ok := rd("proc/sys/kernel/version"); ok {
+		osm["kernel_version"] = v
+	}
+	if v, ok := rd("etc/os-release"); ok {
+		if pn := osRelease(v)["PRETTY_NAME"]; pn != "" {
+			osm["release"] = pn
+		}
+	}
+	if len(osm) > 0 {
+		env["os"] = osm
+	}
+
+	vendor := "host"
+	if nv := nvidia(root, rd); len(nv) > 0 {
+		env["nvidia"] = nv
+		if _, ok := nv["driver"]; ok {
+			vendor = "nvidia"
+		}
+	}
+	if amd := amdgpu(root, rd); len(amd) > 0 {
+		env["amdgpu"] = amd
+		if vendor == "host" {
+			if _, ok := amd["nodes"]; ok {
+				vendor = "amd"
+			} else if _, ok := amd["loaded"]; ok {
+				vendor = "amd"
+			}
+		}
+	}
+	env["vendor"] = vendor
+
+	iommu := map[string]any{}
+	if ents, err := os.ReadDir(filepath.Join(root, "sys/class/iommu")); err == nil && len(ents) > 0 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		iommu["devices"] = names
+	}
+	if ents, err := os.ReadDir(filepath.Join(root, "sys/kernel/iommu_groups")); err == nil {
+		iommu["groups"] = len(ents)
+	}
+	if v, ok := rd("proc/cmdline"); ok {
+		var keep []string
+		for _, f := range strings.Fields(v) {
+			for _, p := range []string{"iommu", "amd_iommu", "intel_iommu", "amdgpu.", "nvidia", "pci=", "numa_balancing"} {
+				if strings.HasPrefix(f, p) {
+					keep = append(keep, f)
+					break
+				}
+			}
+		}
+		if len(keep) > 0 {
+			iommu["cmdline"] = keep
+		}
+	}
+	if len(iommu) > 0 {
+		env["iommu"] = iommu
+	}
+
+	settings := map[string]any{}
+	for _, k := range settingsEnv {
+		if v := getenv(k); v != "" {
+			settings[k] = v
+		}
+	}
+	if len(settings) > 0 {
+		env["settings"] = settings
+	}
+	return env
+}
+
+func harness() map[string]any {
+	h := map[string]any{"version": Version, "go": runtime.Version()}
+	commit := Commit
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Path != "" {
+			h["module"] = bi.Main.Path
+		}
+		var rev, modified string
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value
+			}
+		}
+		if commit == "" && rev != "" {
+			commit = rev
+			if modified == "true" {
+				commit += "-dirty"
+			}
+		}
+	}
+	if commit != "" {
+		h["commit"] = commit
+	}
+	return h
+}
+
+// osRelease parses /etc/os-release KEY=value lines (values may be quoted).
+func osRelease(s string) map[string]string {
+	m := map[string]string{}
+	for _, l := range strings.Split(s, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(l), "=")
+		if !ok {
+			continue
+		}
+		if u, err := strconv.Unquote(v); err == nil {
+			v = u
+		} else {
+			v = strings.Trim(v, `"'`)
+		}
+		m[k] = v
+	}
+	return m
+}
+
+// nvVersionRe finds the driver version in /proc/driver/nvidia/version's
+// first line ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64
+// 580.159.04  Release Build ...").
+var nvVersionRe = regexp.MustCompile(`(?:^|\s)(\d+\.\d+(?:\.\d+)?)(?:\s|$)`)
+
+func nvidia(root string, rd func(string) (string, bool)) map[string]any {
+	m := map[string]any{}
+	if v, ok := rd("proc/driver/nvidia/version"); ok {
+		first, _, _ := strings.Cut(v, "\n")
+		first = strings.TrimSpace(first)
+		m["version_line"] = first
+		if mm := nvVersionRe.FindStringSubmatch(first); mm != nil {
+			m["driver"] = mm[1]
+		}
+	}
+	if _, ok := m["driver"]; !ok {
+		if v, ok := rd("sys/module/nvidia/version"); ok && v != "" {
+			m["driver"] = v
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(root, "proc/driver/nvidia/gpus/*/information"))
+	sort.Strings(dirs)
+	var gpus []map[string]any
+	for _, p := range dirs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		g := map[string]any{"bus": filepath.Base(filepath.Dir(p))}
+		for _, l := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(l, ":")
+			if !ok {
+				continue
+			}
+			k = snake(k)
+			if k == "" {
+				continue
+			}
+			g[k] = strings.TrimSpace(v)
+		}
+		gpus = append(gpus, g)
+	}
+	if len(gpus) > 0 {
+		m["gpus"] = gpus
+	}
+	var mods []string
+	for _, mod := range []string{"nvidia", "nvidia_uvm", "nvidia_peermem", "nvidia_drm", "nvidia_modeset"} {
+		if _, err := os.Stat(filepath.Join(root, "sys/module", mod)); err == nil {
+			mods = append(mods, mod)
+		}
+	}
+	if len(mods) > 0 {
+		m["modules"] = mods
+	}
+	return m
+}
+
+func amdgpu(root string, rd func(string) (string, bool)) map[string]any {
+	m := map[string]any{}
+	if _, err := os.Stat(filepath.Join(root, "sys/module/amdgpu")); err == nil {
+		m["loaded"] = true
+	}
+	if v, ok := rd("sys/module/amdgpu/version"); ok && v != "" {
+		m["version"] = v
+	}
+	params := map[string]any{}
+	for _, p := range amdgpuParams {
+		if v, ok := rd("sys/module/amdgpu/parameters/" + p); ok {
+			params[p] = v
+		}
+	}
+	if len(params) > 0 {
+		m["parameters"] = params
+	}
+	nodeDirs, _ := filepath.Glob(filepath.Join(root, "sys/class/kfd/kfd/topology/nodes/*"))
+	sort.Slice(nodeDirs, func(i, j int) bool { return natLess(filepath.Base(nodeDirs[i]), filepath.Base(nodeDirs[j])) })
+	var nodes []map[string]any
+	var links []map[string]any
+	for _, d := range nodeDirs {
+		b, err := os.ReadFile(filepath.Join(d, "properties"))
+		if err != nil {
+			continue
+		}
+		props := kv(string(b))
+		gtv, _ := strconv.Atoi(props["gfx_target_version"])
+		if gtv == 0 { // CPU node
+			continue
+		}
+		n := map[string]any{"node": filepath.Base(d), "gfx": GfxName(gtv)}
+		for _, k := range kfdProps {
+			if v, ok := props[k]; ok {
+				if i, err := strconv.ParseInt(v, 10, 64); err == nil {
+					n[k] = i
+				} else {
+					n[k] = v
+				}
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(d, "name")); err == nil {
+			if s := strings.TrimSpace(string(b)); s != "" {
+				n["name"] = s
+			}
+		}
+		nodes = append(nodes, n)
+		for _, kind := range []string{"io_links", "p2p_links"} {
+			ls, _ := filepath.Glob(filepath.Join(d, kind, "*", "properties"))
+			sort.Strings(ls)
+			for _, lp := range ls {
+				b, err := os.ReadFile(lp)
+				if err != nil {
+					continue
+				}
+				lk := map[string]any{"kind": kind}
+				for k, v := range kv(string(b)) {
+					if i, err := strconv.ParseInt(v, 10, 64); err == nil {
+						lk[k] = i
+					} else {
+						lk[k] = v
+					}
+				}
+				links = append(links, lk)
+			}
+		}
+	}
+	if len(nodes) > 0 {
+		m["nodes"] = nodes
+	}
+	if len(links) > 0 {
+		m["links"] = links
+	}
+	return m
+}
+
+// GfxName turns a KFD gfx_target_version (major*10000 + minor*100 +
+// stepping) into the LLVM target name: 90402 → gfx942, 90010 → gfx90a,
+// 110000 → gfx1100.
+func GfxName(v int) string {
+	if v <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("gfx%d%x%x", v/10000, (v/100)%100, v%100)
+}
+
+// kv parses "key value" lines (KFD properties files).
+func kv(s string) map[string]string {
+	m := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 2 {
+			m[f[0]] = f[1]
+		}
+	}
+	return m
+}
+
+func snake(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	var b strings.Builder
+	us := false
+	for _, r := range s {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+			us = false
+		} else if !us && b.Len() > 0 {
+			b.WriteByte('_')
+			us = true
+		}
+	}
+	return strings.TrimSuffix(b.String(), "_")
+}
+
+func natLess(a, b string) bool {
+	ai, e1 := strconv.Atoi(a)
+	bi, e2 := strconv.Atoi(b)
+	if e1 == nil && e2 == nil {
+		return ai < bi
+	}
+	return a < b
+}
+
+// Merge folds the device facts the ranks reported (backend.DeviceInfo or
+// anything that marshals to a JSON object) into env["gpus"], one entry per
+// distinct device (by uuid, else vendor+ordinal; several ranks on one device
+// give one entry), sorted by ordinal. When the facts name a vendor, env's
+// "vendor" becomes it (sorted, "+"-joined if they differ): the stack is the
+// one the ranks actually opened. Facts that do not marshal to an object are
+// recorded as {"error": "..."}.
+func Merge[T any](env map[string]any, rankFacts []T) {
+	if env == nil {
+		return
+	}
+	seen := map[string]bool{}
+	var gpus []map[string]any
+	vendors := map[string]bool{}
+	for _, f := range rankFacts {
+		m, err := toMap(f)
+		if err != nil {
+			gpus = append(gpus, map[string]any{"error": err.Error()})
+			continue
+		}
+		key := str(m["uuid"])
+		if key == "" {
+			key = str(m["vendor"]) + "#" + fmt.Sprint(m["ordinal"])
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		if v := str(m["vendor"]); v != "" {
+			vendors[v] = true
+		}
+		gpus = append(gpus, m)
+	}
+	sort.SliceStable(gpus, func(i, j int) bool {
+		oi, _ := gpus[i]["ordinal"].(float64)
+		oj, _ := gpus[j]["ordinal"].(float64)
+		return oi < oj
+	})
+	if len(gpus) > 0 {
+		arr := make([]any, len(gpus))
+		for i, g := range gpus {
+			arr[i] = g
+		}
+		env["gpus"] = arr
+	}
+	if len(vendors) > 0 {
+		var vs []string
+		for v := range vendors {
+			vs = append(vs, v)
+		}
+		sort.Strings(vs)
+		env["vendor"] = strings.Join(vs, "+")
+	}
+}
+
+func toMap(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("device facts are not a JSON object: %s", truncate(string(b), 80))
+	}
+	return m, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func str(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return ""
+}

@@ -1,0 +1,162 @@
+package heatmap
+
+import (
+	"encoding/xml"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"p2patomics/harness/report"
+)
+
+func bw(id string, labels []string, metrics map[string]report.Metric) report.Result {
+	return report.Result{ID: id, Labels: labels, Outcome: report.Pass, Expected: report.Pass, Metrics: metrics}
+}
+
+func gbps(v float64) report.Metric {
+	return report.Metric{Unit: "GB/s", Median: v, Min: v - 1, Max: v + 1, N: 5, Method: "cuda-events"}
+}
+
+func sample() []report.Result {
+	return []report.Result{
+		bw("cuda.vmm.bw.ce_write.g0g1", []string{"cuda", "vmm", "perf", "pair=0-1"}, map[string]report.Metric{"bw_ce_write_gbps": gbps(396.2), "lat_rt_us": {Unit: "us", Median: 0.91, Min: 0.9, Max: 0.95, N: 9, Method: "ping-pong"}}),
+		bw("cuda.vmm.bw.ce_write.g1g0", []string{"cuda", "vmm", "perf", "pair=1-0"}, map[string]report.Metric{"bw_ce_write_gbps": gbps(391.7), "lat_rt_us": {Unit: "us", Median: 0.93, N: 9}}),
+		bw("cuda.vmm.bw.ce_write.g0g0", []string{"cuda", "vmm", "perf", "src=0", "dst=0"}, map[string]report.Metric{"bw_ce_write_gbps": gbps(1800)}),
+		bw("cuda.ipc.bw.ce_write.g0g1", []string{"cuda", "ipc", "perf"}, map[string]report.Metric{"bw_ce_write_gbps": gbps(390.1)}),
+		bw("cuda.vmm.counter.add_u64_relaxed_sys", []string{"cuda", "vmm"}, map[string]report.Metric{"ops": {Unit: "Mops/s", Median: 3}}), // no pair: ignored
+		bw("cuda.vmm.bw.sm_copy.x", []string{"pair=0-1", "<&>"}, nil), // no metrics: ignored
+	}
+}
+
+func TestPairAndFamily(t *testing.T) {
+	cases := []struct {
+		r      report.Result
+		s, d   int
+		ok     bool
+		family string
+	}{
+		{bw("a.b.g3g5", []string{"pair=1-2"}, nil), 1, 2, true, "a.b"},
+		{bw("a.b.c", []string{"src=4", "dst=0"}, nil), 4, 0, true, "a.b"},
+		{bw("a.g2g7.c", nil, nil), 2, 7, true, "a.c"},
+		{bw("a.b.c", []string{"pair=x-1", "src=1"}, nil), 0, 0, false, "a.b"},
+	}
+	for _, c := range cases {
+		s, d, ok := Pair(c.r)
+		if s != c.s || d != c.d || ok != c.ok {
+			t.Errorf("Pair(%s %v) = %d %d %v", c.r.ID, c.r.Labels, s, d, ok)
+		}
+		if f := Family(c.r); f != c.family {
+			t.Errorf("Family(%s) = %s, want %s", c.r.ID, f, c.family)
+		}
+	}
+}
+
+func TestDirection(t *testing.T) {
+	for u, want := range map[string]int{"GB/s": 1, "Mops/s": 1, "gbps": 1, "us": -1, "µs": -1, "ns": -1, "ns/op": -1, "bytes": 0, "": 0} {
+		if got := Direction(u); got != want {
+			t.Errorf("Direction(%q) = %d, want %d", u, got, want)
+		}
+	}
+}
+
+func TestMatrices(t *testing.T) {
+	ms := Matrices(sample())
+	var files []string
+	for _, m := range ms {
+		files = append(files, m.File)
+	}
+	want := []string{"cuda.ipc.bw.ce_write.bw_ce_write_gbps.svg", "cuda.vmm.bw.ce_write.bw_ce_write_gbps.svg", "lat_rt_us.svg"}
+	if strings.Join(files, " ") != strings.Join(want, " ") {
+		t.Fatalf("files = %v", files)
+	}
+	vmm := ms[1]
+	if vmm.Size != 2 || len(vmm.Cells) != 3 || vmm.Cells[[2]int{1, 0}].Metric.Median != 391.7 || vmm.Unit != "GB/s" {
+		t.Errorf("vmm matrix = %+v", vmm)
+	}
+}
+
+// parse checks the SVG is well-formed XML and returns all its text.
+func parse(t *testing.T, svg string) string {
+	t.Helper()
+	d := xml.NewDecoder(strings.NewReader(svg))
+	var text strings.Builder
+	root := ""
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SVG is not well-formed XML: %v\n%s", err, svg)
+		}
+		switch x := tok.(type) {
+		case xml.StartElement:
+			if root == "" {
+				root = x.Name.Local
+				if x.Name.Space != "http://www.w3.org/2000/svg" {
+					t.Errorf("root namespace %q", x.Name.Space)
+				}
+			}
+		case xml.CharData:
+			text.Write(x)
+			text.WriteByte('\n')
+		}
+	}
+	if root != "svg" {
+		t.Fatalf("root element %q", root)
+	}
+	return text.String()
+}
+
+func TestSVG(t *testing.T) {
+	ms := Matrices(sample())
+	text := parse(t, ms[1].SVG("nvidia, 2× NVIDIA H200 <test>"))
+	for _, want := range []string{"bw_ce_write_gbps (GB/s)", "396", "392", "1800", "src 0", "dst 1", "higher is better", "nvidia, 2× NVIDIA H200 <test>", "median 396, min 395, max 397 GB/s, n=5, cuda-events", "—"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("SVG text lacks %q:\n%s", want, text)
+		}
+	}
+	lat := parse(t, ms[2].SVG(""))
+	for _, want := range []string{"lat_rt_us (us)", "0.91", "0.93", "lower is better"} {
+		if !strings.Contains(lat, want) {
+			t.Errorf("latency SVG lacks %q", want)
+		}
+	}
+	// Odd names are escaped, not injected.
+	odd := &Matrix{Metric: `a<b>&"c"`, Family: "f", Unit: "x<y", Size: 1, Cells: map[[2]int]Cell{{0, 0}: {Metric: report.Metric{Unit: "x<y", Median: 1}, Case: "c&d"}}}
+	if txt := parse(t, odd.SVG("")); !strings.Contains(txt, `a<b>&"c" (x<y)`) {
+		t.Errorf("escaping: %s", txt)
+	}
+}
+
+func TestWriteAll(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	files, err := WriteAll(dir, &report.Report{Schema: 1, Environment: map[string]any{"vendor": "nvidia"}, Results: sample()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 4 || filepath.Base(files[3]) != "index.html" {
+		t.Fatalf("files = %v", files)
+	}
+	for _, f := range files[:3] {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parse(t, string(b))
+	}
+	files, err = WriteAll(filepath.Join(t.TempDir(), "none"), &report.Report{Results: sample()[4:]})
+	if err != nil || files != nil {
+		t.Errorf("no metrics: %v %v", files, err)
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for v, want := range map[float64]string{396.24: "396", 39.64: "39.6", 3.964: "3.96", 1.2: "1.2", 10.04: "10", 0.9123: "0.912", 0.0412: "0.0412", 0: "0"} {
+		if got := Format(v); got != want {
+			t.Errorf("Format(%v) = %s, want %s", v, got, want)
+		}
+	}
+}

@@ -1,0 +1,259 @@
+// Package harness is the suite side: it spawns ranks by re-executing its own
+// binary, brokers fds between them, enforces deadlines, classifies every
+// ending and records results. It never loads a vendor GPU library.
+package harness
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"p2patomics/wire"
+)
+
+// RankEnv and RankArgv0 mirror package rank's sentinel (the parent must not
+// import the rank side).
+const (
+	RankEnv   = "P2PAT_RANK"
+	RankArgv0 = "p2patomics-rank"
+)
+
+// envAllow lists what a rank inherits; everything else is dropped so a
+// stray variable in the suite's environment cannot change a rank's driver.
+var envAllow = []string{"PATH", "HOME", "USER", "LANG", "LD_LIBRARY_PATH", "TMPDIR", "NCCL_NVLS_ENABLE"}
+var envPrefixAllow = []string{"CUDA_", "HSA_", "HIP_", "ROCR_", "AMD_", "GPU_", "NVIDIA_", "__GL"}
+
+func rankEnv(rank int) []string {
+	env := []string{RankEnv + "=" + strconv.Itoa(rank), "GOTRACEBACK=crash", "GOMAXPROCS=" + strconv.Itoa(max(2, runtime.NumCPU()))}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		ok := false
+		for _, a := range envAllow {
+			ok = ok || k == a
+		}
+		for _, p := range envPrefixAllow {
+			ok = ok || strings.HasPrefix(k, p)
+		}
+		if ok {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// tail keeps the last bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+	}
+	t.mu.Unlock()
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// Reset forgets what was captured (each case reports its own tail).
+func (t *tail) Reset() {
+	t.mu.Lock()
+	t.buf = t.buf[:0]
+	t.mu.Unlock()
+}
+
+// Proc is one rank process as the suite sees it.
+type Proc struct {
+	Rank   int
+	Device int
+	Pid    int
+	sock   int
+	cmd    *exec.Cmd
+	Stderr *tail
+	Stdout *tail
+	done   chan struct{} // closed when the process has been reaped
+	state  *os.ProcessState
+	pipes  sync.WaitGroup
+	seq    uint32
+}
+
+// spawnReq asks the spawner thread to start a rank.
+type spawnReq struct {
+	rank, device int
+	reply        chan spawnRes
+}
+
+type spawnRes struct {
+	p   *Proc
+	err error
+}
+
+var (
+	spawnOnce sync.Once
+	spawnCh   = make(chan spawnReq)
+)
+
+// spawner starts every rank from one goroutine locked to its OS thread for
+// the life of the suite: Pdeathsig fires when the *thread* that forked the
+// child exits, so forking from an ordinary goroutine could kill a healthy
+// rank whenever the Go scheduler retired that thread.
+func spawner() {
+	runtime.LockOSThread()
+	for req := range spawnCh {
+		p, err := startRank(req.rank, req.device)
+		req.reply <- spawnRes{p, err}
+	}
+}
+
+// Spawn starts rank r (on device dev) and returns once the process exists.
+func Spawn(r, dev int) (*Proc, error) {
+	spawnOnce.Do(func() { go spawner() })
+	ch := make(chan spawnRes, 1)
+	spawnCh <- spawnReq{r, dev, ch}
+	res := <-ch
+	return res.p, res.err
+}
+
+func startRank(r, dev int) (*Proc, error) {
+	ps, cs, err := wire.Socketpair()
+	if err != nil {
+		return nil, err
+	}
+	child := os.NewFile(uintptr(cs), "rank-sock")
+	defer child.Close()
+	p := &Proc{Rank: r, Device: dev, sock: ps, Stderr: &tail{max: 16 << 10}, Stdout: &tail{max: 4 << 10}, done: make(chan struct{})}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		unix.Close(ps)
+		return nil, fmt.Errorf("harness: pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		unix.Close(ps)
+		errR.Close()
+		errW.Close()
+		return nil, fmt.Errorf("harness: pipe: %w", err)
+	}
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{RankArgv0},
+		Env:        rankEnv(r),
+		Stdin:      nil,
+		Stdout:     outW,
+		Stderr:     errW,
+		ExtraFiles: []*os.File{child}, // fd 3 in the rank
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid:   true, // own process group: SIGQUIT/SIGKILL reach its threads' children too
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	if err := cmd.Start(); err != nil {
+		unix.Close(ps)
+		errR.Close()
+		errW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("harness: start rank %d: %w", r, err)
+	}
+	errW.Close()
+	outW.Close()
+	p.cmd, p.Pid = cmd, cmd.Process.Pid
+	p.pipes.Add(2)
+	go drain(errR, p.Stderr, &p.pipes)
+	go drain(outR, p.Stdout, &p.pipes)
+	go func() {
+		st, _ := cmd.Process.Wait()
+		p.state = st
+		p.pipes.Wait() // the dump is complete once both pipes hit EOF
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func drain(f *os.File, t *tail, wg *sync.WaitGroup) {
+	defer wg.Done()
+	defer f.Close()
+	buf := make([]byte, 8192)
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			t.Write(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Alive reports whether the rank has not been reaped yet.
+func (p *Proc) Alive() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// WaitExit waits up to d for the process to be reaped.
+func (p *Proc) WaitExit(d time.Duration) bool {
+	select {
+	case <-p.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// Signal sends sig to the rank's process group.
+func (p *Proc) Signal(sig syscall.Signal) {
+	_ = syscall.Kill(-p.Pid, sig)
+}
+
+// Kill ends the rank the way IGT's runner does: SIGQUIT first, so the Go
+// runtime prints every goroutine's stack (a free backtrace for the report),
+// then SIGKILL after grace.
+func (p *Proc) Kill(grace time.Duration) {
+	if !p.Alive() {
+		return
+	}
+	p.Signal(syscall.SIGQUIT)
+	if p.WaitExit(grace) {
+		return
+	}
+	p.Signal(syscall.SIGKILL)
+	p.WaitExit(5 * time.Second)
+}
+
+// Close releases the socket; call after the process is gone.
+func (p *Proc) Close() {
+	if p.sock >= 0 {
+		unix.Close(p.sock)
+		p.sock = -1
+	}
+}
+
+// State returns the wait status once reaped.
+func (p *Proc) State() *os.ProcessState {
+	if p.Alive() {
+		return nil
+	}
+	return p.state
+}

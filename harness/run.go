@@ -1,0 +1,309 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"p2patomics/harness/report"
+	"p2patomics/wire"
+)
+
+// Case is one runnable case.
+type Case struct {
+	ID       string
+	Backend  string
+	Kind     string
+	Spec     string
+	Variant  string
+	Ranks    int
+	Labels   []string
+	Expected report.Outcome
+	Timeout  time.Duration // whole-case deadline
+	Grace    time.Duration // SIGQUIT → SIGKILL grace on timeout
+	GPU      bool          // Serial; per-device lock
+	NoLeak   bool          // skip the leak check (cases that kill or poison ranks)
+	Repro    string
+	Run      func(*Ctx) error
+	// Standalone cases run without a world (suite-level canaries).
+	Standalone func() (report.Outcome, string)
+}
+
+// Runner runs cases on persistent worlds.
+type Runner struct {
+	Backend string
+	Trace   bool
+	Seed    int64
+	mu      sync.Mutex
+	worlds  map[int]*World
+	Events  []string // world events: idle deaths, respawns
+	// Infos are the device facts of the first world's ranks (fingerprint).
+	Infos []map[string]any
+	// unavailable is set once the backend failed to open for want of a
+	// capability: every later case skips with the same reason at once.
+	unavailable *SkipError
+}
+
+// NewRunner makes a runner for one backend.
+func NewRunner(backend string, traceOn bool, seed int64) *Runner {
+	return &Runner{Backend: backend, Trace: traceOn, Seed: seed, worlds: map[int]*World{}}
+}
+
+func (r *Runner) world(n int, deadline time.Time) (*World, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w, ok := r.worlds[n]; ok {
+		if w.Alive() {
+			return w, nil
+		}
+		// A rank died while idle (or the last case broke the world): a
+		// world event, not the next case's fault.
+		for _, p := range w.Procs {
+			if !p.Alive() && w.broken == nil {
+				d := Classify(p)
+				r.Events = append(r.Events, fmt.Sprintf("%s: idle rank died (%s); world respawned", time.Now().Format(time.TimeOnly), d.Summary))
+			}
+		}
+		w.Kill(200*time.Millisecond, errors.New("respawn"))
+		w.Close()
+		delete(r.worlds, n)
+	}
+	if r.unavailable != nil {
+		return nil, r.unavailable
+	}
+	w, err := NewWorld(r.Backend, n, r.Trace, deadline)
+	if err != nil {
+		var se *SkipError
+		if errors.As(err, &se) {
+			r.unavailable = se
+		}
+		return nil, err
+	}
+	r.worlds[n] = w
+	if len(w.Infos) > len(r.Infos) {
+		r.Infos = w.Infos
+	}
+	return w, nil
+}
+
+// Close ends every world.
+func (r *Runner) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for n, w := range r.worlds {
+		w.Close()
+		delete(r.worlds, n)
+	}
+}
+
+// KillAll kills every rank now (interrupt path).
+func (r *Runner) KillAll() {
+	r.mu.Lock()
+	ws := make([]*World, 0, len(r.worlds))
+	for _, w := range r.worlds {
+		ws = append(ws, w)
+	}
+	r.mu.Unlock()
+	for _, w := range ws {
+		w.Kill(100*time.Millisecond, errors.New("interrupted"))
+	}
+}
+
+// Run executes one case and always returns a result.
+func (r *Runner) Run(c *Case) (res report.Result) {
+	t0 := time.Now()
+	res = report.Result{ID: c.ID, Labels: c.Labels, Expected: c.Expected, Repro: c.Repro}
+	defer func() {
+		res.Duration = math.Round(time.Since(t0).Seconds()*1e6) / 1e6
+		if res.Ranks == nil {
+			res.Ranks = []report.Rank{}
+		}
+	}()
+	if c.Standalone != nil {
+		res.Outcome, res.Detail = c.Standalone()
+		return res
+	}
+	timeout := c.Timeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	deadline := time.Now().Add(timeout)
+	w, err := r.world(c.Ranks, time.Now().Add(max(timeout, 60*time.Second)))
+	if err != nil {
+		var se *SkipError
+		if errors.As(err, &se) {
+			res.Outcome, res.Detail = report.Skip, se.Reason
+			return res
+		}
+		res.Outcome, res.Detail = report.Error, "world start: "+err.Error()
+		return res
+	}
+	for _, p := range w.Procs {
+		p.Stderr.Reset()
+		p.Stdout.Reset()
+	}
+	ctx := &Ctx{W: w, Kind: c.Kind, Seed: r.Seed, Deadline: deadline}
+	var before []wire.MemInfo
+	if !c.NoLeak {
+		for i := range w.Procs {
+			mi, err := ctx.MemInfo(i)
+			if err != nil {
+				break
+			}
+			before = append(before, mi)
+		}
+	}
+	err = c.Run(ctx)
+	if w.Alive() && !isWorldFatal(err) {
+		if terr := ctx.teardown(); terr != nil && err == nil {
+			err = terr
+		}
+	}
+	res.Outcome, res.Detail, res.Fault = r.judge(c, w, err)
+	if len(ctx.notes) > 0 {
+		if res.Detail != "" {
+			res.Detail += "; "
+		}
+		res.Detail += strings.Join(ctx.notes, "; ")
+	}
+	if res.Outcome == report.Pass && len(before) == len(w.Procs) && w.Alive() {
+		if leak := checkLeaks(ctx, before); leak != "" {
+			res.Outcome, res.Detail = report.Fail, "leak: "+leak
+		}
+	}
+	res.Metrics = summarize(ctx.Metrics)
+	res.Ranks = evidence(w)
+	if !w.Alive() || isWorldFatal(err) {
+		// Whatever is left of this world is not trusted by the next case.
+		w.Kill(200*time.Millisecond, fmt.Errorf("case %s ended with %s", c.ID, res.Outcome))
+		r.mu.Lock()
+		if r.worlds[c.Ranks] == w {
+			delete(r.worlds, c.Ranks)
+		}
+		r.mu.Unlock()
+		w.Close()
+	}
+	return res
+}
+
+// isWorldFatal: after these the ranks' state is unknown.
+func isWorldFatal(err error) bool {
+	var t *TimeoutError
+	var d *DeadError
+	var p *ProtocolError
+	var re *RemoteError
+	return errors.As(err, &t) || errors.As(err, &d) || errors.As(err, &p) || (errors.As(err, &re) && re.Fault != nil)
+}
+
+func (r *Runner) judge(c *Case, w *World, err error) (report.Outcome, string, *report.Fault) {
+	var (
+		se *SkipError
+		fe *FailError
+		te *TimeoutError
+		de *DeadError
+		pe *ProtocolError
+		re *RemoteError
+	)
+	switch {
+	case err == nil:
+		return report.Pass, "", nil
+	case errors.As(err, &se):
+		return report.Skip, se.Reason, nil
+	case errors.As(err, &fe):
+		return report.Fail, fe.Detail, nil
+	case errors.As(err, &te):
+		grace := c.Grace
+		if grace == 0 {
+			grace = 2 * time.Second
+		}
+		w.Kill(grace, err)
+		detail := fmt.Sprintf("%s (case timeout %s); SIGQUIT to every rank, SIGKILL after %s", te.Error(), c.Timeout, grace)
+		if d := Classify(w.Procs[te.Rank]); d.GoDump {
+			detail += "; goroutine dump captured"
+		}
+		return report.Timeout, detail, nil
+	case errors.As(err, &re) && re.Fault != nil:
+		f := &report.Fault{Vendor: re.Fault.Vendor, Kind: re.Fault.Kind, Code: re.Fault.Code, Name: re.Fault.Name,
+			Node: re.Fault.Node, Address: re.Fault.Address, Reason: re.Fault.Reason}
+		return report.Crash, fmt.Sprintf("rank %d %s: %s", re.Rank, re.What, re.Msg), f
+	case errors.As(err, &de):
+		p := w.Procs[de.Rank]
+		p.WaitExit(3 * time.Second)
+		d := Classify(p)
+		return report.Crash, fmt.Sprintf("%s: %s", err.Error(), d.Summary), d.Fault
+	case errors.As(err, &pe):
+		w.Kill(200*time.Millisecond, err)
+		return report.Error, "protocol: " + pe.Error(), nil
+	case errors.As(err, &re) && re.NotSupported:
+		return report.Skip, re.Msg, nil
+	}
+	return report.Error, err.Error(), nil
+}
+
+func checkLeaks(ctx *Ctx, before []wire.MemInfo) string {
+	var leaks []string
+	for i, b := range before {
+		a, err := ctx.MemInfo(i)
+		if err != nil {
+			return fmt.Sprintf("rank %d meminfo: %v", i, err)
+		}
+		if a.Bufs != b.Bufs {
+			leaks = append(leaks, fmt.Sprintf("rank %d holds %d buffers, had %d", i, a.Bufs, b.Bufs))
+		}
+		if a.Fds > b.Fds {
+			leaks = append(leaks, fmt.Sprintf("rank %d has %d open fds, had %d", i, a.Fds, b.Fds))
+		}
+		if b.Free > a.Free && b.Free-a.Free > 2<<20 {
+			leaks = append(leaks, fmt.Sprintf("rank %d free memory dropped %d bytes", i, b.Free-a.Free))
+		}
+	}
+	return strings.Join(leaks, "; ")
+}
+
+func evidence(w *World) []report.Rank {
+	out := make([]report.Rank, len(w.Procs))
+	for i, p := range w.Procs {
+		rk := report.Rank{Rank: p.Rank, Pid: p.Pid, Device: p.Device}
+		if !p.Alive() {
+			d := Classify(p)
+			rk.ExitCode, rk.Signal, rk.GoDump = d.ExitCode, d.Signal, d.GoDump
+		}
+		rk.StderrTail = lastBytes(p.Stderr.String(), 4096)
+		out[i] = rk
+	}
+	return out
+}
+
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+func summarize(ms map[string]Metric) map[string]report.Metric {
+	if len(ms) == 0 {
+		return nil
+	}
+	out := map[string]report.Metric{}
+	for name, m := range ms {
+		if len(m.Samples) == 0 {
+			continue
+		}
+		s := slices.Clone(m.Samples)
+		sort.Float64s(s)
+		med := s[len(s)/2]
+		if len(s)%2 == 0 {
+			med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+		}
+		out[name] = report.Metric{Unit: m.Unit, Median: round(med), Min: round(s[0]), Max: round(s[len(s)-1]), N: len(s), Method: m.Method}
+	}
+	return out
+}
+
+func round(v float64) float64 { return math.Round(v*1000) / 1000 }

@@ -1,0 +1,299 @@
+package harness
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"p2patomics/wire"
+)
+
+// World is a set of ranks of one backend that persists across cases until
+// one of them dies.
+type World struct {
+	Backend string
+	N       int
+	Procs   []*Proc
+	Kinds   []string
+	Infos   []map[string]any
+	Trace   bool
+	locks   []*os.File
+	broken  error // set when the world can no longer be trusted
+}
+
+// Errors a case can end with; the runner maps them to outcomes.
+
+// SkipError: a capability is missing.
+type SkipError struct{ Reason string }
+
+func (e *SkipError) Error() string { return e.Reason }
+
+// Skipf builds a SkipError.
+func Skipf(format string, a ...any) error { return &SkipError{fmt.Sprintf(format, a...)} }
+
+// FailError: a verification did not hold (expected vs got).
+type FailError struct{ Detail string }
+
+func (e *FailError) Error() string { return e.Detail }
+
+// Failf builds a FailError.
+func Failf(format string, a ...any) error { return &FailError{fmt.Sprintf(format, a...)} }
+
+// TimeoutError: a deadline passed while waiting on a rank.
+type TimeoutError struct {
+	Rank int
+	What string
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("rank %d did not answer %s before the deadline", e.Rank, e.What)
+}
+
+// DeadError: a rank died (or closed its socket) during a request.
+type DeadError struct {
+	Rank int
+	What string
+}
+
+func (e *DeadError) Error() string { return fmt.Sprintf("rank %d died during %s", e.Rank, e.What) }
+
+// RemoteError: a rank answered with an error.
+type RemoteError struct {
+	Rank         int
+	What         string
+	Msg          string
+	NotSupported bool
+	Fault        *wire.Fault
+}
+
+func (e *RemoteError) Error() string { return fmt.Sprintf("rank %d %s: %s", e.Rank, e.What, e.Msg) }
+
+// ProtocolError: a malformed message.
+type ProtocolError struct {
+	Rank int
+	Err  error
+}
+
+func (e *ProtocolError) Error() string { return fmt.Sprintf("rank %d: %v", e.Rank, e.Err) }
+func (e *ProtocolError) Unwrap() error { return e.Err }
+
+// call sends one request and waits for its reply until deadline.
+func (p *Proc) call(t wire.Type, body any, deadline time.Time, res any, fds ...int) (wire.Msg, error) {
+	p.seq++
+	seq := p.seq
+	what := t.String()
+	if err := wire.Send(p.sock, t, seq, body, fds...); err != nil {
+		if errors.Is(err, wire.ErrClosed) || !p.Alive() {
+			p.WaitExit(2 * time.Second)
+			return wire.Msg{}, &DeadError{p.Rank, what}
+		}
+		return wire.Msg{}, &ProtocolError{p.Rank, err}
+	}
+	m, err := wire.Recv(p.sock, deadline)
+	switch {
+	case errors.Is(err, wire.ErrDeadline):
+		return wire.Msg{}, &TimeoutError{p.Rank, what}
+	case errors.Is(err, wire.ErrClosed):
+		p.WaitExit(2 * time.Second)
+		return wire.Msg{}, &DeadError{p.Rank, what}
+	case err != nil:
+		return wire.Msg{}, &ProtocolError{p.Rank, err}
+	}
+	if m.Type != wire.TReply || m.Seq != seq {
+		m.CloseFds()
+		return wire.Msg{}, &ProtocolError{p.Rank, fmt.Errorf("%w: wanted reply %d to %s, got %s %d", wire.ErrMalformed, seq, what, m.Type, m.Seq)}
+	}
+	var r wire.Reply
+	if err := m.Decode(&r); err != nil {
+		m.CloseFds()
+		return wire.Msg{}, &ProtocolError{p.Rank, err}
+	}
+	if !r.OK {
+		m.CloseFds()
+		if r.Fault != nil {
+			p.WaitExit(5 * time.Second) // the rank exits after a fault
+		}
+		return wire.Msg{}, &RemoteError{Rank: p.Rank, What: what, Msg: r.Error, NotSupported: r.NotSupported, Fault: r.Fault}
+	}
+	if res != nil && len(r.Result) > 0 {
+		if err := json.Unmarshal(r.Result, res); err != nil {
+			m.CloseFds()
+			return wire.Msg{}, &ProtocolError{p.Rank, fmt.Errorf("%w: %s result: %v", wire.ErrMalformed, what, err)}
+		}
+	}
+	return m, nil
+}
+
+// NewWorld spawns n ranks of backend and completes the handshake. A
+// backend that cannot open returns a SkipError naming why.
+func NewWorld(backendName string, n int, traceOn bool, deadline time.Time) (*World, error) {
+	w := &World{Backend: backendName, N: n, Trace: traceOn}
+	for r := 0; r < n; r++ {
+		p, err := Spawn(r, r)
+		if err != nil {
+			w.Close()
+			return nil, err
+		}
+		w.Procs = append(w.Procs, p)
+		w.Infos = append(w.Infos, nil)
+	}
+	// Rank 0 first: its device count decides where the others go
+	// (rank r on device r mod count).
+	if err := w.hello(0, 0, deadline); err != nil {
+		w.Close()
+		return nil, err
+	}
+	count := 1
+	if c, ok := w.Infos[0]["count"].(float64); ok && c >= 1 {
+		count = int(c)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := 1; r < n; r++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[r] = w.hello(r, r%count, deadline) }()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		w.Close()
+		for _, e := range errs {
+			if e != nil {
+				return nil, e
+			}
+		}
+	}
+	if backendName != "host" {
+		if err := w.lockDevices(deadline); err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+func (w *World) hello(r, dev int, deadline time.Time) error {
+	p := w.Procs[r]
+	p.Device = dev
+	var hr wire.HelloReply
+	_, err := p.call(wire.THello, wire.Hello{Version: wire.Version, Backend: w.Backend, Rank: r, Ranks: w.N, Device: dev, Trace: w.Trace}, deadline, &hr)
+	if err != nil {
+		var re *RemoteError
+		if errors.As(err, &re) && re.NotSupported {
+			return &SkipError{fmt.Sprintf("backend %s unavailable: %s", w.Backend, re.Msg)}
+		}
+		return err
+	}
+	if hr.Version != wire.Version {
+		return &ProtocolError{r, fmt.Errorf("%w: rank speaks protocol %d, suite %d", wire.ErrMalformed, hr.Version, wire.Version)}
+	}
+	info := map[string]any{}
+	_ = json.Unmarshal(hr.Info, &info)
+	w.Infos[r] = info
+	if r == 0 {
+		w.Kinds = hr.Kinds
+	}
+	return nil
+}
+
+// lockDevices takes an exclusive flock per device so two suites never share
+// a GPU; it waits (up to the deadline) for another suite to finish.
+func (w *World) lockDevices(deadline time.Time) error {
+	seen := map[string]bool{}
+	for r, info := range w.Infos {
+		id, _ := info["uuid"].(string)
+		if id == "" {
+			id = fmt.Sprintf("dev%d", w.Procs[r].Device)
+		}
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		path := filepath.Join(os.TempDir(), "p2patomics-"+w.Backend+"-"+sanitize(id)+".lock")
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
+		if err != nil {
+			return fmt.Errorf("device lock %s: %w", path, err)
+		}
+		for {
+			err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				f.Close()
+				return fmt.Errorf("device %s is locked by another p2patomics suite (%s)", id, path)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		w.locks = append(w.locks, f)
+	}
+	return nil
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// Alive reports whether every rank is still running.
+func (w *World) Alive() bool {
+	if w.broken != nil {
+		return false
+	}
+	for _, p := range w.Procs {
+		if !p.Alive() {
+			return false
+		}
+	}
+	return true
+}
+
+// Close asks ranks to exit, then kills what is left.
+func (w *World) Close() {
+	var wg sync.WaitGroup
+	for _, p := range w.Procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if p.Alive() && w.broken == nil {
+				_, _ = p.call(wire.TExit, nil, time.Now().Add(2*time.Second), nil)
+				if !p.WaitExit(2 * time.Second) {
+					p.Signal(syscall.SIGKILL)
+					p.WaitExit(5 * time.Second)
+				}
+			} else {
+				p.Kill(500 * time.Millisecond)
+			}
+			p.Close()
+		}()
+	}
+	wg.Wait()
+	for _, f := range w.locks {
+		f.Close()
+	}
+	w.locks = nil
+}
+
+// Kill ends every rank: SIGQUIT (stack dumps) then SIGKILL after grace.
+func (w *World) Kill(grace time.Duration, why error) {
+	if w.broken == nil {
+		w.broken = why
+	}
+	var wg sync.WaitGroup
+	for _, p := range w.Procs {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.Kill(grace) }()
+	}
+	wg.Wait()
+}

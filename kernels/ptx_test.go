@@ -1,0 +1,358 @@
+package kernels
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// PTX checks: every manifest kernel is an .entry with one .u64 parameter per
+// manifest argument, and every memory-model instruction in its body carries
+// the scope and order its name promises. clang-19's NVPTX backend silently
+// drops both for atomicrmw (docs/KERNELS.md), so kernels.cu spells every
+// atomic as inline PTX and this test reads the PTX that ships.
+
+type ptxEntry struct {
+	name   string
+	params []string // PTX types of the .param lines
+	body   []string // instruction lines, trimmed
+}
+
+var (
+	ptxEntryRe = regexp.MustCompile(`^\.visible \.entry (\w+)\($`)
+	ptxParamRe = regexp.MustCompile(`^\s*\.param (\.\w+) \w+,?$`)
+)
+
+// parsePTX splits a PTX module into its entries. Device functions (.func)
+// are ignored: kernels.cu inlines everything, and ptxFuncsAbsent checks it.
+func parsePTX(text string) (header map[string]string, entries []ptxEntry, funcs []string) {
+	header = map[string]string{}
+	lines := strings.Split(text, "\n")
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		for _, k := range []string{".version", ".target", ".address_size"} {
+			if strings.HasPrefix(l, k+" ") {
+				header[k] = strings.TrimSpace(strings.TrimPrefix(l, k))
+			}
+		}
+		if strings.Contains(l, ".func ") && !strings.HasPrefix(strings.TrimSpace(l), "//") {
+			funcs = append(funcs, strings.TrimSpace(l))
+		}
+		m := ptxEntryRe.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		e := ptxEntry{name: m[1]}
+		for i++; i < len(lines) && !strings.HasPrefix(lines[i], ")"); i++ {
+			if pm := ptxParamRe.FindStringSubmatch(lines[i]); pm != nil {
+				e.params = append(e.params, pm[1])
+			} else {
+				e.params = append(e.params, "?"+strings.TrimSpace(lines[i]))
+			}
+		}
+		for i++; i < len(lines) && lines[i] != "}"; i++ {
+			s := strings.TrimSpace(lines[i])
+			if s == "" || s == "{" || strings.HasPrefix(s, "//") {
+				continue
+			}
+			e.body = append(e.body, s)
+		}
+		entries = append(entries, e)
+	}
+	return header, entries, funcs
+}
+
+// ptxMemOp is one memory-model instruction: atom/red/fence/membar, or ld/st
+// with a .relaxed/.acquire/.release qualifier. Plain, .volatile and .param
+// accesses are not memory-model operations and are not returned.
+type ptxMemOp struct {
+	text  string
+	kind  string // atom red fence membar ld st
+	sem   string // relaxed acquire release acq_rel sc ("" when absent)
+	scope string // sys gpu cta cluster ("" when absent)
+	op    string // atom: add exch cas and or xor min max inc ...
+	typ   string // atom/ld/st: u32 b64 s32 f32 ...
+}
+
+func ptxMemOps(body []string) []ptxMemOp {
+	var out []ptxMemOp
+	for _, line := range body {
+		ins := line
+		if i := strings.IndexAny(ins, " \t"); i >= 0 {
+			ins = ins[:i]
+		}
+		ins = strings.TrimSuffix(ins, ";")
+		parts := strings.Split(ins, ".")
+		kind := parts[0]
+		switch kind {
+		case "atom", "red", "fence", "membar", "ld", "st":
+		default:
+			continue
+		}
+		m := ptxMemOp{text: line, kind: kind}
+		for _, p := range parts[1:] {
+			switch p {
+			case "relaxed", "acquire", "release", "acq_rel", "sc":
+				m.sem = p
+			case "sys", "gpu", "cta", "cluster", "gl":
+				m.scope = p
+			case "add", "exch", "cas", "and", "or", "xor", "min", "max", "inc", "dec":
+				m.op = p
+			case "u32", "u64", "s32", "s64", "b32", "b64", "f32", "f64":
+				m.typ = p
+			}
+		}
+		if (kind == "ld" || kind == "st") && m.sem == "" {
+			continue // plain, volatile or param access
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// ptxSem is the PTX .sem an RMW kernel of this order must use.
+var ptxSem = map[Order]string{Relaxed: "relaxed", Acquire: "acquire", Release: "release", AcqRel: "acq_rel"}
+
+// ptxAtomOp is the PTX atom operation and type for an RMW kernel.
+func ptxAtomOp(k Kernel) (op, typ string) {
+	w := fmt.Sprint(k.Type.Bits())
+	switch k.Op {
+	case OpAdd, OpSub: // PTX has no atom.sub: fetch_sub is atom.add of -v
+		return "add", string(k.Type)
+	case OpXchg:
+		return "exch", "b" + w
+	case OpCAS:
+		return "cas", "b" + w
+	case OpAnd, OpOr, OpXor:
+		return string(k.Op), "b" + w
+	case OpMin, OpMax:
+		return string(k.Op), string(k.Type) // .u32/.u64 unsigned, .s32/.s64 signed
+	case OpInc:
+		return "inc", "u32"
+	}
+	return "", ""
+}
+
+func isRMW(k Kernel) bool {
+	switch k.Op {
+	case OpAdd, OpSub, OpXchg, OpCAS, OpAnd, OpOr, OpXor, OpMin, OpMax, OpInc:
+		return true
+	}
+	return false
+}
+
+// checkPTX returns every disagreement between a PTX module and the manifest.
+func checkPTX(text, wantTarget string) []string {
+	var errs []string
+	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
+	header, entries, funcs := parsePTX(text)
+	if header[".target"] != wantTarget {
+		bad(".target is %q, file claims %s", header[".target"], wantTarget)
+	}
+	if header[".address_size"] != "64" {
+		bad(".address_size is %q", header[".address_size"])
+	}
+	for _, f := range funcs {
+		bad("unexpected device function (kernels.cu inlines everything): %s", f)
+	}
+	seen := map[string]ptxEntry{}
+	for _, e := range entries {
+		if _, dup := seen[e.name]; dup {
+			bad("%s: duplicate .entry", e.name)
+		}
+		seen[e.name] = e
+		if _, ok := Lookup(e.name); !ok {
+			bad("%s: .entry not in the manifest", e.name)
+		}
+	}
+	for _, k := range All() {
+		e, ok := seen[k.Name]
+		if !ok {
+			bad("%s: manifest kernel missing from the PTX", k.Name)
+			continue
+		}
+		if len(e.params) != len(k.Args) {
+			bad("%s: %d params, manifest has %d args", k.Name, len(e.params), len(k.Args))
+		}
+		for i, p := range e.params {
+			if p != ".u64" {
+				bad("%s: param %d is %s, want .u64", k.Name, i, p)
+			}
+		}
+		errs = append(errs, checkPTXKernel(k, e.body)...)
+	}
+	return errs
+}
+
+// checkPTXKernel checks one kernel body against its name.
+func checkPTXKernel(k Kernel, body []string) []string {
+	var errs []string
+	bad := func(f string, a ...any) { errs = append(errs, k.Name+": "+fmt.Sprintf(f, a...)) }
+	ops := ptxMemOps(body)
+	count := map[string]int{} // "kind.sem"
+	for _, m := range ops {
+		count[m.kind+"."+m.sem]++
+		// Scope: _sys kernels put .sys on everything, _dev kernels never.
+		switch {
+		case m.kind == "membar":
+			bad("membar is not allowed (use fence): %s", m.text)
+		case k.Scope == Sys && m.scope != "sys":
+			bad("system-scope kernel has a non-system %s: %s", m.kind, m.text)
+		case k.Scope == Dev && m.scope == "sys":
+			bad("device-scope kernel has a system-scope %s: %s", m.kind, m.text)
+		case k.Scope == Dev && m.scope != "gpu" && m.scope != "":
+			bad("device-scope kernel has a %q-scope %s: %s", m.scope, m.kind, m.text)
+		}
+		if m.kind == "atom" && m.sem == "" {
+			bad("atom without an explicit .sem: %s", m.text)
+		}
+	}
+	need := func(key string, min int) {
+		if count[key] < min {
+			bad("want at least %d %s, have %d", min, key, count[key])
+		}
+	}
+	only := func(allowed ...string) {
+		for _, m := range ops {
+			key := m.kind + "." + m.sem
+			ok := false
+			for _, a := range allowed {
+				ok = ok || a == key
+			}
+			if !ok {
+				bad("unexpected %s for order %s: %s", key, k.Order, m.text)
+			}
+		}
+	}
+	switch {
+	case isRMW(k) || (k.Op == OpAdd && k.Type == F32):
+		sem := ptxSem[k.Order]
+		op, typ := ptxAtomOp(k)
+		if k.Op == OpAdd && k.Type == F32 {
+			op, typ = "add", "f32"
+		}
+		n := 0
+		for _, m := range ops {
+			if m.kind != "atom" {
+				continue
+			}
+			n++
+			if m.sem != sem {
+				bad("atom has .%s, order %s wants .%s: %s", m.sem, k.Order, sem, m.text)
+			}
+			if m.op != op || m.typ != typ {
+				bad("atom is .%s.%s, want .%s.%s (signedness/width): %s", m.op, m.typ, op, typ, m.text)
+			}
+		}
+		if n == 0 {
+			bad("no atom instruction")
+		}
+		if k.Op == OpCAS {
+			only("atom."+sem, "ld.relaxed") // first guess is a relaxed load at the same scope
+		} else {
+			only("atom." + sem)
+		}
+	case k.Op == OpSpread || k.Op == OpAllReduce:
+		need("atom.relaxed", 1)
+		only("atom.relaxed")
+	case k.Op == OpMP && k.Order == AcqRel:
+		need("st.release", 1)
+		need("ld.acquire", 1)
+		only("st.release", "ld.acquire", "st.relaxed", "ld.relaxed", "atom.relaxed")
+	case k.Op == OpMP && k.Order == Relaxed:
+		need("st.relaxed", 1)
+		need("ld.relaxed", 1)
+		only("st.relaxed", "ld.relaxed", "atom.relaxed")
+	case k.Order == SeqCst: // sb, iriw: fence.sc then ld.acquire / st.relaxed (PTX Atomics ABI)
+		need("fence.sc", 2)
+		only("fence.sc", "ld.acquire", "st.relaxed")
+		for i, m := range ops {
+			if (m.kind == "ld" || m.kind == "st") && (i == 0 || ops[i-1].kind != "fence" || ops[i-1].sem != "sc") {
+				bad("seq_cst %s not preceded by fence.sc: %s", m.kind, m.text)
+			}
+		}
+	case k.Op == OpPingPong:
+		need("ld.acquire", 1)
+		need("st.release", 1)
+		only("ld.acquire", "st.release")
+	case k.Op == OpWait:
+		need("ld.acquire", 1)
+		only("ld.acquire")
+	case k.Op == OpRacy:
+		// The barrier is the only atomic; the counter is volatile load/store.
+		need("atom.acq_rel", 1)
+		only("atom.acq_rel", "ld.acquire")
+		if count["atom.acq_rel"] != 1 {
+			bad("want exactly one atom (the barrier), have %d", count["atom.acq_rel"])
+		}
+		if !bodyHas(body, "ld.volatile.global.u64") || !bodyHas(body, "st.volatile.global.u64") {
+			bad("racy counter must be a volatile load and a volatile store")
+		}
+	case k.Op == OpCopy:
+		only()
+		if !bodyHas(body, "ld.global.v2.u64") || !bodyHas(body, "st.global.v2.u64") {
+			bad("copy must move 16 bytes per access (ld/st.global.v2.u64)")
+		}
+	case k.Op == OpFill:
+		only()
+	default:
+		bad("no PTX rule for this kernel: add one to ptx_test.go")
+	}
+	return errs
+}
+
+func bodyHas(body []string, prefix string) bool {
+	for _, l := range body {
+		if strings.HasPrefix(l, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestPTXObjects(t *testing.T) {
+	for _, target := range []string{"sm_70", "sm_90"} {
+		t.Run(target, func(t *testing.T) {
+			o, err := ForArch(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Target != target || o.Format != FormatPTX {
+				t.Fatalf("ForArch(%s) = %s/%s", target, o.Target, o.Format)
+			}
+			if len(o.Data) == 0 || o.Data[len(o.Data)-1] == 0 {
+				t.Fatalf("PTX must be non-empty text without the NUL (the CUDA backend appends it)")
+			}
+			for _, e := range checkPTX(string(o.Data), target) {
+				t.Error(e)
+			}
+		})
+	}
+}
+
+// The checker itself: hand-made bodies that it must reject.
+func TestPTXCheckerRejects(t *testing.T) {
+	cases := []struct {
+		kernel string
+		body   []string
+		want   string
+	}{
+		{"add_u64_relaxed_sys", []string{"atom.relaxed.gpu.global.add.u64 %rd1, [%rd2], %rd3;"}, "non-system atom"},
+		{"add_u64_relaxed_sys", []string{"atom.global.add.u64 %rd1, [%rd2], %rd3;"}, "non-system atom"},
+		{"add_u64_relaxed_dev", []string{"atom.relaxed.sys.global.add.u64 %rd1, [%rd2], %rd3;"}, "system-scope atom"},
+		{"add_u32_acqrel_sys", []string{"atom.relaxed.sys.global.add.u32 %r1, [%rd2], %r3;"}, "order acqrel wants .acq_rel"},
+		{"max_u32_relaxed_sys", []string{"atom.relaxed.sys.global.max.s32 %r1, [%rd2], %r3;"}, "signedness"},
+		{"min_s64_relaxed_dev", []string{"atom.relaxed.gpu.global.min.u64 %rd1, [%rd2], %rd3;"}, "signedness"},
+		{"mp_u32_acqrel_sys", []string{"st.relaxed.sys.global.u32 [%rd1], %r1;", "st.release.gpu.global.u32 [%rd2], %r2;", "ld.acquire.sys.global.u32 %r3, [%rd2];"}, "non-system st"},
+		{"sb_u32_seqcst_sys", []string{"fence.sc.sys;", "st.relaxed.sys.global.u32 [%rd1], %r1;", "ld.acquire.sys.global.u32 %r2, [%rd2];"}, "not preceded by fence.sc"},
+		{"wait_u32_acquire_sys", []string{"ld.relaxed.sys.global.u32 %r1, [%rd1];"}, "ld.acquire"},
+		{"pingpong_u64_acqrel_dev", []string{"ld.acquire.sys.global.u64 %rd1, [%rd2];", "st.release.gpu.global.u64 [%rd2], %rd3;"}, "system-scope ld"},
+	}
+	for _, c := range cases {
+		errs := checkPTXKernel(MustLookup(c.kernel), c.body)
+		if !strings.Contains(strings.Join(errs, "\n"), c.want) {
+			t.Errorf("%s %q: want an error containing %q, got %q", c.kernel, c.body, c.want, errs)
+		}
+	}
+}

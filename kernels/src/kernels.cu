@@ -1,0 +1,254 @@
+// kernels.cu: every kernel of kernels/manifest.go, one source for NVIDIA
+// (clang -x cuda -> PTX) and AMD (clang -x hip -> one ELF per gfx target).
+// Built by scripts/build-kernels.sh; checked by go test ./kernels.
+//
+// Rules (see docs/KERNELS.md): extern "C", parameters in manifest order, every
+// parameter 8 bytes; thread id g = blockIdx.x*block + threadIdx.x with block an
+// argument (no kernel reads blockDim/gridDim: AMD code object v5 keeps them in
+// hidden arguments); every spin is bounded by p2p_expired(timeout_ns), 0 =
+// unbounded; no stack, no scratch, no LDS.
+#include "p2p.h"
+
+// ------------------------------------------------------------------ RMW ops
+// Manifest args: target, out, operand, iters, block, salt.
+#define P2P_RMW_HEAD(op, ty, T, o, s)                                                   \
+  P2P_KERNEL void op##_##ty##_##o##_##s(T *target, u64 *out, u64 operand, u64 iters,    \
+                                        u64 block, u64 salt) {                          \
+    const u64 g = p2p_gid(block);                                                       \
+    (void)out; (void)operand; (void)salt; (void)g;
+
+// fetch_<op>(target, VAL) iters times; VAL may use g, salt, operand.
+#define P2P_K_SIMPLE(op, ty, T, VAL, o, s)                                              \
+  P2P_RMW_HEAD(op, ty, T, o, s)                                                         \
+    const T val = (T)(VAL);                                                             \
+    for (u64 i = 0; i < iters; i++) p2p_##op##_##ty##_##o##_##s(target, val);           \
+  }
+
+// out[g] += exchange(target, Tag(salt,g,i)): 64-bit sum of the values returned.
+#define P2P_K_XCHG(ty, T, o, s)                                                         \
+  P2P_RMW_HEAD(xchg, ty, T, o, s)                                                       \
+    u64 sum = 0;                                                                        \
+    for (u64 i = 0; i < iters; i++)                                                     \
+      sum += (u64)p2p_xchg_##ty##_##o##_##s(target, (T)p2p_tag(salt, g, i));            \
+    if (out) out[g] += sum;                                                             \
+  }
+
+// CAS loop adding 1, iters times; out[g] += failed attempts (if out != 0).
+// The first guess is a relaxed atomic load at the kernel's scope.
+#define P2P_K_CAS(ty, T, o, s)                                                          \
+  P2P_RMW_HEAD(cas, ty, T, o, s)                                                        \
+    u64 fails = 0;                                                                      \
+    T old = p2p_ld_relaxed_##ty##_##s(target);                                          \
+    for (u64 i = 0; i < iters; i++) {                                                   \
+      for (;;) {                                                                        \
+        T prev = p2p_cas_##ty##_##o##_##s(target, old, (T)(old + 1));                   \
+        if (prev == old) { old = (T)(old + 1); break; }                                 \
+        fails++;                                                                        \
+        old = prev;                                                                     \
+      }                                                                                 \
+    }                                                                                   \
+    if (out) out[g] += fails;                                                           \
+  }
+
+P2P_EACH_OS(P2P_K_SIMPLE, add, u32, u32, operand)
+P2P_EACH_OS(P2P_K_SIMPLE, add, u64, u64, operand)
+P2P_EACH_OS(P2P_K_SIMPLE, sub, u32, u32, operand)
+P2P_EACH_OS(P2P_K_SIMPLE, sub, u64, u64, operand)
+P2P_EACH_OS(P2P_K_XCHG, u32, u32)
+P2P_EACH_OS(P2P_K_XCHG, u64, u64)
+P2P_EACH_OS(P2P_K_CAS, u32, u32)
+P2P_EACH_OS(P2P_K_CAS, u64, u64)
+P2P_EACH_OS(P2P_K_SIMPLE, and, u32, u32, ~p2p_bit(salt, g, 32))
+P2P_EACH_OS(P2P_K_SIMPLE, and, u64, u64, ~p2p_bit(salt, g, 64))
+P2P_EACH_OS(P2P_K_SIMPLE, or, u32, u32, p2p_bit(salt, g, 32))
+P2P_EACH_OS(P2P_K_SIMPLE, or, u64, u64, p2p_bit(salt, g, 64))
+P2P_EACH_OS(P2P_K_SIMPLE, xor, u32, u32, p2p_bit(salt, g, 32))
+P2P_EACH_OS(P2P_K_SIMPLE, xor, u64, u64, p2p_bit(salt, g, 64))
+P2P_EACH_OS(P2P_K_SIMPLE, min, u32, u32, p2p_minmax_value(salt, g, operand))
+P2P_EACH_OS(P2P_K_SIMPLE, min, u64, u64, p2p_minmax_value(salt, g, operand))
+P2P_EACH_OS(P2P_K_SIMPLE, min, s32, s32, p2p_minmax_value(salt, g, operand))
+P2P_EACH_OS(P2P_K_SIMPLE, min, s64, s64, p2p_minmax_value(salt, g, operand))
+P2P_EACH_OS(P2P_K_SIMPLE, max, u32, u32, p2p_minmax_value(salt, g, operand))
+P2P_EACH_OS(P2P_K_SIMPLE, max, u64, u64, p2p_minmax_value(salt, g, operand))
+P2P_EACH_OS(P2P_K_SIMPLE, max, s32, s32, p2p_minmax_value(salt, g, operand))
+P2P_EACH_OS(P2P_K_SIMPLE, max, s64, s64, p2p_minmax_value(salt, g, operand))
+// atomicInc: old >= operand ? 0 : old+1 (PTX atom.inc, AMDGPU atomic_inc).
+P2P_EACH_OS(P2P_K_SIMPLE, inc, u32, u32, operand)
+
+// Float add, informational. operand holds the bits of an f32.
+#define P2P_K_FADD(s)                                                                   \
+  P2P_RMW_HEAD(add, f32, f32, relaxed, s)                                               \
+    const f32 val = __builtin_bit_cast(f32, (u32)operand);                              \
+    for (u64 i = 0; i < iters; i++) p2p_add_f32_relaxed_##s(target, val);               \
+  }
+P2P_K_FADD(sys)
+P2P_K_FADD(dev)
+
+// ------------------------------------------------------------------ patterns
+// spread: fetch_add(&target[g], operand) iters times.
+P2P_KERNEL void spread_u64_relaxed_sys(u64 *target, u64 operand, u64 iters, u64 block) {
+  const u64 g = p2p_gid(block);
+  for (u64 i = 0; i < iters; i++) p2p_add_u64_relaxed_sys(&target[g], operand);
+}
+P2P_KERNEL void spread_u64_relaxed_dev(u64 *target, u64 operand, u64 iters, u64 block) {
+  const u64 g = p2p_gid(block);
+  for (u64 i = 0; i < iters; i++) p2p_add_u64_relaxed_dev(&target[g], operand);
+}
+
+// allreduce: for j = g; j < n; j += nthreads: fetch_add(&dst[j], src[j]).
+P2P_KERNEL void allreduce_u64_relaxed_sys(u64 *dst, const u64 *src, u64 n, u64 block, u64 nthreads) {
+  for (u64 j = p2p_gid(block); j < n; j += nthreads) p2p_add_u64_relaxed_sys(&dst[j], src[j]);
+}
+P2P_KERNEL void allreduce_u64_relaxed_dev(u64 *dst, const u64 *src, u64 n, u64 block, u64 nthreads) {
+  for (u64 j = p2p_gid(block); j < n; j += nthreads) p2p_add_u64_relaxed_dev(&dst[j], src[j]);
+}
+
+// Message passing. role 0 writes data then flag; role 1 waits for the flag
+// and reads the data. Thread t handles i = t, t+block, ... A wait that times
+// out is counted in out[1], records out[2] (y seen) and out[3] (i), and ends
+// that thread's loop (a lost flag would otherwise cost timeout_ns per i).
+#define P2P_K_MP(o, ST_Y, LD_Y)                                                         \
+  P2P_KERNEL void mp_u32_##o##_sys(u32 *x, u32 *y, u32 *out, u64 n, u64 role, u64 block, \
+                                   u64 timeout_ns) {                                    \
+    const u64 t = p2p_gid(block);                                                       \
+    if (role == 0) {                                                                    \
+      for (u64 i = t; i < n; i += block) {                                              \
+        p2p_st_relaxed_u32_sys(&x[i], (u32)(i + 1));                                    \
+        ST_Y(&y[i], 1u);                                                                \
+      }                                                                                 \
+      return;                                                                           \
+    }                                                                                   \
+    u32 stale = 0;                                                                      \
+    for (u64 i = t; i < n; i += block) {                                                \
+      const u64 start = p2p_now_ns();                                                   \
+      u32 f;                                                                            \
+      bool late = false;                                                                \
+      while ((f = LD_Y(&y[i])) != 1u) {                                                 \
+        if (p2p_expired(start, timeout_ns)) { late = true; break; }                     \
+      }                                                                                 \
+      if (late) {                                                                       \
+        p2p_add_u32_relaxed_sys(&out[1], 1u);                                           \
+        p2p_st_relaxed_u32_sys(&out[2], f);                                             \
+        p2p_st_relaxed_u32_sys(&out[3], (u32)i);                                        \
+        break;                                                                          \
+      }                                                                                 \
+      const u32 r = p2p_ld_relaxed_u32_sys(&x[i]);                                      \
+      stale += (r != (u32)(i + 1));                                                     \
+    }                                                                                   \
+    if (stale) p2p_add_u32_relaxed_sys(&out[0], stale);                                 \
+  }
+P2P_K_MP(acqrel, p2p_st_release_u32_sys, p2p_ld_acquire_u32_sys)
+P2P_K_MP(relaxed, p2p_st_relaxed_u32_sys, p2p_ld_relaxed_u32_sys)
+
+// Store buffering: store-seqcst mine[i]=1, then out[i] = load-seqcst theirs[i].
+P2P_KERNEL void sb_u32_seqcst_sys(u32 *x, u32 *y, u32 *out, u64 n, u64 role, u64 block,
+                                  u64 timeout_ns) {
+  (void)timeout_ns;
+  u32 *mine = role == 0 ? x : y;
+  u32 *theirs = role == 0 ? y : x;
+  for (u64 i = p2p_gid(block); i < n; i += block) {
+    p2p_st_seqcst_u32_sys(&mine[i], 1u);
+    out[i] = p2p_ld_seqcst_u32_sys(&theirs[i]);
+  }
+}
+
+// IRIW: roles 0 and 1 write x and y; role 2 threads 0 and 1 read them in
+// opposite orders. Every out[2i+t] is written (0/1, +2 when the wait timed
+// out), so a thread never leaves a 0,0 that looks like the forbidden outcome;
+// after its first timeout a reader checks each later flag once without spinning.
+P2P_KERNEL void iriw_u32_seqcst_sys(u32 *x, u32 *y, u32 *out, u64 n, u64 role, u64 block,
+                                    u64 timeout_ns) {
+  const u64 t = p2p_gid(block);
+  if (role == 0 || role == 1) {
+    u32 *w = role == 0 ? x : y;
+    for (u64 i = t; i < n; i += block) p2p_st_seqcst_u32_sys(&w[i], 1u);
+    return;
+  }
+  if (t >= 2 || block < 2) return;
+  const u32 *a = t == 0 ? x : y;
+  const u32 *b = t == 0 ? y : x;
+  bool gave_up = false;
+  for (u64 i = 0; i < n; i++) {
+    const u64 start = p2p_now_ns();
+    bool late = false;
+    while (p2p_ld_seqcst_u32_sys(&a[i]) != 1u) {
+      if (gave_up || p2p_expired(start, timeout_ns)) { late = true; gave_up = true; break; }
+    }
+    const u32 second = p2p_ld_seqcst_u32_sys(&b[i]);
+    out[2 * i + t] = second + (late ? 2u : 0u);
+  }
+}
+
+// Ping-pong: one thread; role 0 waits flag==2i and stores 2i+1, role 1 waits
+// 2i+1 and stores 2i+2. out[0] = rounds done, out[1] = 1 on a timeout,
+// out[2] = flag value last seen.
+#define P2P_K_PINGPONG(s)                                                               \
+  P2P_KERNEL void pingpong_u64_acqrel_##s(u64 *flag, u64 *out, u64 n, u64 role,         \
+                                          u64 timeout_ns) {                             \
+    if (p2p_tid() != 0 || p2p_bid() != 0) return;                                       \
+    u64 done = 0, seen = 0, late = 0;                                                   \
+    for (u64 i = 0; i < n; i++) {                                                       \
+      const u64 want = role == 0 ? 2 * i : 2 * i + 1;                                   \
+      const u64 start = p2p_now_ns();                                                   \
+      while ((seen = p2p_ld_acquire_u64_##s(flag)) != want) {                           \
+        if (p2p_expired(start, timeout_ns)) { late = 1; break; }                        \
+      }                                                                                 \
+      if (late) break;                                                                  \
+      p2p_st_release_u64_##s(flag, want + 1);                                           \
+      done++;                                                                           \
+    }                                                                                   \
+    out[0] = done;                                                                      \
+    out[1] = late;                                                                      \
+    out[2] = seen;                                                                      \
+  }
+P2P_K_PINGPONG(sys)
+P2P_K_PINGPONG(dev)
+
+// Copy: 16 bytes per thread per step, grid-stride.
+P2P_KERNEL void copy_b128_plain_dev(b128 *dst, const b128 *src, u64 nbytes, u64 block,
+                                    u64 nthreads) {
+  const u64 n = nbytes / 16;
+  for (u64 j = p2p_gid(block); j < n; j += nthreads) dst[j] = src[j];
+}
+
+// The planted racy counter: volatile load, pause, volatile store. With bar
+// != 0, thread 0 of each block first joins a system-scope barrier (fetch_add
+// then a bounded spin until parties arrived; on timeout it goes on).
+P2P_KERNEL void racy_u64_plain_sys(u64 *target, u64 *bar, u64 iters, u64 block, u64 pause,
+                                   u64 parties, u64 timeout_ns) {
+  (void)block;
+  if (bar) {
+    if (p2p_tid() == 0) {
+      p2p_add_u64_acqrel_sys(bar, 1);
+      const u64 start = p2p_now_ns();
+      while (p2p_ld_acquire_u64_sys(bar) < parties && !p2p_expired(start, timeout_ns)) {
+      }
+    }
+    p2p_block_barrier();
+  }
+  volatile u64 *v = target;
+  for (u64 i = 0; i < iters; i++) {
+    const u64 x = v[0];
+    p2p_pause(pause);
+    v[0] = x + 1;
+  }
+}
+
+// Wait: one thread spins load-acquire flag[0] == expect. out[0] = 1 on
+// success, 2 on timeout; out[1] = last value seen.
+P2P_KERNEL void wait_u32_acquire_sys(u32 *flag, u32 *out, u64 expect, u64 timeout_ns) {
+  if (p2p_tid() != 0 || p2p_bid() != 0) return;
+  const u64 start = p2p_now_ns();
+  u32 seen;
+  u32 result = 1;
+  while ((seen = p2p_ld_acquire_u32_sys(flag)) != (u32)expect) {
+    if (p2p_expired(start, timeout_ns)) { result = 2; break; }
+  }
+  out[0] = result;
+  out[1] = seen;
+}
+
+// Fill: for j = g; j < n; j += nthreads: dst[j] = value.
+P2P_KERNEL void fill_u64_plain_dev(u64 *dst, u64 value, u64 n, u64 block, u64 nthreads) {
+  for (u64 j = p2p_gid(block); j < n; j += nthreads) dst[j] = value;
+}

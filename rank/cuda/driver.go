@@ -1,0 +1,353 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+
+	"p2patomics/rank/backend"
+)
+
+// This file is the one choke point between Go and libcuda.so.1: it opens the
+// library, binds every entry point at the versioned name CUDA 13.0's cuda.h
+// maps it to (nvidia-cuda.md §2.2–§2.3), and turns every CUresult into a Go
+// error. Nothing else in the package calls purego.
+
+// libName is the driver library. Never "libcuda.so": toolkits ship a link-time
+// stub of that name whose every call fails with CUDA_ERROR_STUB_LIBRARY (34).
+const libName = "libcuda.so.1"
+
+// cuResult is CUresult, a C enum (int-sized).
+type cuResult int32
+
+// resultSymbolMissing is what the stand-in for an absent symbol returns. It
+// is not a CUresult; check turns it into an ErrNotSupported naming the symbol.
+const resultSymbolMissing cuResult = -0x7ffffff0
+
+// Error is a CUresult other than CUDA_SUCCESS, with the call that returned it
+// and the name cuGetErrorName gives it.
+type Error struct {
+	Call   string // the entry point, e.g. "cuMemCreate"
+	Code   int    // the CUresult
+	Name   string // e.g. "CUDA_ERROR_INVALID_VALUE"
+	Detail string // optional: cuGetErrorString text, a JIT log, an argument
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("%s: %s (%d)", e.Call, e.Name, e.Code)
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+// Is makes errors.Is(err, backend.ErrNotSupported) true for
+// CUDA_ERROR_NOT_SUPPORTED, so the harness turns it into a skip.
+func (e *Error) Is(target error) bool {
+	return target == backend.ErrNotSupported && e.Code == cudaErrorNotSupported
+}
+
+// driver holds the library handle and one Go function per entry point.
+// Every field is non-nil after load: a symbol the library lacks is bound to
+// a stand-in that returns resultSymbolMissing, so a call to it becomes an
+// ErrNotSupported error naming the symbol instead of a panic.
+type driver struct {
+	path    string
+	handle  uintptr
+	bound   map[string]string // wanted name -> symbol actually bound
+	missing map[string]error  // wanted name -> why it is absent
+
+	cuGetErrorName   func(code int32, pstr **byte) cuResult
+	cuGetErrorString func(code int32, pstr **byte) cuResult
+
+	cuInit             func(flags uint32) cuResult
+	cuDriverGetVersion func(v *int32) cuResult
+
+	cuDeviceGetCount          func(n *int32) cuResult
+	cuDeviceGet               func(dev *int32, ordinal int32) cuResult
+	cuDeviceGetName           func(name *byte, n int32, dev int32) cuResult
+	cuDeviceGetAttribute      func(v *int32, attr int32, dev int32) cuResult
+	cuDeviceGetUuid           func(u *cuUUID, dev int32) cuResult
+	cuDeviceTotalMem          func(b *uint64, dev int32) cuResult
+	cuDeviceCanAccessPeer     func(v *int32, dev, peer int32) cuResult
+	cuDeviceGetP2PAttribute   func(v *int32, attr int32, src, dst int32) cuResult
+	cuDevicePrimaryCtxRetain  func(ctx *uintptr, dev int32) cuResult
+	cuDevicePrimaryCtxRelease func(dev int32) cuResult
+	cuCtxSetCurrent           func(ctx uintptr) cuResult
+	cuCtxSynchronize          func() cuResult
+
+	cuMemGetInfo func(free, total *uint64) cuResult
+	cuMemAlloc   func(p *uint64, size uint64) cuResult
+	cuMemFree    func(p uint64) cuResult
+
+	cuMemGetAllocationGranularity  func(g *uint64, prop *memAllocationProp, option int32) cuResult
+	cuMemCreate                    func(h *uint64, size uint64, prop *memAllocationProp, flags uint64) cuResult
+	cuMemRelease                   func(h uint64) cuResult
+	cuMemAddressReserve            func(p *uint64, size, align, addr, flags uint64) cuResult
+	cuMemAddressFree               func(p, size uint64) cuResult
+	cuMemMap                       func(p, size, offset, h, flags uint64) cuResult
+	cuMemUnmap                     func(p, size uint64) cuResult
+	cuMemSetAccess                 func(p, size uint64, desc *memAccessDesc, count uint64) cuResult
+	cuMemExportToShareableHandle   func(fd *int32, h uint64, typ int32, flags uint64) cuResult
+	cuMemImportFromShareableHandle func(h *uint64, osHandle uintptr, typ int32) cuResult
+	cuMemGetHandleForAddressRange  func(fd *int32, p, size uint64, typ int32, flags uint64) cuResult
+
+	cuIpcGetMemHandle func(h *ipcMemHandle, p uint64) cuResult
+	// cuIpcOpenMemHandleRaw is cuIpcOpenMemHandle_v2 declared word by word;
+	// call it only through ipcOpenMemHandle.
+	cuIpcOpenMemHandleRaw func(pdptr *uint64, flags uint32, pad1, pad2, pad3, pad4 uint64,
+		h0, h1, h2, h3, h4, h5, h6, h7 uint64) cuResult
+	cuIpcCloseMemHandle func(p uint64) cuResult
+
+	cuModuleLoadDataEx  func(mod *uintptr, image unsafe.Pointer, n uint32, opts, vals uintptr) cuResult
+	cuModuleGetFunction func(f *uintptr, mod uintptr, name string) cuResult
+	cuModuleUnload      func(mod uintptr) cuResult
+	cuLaunchKernel      func(f uintptr, gx, gy, gz, bx, by, bz, shmem uint32, stream uintptr, params, extra uintptr) cuResult
+
+	cuStreamCreate      func(s *uintptr, flags uint32) cuResult
+	cuStreamSynchronize func(s uintptr) cuResult
+	cuStreamDestroy     func(s uintptr) cuResult
+	cuEventCreate       func(e *uintptr, flags uint32) cuResult
+	cuEventRecord       func(e, s uintptr) cuResult
+	cuEventDestroy      func(e uintptr) cuResult
+	cuEventElapsedTime  func(ms *float32, start, end uintptr) cuResult
+
+	cuMemcpyDtoH      func(dst unsafe.Pointer, src, n uint64) cuResult
+	cuMemcpyHtoD      func(dst uint64, src unsafe.Pointer, n uint64) cuResult
+	cuMemcpyDtoDAsync func(dst, src, n uint64, stream uintptr) cuResult
+}
+
+// symbol is one entry point: the name checked calls use, the names to try in
+// order (the versioned one first), and the Go function variable to bind.
+type symbol struct {
+	names []string
+	fn    any
+}
+
+func (d *driver) symbols() []symbol {
+	s := func(fn any, names ...string) symbol { return symbol{names: names, fn: fn} }
+	return []symbol{
+		s(&d.cuGetErrorName, "cuGetErrorName"),
+		s(&d.cuGetErrorString, "cuGetErrorString"),
+		s(&d.cuInit, "cuInit"),
+		s(&d.cuDriverGetVersion, "cuDriverGetVersion"),
+		s(&d.cuDeviceGetCount, "cuDeviceGetCount"),
+		s(&d.cuDeviceGet, "cuDeviceGet"),
+		s(&d.cuDeviceGetName, "cuDeviceGetName"),
+		s(&d.cuDeviceGetAttribute, "cuDeviceGetAttribute"),
+		s(&d.cuDeviceGetUuid, "cuDeviceGetUuid_v2"),
+		s(&d.cuDeviceTotalMem, "cuDeviceTotalMem_v2"),
+		s(&d.cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer"),
+		s(&d.cuDeviceGetP2PAttribute, "cuDeviceGetP2PAttribute"),
+		s(&d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+		s(&d.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+		s(&d.cuCtxSetCurrent, "cuCtxSetCurrent"),
+		s(&d.cuCtxSynchronize, "cuCtxSynchronize"),
+		s(&d.cuMemGetInfo, "cuMemGetInfo_v2"),
+		s(&d.cuMemAlloc, "cuMemAlloc_v2"),
+		s(&d.cuMemFree, "cuMemFree_v2"),
+		s(&d.cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity"),
+		s(&d.cuMemCreate, "cuMemCreate"),
+		s(&d.cuMemRelease, "cuMemRelease"),
+		s(&d.cuMemAddressReserve, "cuMemAddressReserve"),
+		s(&d.cuMemAddressFree, "cuMemAddressFree"),
+		s(&d.cuMemMap, "cuMemMap"),
+		s(&d.cuMemUnmap, "cuMemUnmap"),
+		s(&d.cuMemSetAccess, "cuMemSetAccess"),
+		s(&d.cuMemExportToShareableHandle, "cuMemExportToShareableHandle"),
+		s(&d.cuMemImportFromShareableHandle, "cuMemImportFromShareableHandle"),
+		s(&d.cuMemGetHandleForAddressRange, "cuMemGetHandleForAddressRange"),
+		s(&d.cuIpcGetMemHandle, "cuIpcGetMemHandle"),
+		s(&d.cuIpcOpenMemHandleRaw, "cuIpcOpenMemHandle_v2"),
+		s(&d.cuIpcCloseMemHandle, "cuIpcCloseMemHandle"),
+		s(&d.cuModuleLoadDataEx, "cuModuleLoadDataEx"),
+		s(&d.cuModuleGetFunction, "cuModuleGetFunction"),
+		s(&d.cuModuleUnload, "cuModuleUnload"),
+		s(&d.cuLaunchKernel, "cuLaunchKernel"),
+		s(&d.cuStreamCreate, "cuStreamCreate"),
+		s(&d.cuStreamSynchronize, "cuStreamSynchronize"),
+		s(&d.cuStreamDestroy, "cuStreamDestroy_v2"),
+		s(&d.cuEventCreate, "cuEventCreate"),
+		s(&d.cuEventRecord, "cuEventRecord"),
+		s(&d.cuEventDestroy, "cuEventDestroy_v2"),
+		// 13.0 headers map cuEventElapsedTime to _v2; older drivers only
+		// have the plain name, with the same signature.
+		s(&d.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
+		s(&d.cuMemcpyDtoH, "cuMemcpyDtoH_v2"),
+		s(&d.cuMemcpyHtoD, "cuMemcpyHtoD_v2"),
+		s(&d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
+	}
+}
+
+var (
+	defaultOnce   sync.Once
+	defaultDriver *driver
+	defaultErr    error
+)
+
+// openDriver loads libcuda.so.1 once per process.
+func openDriver() (*driver, error) {
+	defaultOnce.Do(func() { defaultDriver, defaultErr = loadDriver(libName) })
+	return defaultDriver, defaultErr
+}
+
+// loadDriver dlopens path and binds every symbol. A library that does not
+// load is an ErrNotSupported error whose text starts with the library name
+// and carries dlerror's text; absent symbols are recorded, not fatal.
+func loadDriver(path string) (*driver, error) {
+	// dlerror is per thread: keep dlopen and its dlerror on one thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		msg := err.Error()
+		if !strings.HasPrefix(msg, path) {
+			msg = path + ": " + msg
+		}
+		return nil, fmt.Errorf("%s: %w", msg, backend.ErrNotSupported)
+	}
+	d := &driver{path: path, handle: h, bound: map[string]string{}, missing: map[string]error{}}
+	for _, s := range d.symbols() {
+		var lastErr error
+		for _, name := range s.names {
+			addr, err := purego.Dlsym(h, name)
+			if err != nil || addr == 0 {
+				lastErr = err
+				continue
+			}
+			purego.RegisterFunc(s.fn, addr)
+			d.bound[s.names[0]] = name
+			lastErr = nil
+			break
+		}
+		if lastErr != nil || d.bound[s.names[0]] == "" {
+			d.missing[s.names[0]] = fmt.Errorf("%s has no symbol %s (%v): %w",
+				path, strings.Join(s.names, " or "), lastErr, backend.ErrNotSupported)
+			bindMissing(s.fn)
+		}
+	}
+	return d, nil
+}
+
+// bindMissing points fn (a *func(...) cuResult) at a stand-in returning
+// resultSymbolMissing.
+func bindMissing(fn any) {
+	v := reflect.ValueOf(fn).Elem()
+	ret := []reflect.Value{reflect.ValueOf(resultSymbolMissing)}
+	v.Set(reflect.MakeFunc(v.Type(), func([]reflect.Value) []reflect.Value { return ret }))
+}
+
+// has reports whether the library exports the entry point.
+func (d *driver) has(name string) bool { return d.bound[name] != "" }
+
+// check turns the result of call into an error: nil for CUDA_SUCCESS, an
+// ErrNotSupported naming the symbol for an absent one, a *backend.Fault for
+// a sticky error (the context is gone; the rank reports a GPU fault), and
+// an *Error otherwise.
+func (d *driver) check(call string, r cuResult) error {
+	switch {
+	case r == cudaSuccess:
+		return nil
+	case r == resultSymbolMissing:
+		if err := d.missing[call]; err != nil {
+			return err
+		}
+		return backend.NotSupportedf("%s has no symbol %s", d.path, call)
+	}
+	code := int(r)
+	name := d.errorName(code)
+	if stickyCodes[code] {
+		return &backend.Fault{Vendor: "nvidia", Kind: "gpu", Code: int64(code), Name: name,
+			Reason: call + ": " + d.errorString(code)}
+	}
+	return &Error{Call: call, Code: code, Name: name}
+}
+
+// errorName is cuGetErrorName's text, else the built-in table's.
+func (d *driver) errorName(code int) string {
+	if d != nil {
+		var p *byte
+		if d.cuGetErrorName != nil && d.cuGetErrorName(int32(code), &p) == cudaSuccess && p != nil {
+			return cString(p)
+		}
+	}
+	return fallbackErrorName(code)
+}
+
+func (d *driver) errorString(code int) string {
+	if d != nil {
+		var p *byte
+		if d.cuGetErrorString != nil && d.cuGetErrorString(int32(code), &p) == cudaSuccess && p != nil {
+			return cString(p)
+		}
+	}
+	return fallbackErrorName(code)
+}
+
+func fallbackErrorName(code int) string {
+	if n, ok := errorNames[code]; ok {
+		return n
+	}
+	return fmt.Sprintf("CUDA_ERROR_%d", code)
+}
+
+// cString copies a NUL-terminated C string owned by the driver.
+func cString(p *byte) string {
+	if p == nil {
+		return ""
+	}
+	n := 0
+	for *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 && n < 1<<16 {
+		n++
+	}
+	return string(unsafe.Slice(p, n))
+}
+
+// ipcHandleWords splits a 64-byte CUipcMemHandle into the eight
+// little-endian words the SysV ABI puts on the stack when the struct is
+// passed by value.
+func ipcHandleWords(h ipcMemHandle) [8]uint64 {
+	var w [8]uint64
+	for i := range w {
+		w[i] = binary.LittleEndian.Uint64(h[8*i:])
+	}
+	return w
+}
+
+// ipcOpenMemHandle calls
+//
+//	CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
+//
+// whose second argument is a 64-byte struct passed BY VALUE. purego is not
+// trusted with structs by value, so the call is spelled in words. Under the
+// x86-64 SysV ABI a struct larger than 16 bytes is class MEMORY: it does not
+// take an integer register, and the caller copies it onto the stack in the
+// argument area, in field order. The remaining INTEGER arguments fill
+// registers left to right, so pdptr goes in RDI and Flags in RSI. The Go
+// declaration therefore reads (pdptr, flags, pad1..pad4, h0..h7): pdptr→RDI,
+// flags→RSI, four zero pads occupy RDX, RCX, R8, R9 (the callee never reads
+// them), and h0..h7 spill to the stack at 0(RSP+8)…56 — exactly where the
+// struct copy would be. This is amd64-only (the package builds on linux/amd64
+// in practice; arm64 passes large structs by reference instead).
+func (d *driver) ipcOpenMemHandle(h ipcMemHandle, flags uint32) (uint64, error) {
+	if runtime.GOARCH != "amd64" {
+		return 0, backend.NotSupportedf("cuIpcOpenMemHandle_v2 by-value handle packing is implemented for amd64 only, not %s", runtime.GOARCH)
+	}
+	w := ipcHandleWords(h)
+	var p uint64
+	r := d.cuIpcOpenMemHandleRaw(&p, flags, 0, 0, 0, 0, w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7])
+	return p, d.check("cuIpcOpenMemHandle_v2", r)
+}
+
+// isFault reports whether err is (or wraps) a GPU fault.
+func isFault(err error) bool {
+	var f *backend.Fault
+	return errors.As(err, &f)
+}

@@ -1,0 +1,217 @@
+// Package host is the embedded default backend: real shared memory (a
+// memfd), really exported as an fd, passed with SCM_RIGHTS and mapped by
+// every peer process, with the manifest's kernels run as goroutines using
+// sync/atomic. It runs anywhere, so CI proves the whole harness with it.
+//
+// Go's atomics are sequentially consistent: every kernel here is at least as
+// strong as its name asks (a "relaxed" add is a seq-cst add), and "dev"
+// scope is the same as "sys" scope because the CPU is one coherence domain.
+// The planted racy counter uses separate load and store, so it loses updates
+// exactly as a non-atomic increment must.
+package host
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"p2patomics/rank/backend"
+	"p2patomics/trace"
+)
+
+func init() { backend.Register("host", func() backend.Backend { return &Backend{} }) }
+
+// Kind is the host backend's only allocation kind.
+const Kind = "memfd"
+
+// MaxThreads bounds a host launch: each virtual thread is a goroutine.
+const MaxThreads = 4096
+
+type buffer struct {
+	mem  []byte
+	base uint64
+	peer bool
+}
+
+func (b *buffer) Addr() uint64 { return b.base }
+func (b *buffer) Size() uint64 { return uint64(len(b.mem)) }
+
+// Backend implements backend.Backend on the CPU.
+type Backend struct {
+	mu     sync.Mutex
+	bufs   []*buffer // sorted by base, for address resolution
+	mapped uint64
+	total  uint64
+	rank   int
+}
+
+func (h *Backend) Name() string    { return "host" }
+func (h *Backend) Kinds() []string { return []string{Kind} }
+
+func (h *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
+	h.rank = cfg.Rank
+	h.total = memTotal()
+	host, _ := os.Hostname()
+	return backend.DeviceInfo{
+		Vendor: "host", Name: "cpu", Arch: runtime.GOARCH, Ordinal: 0, Count: 1,
+		MemBytes: h.total, Units: runtime.NumCPU(), Driver: "linux", Runtime: runtime.Version(),
+		Attrs: map[string]string{"hostname": host, "atomics": "sync/atomic (sequentially consistent)"},
+	}, nil
+}
+
+func (h *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Export, error) {
+	if kind != Kind {
+		return nil, backend.Export{}, backend.NotSupportedf("host backend has no allocation kind %q (it has %s)", kind, Kind)
+	}
+	if size == 0 {
+		return nil, backend.Export{}, fmt.Errorf("host: zero-byte allocation")
+	}
+	sp := trace.Begin("memfd_create", func() string { return "name=p2patomics flags=MFD_CLOEXEC" })
+	fd, err := unix.MemfdCreate("p2patomics", unix.MFD_CLOEXEC)
+	sp.EndErr(err, func() string { return fmt.Sprintf("fd=%d", fd) })
+	if err != nil {
+		return nil, backend.Export{}, fmt.Errorf("host: memfd_create: %w", err)
+	}
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		unix.Close(fd)
+		return nil, backend.Export{}, fmt.Errorf("host: ftruncate %d: %w", size, err)
+	}
+	b, err := h.mmap(fd, size, unix.PROT_READ|unix.PROT_WRITE, false)
+	if err != nil {
+		unix.Close(fd)
+		return nil, backend.Export{}, err
+	}
+	var st unix.Stat_t
+	_ = unix.Fstat(fd, &st)
+	// The mapping keeps the memory alive; the fd goes to the peers and the
+	// rank server closes it once sent.
+	return b, backend.Export{Fd: fd, Size: size, Meta: map[string]string{"inode": strconv.FormatUint(st.Ino, 10)}}, nil
+}
+
+func (h *Backend) mmap(fd int, size uint64, prot int, peer bool) (*buffer, error) {
+	sp := trace.Begin("mmap", func() string { return fmt.Sprintf("fd=%d len=%d prot=%#x flags=MAP_SHARED", fd, size, prot) })
+	mem, err := unix.Mmap(fd, 0, int(size), prot, unix.MAP_SHARED)
+	sp.EndErr(err, nil)
+	if err != nil {
+		return nil, fmt.Errorf("host: mmap %d bytes: %w", size, err)
+	}
+	b := &buffer{mem: mem, base: uint64(uintptr(unsafe.Pointer(&mem[0]))), peer: peer}
+	h.mu.Lock()
+	h.bufs = append(h.bufs, b)
+	sort.Slice(h.bufs, func(i, j int) bool { return h.bufs[i].base < h.bufs[j].base })
+	h.mapped += size
+	h.mu.Unlock()
+	return b, nil
+}
+
+func (h *Backend) Import(kind string, exp backend.Export, grant bool) (backend.Buffer, error) {
+	defer unix.Close(exp.Fd)
+	if kind != Kind {
+		return nil, backend.NotSupportedf("host backend has no allocation kind %q", kind)
+	}
+	if exp.Fd < 0 {
+		return nil, fmt.Errorf("host: import of %q without an fd", kind)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(exp.Fd, &st); err != nil {
+		return nil, fmt.Errorf("host: fstat imported fd: %w", err)
+	}
+	if uint64(st.Size) < exp.Size {
+		return nil, fmt.Errorf("host: imported fd holds %d bytes, export says %d", st.Size, exp.Size)
+	}
+	prot := unix.PROT_READ | unix.PROT_WRITE
+	if !grant {
+		// The negative control: mapped, but no access. A kernel touching
+		// it faults exactly as a GPU without cuMemSetAccess does.
+		prot = unix.PROT_NONE
+	}
+	return h.mmap(exp.Fd, exp.Size, prot, true)
+}
+
+func (h *Backend) Read(b backend.Buffer, off uint64, p []byte) error {
+	copy(p, b.(*buffer).mem[off:])
+	return nil
+}
+
+func (h *Backend) Write(b backend.Buffer, off uint64, p []byte) error {
+	copy(b.(*buffer).mem[off:], p)
+	return nil
+}
+
+func (h *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, srcOff uint64, n uint64) (backend.LaunchResult, error) {
+	d, s := dst.(*buffer), src.(*buffer)
+	if dstOff+n > d.Size() || srcOff+n > s.Size() {
+		return backend.LaunchResult{}, fmt.Errorf("host: copy of %d bytes outside a buffer", n)
+	}
+	t0 := time.Now()
+	copy(d.mem[dstOff:dstOff+n], s.mem[srcOff:srcOff+n])
+	return backend.LaunchResult{Elapsed: time.Since(t0), Method: "wall"}, nil
+}
+
+func (h *Backend) Free(bb backend.Buffer) error {
+	b := bb.(*buffer)
+	h.mu.Lock()
+	for i, x := range h.bufs {
+		if x == b {
+			h.bufs = append(h.bufs[:i], h.bufs[i+1:]...)
+			break
+		}
+	}
+	h.mapped -= b.Size()
+	h.mu.Unlock()
+	sp := trace.Begin("munmap", func() string { return fmt.Sprintf("addr=%#x len=%d", b.base, len(b.mem)) })
+	err := unix.Munmap(b.mem)
+	sp.EndErr(err, nil)
+	if err != nil {
+		return fmt.Errorf("host: munmap: %w", err)
+	}
+	return nil
+}
+
+func (h *Backend) MemInfo() (free, total uint64, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.total - h.mapped, h.total, nil
+}
+
+func (h *Backend) Close() error { return nil }
+
+// resolve turns a kernel's pointer argument into memory: the GPU backends
+// hand device addresses to the device, and so does this one, but Go code
+// must find the mapping that holds the address first.
+func (h *Backend) resolve(addr uint64) (unsafe.Pointer, uint64, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, b := range h.bufs {
+		if addr >= b.base && addr < b.base+b.Size() {
+			off := addr - b.base
+			return unsafe.Pointer(&b.mem[off]), b.Size() - off, nil
+		}
+	}
+	return nil, 0, fmt.Errorf("host: address %#x is not in any mapping of rank %d", addr, h.rank)
+}
+
+func memTotal() uint64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 1 << 34
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 1 << 34
+}

@@ -1,0 +1,468 @@
+package host
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"p2patomics/kernels"
+	"p2patomics/rank/backend"
+	"p2patomics/trace"
+)
+
+// word abstracts a 32- or 64-bit atomic word so each op is written once.
+type word struct {
+	bits   int
+	signed bool
+	load   func(p unsafe.Pointer) uint64
+	store  func(p unsafe.Pointer, v uint64)
+	add    func(p unsafe.Pointer, v uint64) uint64 // returns old
+	swap   func(p unsafe.Pointer, v uint64) uint64
+	cas    func(p unsafe.Pointer, old, new uint64) bool
+	and    func(p unsafe.Pointer, v uint64) uint64
+	or     func(p unsafe.Pointer, v uint64) uint64
+}
+
+var w32 = word{bits: 32,
+	load:  func(p unsafe.Pointer) uint64 { return uint64(atomic.LoadUint32((*uint32)(p))) },
+	store: func(p unsafe.Pointer, v uint64) { atomic.StoreUint32((*uint32)(p), uint32(v)) },
+	add:   func(p unsafe.Pointer, v uint64) uint64 { return uint64(atomic.AddUint32((*uint32)(p), uint32(v)) - uint32(v)) },
+	swap:  func(p unsafe.Pointer, v uint64) uint64 { return uint64(atomic.SwapUint32((*uint32)(p), uint32(v))) },
+	cas: func(p unsafe.Pointer, o, n uint64) bool {
+		return atomic.CompareAndSwapUint32((*uint32)(p), uint32(o), uint32(n))
+	},
+	and: func(p unsafe.Pointer, v uint64) uint64 { return uint64(atomic.AndUint32((*uint32)(p), uint32(v))) },
+	or:  func(p unsafe.Pointer, v uint64) uint64 { return uint64(atomic.OrUint32((*uint32)(p), uint32(v))) },
+}
+
+var w64 = word{bits: 64,
+	load:  func(p unsafe.Pointer) uint64 { return atomic.LoadUint64((*uint64)(p)) },
+	store: func(p unsafe.Pointer, v uint64) { atomic.StoreUint64((*uint64)(p), v) },
+	add:   func(p unsafe.Pointer, v uint64) uint64 { return atomic.AddUint64((*uint64)(p), v) - v },
+	swap:  func(p unsafe.Pointer, v uint64) uint64 { return atomic.SwapUint64((*uint64)(p), v) },
+	cas:   func(p unsafe.Pointer, o, n uint64) bool { return atomic.CompareAndSwapUint64((*uint64)(p), o, n) },
+	and:   func(p unsafe.Pointer, v uint64) uint64 { return atomic.AndUint64((*uint64)(p), v) },
+	or:    func(p unsafe.Pointer, v uint64) uint64 { return atomic.OrUint64((*uint64)(p), v) },
+}
+
+func wordFor(t kernels.Type) word {
+	w := w64
+	if t.Bits() == 32 {
+		w = w32
+	}
+	w.signed = t.Signed()
+	return w
+}
+
+func (w word) mask(v uint64) uint64 {
+	if w.bits == 32 {
+		return v & math.MaxUint32
+	}
+	return v
+}
+
+// less compares two words as the type's signedness says.
+func (w word) less(a, b uint64) bool {
+	if !w.signed {
+		return w.mask(a) < w.mask(b)
+	}
+	if w.bits == 32 {
+		return int32(uint32(a)) < int32(uint32(b))
+	}
+	return int64(a) < int64(b)
+}
+
+// rmw applies f with a CAS loop and returns the failed attempts.
+func (w word) rmw(p unsafe.Pointer, f func(old uint64) uint64) uint64 {
+	var fails uint64
+	for {
+		old := w.load(p)
+		if w.cas(p, old, w.mask(f(old))) {
+			return fails
+		}
+		fails++
+	}
+}
+
+// spin waits until cond holds or timeout passes (0 = forever); it yields so
+// that a spinning goroutine never starves the one it waits for.
+func spin(timeout time.Duration, cond func() bool) bool {
+	var deadline time.Time
+	for i := 0; ; i++ {
+		if cond() {
+			return true
+		}
+		if i&63 == 63 {
+			if timeout > 0 {
+				if deadline.IsZero() {
+					deadline = time.Now().Add(timeout)
+				} else if time.Now().After(deadline) {
+					return false
+				}
+			}
+			runtime.Gosched()
+		}
+	}
+}
+
+// Launch runs a manifest kernel with one goroutine per thread.
+func (h *Backend) Launch(k kernels.Kernel, grid, block uint32, args []uint64) (backend.LaunchResult, error) {
+	n := uint64(grid) * uint64(block)
+	if n == 0 || n > MaxThreads {
+		return backend.LaunchResult{}, fmt.Errorf("host: %s launch of %d threads (grid %d x block %d); the host runs 1..%d",
+			k.Name, n, grid, block, MaxThreads)
+	}
+	ptr := map[string]unsafe.Pointer{}
+	val := map[string]uint64{}
+	for i, a := range k.Args {
+		if !a.Ptr {
+			val[a.Name] = args[i]
+			continue
+		}
+		if args[i] == 0 {
+			continue // optional pointer (e.g. out, bar) left null
+		}
+		p, _, err := h.resolve(args[i])
+		if err != nil {
+			return backend.LaunchResult{}, fmt.Errorf("%s argument %s: %w", k.Name, a.Name, err)
+		}
+		ptr[a.Name] = p
+	}
+	body, err := h.body(k, ptr, val, n, uint64(block))
+	if err != nil {
+		return backend.LaunchResult{}, err
+	}
+	sp := trace.Begin("launch", func() string { return fmt.Sprintf("kernel=%s grid=%d block=%d", k.Name, grid, block) })
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for g := uint64(0); g < n; g++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); body(g) }()
+	}
+	wg.Wait()
+	el := time.Since(t0)
+	sp.End(0, "ok", nil)
+	return backend.LaunchResult{Elapsed: el, Method: "wall"}, nil
+}
+
+func at(p unsafe.Pointer, i, size uint64) unsafe.Pointer { return unsafe.Add(p, i*size) }
+
+func (h *Backend) body(k kernels.Kernel, ptr map[string]unsafe.Pointer, val map[string]uint64, nthreads, block uint64) (func(g uint64), error) {
+	w := wordFor(k.Type)
+	tgt, out := ptr["target"], ptr["out"]
+	operand, iters, salt := val["operand"], val["iters"], val["salt"]
+	timeout := time.Duration(val["timeout_ns"])
+	need := func(names ...string) error {
+		for _, n := range names {
+			if ptr[n] == nil {
+				return fmt.Errorf("%s: pointer argument %s is null", k.Name, n)
+			}
+		}
+		return nil
+	}
+	addOut := func(g, v uint64) {
+		if out != nil {
+			atomic.AddUint64((*uint64)(at(out, g, 8)), v)
+		}
+	}
+	switch k.Op {
+	case kernels.OpAdd, kernels.OpSub, kernels.OpXchg, kernels.OpCAS, kernels.OpAnd, kernels.OpOr,
+		kernels.OpXor, kernels.OpMin, kernels.OpMax, kernels.OpInc:
+		if err := need("target"); err != nil {
+			return nil, err
+		}
+	}
+	switch k.Op {
+	case kernels.OpAdd:
+		if k.Type == kernels.F32 {
+			return func(uint64) {
+				for i := uint64(0); i < iters; i++ {
+					w.rmw(tgt, func(o uint64) uint64 {
+						return uint64(math.Float32bits(math.Float32frombits(uint32(o)) + math.Float32frombits(uint32(operand))))
+					})
+				}
+			}, nil
+		}
+		return func(uint64) {
+			for i := uint64(0); i < iters; i++ {
+				w.add(tgt, operand)
+			}
+		}, nil
+	case kernels.OpSub:
+		return func(uint64) {
+			for i := uint64(0); i < iters; i++ {
+				w.add(tgt, -operand)
+			}
+		}, nil
+	case kernels.OpXchg:
+		if err := need("out"); err != nil {
+			return nil, err
+		}
+		return func(g uint64) {
+			var s uint64
+			for i := uint64(0); i < iters; i++ {
+				s += w.swap(tgt, w.mask(kernels.Tag(salt, g, i)))
+			}
+			addOut(g, s)
+		}, nil
+	case kernels.OpCAS:
+		return func(g uint64) {
+			var fails uint64
+			for i := uint64(0); i < iters; i++ {
+				fails += w.rmw(tgt, func(o uint64) uint64 { return o + 1 })
+			}
+			addOut(g, fails)
+		}, nil
+	case kernels.OpAnd:
+		return func(g uint64) {
+			b := kernels.Bit(salt, g, w.bits)
+			for i := uint64(0); i < iters; i++ {
+				w.and(tgt, w.mask(^b))
+			}
+		}, nil
+	case kernels.OpOr:
+		return func(g uint64) {
+			b := kernels.Bit(salt, g, w.bits)
+			for i := uint64(0); i < iters; i++ {
+				w.or(tgt, b)
+			}
+		}, nil
+	case kernels.OpXor:
+		return func(g uint64) {
+			b := kernels.Bit(salt, g, w.bits)
+			for i := uint64(0); i < iters; i++ {
+				w.rmw(tgt, func(o uint64) uint64 { return o ^ b })
+			}
+		}, nil
+	case kernels.OpMin, kernels.OpMax:
+		isMin := k.Op == kernels.OpMin
+		return func(g uint64) {
+			v := w.mask(kernels.MinMaxValue(salt, g, operand))
+			for i := uint64(0); i < iters; i++ {
+				w.rmw(tgt, func(o uint64) uint64 {
+					if isMin == w.less(v, o) {
+						return v
+					}
+					return o
+				})
+			}
+		}, nil
+	case kernels.OpInc:
+		return func(uint64) {
+			for i := uint64(0); i < iters; i++ {
+				w.rmw(tgt, func(o uint64) uint64 {
+					if w.mask(o) >= w.mask(operand) {
+						return 0
+					}
+					return o + 1
+				})
+			}
+		}, nil
+	case kernels.OpSpread:
+		if err := need("target"); err != nil {
+			return nil, err
+		}
+		return func(g uint64) {
+			p := at(tgt, g, 8)
+			for i := uint64(0); i < iters; i++ {
+				w64.add(p, operand)
+			}
+		}, nil
+	case kernels.OpAllReduce:
+		if err := need("dst", "src"); err != nil {
+			return nil, err
+		}
+		dst, src, n, nt := ptr["dst"], ptr["src"], val["n"], val["nthreads"]
+		if nt == 0 {
+			nt = nthreads
+		}
+		return func(g uint64) {
+			for j := g; j < n; j += nt {
+				w64.add(at(dst, j, 8), w64.load(at(src, j, 8)))
+			}
+		}, nil
+	case kernels.OpMP:
+		if err := need("x", "y", "out"); err != nil {
+			return nil, err
+		}
+		x, y, n, role := ptr["x"], ptr["y"], val["n"], val["role"]
+		return func(g uint64) {
+			var bad, lost uint64
+			for i := g; i < n; i += block {
+				if role == 0 {
+					w32.store(at(x, i, 4), i+1)
+					w32.store(at(y, i, 4), 1)
+					continue
+				}
+				if !spin(timeout, func() bool { return w32.load(at(y, i, 4)) == 1 }) {
+					lost++
+					w32.store(at(out, 2, 4), w32.load(at(y, i, 4)))
+					w32.store(at(out, 3, 4), i)
+					continue
+				}
+				if w32.load(at(x, i, 4)) != w32.mask(i+1) {
+					bad++
+				}
+			}
+			w32.add(at(out, 0, 4), bad)
+			w32.add(at(out, 1, 4), lost)
+		}, nil
+	case kernels.OpSB:
+		if err := need("x", "y", "out"); err != nil {
+			return nil, err
+		}
+		x, y, n, role := ptr["x"], ptr["y"], val["n"], val["role"]
+		mine, theirs := x, y
+		if role == 1 {
+			mine, theirs = y, x
+		}
+		return func(g uint64) {
+			for i := g; i < n; i += block {
+				w32.store(at(mine, i, 4), 1)
+				w32.store(at(out, i, 4), w32.load(at(theirs, i, 4)))
+			}
+		}, nil
+	case kernels.OpIRIW:
+		if err := need("x", "y"); err != nil {
+			return nil, err
+		}
+		if val["role"] == 2 && out == nil {
+			return nil, fmt.Errorf("%s: the reader role needs out", k.Name)
+		}
+		x, y, n, role := ptr["x"], ptr["y"], val["n"], val["role"]
+		return func(g uint64) {
+			switch role {
+			case 0, 1:
+				p := x
+				if role == 1 {
+					p = y
+				}
+				for i := g; i < n; i += block {
+					w32.store(at(p, i, 4), 1)
+				}
+			case 2:
+				if g > 1 {
+					return
+				}
+				first, second := x, y
+				if g == 1 {
+					first, second = y, x
+				}
+				timedOut := false
+				for i := uint64(0); i < n; i++ {
+					// After one timeout, look once instead of waiting again
+					// (as the GPU kernel does), so a lost writer costs one
+					// timeout, not one per round.
+					wait := timeout
+					if timedOut {
+						wait = time.Nanosecond
+					}
+					ok := spin(wait, func() bool { return w32.load(at(first, i, 4)) == 1 })
+					timedOut = timedOut || !ok
+					v := w32.load(at(second, i, 4))
+					if !ok {
+						v += 2
+					}
+					w32.store(at(out, 2*i+g, 4), v)
+				}
+			}
+		}, nil
+	case kernels.OpPingPong:
+		if err := need("flag", "out"); err != nil {
+			return nil, err
+		}
+		flag, n, role := ptr["flag"], val["n"], val["role"]
+		return func(g uint64) {
+			if g != 0 {
+				return
+			}
+			var done uint64
+			for i := uint64(0); i < n; i++ {
+				want, next := 2*i, 2*i+1
+				if role == 1 {
+					want, next = 2*i+1, 2*i+2
+				}
+				if !spin(timeout, func() bool { return w64.load(flag) == want }) {
+					w64.store(at(out, 1, 8), 1)
+					break
+				}
+				w64.store(flag, next)
+				done++
+			}
+			w64.store(at(out, 0, 8), done)
+			w64.store(at(out, 2, 8), w64.load(flag))
+		}, nil
+	case kernels.OpCopy:
+		if err := need("dst", "src"); err != nil {
+			return nil, err
+		}
+		dst, src, nbytes, nt := ptr["dst"], ptr["src"], val["nbytes"], val["nthreads"]
+		if nt == 0 {
+			nt = nthreads
+		}
+		return func(g uint64) {
+			for off := 16 * g; off+16 <= nbytes; off += 16 * nt {
+				*(*[16]byte)(unsafe.Add(dst, off)) = *(*[16]byte)(unsafe.Add(src, off))
+			}
+		}, nil
+	case kernels.OpRacy:
+		if err := need("target"); err != nil {
+			return nil, err
+		}
+		bar, pause, parties := ptr["bar"], val["pause"], val["parties"]
+		return func(g uint64) {
+			if bar != nil {
+				if g%block == 0 {
+					w64.add(bar, 1)
+				}
+				spin(timeout, func() bool { return w64.load(bar) >= parties })
+			}
+			for i := uint64(0); i < iters; i++ {
+				// The planted bug: a load, a pause, a store. Each access
+				// is atomic on its own; the increment is not.
+				x := w64.load(tgt)
+				for j := uint64(0); j < pause; j++ {
+					if j&255 == 255 {
+						runtime.Gosched()
+					}
+				}
+				w64.store(tgt, x+1)
+			}
+		}, nil
+	case kernels.OpWait:
+		if err := need("flag", "out"); err != nil {
+			return nil, err
+		}
+		flag, expect := ptr["flag"], val["expect"]
+		return func(g uint64) {
+			if g != 0 {
+				return
+			}
+			ok := spin(timeout, func() bool { return w32.load(flag) == w32.mask(expect) })
+			res := uint64(1)
+			if !ok {
+				res = 2
+			}
+			w32.store(out, res)
+			w32.store(at(out, 1, 4), w32.load(flag))
+		}, nil
+	case kernels.OpFill:
+		if err := need("dst"); err != nil {
+			return nil, err
+		}
+		dst, value, n, nt := ptr["dst"], val["value"], val["n"], val["nthreads"]
+		if nt == 0 {
+			nt = nthreads
+		}
+		return func(g uint64) {
+			for j := g; j < n; j += nt {
+				w64.store(at(dst, j, 8), value)
+			}
+		}, nil
+	}
+	return nil, fmt.Errorf("host: kernel %s (op %s) has no host implementation", k.Name, k.Op)
+}

@@ -1,0 +1,734 @@
+// Package hsa is the AMD HSA (ROCr) backend: fine-grained (or, as a negative
+// control, coarse-grained) device memory through the HSA virtual-memory API,
+// shared between processes as dma-buf fds, and kernels dispatched by writing
+// AQL packets. It loads libhsa-runtime64.so.1 through purego (no cgo).
+//
+// Call sequences, versions and what has and has not run on hardware:
+// docs/AMD.md. Layouts and values: abi.go, checked against the real headers.
+package hsa
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+
+	"p2patomics/kernels"
+	"p2patomics/rank/backend"
+)
+
+func init() { backend.Register("hsa", func() backend.Backend { return &Backend{} }) }
+
+const (
+	kindFine   = "fine"
+	kindCoarse = "coarse"
+	queueSize  = 1024
+	// launchTimeout bounds one dispatch; spinning kernels carry their own
+	// (shorter) timeout_ns, and the parent has its deadlines as well.
+	launchTimeout = 5 * time.Minute
+	copyKernel    = "copy_b128_plain_dev"
+	stagingSize   = 4 << 20
+)
+
+// agent is one HSA agent and the pools found on it.
+type agent struct {
+	handle  uint64
+	gpu     bool
+	node    uint32
+	isa     string // full ISA name, amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-
+	fine    uint64 // FINE_GRAINED global pool (0: none)
+	extFine uint64 // EXTENDED_SCOPE_FINE_GRAINED pool
+	coarse  uint64
+	kernarg uint64 // KERNARG_INIT pool (CPU agents)
+	sysFine uint64 // fine-grained system pool (CPU agents)
+}
+
+// Package-level iteration state: callbacks are created once (purego
+// trampolines are never freed) and report into these slices; calls that
+// iterate hold iterMu, so the data pointer HSA passes back is unused.
+var (
+	iterMu     sync.Mutex
+	iterAgents []uint64
+	iterISAs   []uint64
+	iterPools  []uint64
+	cbOnce     sync.Once
+	agentCB    uintptr
+	isaCB      uintptr
+	poolCB     uintptr
+)
+
+func callbacks() {
+	cbOnce.Do(func() {
+		agentCB = purego.NewCallback(func(a uint64, _ uintptr) uintptr { iterAgents = append(iterAgents, a); return statusSuccess })
+		isaCB = purego.NewCallback(func(i uint64, _ uintptr) uintptr { iterISAs = append(iterISAs, i); return statusSuccess })
+		poolCB = purego.NewCallback(func(p uint64, _ uintptr) uintptr { iterPools = append(iterPools, p); return statusSuccess })
+	})
+}
+
+// Backend implements backend.Backend for HSA.
+type Backend struct {
+	l       *lib
+	cfg     backend.Config
+	agents  []*agent // GPU agents in enumeration order (device ordinal = index)
+	cpu     *agent
+	self    *agent
+	tsFreq  uint64
+	queue   uintptr
+	exe     uint64
+	reader  uint64
+	code    []byte // mmap'd copy of the code object (outside the Go heap)
+	kerns   map[string]*kernelInfo
+	staging uintptr // system fine-grained buffer for Read/Write
+	bufs    map[*buffer]bool
+}
+
+type kernelInfo struct {
+	object              uint64
+	kernargSize         uint32
+	groupSize, privSize uint32
+	kernarg             uintptr // kernarg pool allocation, reused per launch
+}
+
+// buffer is a vmem mapping: own (handle created here) or imported.
+type buffer struct {
+	va       uintptr
+	size     uint64
+	handle   uint64
+	imported bool
+	mapped   bool
+}
+
+func (b *buffer) Addr() uint64 { return uint64(b.va) }
+func (b *buffer) Size() uint64 { return b.size }
+
+func (b *Backend) Name() string    { return "hsa" }
+func (b *Backend) Kinds() []string { return []string{kindFine, kindCoarse} }
+
+// Open loads the runtime, checks the version gates and finds the agent.
+func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
+	b.cfg = cfg
+	l, err := load()
+	if err != nil {
+		return backend.DeviceInfo{}, err
+	}
+	b.l = l
+	if err := l.needVmem(); err != nil { // before hsa_init: cheap and GPU-free
+		return backend.DeviceInfo{}, err
+	}
+	if err := hsaInit(l); err != nil {
+		return backend.DeviceInfo{}, err
+	}
+	var vm uint64
+	if err := l.check("hsa_system_get_info(VIRTUAL_MEM_API_SUPPORTED)", l.systemGetInfo(amdSystemInfoVirtualMemAPISupport, unsafe.Pointer(&vm))); err != nil {
+		return backend.DeviceInfo{}, err
+	}
+	if vm&0xff == 0 {
+		return backend.DeviceInfo{}, backend.NotSupportedf("HSA_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED is false: the amdgpu/KFD driver lacks the virtual memory API (needs KFD ioctl >= 1.15 and a libdrm with amdgpu_device_get_fd)")
+	}
+	l.systemGetInfo(systemInfoTimestampFrequency, unsafe.Pointer(&b.tsFreq))
+	if err := b.discover(); err != nil {
+		return backend.DeviceInfo{}, err
+	}
+	if len(b.agents) == 0 {
+		return backend.DeviceInfo{}, backend.NotSupportedf("HSA found no GPU agent")
+	}
+	if cfg.Device < 0 || cfg.Device >= len(b.agents) {
+		return backend.DeviceInfo{}, fmt.Errorf("device %d out of range: %d GPU agents", cfg.Device, len(b.agents))
+	}
+	b.self = b.agents[cfg.Device]
+	if b.cpu == nil || b.cpu.kernarg == 0 || b.cpu.sysFine == 0 {
+		return backend.DeviceInfo{}, fmt.Errorf("no CPU agent with kernarg and fine-grained system pools")
+	}
+	nodeMu.Lock()
+	for _, a := range b.agents {
+		nodeOf[a.handle] = a.node
+	}
+	nodeMu.Unlock()
+	if err := l.check("hsa_amd_register_system_event_handler", l.registerEventHandler(eventCallback(), 0)); err != nil {
+		return backend.DeviceInfo{}, err
+	}
+	var q uintptr
+	if err := l.check("hsa_queue_create", l.queueCreate(b.self.handle, queueSize, queueTypeSingle, 0, 0, ^uint32(0), ^uint32(0), &q)); err != nil {
+		return backend.DeviceInfo{}, err
+	}
+	b.queue = q
+	if err := l.check("hsa_amd_memory_pool_allocate(staging)", l.poolAllocate(b.cpu.sysFine, stagingSize, 0, &b.staging)); err != nil {
+		return backend.DeviceInfo{}, err
+	}
+	if err := l.check("hsa_amd_agents_allow_access(staging)", l.agentsAllowAccess(1, &b.self.handle, 0, b.staging)); err != nil {
+		return backend.DeviceInfo{}, err
+	}
+	b.bufs = map[*buffer]bool{}
+	if err := b.loadKernels(); err != nil {
+		return backend.DeviceInfo{}, err
+	}
+	return b.deviceInfo(), nil
+}
+
+// discover enumerates agents, their ISAs and pools.
+func (b *Backend) discover() error {
+	callbacks()
+	iterMu.Lock()
+	defer iterMu.Unlock()
+	iterAgents = nil
+	if err := b.l.check("hsa_iterate_agents", b.l.iterateAgents(agentCB, 0)); err != nil {
+		return err
+	}
+	for _, h := range append([]uint64(nil), iterAgents...) {
+		var dev uint32
+		if err := b.l.check("hsa_agent_get_info(DEVICE)", b.l.agentGetInfo(h, agentInfoDevice, unsafe.Pointer(&dev))); err != nil {
+			return err
+		}
+		a := &agent{handle: h, gpu: dev == deviceTypeGPU}
+		b.l.agentGetInfo(h, agentInfoNode, unsafe.Pointer(&a.node))
+		iterPools = nil
+		if err := b.l.check("hsa_amd_agent_iterate_memory_pools", b.l.iteratePools(h, poolCB, 0)); err != nil {
+			return err
+		}
+		for _, p := range append([]uint64(nil), iterPools...) {
+			var seg, flags uint32
+			var allowed uint64
+			b.l.poolGetInfo(p, poolInfoSegment, unsafe.Pointer(&seg))
+			if seg != segmentGlobal {
+				continue
+			}
+			b.l.poolGetInfo(p, poolInfoGlobalFlags, unsafe.Pointer(&flags))
+			b.l.poolGetInfo(p, poolInfoAllocAllowed, unsafe.Pointer(&allowed)) // bool: byte 0
+			if allowed&0xff == 0 {
+				continue
+			}
+			setIf := func(dst *uint64) {
+				if *dst == 0 {
+					*dst = p
+				}
+			}
+			switch {
+			case flags&globalFlagKernargInit != 0:
+				setIf(&a.kernarg)
+			case flags&globalFlagFineGrained != 0 && a.gpu:
+				setIf(&a.fine)
+			case flags&globalFlagFineGrained != 0:
+				setIf(&a.sysFine)
+			case flags&globalFlagExtScopeFine != 0:
+				setIf(&a.extFine)
+			case flags&globalFlagCoarseGrained != 0:
+				setIf(&a.coarse)
+			}
+		}
+		if a.gpu {
+			iterISAs = nil
+			if err := b.l.check("hsa_agent_iterate_isas", b.l.agentIterateISAs(h, isaCB, 0)); err != nil {
+				return err
+			}
+			if len(iterISAs) > 0 {
+				var n uint32
+				b.l.isaGetInfoAlt(iterISAs[0], isaInfoNameLength, unsafe.Pointer(&n))
+				name := make([]byte, n+1)
+				if n > 0 && b.l.isaGetInfoAlt(iterISAs[0], isaInfoName, unsafe.Pointer(&name[0])) == statusSuccess {
+					a.isa = goString(name)
+				}
+			}
+			b.agents = append(b.agents, a)
+		} else if b.cpu == nil {
+			b.cpu = a
+		}
+	}
+	return nil
+}
+
+// target turns "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-" into
+// "gfx942:sramecc+:xnack-" (the key kernels.ForArch takes).
+func target(isa string) string {
+	if i := strings.LastIndex(isa, "--"); i >= 0 {
+		return isa[i+2:]
+	}
+	return isa
+}
+
+// arch is the processor alone: "gfx942".
+func arch(isa string) string { t := target(isa); a, _, _ := strings.Cut(t, ":"); return a }
+
+func (b *Backend) agentString(h uint64, attr uint32) string {
+	buf := make([]byte, 256)
+	if b.l.agentGetInfo(h, attr, unsafe.Pointer(&buf[0])) != statusSuccess {
+		return ""
+	}
+	return goString(buf)
+}
+
+func (b *Backend) deviceInfo() backend.DeviceInfo {
+	a := b.self
+	name := b.agentString(a.handle, amdAgentInfoProductName)
+	if name == "" {
+		name = b.agentString(a.handle, agentInfoName)
+	}
+	var cus uint32
+	b.l.agentGetInfo(a.handle, amdAgentInfoCUCount, unsafe.Pointer(&cus))
+	_, total, _ := b.MemInfo()
+	var maj, min uint16
+	var emaj, emin uint16
+	b.l.systemGetInfo(systemInfoVersionMajor, unsafe.Pointer(&maj))
+	b.l.systemGetInfo(systemInfoVersionMinor, unsafe.Pointer(&min))
+	b.l.systemGetInfo(amdSystemInfoExtVersionMajor, unsafe.Pointer(&emaj))
+	b.l.systemGetInfo(amdSystemInfoExtVersionMinor, unsafe.Pointer(&emin))
+	var build uintptr
+	b.l.systemGetInfo(amdSystemInfoBuildVersion, unsafe.Pointer(&build))
+	var xnack uint64
+	b.l.systemGetInfo(amdSystemInfoXnackEnabled, unsafe.Pointer(&xnack))
+	attrs := map[string]string{
+		"isa":          a.isa,
+		"node":         fmt.Sprint(a.node),
+		"xnack":        fmt.Sprint(xnack&0xff != 0),
+		"fine_pool":    fmt.Sprint(a.fine != 0),
+		"extfine_pool": fmt.Sprint(a.extFine != 0),
+	}
+	for i, p := range b.agents {
+		if p == a {
+			continue
+		}
+		pool := p.coarse
+		if p.fine != 0 {
+			pool = p.fine
+		}
+		attrs[fmt.Sprintf("link.%d", i)] = b.link(a.handle, pool)
+	}
+	return backend.DeviceInfo{
+		Vendor:   "amd",
+		Name:     name,
+		Arch:     arch(a.isa),
+		UUID:     b.agentString(a.handle, amdAgentInfoUUID),
+		Ordinal:  b.cfg.Device,
+		Count:    len(b.agents),
+		MemBytes: total,
+		Units:    int(cus),
+		Runtime:  fmt.Sprintf("hsa %d.%d amd-ext %d.%d rocr %s", maj, min, emaj, emin, cString(build, 128)),
+		Attrs:    attrs,
+	}
+}
+
+// link describes the path from agent a to a peer's pool: type, hops and
+// 32/64-bit atomic support (hsa_amd_memory_pool_link_info_t per hop).
+func (b *Backend) link(a, pool uint64) string {
+	if pool == 0 {
+		return "no pool"
+	}
+	var hops uint32
+	if b.l.agentPoolGetInfo(a, pool, agentPoolInfoNumLinkHops, unsafe.Pointer(&hops)) != statusSuccess || hops == 0 {
+		return "no link"
+	}
+	hops = min(hops, 8)
+	infos := make([]linkInfo, hops)
+	if b.l.agentPoolGetInfo(a, pool, agentPoolInfoLinkInfo, unsafe.Pointer(&infos[0])) != statusSuccess {
+		return fmt.Sprintf("hops=%d", hops)
+	}
+	var parts []string
+	for _, li := range infos {
+		parts = append(parts, fmt.Sprintf("%s atomics32=%v atomics64=%v coherent=%v bw=%d", linkName(li.LinkType), li.Atomic32, li.Atomic64, li.Coherent, li.MaxBandwidth))
+	}
+	return strings.Join(parts, " | ")
+}
+
+func linkName(t uint32) string {
+	switch t {
+	case linkTypeHyperTransport:
+		return "hypertransport"
+	case linkTypeQPI:
+		return "qpi"
+	case linkTypePCIe:
+		return "pcie"
+	case linkTypeInfiniband:
+		return "infiniband"
+	case linkTypeXGMI:
+		return "xgmi"
+	}
+	return fmt.Sprintf("link%d", t)
+}
+
+// pool picks the vmem pool for kind on the rank's agent.
+func (b *Backend) pool(kind string) (uint64, error) {
+	switch kind {
+	case kindFine:
+		if b.self.fine != 0 {
+			return b.self.fine, nil
+		}
+		if b.self.extFine != 0 {
+			return b.self.extFine, nil
+		}
+		return 0, backend.NotSupportedf("agent %s has no FINE_GRAINED or EXTENDED_SCOPE_FINE_GRAINED VRAM pool: ROCr exposes the fine-grained pool only in an XGMI hive; set HSA_FORCE_FINE_GRAIN_PCIE=1 on a PCIe system", b.self.isa)
+	case kindCoarse:
+		if b.self.coarse == 0 {
+			return 0, backend.NotSupportedf("agent %s has no COARSE_GRAINED pool", b.self.isa)
+		}
+		return b.self.coarse, nil
+	}
+	return 0, fmt.Errorf("hsa: unknown kind %q (have %v)", kind, b.Kinds())
+}
+
+func (b *Backend) granule(pool uint64) uint64 {
+	var g uint64
+	if b.l.poolGetInfo(pool, poolInfoAllocRecGranule, unsafe.Pointer(&g)) != statusSuccess || g == 0 {
+		if b.l.poolGetInfo(pool, poolInfoAllocGranule, unsafe.Pointer(&g)) != statusSuccess || g == 0 {
+			g = 2 << 20
+		}
+	}
+	return g
+}
+
+// Alloc: reserve → handle_create → map → set_access(every GPU agent RW) →
+// export dma-buf fd. Any failure undoes the steps done, in reverse.
+func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Export, error) {
+	pool, err := b.pool(kind)
+	if err != nil {
+		return nil, backend.Export{}, err
+	}
+	g := b.granule(pool)
+	size = (size + g - 1) / g * g
+	buf := &buffer{size: size}
+	l := b.l
+	if err := l.check("hsa_amd_vmem_address_reserve", l.vmemAddressReserve(&buf.va, size, 0, 0)); err != nil {
+		return nil, backend.Export{}, err
+	}
+	if err := l.check("hsa_amd_vmem_handle_create", l.vmemHandleCreate(pool, size, memoryTypeNone, 0, &buf.handle)); err != nil {
+		l.vmemAddressFree(buf.va, size)
+		return nil, backend.Export{}, err
+	}
+	if err := l.check("hsa_amd_vmem_map", l.vmemMap(buf.va, size, 0, buf.handle, 0)); err != nil {
+		b.release(buf)
+		return nil, backend.Export{}, err
+	}
+	buf.mapped = true
+	descs := make([]accessDesc, 0, len(b.agents))
+	for _, a := range b.agents {
+		descs = append(descs, accessDesc{Permissions: accessPermissionRW, Agent: a.handle})
+	}
+	if err := l.check("hsa_amd_vmem_set_access", l.vmemSetAccess(buf.va, size, &descs[0], uint64(len(descs)))); err != nil {
+		b.release(buf)
+		return nil, backend.Export{}, err
+	}
+	var fd int32 = -1
+	if err := l.check("hsa_amd_vmem_export_shareable_handle", l.vmemExport(&fd, buf.handle, 0)); err != nil {
+		b.release(buf)
+		return nil, backend.Export{}, err
+	}
+	b.bufs[buf] = true
+	return buf, backend.Export{Fd: int(fd), Size: size, Meta: map[string]string{"kind": kind, "export": "dma-buf"}}, nil
+}
+
+// Import: import_shareable_handle(fd) → reserve → map → set_access (own
+// agent, only if grant). The fd stays open until map and set_access are done
+// (some 2026 ROCr builds defer the per-GPU import to set_access) and is
+// closed here in every case: the backend owns exp.Fd.
+func (b *Backend) Import(kind string, exp backend.Export, grant bool) (backend.Buffer, error) {
+	defer func() {
+		if exp.Fd >= 0 {
+			syscall.Close(exp.Fd)
+		}
+	}()
+	if _, err := b.pool(kind); err != nil {
+		return nil, err
+	}
+	if exp.Fd < 0 {
+		return nil, fmt.Errorf("hsa import: export has no fd")
+	}
+	l := b.l
+	buf := &buffer{size: exp.Size, imported: true}
+	if err := l.check("hsa_amd_vmem_import_shareable_handle", l.vmemImport(int32(exp.Fd), &buf.handle)); err != nil {
+		return nil, err
+	}
+	if err := l.check("hsa_amd_vmem_address_reserve", l.vmemAddressReserve(&buf.va, buf.size, 0, 0)); err != nil {
+		l.vmemHandleRelease(buf.handle)
+		return nil, err
+	}
+	if err := l.check("hsa_amd_vmem_map", l.vmemMap(buf.va, buf.size, 0, buf.handle, 0)); err != nil {
+		b.release(buf)
+		return nil, err
+	}
+	buf.mapped = true
+	if grant {
+		d := accessDesc{Permissions: accessPermissionRW, Agent: b.self.handle}
+		if err := l.check("hsa_amd_vmem_set_access", l.vmemSetAccess(buf.va, buf.size, &d, 1)); err != nil {
+			b.release(buf)
+			return nil, err
+		}
+	}
+	b.bufs[buf] = true
+	return buf, nil
+}
+
+// release tears a buffer down in reverse: unmap → address_free → handle_release.
+func (b *Backend) release(buf *buffer) error {
+	var errs []error
+	if buf.mapped {
+		errs = append(errs, b.l.check("hsa_amd_vmem_unmap", b.l.vmemUnmap(buf.va, buf.size)))
+		buf.mapped = false
+	}
+	if buf.va != 0 {
+		errs = append(errs, b.l.check("hsa_amd_vmem_address_free", b.l.vmemAddressFree(buf.va, buf.size)))
+		buf.va = 0
+	}
+	if buf.handle != 0 {
+		errs = append(errs, b.l.check("hsa_amd_vmem_handle_release", b.l.vmemHandleRelease(buf.handle)))
+		buf.handle = 0
+	}
+	return errors.Join(errs...)
+}
+
+func (b *Backend) Free(bb backend.Buffer) error {
+	buf, ok := bb.(*buffer)
+	if !ok || !b.bufs[buf] {
+		return fmt.Errorf("hsa: buffer %#x is not this backend's", bb.Addr())
+	}
+	delete(b.bufs, buf)
+	return b.release(buf)
+}
+
+// loadKernels loads the agent's code object: the bytes go into mmap'd memory
+// (outside the Go heap: the reader keeps pointing at them), then reader →
+// executable create/load/freeze; symbols are looked up lazily by "<name>.kd".
+func (b *Backend) loadKernels() error {
+	obj, err := kernels.ForArch(target(b.self.isa))
+	if err != nil {
+		if errors.Is(err, kernels.ErrNoObject) {
+			return backend.NotSupportedf("no kernel code object for %s: %v", target(b.self.isa), err)
+		}
+		return err
+	}
+	mem, err := syscall.Mmap(-1, 0, len(obj.Data), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return fmt.Errorf("mmap for code object: %w", err)
+	}
+	copy(mem, obj.Data)
+	b.code = mem
+	l := b.l
+	if err := l.check("hsa_code_object_reader_create_from_memory", l.readerCreate(uintptr(unsafe.Pointer(&mem[0])), uint64(len(mem)), &b.reader)); err != nil {
+		return err
+	}
+	if err := l.check("hsa_executable_create_alt", l.executableCreateAlt(profileFull, floatRoundingModeDefault, 0, &b.exe)); err != nil {
+		return err
+	}
+	if err := l.check("hsa_executable_load_agent_code_object", l.executableLoadAgent(b.exe, b.self.handle, b.reader, 0, 0)); err != nil {
+		return fmt.Errorf("%w (code object for %s, agent ISA %s; LOADER_ENABLE_LOGGING=1 shows the loader's reason)", err, obj.Target, b.self.isa)
+	}
+	if err := l.check("hsa_executable_freeze", l.executableFreeze(b.exe, 0)); err != nil {
+		return err
+	}
+	b.kerns = map[string]*kernelInfo{}
+	return nil
+}
+
+func (b *Backend) kernel(name string) (*kernelInfo, error) {
+	if k, ok := b.kerns[name]; ok {
+		return k, nil
+	}
+	sym := append([]byte(name+".kd"), 0)
+	var s uint64
+	if err := b.l.check("hsa_executable_get_symbol_by_name("+name+".kd)", b.l.executableSymbol(b.exe, &sym[0], &b.self.handle, &s)); err != nil {
+		return nil, err
+	}
+	k := &kernelInfo{}
+	b.l.symbolGetInfo(s, symInfoKernelObject, unsafe.Pointer(&k.object))
+	b.l.symbolGetInfo(s, symInfoKernargSegmentSize, unsafe.Pointer(&k.kernargSize))
+	b.l.symbolGetInfo(s, symInfoGroupSegmentSize, unsafe.Pointer(&k.groupSize))
+	b.l.symbolGetInfo(s, symInfoPrivateSegmentSize, unsafe.Pointer(&k.privSize))
+	size := uint64(max(k.kernargSize, 16))
+	if err := b.l.check("hsa_amd_memory_pool_allocate(kernarg)", b.l.poolAllocate(b.cpu.kernarg, size, 0, &k.kernarg)); err != nil {
+		return nil, err
+	}
+	if err := b.l.check("hsa_amd_agents_allow_access(kernarg)", b.l.agentsAllowAccess(1, &b.self.handle, 0, k.kernarg)); err != nil {
+		return nil, err
+	}
+	b.kerns[name] = k
+	return k, nil
+}
+
+// Launch dispatches one AQL packet and waits for its completion signal.
+func (b *Backend) Launch(k kernels.Kernel, grid, block uint32, args []uint64) (backend.LaunchResult, error) {
+	if f := takeFault(); f != nil {
+		return backend.LaunchResult{}, f
+	}
+	if len(args) != len(k.Args) {
+		return backend.LaunchResult{}, fmt.Errorf("%s takes %d arguments, got %d", k.Name, len(k.Args), len(args))
+	}
+	ki, err := b.kernel(k.Name)
+	if err != nil {
+		return backend.LaunchResult{}, err
+	}
+	seg := unsafe.Slice((*byte)(ptr(ki.kernarg)), max(ki.kernargSize, 16))
+	if err := encodeKernargs(seg, args); err != nil {
+		return backend.LaunchResult{}, err
+	}
+	var sig uint64
+	if err := b.l.check("hsa_signal_create", b.l.signalCreate(1, 0, 0, &sig)); err != nil {
+		return backend.LaunchResult{}, err
+	}
+	defer b.l.signalDestroy(sig)
+	pkt, err := newDispatch(grid, block, ki.object, uint64(ki.kernarg), sig, ki.privSize, ki.groupSize)
+	if err != nil {
+		return backend.LaunchResult{}, err
+	}
+	q := (*queue)(ptr(b.queue))
+	idx := b.l.queueAddWriteIndex(b.queue, 1)
+	for idx-b.l.queueLoadReadIndex(b.queue) >= uint64(q.Size) {
+		runtime.Gosched()
+	}
+	slot := ptr(q.BaseAddress + uintptr(idx&uint64(q.Size-1))*64)
+	start := time.Now()
+	publish(slot, pkt)
+	b.l.signalStoreScrel(q.DoorbellSignal, int64(idx))
+	if err := b.wait(sig, k.Name); err != nil {
+		return backend.LaunchResult{}, err
+	}
+	return backend.LaunchResult{Elapsed: time.Since(start), Method: "wall"}, nil
+}
+
+// wait waits for sig < 1 in short slices so that a fault recorded by the
+// event handler (which suppresses ROCr's abort) ends the wait promptly.
+func (b *Backend) wait(sig uint64, what string) error {
+	slice := uint64(10 * time.Millisecond)
+	if b.tsFreq > 0 {
+		slice = b.tsFreq / 100
+	}
+	deadline := time.Now().Add(launchTimeout)
+	for {
+		if v := b.l.signalWaitScacq(sig, signalConditionLT, 1, slice, waitStateBlocked); v < 1 {
+			return nil
+		}
+		if f := takeFault(); f != nil {
+			return f
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not complete after %v", what, launchTimeout)
+		}
+	}
+}
+
+// copyRange runs the copy kernel: dst[0:n] = src[0:n], n % 16 == 0.
+func (b *Backend) copyRange(dst, src uintptr, n uint64) error {
+	k := kernels.MustLookup(copyKernel)
+	const block = 256
+	grid := uint32(min((n/16+block-1)/block, 1024))
+	_, err := b.Launch(k, grid, block, []uint64{uint64(dst), uint64(src), n, block, uint64(grid) * block})
+	return err
+}
+
+// Read copies p from b[off:] through the host-visible staging buffer with
+// the copy kernel (hipMemcpy-style runtime copies cannot see vmem VAs).
+func (b *Backend) Read(bb backend.Buffer, off uint64, p []byte) error {
+	return b.transfer(bb, off, p, false)
+}
+
+// Write is Read's mirror; unaligned edges are read, patched and written back.
+func (b *Backend) Write(bb backend.Buffer, off uint64, p []byte) error {
+	return b.transfer(bb, off, p, true)
+}
+
+func (b *Backend) transfer(bb backend.Buffer, off uint64, p []byte, write bool) error {
+	if off+uint64(len(p)) > bb.Size() {
+		return fmt.Errorf("hsa: range [%d,%d) outside buffer of %d bytes", off, off+uint64(len(p)), bb.Size())
+	}
+	stage := unsafe.Slice((*byte)(ptr(b.staging)), stagingSize)
+	for len(p) > 0 {
+		lo := off &^ 15
+		n := min(uint64(len(p))+(off-lo), stagingSize)
+		span := (n + 15) &^ 15
+		if lo+span > bb.Size() {
+			return fmt.Errorf("hsa: buffer size %d is not a multiple of 16", bb.Size())
+		}
+		dev := uintptr(bb.Addr() + lo)
+		if err := b.copyRange(b.staging, dev, span); err != nil {
+			return err
+		}
+		c := int(n - (off - lo))
+		if write {
+			copy(stage[off-lo:], p[:c])
+			if err := b.copyRange(dev, b.staging, span); err != nil {
+				return err
+			}
+		} else {
+			copy(p[:c], stage[off-lo:])
+		}
+		p = p[c:]
+		off += uint64(c)
+	}
+	return nil
+}
+
+// Copy uses the runtime's copy engine (hsa_amd_memory_async_copy) and a
+// completion signal; timing is the wall clock around it.
+func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, srcOff uint64, n uint64) (backend.LaunchResult, error) {
+	var sig uint64
+	if err := b.l.check("hsa_signal_create", b.l.signalCreate(1, 0, 0, &sig)); err != nil {
+		return backend.LaunchResult{}, err
+	}
+	defer b.l.signalDestroy(sig)
+	start := time.Now()
+	a := b.self.handle
+	if err := b.l.check("hsa_amd_memory_async_copy", b.l.asyncCopy(uintptr(dst.Addr()+dstOff), a, uintptr(src.Addr()+srcOff), a, n, 0, 0, sig)); err != nil {
+		return backend.LaunchResult{}, err
+	}
+	if err := b.wait(sig, "hsa_amd_memory_async_copy"); err != nil {
+		return backend.LaunchResult{}, err
+	}
+	return backend.LaunchResult{Elapsed: time.Since(start), Method: "hsa-signal"}, nil
+}
+
+// MemInfo: total is the agent's coarse VRAM pool size; free comes from
+// HSA_AMD_AGENT_INFO_MEMORY_AVAIL where the runtime answers it, else it is
+// reported equal to total (documented in docs/AMD.md).
+func (b *Backend) MemInfo() (free, total uint64, err error) {
+	pool := b.self.coarse
+	if pool == 0 {
+		pool = b.self.fine
+	}
+	if err := b.l.check("hsa_amd_memory_pool_get_info(SIZE)", b.l.poolGetInfo(pool, poolInfoSize, unsafe.Pointer(&total))); err != nil {
+		return 0, 0, err
+	}
+	if b.l.agentGetInfo(b.self.handle, amdAgentInfoMemoryAvail, unsafe.Pointer(&free)) != statusSuccess {
+		free = total
+	}
+	return free, total, nil
+}
+
+// Close frees what Open made, in reverse. hsa_shut_down is NOT called:
+// hsa_init is once per process and the rank exits after Close.
+func (b *Backend) Close() error {
+	if b.l == nil {
+		return nil
+	}
+	var errs []error
+	for buf := range b.bufs {
+		errs = append(errs, b.release(buf))
+	}
+	b.bufs = nil
+	for _, k := range b.kerns {
+		b.l.poolFree(k.kernarg)
+	}
+	b.kerns = nil
+	if b.exe != 0 {
+		b.l.executableDestroy(b.exe)
+		b.exe = 0
+	}
+	if b.reader != 0 {
+		b.l.readerDestroy(b.reader)
+		b.reader = 0
+	}
+	if b.code != nil {
+		syscall.Munmap(b.code)
+		b.code = nil
+	}
+	if b.staging != 0 {
+		b.l.poolFree(b.staging)
+		b.staging = 0
+	}
+	if b.queue != 0 {
+		b.l.queueDestroy(b.queue)
+		b.queue = 0
+	}
+	return errors.Join(errs...)
+}

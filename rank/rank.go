@@ -1,0 +1,411 @@
+// Package rank is the child side of the harness: a process re-executed from
+// the suite's own binary (argv[0] "p2patomics-rank", env P2PAT_RANK) that
+// opens one backend and serves requests on the socket at fd 3 until told to
+// exit. A rank knows the wire protocol, not the parent's internals.
+package rank
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"p2patomics/kernels"
+	"p2patomics/rank/backend"
+	"p2patomics/trace"
+	"p2patomics/wire"
+
+	// Every backend registers itself; the rank picks one by name.
+	_ "p2patomics/rank/cuda"
+	_ "p2patomics/rank/hip"
+	_ "p2patomics/rank/host"
+	_ "p2patomics/rank/hsa"
+)
+
+// Env is the sentinel that makes a process a rank.
+const Env = "P2PAT_RANK"
+
+// Argv0 is the rank's argv[0], so `ps` shows what it is.
+const Argv0 = "p2patomics-rank"
+
+// SockFd is where the rank finds its socket (first ExtraFiles entry).
+const SockFd = 3
+
+// ExitFault is the exit status of a rank that stopped after a GPU fault.
+const ExitFault = 3
+
+// IsRank reports whether this process was started as a rank. TestMain calls
+// it before flags are parsed: a rank has none of the suite's flags.
+func IsRank() bool { return os.Getenv(Env) != "" }
+
+type server struct {
+	sock  int
+	be    backend.Backend
+	bufs  map[int]backend.Buffer
+	next  int
+	rank  int
+	ranks int
+}
+
+// Main serves until Exit or until the parent goes away; it returns the
+// process exit status.
+func Main() int {
+	// Vendor contexts (CUDA's current context, HIP's current device) are per
+	// OS thread: every backend call happens on this goroutine, pinned.
+	runtime.LockOSThread()
+	// Pdeathsig is armed by the parent; if the parent died before it took
+	// effect we would never be told, so check once.
+	if os.Getppid() == 1 {
+		return 1
+	}
+	r, err := strconv.Atoi(os.Getenv(Env))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics-rank: bad %s=%q\n", Env, os.Getenv(Env))
+		return 2
+	}
+	s := &server{sock: SockFd, bufs: map[int]backend.Buffer{}, next: 1, rank: r}
+	return s.serve()
+}
+
+func (s *server) serve() int {
+	for {
+		m, err := wire.Recv(s.sock, time.Time{})
+		if err != nil {
+			if errors.Is(err, wire.ErrClosed) {
+				return 0 // the suite went away: nothing left to serve
+			}
+			fmt.Fprintf(os.Stderr, "p2patomics-rank %d: %v\n", s.rank, err)
+			return 2
+		}
+		if m.Type == wire.TExit {
+			s.reply(m.Seq, nil, nil)
+			if s.be != nil {
+				s.freeAll()
+				s.be.Close()
+			}
+			return 0
+		}
+		res, fds, err := s.handle(&m)
+		m.CloseFds()
+		s.reply(m.Seq, res, err, fds...)
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		var f *backend.Fault
+		if errors.As(err, &f) {
+			// The device context is gone (CUDA sticky errors): say so on
+			// stderr too, in the form the parent parses, and stop.
+			fmt.Fprintf(os.Stderr, "p2patomics: gpu fault: vendor=%s kind=%s code=%d name=%s address=%s reason=%q\n",
+				f.Vendor, f.Kind, f.Code, f.Name, f.Address, f.Reason)
+			os.Exit(ExitFault)
+		}
+	}
+}
+
+func (s *server) reply(seq uint32, res any, err error, fds ...int) {
+	var r wire.Reply
+	if err != nil {
+		r.Error = err.Error()
+		r.NotSupported = errors.Is(err, backend.ErrNotSupported)
+		var f *backend.Fault
+		if errors.As(err, &f) {
+			r.Fault = &wire.Fault{Vendor: f.Vendor, Kind: f.Kind, Code: f.Code, Name: f.Name,
+				Node: f.Node, Address: f.Address, Reason: f.Reason}
+		}
+		fds = nil
+	} else {
+		r.OK = true
+		if res != nil {
+			b, merr := json.Marshal(res)
+			if merr != nil {
+				r.OK, r.Error = false, merr.Error()
+			}
+			r.Result = b
+		}
+	}
+	if serr := wire.Send(s.sock, wire.TReply, seq, r, fds...); serr != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics-rank %d: reply: %v\n", s.rank, serr)
+	}
+}
+
+func (s *server) buf(id int) (backend.Buffer, error) {
+	b, ok := s.bufs[id]
+	if !ok {
+		return nil, fmt.Errorf("no buffer %d in rank %d", id, s.rank)
+	}
+	return b, nil
+}
+
+func (s *server) add(b backend.Buffer) int {
+	id := s.next
+	s.next++
+	s.bufs[id] = b
+	return id
+}
+
+func (s *server) freeAll() {
+	for id, b := range s.bufs {
+		_ = s.be.Free(b)
+		delete(s.bufs, id)
+	}
+}
+
+func (s *server) needOpen() error {
+	if s.be == nil {
+		return errors.New("request before hello")
+	}
+	return nil
+}
+
+func (s *server) handle(m *wire.Msg) (any, []int, error) {
+	if m.Type == wire.THello {
+		return s.hello(m)
+	}
+	if m.Type == wire.TCanary {
+		var c wire.Canary
+		if err := m.Decode(&c); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, canary(s, c.How)
+	}
+	if err := s.needOpen(); err != nil {
+		return nil, nil, err
+	}
+	switch m.Type {
+	case wire.TAlloc:
+		var a wire.Alloc
+		if err := m.Decode(&a); err != nil {
+			return nil, nil, err
+		}
+		b, exp, err := s.be.Alloc(a.Kind, a.Size)
+		if err != nil {
+			return nil, nil, err
+		}
+		r := wire.AllocReply{Buf: s.add(b), Size: exp.Size, Handle: exp.Handle, Meta: exp.Meta}
+		var fds []int
+		if exp.Fd >= 0 {
+			r.HasFd = true
+			fds = []int{exp.Fd} // closed after the reply is sent
+		}
+		return r, fds, nil
+	case wire.TImport:
+		var a wire.Import
+		if err := m.Decode(&a); err != nil {
+			return nil, nil, err
+		}
+		exp := backend.Export{Fd: -1, Handle: a.Handle, Size: a.Size, Meta: a.Meta}
+		if a.HasFd {
+			if len(m.Fds) != 1 {
+				return nil, nil, fmt.Errorf("%w: import names an fd but %d arrived", wire.ErrMalformed, len(m.Fds))
+			}
+			exp.Fd = m.Fds[0]
+			m.Fds = nil // the backend owns it now
+		}
+		b, err := s.be.Import(a.Kind, exp, a.Grant)
+		if err != nil {
+			return nil, nil, err
+		}
+		return wire.BufReply{Buf: s.add(b), Addr: b.Addr()}, nil, nil
+	case wire.TLaunch:
+		var l wire.Launch
+		if err := m.Decode(&l); err != nil {
+			return nil, nil, err
+		}
+		k, ok := kernels.Lookup(l.Kernel)
+		if !ok {
+			return nil, nil, fmt.Errorf("kernel %q is not in the manifest", l.Kernel)
+		}
+		if len(l.Args) != len(k.Args) {
+			return nil, nil, fmt.Errorf("kernel %s takes %d arguments, got %d", k.Name, len(k.Args), len(l.Args))
+		}
+		args := make([]uint64, len(l.Args))
+		for i, a := range l.Args {
+			if a.Buf < 0 {
+				args[i] = a.Val
+				continue
+			}
+			b, err := s.buf(a.Buf)
+			if err != nil {
+				return nil, nil, fmt.Errorf("argument %s: %w", k.Args[i].Name, err)
+			}
+			if a.Off > b.Size() {
+				return nil, nil, fmt.Errorf("argument %s: offset %d past the %d-byte buffer", k.Args[i].Name, a.Off, b.Size())
+			}
+			args[i] = b.Addr() + a.Off
+		}
+		res, err := s.be.Launch(k, l.Grid, l.Block, args)
+		if err != nil {
+			return nil, nil, err
+		}
+		return wire.Timing{ElapsedNs: res.Elapsed.Nanoseconds(), Method: res.Method}, nil, nil
+	case wire.TRead:
+		var r wire.Read
+		if err := m.Decode(&r); err != nil {
+			return nil, nil, err
+		}
+		b, err := s.buf(r.Buf)
+		if err != nil {
+			return nil, nil, err
+		}
+		if r.Len > wire.MaxData || r.Off+r.Len > b.Size() {
+			return nil, nil, fmt.Errorf("read of %d bytes at %d: outside the %d-byte buffer or over %d", r.Len, r.Off, b.Size(), wire.MaxData)
+		}
+		p := make([]byte, r.Len)
+		if err := s.be.Read(b, r.Off, p); err != nil {
+			return nil, nil, err
+		}
+		return wire.Data{Data: p}, nil, nil
+	case wire.TWrite:
+		var w wire.Write
+		if err := m.Decode(&w); err != nil {
+			return nil, nil, err
+		}
+		b, err := s.buf(w.Buf)
+		if err != nil {
+			return nil, nil, err
+		}
+		if w.Off+uint64(len(w.Data)) > b.Size() {
+			return nil, nil, fmt.Errorf("write of %d bytes at %d: outside the %d-byte buffer", len(w.Data), w.Off, b.Size())
+		}
+		return nil, nil, s.be.Write(b, w.Off, w.Data)
+	case wire.TSum:
+		var q wire.Sum
+		if err := m.Decode(&q); err != nil {
+			return nil, nil, err
+		}
+		return s.sum(q)
+	case wire.TFree:
+		var f wire.Free
+		if err := m.Decode(&f); err != nil {
+			return nil, nil, err
+		}
+		b, err := s.buf(f.Buf)
+		if err != nil {
+			return nil, nil, err
+		}
+		delete(s.bufs, f.Buf)
+		return nil, nil, s.be.Free(b)
+	case wire.TCopy:
+		var c wire.Copy
+		if err := m.Decode(&c); err != nil {
+			return nil, nil, err
+		}
+		dst, err := s.buf(c.Dst)
+		if err != nil {
+			return nil, nil, err
+		}
+		src, err := s.buf(c.Src)
+		if err != nil {
+			return nil, nil, err
+		}
+		res, err := s.be.Copy(dst, c.DstOff, src, c.SrcOff, c.N)
+		if err != nil {
+			return nil, nil, err
+		}
+		return wire.Timing{ElapsedNs: res.Elapsed.Nanoseconds(), Method: res.Method}, nil, nil
+	case wire.TMemInfo:
+		free, total, err := s.be.MemInfo()
+		if err != nil {
+			return nil, nil, err
+		}
+		return wire.MemInfo{Free: free, Total: total, Fds: countFds(), Bufs: len(s.bufs)}, nil, nil
+	case wire.TFdInfo:
+		if len(m.Fds) != 1 {
+			return nil, nil, fmt.Errorf("%w: fdinfo needs exactly one fd, %d arrived", wire.ErrMalformed, len(m.Fds))
+		}
+		info, err := FdInfo(m.Fds[0])
+		if err != nil {
+			return nil, nil, err
+		}
+		return wire.FdInfoReply{Info: info}, nil, nil
+	case wire.TTrace:
+		var sb strings.Builder
+		trace.Format(&sb, trace.Snapshot(), true)
+		return wire.TraceReply{Text: sb.String()}, nil, nil
+	}
+	return nil, nil, fmt.Errorf("%w: unknown request %s", wire.ErrMalformed, m.Type)
+}
+
+func (s *server) hello(m *wire.Msg) (any, []int, error) {
+	var h wire.Hello
+	if err := m.Decode(&h); err != nil {
+		return nil, nil, err
+	}
+	if h.Version != wire.Version {
+		return nil, nil, fmt.Errorf("protocol version %d, rank speaks %d", h.Version, wire.Version)
+	}
+	if s.be != nil {
+		return nil, nil, errors.New("second hello")
+	}
+	if h.Trace {
+		trace.On()
+	}
+	be, err := backend.New(h.Backend)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.ranks = h.Ranks
+	info, err := be.Open(backend.Config{Rank: h.Rank, Ranks: h.Ranks, Device: h.Device})
+	if err != nil {
+		return nil, nil, err
+	}
+	s.be = be
+	raw, _ := json.Marshal(info)
+	return wire.HelloReply{Version: wire.Version, Pid: os.Getpid(), Kinds: be.Kinds(), Info: raw}, nil, nil
+}
+
+// sum reads words back in chunks and adds them, so verifying a per-thread
+// output array never ships it across the socket.
+func (s *server) sum(q wire.Sum) (any, []int, error) {
+	b, err := s.buf(q.Buf)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := uint64(q.Width / 8)
+	if w != 4 && w != 8 {
+		return nil, nil, fmt.Errorf("sum: width %d, want 32 or 64", q.Width)
+	}
+	if q.Off+q.N*w > b.Size() {
+		return nil, nil, fmt.Errorf("sum of %d words at %d: outside the %d-byte buffer", q.N, q.Off, b.Size())
+	}
+	var total uint64
+	chunk := make([]byte, 1<<20)
+	for done := uint64(0); done < q.N*w; {
+		n := min(uint64(len(chunk)), q.N*w-done)
+		if err := s.be.Read(b, q.Off+done, chunk[:n]); err != nil {
+			return nil, nil, err
+		}
+		for i := uint64(0); i < n; i += w {
+			if w == 8 {
+				total += leU64(chunk[i:])
+			} else {
+				total += uint64(leU32(chunk[i:]))
+			}
+		}
+		done += n
+	}
+	return wire.SumReply{Sum: total}, nil, nil
+}
+
+func leU64(b []byte) uint64 {
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+func leU32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+func countFds() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(ents) - 1 // the directory's own fd
+}

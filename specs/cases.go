@@ -1,0 +1,333 @@
+package specs
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+
+	"p2patomics/harness"
+	"p2patomics/harness/report"
+	"p2patomics/kernels"
+)
+
+// Catalogue builds every case for one backend and kind. Cases are plain
+// data plus a body; the Ginkgo tree and the gate both read this list.
+func Catalogue(o *Options, backend, kind string) []*harness.Case {
+	b := &builder{o: o, backend: backend, kind: kind}
+	if kind == "dmabuf" {
+		b.dmabuf()
+		return b.cases
+	}
+	b.counters()
+	b.patterns()
+	b.litmus()
+	b.fdExchange()
+	b.controls()
+	b.canaries()
+	b.perf()
+	return b.cases
+}
+
+type builder struct {
+	o       *Options
+	backend string
+	kind    string
+	cases   []*harness.Case
+}
+
+func (b *builder) add(spec, variant string, ranks int, expected report.Outcome, labels []string, timeout time.Duration, run func(*harness.Ctx) error) *harness.Case {
+	id := fmt.Sprintf("%s.%s.%s.%s", b.backend, b.kind, spec, variant)
+	if ranks != 2 {
+		id += fmt.Sprintf(".r%d", ranks)
+	}
+	c := &harness.Case{
+		ID: id, Backend: b.backend, Kind: b.kind, Spec: spec, Variant: variant, Ranks: ranks,
+		Labels:   append([]string{b.backend, b.kind, spec}, labels...),
+		Expected: expected, Timeout: timeout, GPU: b.backend != "host", Run: run,
+	}
+	c.Repro = Repro(b.o, b.backend, b.kind, id, ranks)
+	b.cases = append(b.cases, c)
+	return c
+}
+
+// size is a launch shape and iteration count chosen per backend: the host
+// runs a few goroutines per rank; a GPU fills every SM.
+type size struct {
+	grid, block uint32
+	iters       uint64
+}
+
+func (s size) threads() uint64 { return uint64(s.grid) * uint64(s.block) }
+
+func sizing(c *harness.Ctx, op kernels.Op) size {
+	if c.Vendor() == "host" {
+		if op == kernels.OpAdd || op == kernels.OpSub || op == kernels.OpSpread || op == kernels.OpAnd || op == kernels.OpOr || op == kernels.OpXchg {
+			return size{1, 4, 20000}
+		}
+		return size{1, 4, 2000}
+	}
+	u := uint32(c.Units(0))
+	if op == kernels.OpCAS {
+		// A CAS loop under full-GPU contention on one word serialises;
+		// keep the count of successes modest.
+		return size{u, 32, 4}
+	}
+	return size{u, 256, 200} // 2 ranks x 132 SMs x 256 x 200 = 13.5 M ops on H200
+}
+
+func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
+
+// counterInit and counterExpect define each op's start value and exact
+// result for ranks n, threads t, iterations it.
+func counterInit(k kernels.Kernel) uint64 {
+	w := k.Type.Bits()
+	ones := uint64(math.MaxUint64)
+	if w == 32 {
+		ones = math.MaxUint32
+	}
+	switch k.Op {
+	case kernels.OpAnd:
+		return ones
+	case kernels.OpXor:
+		return 0x0f0f0f0f0f0f0f0f & ones
+	case kernels.OpMin:
+		if k.Type.Signed() {
+			return ones >> 1 // largest positive
+		}
+		return ones
+	case kernels.OpMax:
+		if k.Type.Signed() {
+			return (ones >> 1) + 1 // most negative
+		}
+		return 0
+	}
+	return 0
+}
+
+const minMaxOperand = 1 << 19
+
+func counterOperand(k kernels.Kernel) uint64 {
+	switch k.Op {
+	case kernels.OpMin, kernels.OpMax:
+		return minMaxOperand
+	case kernels.OpInc:
+		return math.MaxUint32 // never wraps at these counts
+	case kernels.OpSub:
+		return 3
+	}
+	if k.Type == kernels.F32 {
+		return uint64(math.Float32bits(1))
+	}
+	return 1
+}
+
+func mask(v uint64, bits int) uint64 {
+	if bits == 32 {
+		return v & math.MaxUint32
+	}
+	return v
+}
+
+func less(a, b uint64, t kernels.Type) bool {
+	if !t.Signed() {
+		return mask(a, t.Bits()) < mask(b, t.Bits())
+	}
+	if t.Bits() == 32 {
+		return int32(uint32(a)) < int32(uint32(b))
+	}
+	return int64(a) < int64(b)
+}
+
+// counterExpect returns the exact final value (for xchg: the sum that
+// conservation demands, computed by the caller).
+func counterExpect(k kernels.Kernel, n int, t, it uint64) uint64 {
+	w := k.Type.Bits()
+	init := counterInit(k)
+	op := counterOperand(k)
+	total := uint64(n) * t * it
+	switch k.Op {
+	case kernels.OpAdd:
+		if k.Type == kernels.F32 {
+			return uint64(math.Float32bits(float32(total)))
+		}
+		return mask(init+total*op, w)
+	case kernels.OpSub:
+		return mask(init-total*op, w)
+	case kernels.OpCAS, kernels.OpInc:
+		return mask(init+total, w)
+	case kernels.OpAnd, kernels.OpOr, kernels.OpXor:
+		acc := init
+		for s := 0; s < n; s++ {
+			for g := uint64(0); g < t; g++ {
+				bit := kernels.Bit(uint64(s), g, w)
+				switch k.Op {
+				case kernels.OpAnd:
+					acc &^= bit
+				case kernels.OpOr:
+					acc |= bit
+				case kernels.OpXor:
+					if it%2 == 1 {
+						acc ^= bit
+					}
+				}
+			}
+		}
+		return mask(acc, w)
+	case kernels.OpMin, kernels.OpMax:
+		acc := init
+		for s := 0; s < n; s++ {
+			for g := uint64(0); g < t; g++ {
+				v := mask(kernels.MinMaxValue(uint64(s), g, op), w)
+				if (k.Op == kernels.OpMin) == less(v, acc, k.Type) {
+					acc = v
+				}
+			}
+		}
+		return mask(acc, w)
+	}
+	return 0
+}
+
+// counterKernels is the default selection: every op and type at relaxed and
+// acq_rel system scope, and add at every order and both scopes.
+func counterKernels() []kernels.Kernel {
+	var out []kernels.Kernel
+	for _, k := range kernels.All() {
+		switch k.Op {
+		case kernels.OpAdd, kernels.OpSub, kernels.OpXchg, kernels.OpCAS, kernels.OpAnd, kernels.OpOr,
+			kernels.OpXor, kernels.OpMin, kernels.OpMax, kernels.OpInc:
+		default:
+			continue
+		}
+		every := k.Op == kernels.OpAdd
+		if every || (k.Scope == kernels.Sys && (k.Order == kernels.Relaxed || k.Order == kernels.AcqRel)) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (b *builder) counters() {
+	for _, k := range counterKernels() {
+		labels := []string{"atomics", string(k.Op), string(k.Type), string(k.Order), string(k.Scope)}
+		if k.Info {
+			labels = append(labels, "info")
+		}
+		b.add("counter", k.Name, b.o.Ranks, report.Pass, labels, 60*time.Second, func(c *harness.Ctx) error {
+			return runCounter(c, k, false)
+		})
+	}
+	// The same contended add on a word past 4 GiB of the mapping, where
+	// 32-bit address truncation in any layer would show.
+	if b.backend == "cuda" {
+		k := kernels.MustLookup("add_u64_relaxed_sys")
+		b.add("counter", k.Name+".above4g", b.o.Ranks, report.Pass, []string{"atomics", "large"}, 120*time.Second, func(c *harness.Ctx) error {
+			return runCounterAt(c, k, (4<<30)+(2<<20), 4<<30)
+		})
+	}
+}
+
+func runCounter(c *harness.Ctx, k kernels.Kernel, _ bool) error {
+	return runCounterAt(c, k, 1<<20, 0)
+}
+
+// runCounterAt: every rank hammers one word of rank 0's memory at offset.
+func runCounterAt(c *harness.Ctx, k kernels.Kernel, size, offset uint64) error {
+	sz := sizing(c, k.Op)
+	m, err := c.Shared(0, size, true)
+	if err != nil {
+		return err
+	}
+	w := k.Type.Bits()
+	init := counterInit(k)
+	if err := c.PutU64(0, m.Bufs[0], offset, init); err != nil {
+		return err
+	}
+	var outs []int
+	if k.Op == kernels.OpXchg || k.Op == kernels.OpCAS {
+		for r := 0; r < c.N(); r++ {
+			o, err := c.Local(r, sz.threads()*8)
+			if err != nil {
+				return err
+			}
+			if err := c.Zero(r, o, 0, sz.threads()*8); err != nil {
+				return err
+			}
+			outs = append(outs, o)
+		}
+	}
+	ls := make([]harness.Launch, c.N())
+	for r := range ls {
+		args := map[string]wireArg{
+			"target": harness.P(m.Bufs[r], offset), "operand": harness.V(counterOperand(k)),
+			"iters": harness.V(sz.iters), "block": harness.V(uint64(sz.block)), "salt": harness.V(uint64(r)),
+		}
+		if outs != nil {
+			args["out"] = harness.P(outs[r], 0)
+		}
+		ls[r] = harness.Launch{Rank: r, Kernel: k.Name, Grid: sz.grid, Block: sz.block, Args: args}
+	}
+	el, err := c.Run(ls...)
+	if err != nil {
+		return err
+	}
+	ops := float64(uint64(c.N()) * sz.threads() * sz.iters)
+	for _, d := range el {
+		if d > 0 {
+			c.Metric("atomic_rate", "Mops/s", "launch elapsed (per rank), all ranks' ops", ops/d.Seconds()/1e6)
+		}
+	}
+	got0, err := c.U64(0, m.Bufs[0], offset)
+	if err != nil {
+		return err
+	}
+	got := mask(got0, w)
+	// Every peer must see the same word through its own mapping.
+	for r := 1; r < c.N(); r++ {
+		v, err := c.U64(r, m.Bufs[r], offset)
+		if err != nil {
+			return err
+		}
+		if mask(v, w) != got {
+			return harness.Failf("rank %d reads %#x through its mapping, owner reads %#x", r, mask(v, w), got)
+		}
+	}
+	if k.Op == kernels.OpXchg {
+		// Conservation: the start value plus everything written equals the
+		// final value plus everything the exchanges returned.
+		var written uint64
+		for s := 0; s < c.N(); s++ {
+			for g := uint64(0); g < sz.threads(); g++ {
+				for i := uint64(0); i < sz.iters; i++ {
+					written += mask(kernels.Tag(uint64(s), g, i), w)
+				}
+			}
+		}
+		var returned uint64
+		for r, o := range outs {
+			s, err := c.Sum(r, o, 0, sz.threads(), 64)
+			if err != nil {
+				return err
+			}
+			returned += s
+		}
+		if mask(init+written, w) != mask(got+returned, w) {
+			return harness.Failf("xchg conservation broken: start+written = %#x, final+returned = %#x (%d exchanges)",
+				mask(init+written, w), mask(got+returned, w), uint64(c.N())*sz.threads()*sz.iters)
+		}
+		return nil
+	}
+	want := counterExpect(k, c.N(), sz.threads(), sz.iters)
+	if got != want {
+		detail := fmt.Sprintf("expected %#x, got %#x (%d ranks x %d threads x %d iterations)", want, got, c.N(), sz.threads(), sz.iters)
+		if k.Op == kernels.OpAdd && k.Type != kernels.F32 {
+			detail += fmt.Sprintf("; lost updates: %d", int64(want-got))
+		}
+		if k.Info {
+			detail += " (informational kernel)"
+		}
+		return harness.Failf("%s", detail)
+	}
+	return nil
+}

@@ -1,0 +1,223 @@
+package specs
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"p2patomics/harness"
+	"p2patomics/harness/expect"
+	"p2patomics/harness/fingerprint"
+	"p2patomics/harness/report"
+)
+
+// environment is the fingerprint: sysfs/procfs facts from the suite process
+// plus the device facts every rank reported.
+func environment(o *Options, infos [][]map[string]any) map[string]any {
+	env := fingerprint.Collect()
+	var facts []map[string]any
+	for _, list := range infos {
+		facts = append(facts, list...)
+	}
+	fingerprint.Merge(env, facts)
+	env["flags"] = map[string]any{"backend": o.Backend, "alloc": o.Alloc, "ranks": o.Ranks, "seed": o.Seed}
+	return env
+}
+
+func (r *Run) gateSet() (*expect.Set, error) {
+	if r.Opts.Expectations == "" {
+		return nil, nil
+	}
+	if r.Opts.UpdateExpectations {
+		return nil, nil // recording, not gating
+	}
+	s, err := expect.LoadList(r.Opts.Expectations)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// applyGate judges the run against the baseline (gate mode) or records it
+// as the new baseline. It returns the exit code, or -1 when not gating.
+func applyGate(r *Run, rep *report.Report) (int, error) {
+	if r.Opts.Expectations == "" {
+		return -1, nil
+	}
+	if r.Opts.UpdateExpectations {
+		dir := strings.Split(r.Opts.Expectations, ",")[0]
+		if err := expect.WriteBaseline(dir, rep, nil); err != nil {
+			return 1, err
+		}
+		fmt.Printf("baseline written to %s\n", dir)
+		return -1, nil
+	}
+	s := r.gate
+	if err := expect.CheckStack(s.Stack, rep.Environment, r.Opts.AllowStackMismatch); err != nil {
+		return 2, fmt.Errorf("%v (use --allow-stack-mismatch to gate anyway)", err)
+	}
+	selected := func(id string) bool { return r.selects(id) }
+	results, g := expect.Gate(rep.Results, s, selected)
+	rep.Results, rep.Gate = results, &g
+	if g.Pass {
+		return 0, nil
+	}
+	return 1, nil
+}
+
+// selects reports whether a baseline id falls in this run's selection: the
+// same backend and kind groups and labels (approximated by the id prefix).
+func (r *Run) selects(id string) bool {
+	if r.Opts.Case != "" {
+		return id == r.Opts.Case
+	}
+	for _, g := range r.Groups {
+		if strings.HasPrefix(id, g.Name+".") {
+			return r.LabelFilter == "" || r.planID(id)
+		}
+	}
+	return false
+}
+
+func (r *Run) planID(id string) bool {
+	for _, c := range r.planned {
+		if c.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// addSuiteCases adds the cases that test the suite process itself: SIGTERM
+// to a running suite, and no fd or child-process leaks across the run.
+func (r *Run) addSuiteCases() {
+	g := Group{Name: "host.suite"}
+	g.Cases = append(g.Cases, &harness.Case{
+		ID: "host.suite.canary.sigterm", Backend: "host", Kind: "suite", Spec: "canary", Variant: "sigterm", Ranks: 2,
+		Labels: []string{"host", "suite", "canary"}, Expected: report.Pass, Timeout: 60 * time.Second,
+		Repro:      "./specs.test --backend=host --case=host.suite.canary.sigterm",
+		Standalone: sigtermCanary,
+	})
+	g.Cases = append(g.Cases, &harness.Case{
+		ID: "host.suite.leaks.fds_children", Backend: "host", Kind: "suite", Spec: "leaks", Variant: "fds_children", Ranks: 2,
+		Labels: []string{"host", "suite", "leaks"}, Expected: report.Pass, Timeout: 30 * time.Second,
+		Repro:      "./specs.test --backend=host",
+		Standalone: r.leakCheck,
+	})
+	r.Groups = append(r.Groups, g)
+	r.planned = append(r.planned, g.Cases...)
+}
+
+// sigtermCanary runs a second suite on a case that sleeps, sends it SIGTERM
+// mid-case, and checks it wrote results.json with that case incomplete.
+func sigtermCanary() (report.Outcome, string) {
+	dir, err := os.MkdirTemp("", "p2pat-sigterm-")
+	if err != nil {
+		return report.Error, err.Error()
+	}
+	defer os.RemoveAll(dir)
+	cmd := exec.Command("/proc/self/exe", "--backend=host", "--case=host.memfd.canary.sleep", "--out="+dir)
+	cmd.Env = append(os.Environ(), "P2PAT_INTERNAL_SLEEP_CASE=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return report.Error, "start child suite: " + err.Error()
+	}
+	// Wait until the child's rank exists and the case is under way.
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if hasChildRank(cmd.Process.Pid) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return report.Fail, "the suite did not exit within 20 s of SIGTERM"
+	}
+	code := cmd.ProcessState.ExitCode()
+	rep, err := report.Read(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return report.Fail, fmt.Sprintf("after SIGTERM (exit %d) no readable results.json: %v", code, err)
+	}
+	if len(rep.Results) != 1 || rep.Results[0].Outcome != report.Incomplete {
+		b, _ := json.Marshal(rep.Results)
+		return report.Fail, fmt.Sprintf("after SIGTERM the case should be incomplete; results: %s", b)
+	}
+	if code != 1 {
+		return report.Fail, fmt.Sprintf("suite exited %d after SIGTERM, want 1", code)
+	}
+	if hasChildRank(cmd.Process.Pid) {
+		return report.Fail, "a rank of the terminated suite is still alive"
+	}
+	return report.Pass, "child suite got SIGTERM mid-case, exited 1, wrote results.json with the case incomplete"
+}
+
+// hasChildRank reports whether pid has a living child named like a rank.
+func hasChildRank(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return false
+	}
+	for _, c := range strings.Fields(string(b)) {
+		if cmdline, err := os.ReadFile("/proc/" + c + "/cmdline"); err == nil && strings.HasPrefix(string(cmdline), harness.RankArgv0) {
+			return true
+		}
+	}
+	return false
+}
+
+// leakCheck closes every world and compares the suite's open fds and child
+// processes with what it had at the start.
+func (r *Run) leakCheck() (report.Outcome, string) {
+	for _, rn := range r.runners {
+		rn.Close()
+	}
+	time.Sleep(50 * time.Millisecond)
+	now := countFds()
+	kids := children()
+	var bad []string
+	if now > r.startFds {
+		bad = append(bad, fmt.Sprintf("%d open fds, %d at the start (%s)", now, r.startFds, fdList()))
+	}
+	if len(kids) > 0 {
+		bad = append(bad, fmt.Sprintf("child processes left: %s", strings.Join(kids, " ")))
+	}
+	if len(bad) > 0 {
+		return report.Fail, strings.Join(bad, "; ")
+	}
+	return report.Pass, fmt.Sprintf("%d fds before and after, no child processes", now)
+}
+
+func children() []string {
+	var out []string
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		if err == nil {
+			out = append(out, strings.Fields(string(b))...)
+		}
+	}
+	return out
+}
+
+func fdList() string {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	var s []string
+	for _, e := range ents {
+		l, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		s = append(s, e.Name()+"="+l)
+	}
+	return strings.Join(s, " ")
+}

@@ -1,0 +1,231 @@
+// Package specs is the Ginkgo suite: the case catalogue, the flag table and
+// the run that writes results.json, junit.xml and the table.
+package specs
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Matrix lists every backend's allocation kinds (DESIGN.md's matrix rows).
+// Ranks report the kinds they really offer; a test keeps the two equal.
+var Matrix = map[string][]string{
+	"host": {"memfd"},
+	"cuda": {"vmm", "vmm-host", "ipc", "dmabuf"},
+	"hsa":  {"fine", "coarse"},
+	"hip":  {"pinned", "uncached"},
+}
+
+// GPUBackends in the order auto probes them.
+var GPUBackends = []string{"cuda", "hsa", "hip"}
+
+// Options are the suite's flags.
+type Options struct {
+	Backend            string
+	Alloc              string
+	Atomics            bool
+	Perf               bool
+	Ranks              int
+	Case               string
+	Seed               int64
+	Out                string
+	Trace              bool
+	Expectations       string
+	UpdateExpectations bool
+	AllowStackMismatch bool
+	Repeat             int
+	Duration           time.Duration
+	kindFlags          map[string]*bool
+}
+
+// flagDef is one row of the flag table (also rendered into docs/FLAGS.md).
+type flagDef struct {
+	Name, Default, Usage string
+}
+
+// FlagTable is the one list of suite flags; each is also env P2PAT_<NAME>.
+var FlagTable = []flagDef{
+	{"backend", "auto", "auto|host|cuda|hsa|hip (auto = every GPU backend that loads, else host)"},
+	{"alloc", "", "allocation kind to run (a matrix row); --<kind> is shorthand"},
+	{"atomics", "false", "only cases labelled atomics"},
+	{"perf", "false", "only cases labelled perf"},
+	{"ranks", "2", "ranks per world (minimum 2)"},
+	{"case", "", "run exactly this case id"},
+	{"seed", "1", "seed for generated data"},
+	{"out", "./out", "directory for results.json, junit.xml and per-case evidence"},
+	{"trace", "false", "record every rank's API trace, also for passing cases"},
+	{"expectations", "", "gate mode: expectation folders or files, comma separated"},
+	{"update-expectations", "false", "write this run as the baseline into the first --expectations folder"},
+	{"allow-stack-mismatch", "false", "gate even if the baseline's stack differs from this machine's"},
+	{"repeat", "1", "run the selection N times (soak)"},
+	{"duration", "0s", "repeat the selection until this much time has passed (soak)"},
+}
+
+// EnvName is the environment variable for a flag.
+func EnvName(flagName string) string {
+	return "P2PAT_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// Register binds the options to fs.
+func (o *Options) Register(fs *flag.FlagSet) {
+	fs.StringVar(&o.Backend, "backend", "auto", FlagTable[0].Usage)
+	fs.StringVar(&o.Alloc, "alloc", "", FlagTable[1].Usage)
+	fs.BoolVar(&o.Atomics, "atomics", false, FlagTable[2].Usage)
+	fs.BoolVar(&o.Perf, "perf", false, FlagTable[3].Usage)
+	fs.IntVar(&o.Ranks, "ranks", 2, FlagTable[4].Usage)
+	fs.StringVar(&o.Case, "case", "", FlagTable[5].Usage)
+	fs.Int64Var(&o.Seed, "seed", 1, FlagTable[6].Usage)
+	fs.StringVar(&o.Out, "out", "./out", FlagTable[7].Usage)
+	fs.BoolVar(&o.Trace, "trace", false, FlagTable[8].Usage)
+	fs.StringVar(&o.Expectations, "expectations", "", FlagTable[9].Usage)
+	fs.BoolVar(&o.UpdateExpectations, "update-expectations", false, FlagTable[10].Usage)
+	fs.BoolVar(&o.AllowStackMismatch, "allow-stack-mismatch", false, FlagTable[11].Usage)
+	fs.IntVar(&o.Repeat, "repeat", 1, FlagTable[12].Usage)
+	fs.DurationVar(&o.Duration, "duration", 0, FlagTable[13].Usage)
+	o.kindFlags = map[string]*bool{}
+	for _, k := range allKinds() {
+		o.kindFlags[k] = fs.Bool(k, false, "shorthand for --alloc="+k)
+	}
+}
+
+func allKinds() []string {
+	var ks []string
+	for _, kinds := range Matrix {
+		ks = append(ks, kinds...)
+	}
+	sort.Strings(ks)
+	return slices.Compact(ks)
+}
+
+// UsageError is a bad command line: one line on stderr, exit 2.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+func usagef(format string, a ...any) error { return &UsageError{fmt.Sprintf(format, a...)} }
+
+// Parse parses args against a copy of fs that returns errors instead of
+// printing Go's usage dump, applying P2PAT_* environment defaults first.
+// The same args are then safe to give to fs itself (testing's flag.Parse).
+func Parse(fs *flag.FlagSet, args []string) error {
+	shadow := flag.NewFlagSet("p2patomics", flag.ContinueOnError)
+	shadow.SetOutput(io.Discard)
+	shadow.Usage = func() {}
+	fs.VisitAll(func(f *flag.Flag) { shadow.Var(f.Value, f.Name, f.Usage) })
+	for _, d := range FlagTable {
+		if v, ok := os.LookupEnv(EnvName(d.Name)); ok {
+			if err := shadow.Set(d.Name, v); err != nil {
+				return usagef("%s=%q: %v", EnvName(d.Name), v, err)
+			}
+		}
+	}
+	for _, k := range allKinds() {
+		if v, ok := os.LookupEnv(EnvName(k)); ok {
+			if err := shadow.Set(k, v); err != nil {
+				return usagef("%s=%q: %v", EnvName(k), v, err)
+			}
+		}
+	}
+	if err := shadow.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return usagef("flags: %s (see docs/FLAGS.md)", flagNames())
+		}
+		return usagef("%v", err)
+	}
+	if shadow.NArg() > 0 {
+		return usagef("unexpected argument %q (flags start with --)", shadow.Arg(0))
+	}
+	return nil
+}
+
+func flagNames() string {
+	var s []string
+	for _, d := range FlagTable {
+		s = append(s, "--"+d.Name)
+	}
+	return strings.Join(s, " ")
+}
+
+// Validate checks values that parse but make no sense.
+func (o *Options) Validate() error {
+	switch o.Backend {
+	case "auto", "host", "cuda", "hsa", "hip":
+	default:
+		return usagef("--backend=%s: unknown backend (want auto, host, cuda, hsa or hip)", o.Backend)
+	}
+	var shorthand []string
+	for k, set := range o.kindFlags {
+		if *set {
+			shorthand = append(shorthand, k)
+		}
+	}
+	sort.Strings(shorthand)
+	if len(shorthand) > 1 {
+		return usagef("--%s and --%s: choose one allocation kind", shorthand[0], shorthand[1])
+	}
+	if len(shorthand) == 1 {
+		if o.Alloc != "" && o.Alloc != shorthand[0] {
+			return usagef("--alloc=%s and --%s disagree", o.Alloc, shorthand[0])
+		}
+		o.Alloc = shorthand[0]
+	}
+	if o.Alloc != "" {
+		if !slices.Contains(allKinds(), o.Alloc) {
+			return usagef("--alloc=%s: unknown allocation kind (known: %s)", o.Alloc, strings.Join(allKinds(), ", "))
+		}
+		if o.Backend != "auto" && !slices.Contains(Matrix[o.Backend], o.Alloc) {
+			return usagef("--alloc=%s: backend %s has no such kind (it has %s)", o.Alloc, o.Backend, strings.Join(Matrix[o.Backend], ", "))
+		}
+	}
+	if o.Ranks < 2 {
+		return usagef("--ranks=%d: at least 2 ranks are needed", o.Ranks)
+	}
+	if o.Ranks > 64 {
+		return usagef("--ranks=%d: at most 64 ranks", o.Ranks)
+	}
+	if o.Repeat < 1 {
+		return usagef("--repeat=%d: must be at least 1", o.Repeat)
+	}
+	if o.Duration < 0 {
+		return usagef("--duration=%s: must not be negative", o.Duration)
+	}
+	if o.Case != "" && !validID(o.Case) {
+		return usagef("--case=%s: case ids are lowercase [a-z0-9._-]", o.Case)
+	}
+	if o.UpdateExpectations && o.Expectations == "" {
+		return usagef("--update-expectations needs --expectations=DIR to write into")
+	}
+	if o.Out == "" {
+		return usagef("--out: empty directory name")
+	}
+	return nil
+}
+
+func validID(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Repro renders the command that re-runs one case.
+func Repro(o *Options, backend, kind, id string, ranks int) string {
+	s := fmt.Sprintf("./specs.test --backend=%s --alloc=%s --case=%s --seed=%d", backend, kind, id, o.Seed)
+	if ranks != 2 {
+		s += " --ranks=" + strconv.Itoa(ranks)
+	}
+	return s
+}
