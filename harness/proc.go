@@ -49,33 +49,49 @@ func rankEnv(rank int) []string {
 	return env
 }
 
-// tail keeps the last bytes written to it.
+// tail keeps the first and the last bytes written to it since Reset: a Go
+// crash dump under GOTRACEBACK=crash runs to many KiB, and the line that
+// names the signal is at its head while the end shows every thread.
 type tail struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
+	mu   sync.Mutex
+	head []byte
+	buf  []byte
+	max  int
+	cut  bool
 }
+
+const headMax = 4 << 10
 
 func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(p)
+	if room := headMax - len(t.head); room > 0 {
+		k := min(room, len(p))
+		t.head = append(t.head, p[:k]...)
+		p = p[k:]
+	}
 	t.buf = append(t.buf, p...)
 	if len(t.buf) > t.max {
 		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+		t.cut = true
 	}
-	t.mu.Unlock()
-	return len(p), nil
+	return n, nil
 }
 
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return string(t.buf)
+	if t.cut {
+		return string(t.head) + "\n…\n" + string(t.buf)
+	}
+	return string(t.head) + string(t.buf)
 }
 
-// Reset forgets what was captured (each case reports its own tail).
+// Reset forgets what was captured (each case reports its own).
 func (t *tail) Reset() {
 	t.mu.Lock()
-	t.buf = t.buf[:0]
+	t.head, t.buf, t.cut = t.head[:0], t.buf[:0], false
 	t.mu.Unlock()
 }
 

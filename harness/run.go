@@ -76,7 +76,11 @@ func (r *Runner) world(n int, deadline time.Time) (*World, error) {
 	if r.unavailable != nil {
 		return nil, r.unavailable
 	}
+	t0 := time.Now()
 	w, err := NewWorld(r.Backend, n, r.Trace, deadline)
+	if err == nil {
+		r.Events = append(r.Events, fmt.Sprintf("world of %d %s ranks ready in %.3f s", n, r.Backend, time.Since(t0).Seconds()))
+	}
 	if err != nil {
 		var se *SkipError
 		if errors.As(err, &se) {

@@ -25,7 +25,7 @@ type World struct {
 	Kinds   []string
 	Infos   []map[string]any
 	Trace   bool
-	locks   []*os.File
+	locks   []string
 	broken  error // set when the world can no longer be trusted
 }
 
@@ -203,6 +203,18 @@ func (w *World) hello(r, dev int, deadline time.Time) error {
 	return nil
 }
 
+// Device locks are process-wide and counted: two worlds of one suite (2 and
+// 3 ranks, say) share a GPU legitimately; two suites must not.
+var (
+	lockMu   sync.Mutex
+	lockHeld = map[string]*devLock{}
+)
+
+type devLock struct {
+	f    *os.File
+	refs int
+}
+
 // lockDevices takes an exclusive flock per device so two suites never share
 // a GPU; it waits (up to the deadline) for another suite to finish.
 func (w *World) lockDevices(deadline time.Time) error {
@@ -217,24 +229,49 @@ func (w *World) lockDevices(deadline time.Time) error {
 		}
 		seen[id] = true
 		path := filepath.Join(os.TempDir(), "p2patomics-"+w.Backend+"-"+sanitize(id)+".lock")
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
-		if err != nil {
-			return fmt.Errorf("device lock %s: %w", path, err)
+		if err := acquire(path, id, deadline); err != nil {
+			return err
 		}
-		for {
-			err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				f.Close()
-				return fmt.Errorf("device %s is locked by another p2patomics suite (%s)", id, path)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		w.locks = append(w.locks, f)
+		w.locks = append(w.locks, path)
 	}
 	return nil
+}
+
+func acquire(path, id string, deadline time.Time) error {
+	lockMu.Lock()
+	defer lockMu.Unlock()
+	if l, ok := lockHeld[path]; ok {
+		l.refs++
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return fmt.Errorf("device lock %s: %w", path, err)
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return fmt.Errorf("device %s is locked by another p2patomics suite (%s)", id, path)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	lockHeld[path] = &devLock{f: f, refs: 1}
+	return nil
+}
+
+func release(path string) {
+	lockMu.Lock()
+	defer lockMu.Unlock()
+	if l, ok := lockHeld[path]; ok {
+		if l.refs--; l.refs == 0 {
+			l.f.Close()
+			delete(lockHeld, path)
+		}
+	}
 }
 
 func sanitize(s string) string {
@@ -279,8 +316,8 @@ func (w *World) Close() {
 		}()
 	}
 	wg.Wait()
-	for _, f := range w.locks {
-		f.Close()
+	for _, path := range w.locks {
+		release(path)
 	}
 	w.locks = nil
 }

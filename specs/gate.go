@@ -165,14 +165,19 @@ func sigtermCanary() (report.Outcome, string) {
 }
 
 // hasChildRank reports whether pid has a living child named like a rank.
+// Ranks are forked by the suite's spawner thread, so every task's children
+// list is read, not only the main thread's.
 func hasChildRank(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	if err != nil {
-		return false
-	}
-	for _, c := range strings.Fields(string(b)) {
-		if cmdline, err := os.ReadFile("/proc/" + c + "/cmdline"); err == nil && strings.HasPrefix(string(cmdline), harness.RankArgv0) {
-			return true
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		for _, c := range strings.Fields(string(b)) {
+			if cmdline, err := os.ReadFile("/proc/" + c + "/cmdline"); err == nil && strings.HasPrefix(string(cmdline), harness.RankArgv0) {
+				return true
+			}
 		}
 	}
 	return false

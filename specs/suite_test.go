@@ -13,8 +13,8 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
 	"github.com/onsi/ginkgo/v2/types"
+	. "github.com/onsi/gomega"
 
 	"p2patomics/harness"
 	"p2patomics/harness/expect"
@@ -64,7 +64,18 @@ func TestSpecs(t *testing.T) {
 	suiteCfg, repCfg := GinkgoConfiguration()
 	suiteCfg.LabelFilter = run.LabelFilter
 	repCfg.Succinct = true
-	for _, group := range run.Groups {
+	// One top-level container: Ginkgo shuffles top-level containers, and
+	// the plan's order (each canary followed by its recovery case) matters.
+	Describe("p2patomics", func() {
+		for _, group := range run.Groups {
+			describeGroup(group)
+		}
+	})
+	RunSpecs(t, "p2patomics", suiteCfg, repCfg)
+}
+
+func describeGroup(group Group) {
+	{
 		Describe(group.Name, func() {
 			for _, c := range group.Cases {
 				decorators := []any{Label(c.Labels...), SpecTimeout(c.Timeout + 60*time.Second)}
@@ -83,7 +94,6 @@ func TestSpecs(t *testing.T) {
 			}
 		})
 	}
-	RunSpecs(t, "p2patomics", suiteCfg, repCfg)
 }
 
 // Group is the cases of one backend and kind.

@@ -30,8 +30,10 @@ type word struct {
 var w32 = word{bits: 32,
 	load:  func(p unsafe.Pointer) uint64 { return uint64(atomic.LoadUint32((*uint32)(p))) },
 	store: func(p unsafe.Pointer, v uint64) { atomic.StoreUint32((*uint32)(p), uint32(v)) },
-	add:   func(p unsafe.Pointer, v uint64) uint64 { return uint64(atomic.AddUint32((*uint32)(p), uint32(v)) - uint32(v)) },
-	swap:  func(p unsafe.Pointer, v uint64) uint64 { return uint64(atomic.SwapUint32((*uint32)(p), uint32(v))) },
+	add: func(p unsafe.Pointer, v uint64) uint64 {
+		return uint64(atomic.AddUint32((*uint32)(p), uint32(v)) - uint32(v))
+	},
+	swap: func(p unsafe.Pointer, v uint64) uint64 { return uint64(atomic.SwapUint32((*uint32)(p), uint32(v))) },
 	cas: func(p unsafe.Pointer, o, n uint64) bool {
 		return atomic.CompareAndSwapUint32((*uint32)(p), uint32(o), uint32(n))
 	},
