@@ -187,6 +187,9 @@ func firstErr(errs []error) error {
 	return nil
 }
 
+// Arg is a kernel argument (a buffer pointer or a value).
+type Arg = wire.Arg
+
 // P is a pointer argument: buffer buf at byte offset off.
 func P(buf int, off uint64) wire.Arg { return wire.Arg{Buf: buf, Off: off} }
 

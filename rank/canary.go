@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ebitengine/purego"
@@ -43,6 +44,22 @@ var canaries = map[string]func(s *server) error{
 		return nil
 	},
 	"sleep": func(*server) error { time.Sleep(30 * time.Second); return nil },
+	// leak_buffer allocates a buffer behind the suite's back: the leak check
+	// must notice it (the planted bug for that verification path).
+	"leak_buffer": func(s *server) error {
+		if s.be == nil {
+			return fmt.Errorf("leak_buffer before hello")
+		}
+		b, exp, err := s.be.Alloc(s.be.Kinds()[0], 1<<20)
+		if err != nil {
+			return err
+		}
+		if exp.Fd >= 0 {
+			_ = syscall.Close(exp.Fd)
+		}
+		s.add(b)
+		return nil
+	},
 }
 
 // CanaryNames lists the canaries a rank understands.

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -175,8 +176,14 @@ func Recv(fd int, deadline time.Time) (Msg, error) {
 	}
 }
 
+// bufs recycles receive buffers: zeroing a fresh MaxPacket buffer per
+// message cost more than the rest of a round trip.
+var bufs = sync.Pool{New: func() any { b := make([]byte, MaxPacket); return &b }}
+
 func recvOne(fd int) (Msg, error) {
-	buf := make([]byte, MaxPacket)
+	bp := bufs.Get().(*[]byte)
+	defer bufs.Put(bp)
+	buf := *bp
 	oob := make([]byte, unix.CmsgSpace(maxFds*4))
 	var n, oobn, flags int
 	var err error

@@ -1,0 +1,69 @@
+# p2patomics: `make run` runs the suite, `make test` runs every check CI runs.
+# Both need Go >= 1.26 on PATH; as root they install missing Debian packages,
+# otherwise they print the apt-get line.
+SHELL := /bin/bash
+GO    ?= go
+ARGS  ?=
+OUT   := $(CURDIR)/out
+ABI   := $(CURDIR)/.cache/amd-headers/abi
+export CGO_ENABLED := 0
+
+.PHONY: run test check-go deps kernels vet unit suite cli gate schema bench device-build
+
+check-go:
+	@command -v $(GO) >/dev/null 2>&1 || { echo "p2patomics: Go >= 1.26 is not on PATH (install it from go.dev/dl, add /usr/local/go/bin to PATH)" >&2; exit 1; }
+	@v=$$($(GO) env GOVERSION | sed 's/^go//'); maj=$${v%%.*}; rest=$${v#*.}; min=$${rest%%.*}; \
+	 if [ "$$maj" -lt 1 ] || { [ "$$maj" -eq 1 ] && [ "$$min" -lt 26 ]; }; then echo "p2patomics: Go $$v found, Go >= 1.26 needed" >&2; exit 1; fi
+
+bin/specs.test: check-go $(shell find . -name '*.go' -not -path './.cache/*') $(wildcard kernels/obj/*)
+	@mkdir -p bin
+	$(GO) test -c -o $@ ./specs
+
+# The default suite on every GPU backend that loads, else the host backend.
+run: bin/specs.test
+	./bin/specs.test --backend=auto --out=$(OUT) $(ARGS)
+
+# Debian packages the checks need: the pinned clang-19 for the kernel
+# rebuild check, and the ROCm headers/libraries for the AMD ABI checks.
+deps: check-go
+	@bash scripts/install-clang.sh
+	@bash scripts/amd-headers.sh | tail -n 1
+
+kernels: check-go
+	bash scripts/build-kernels.sh
+
+vet: check-go
+	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad" >&2; exit 1; fi
+	$(GO) vet ./...
+
+# Unit and package tests (kernels: rebuild + scope proofs; AMD: header ABI).
+unit: check-go
+	P2PAT_AMD_ABI=$(ABI) $(GO) test -count=1 $$($(GO) list ./... | grep -v '/specs$$')
+
+# The whole host suite, canaries and planted bugs included: exit 0 means
+# every case met its expected outcome.
+suite: bin/specs.test
+	rm -rf $(OUT)/host
+	./bin/specs.test --backend=host --out=$(OUT)/host
+	P2PAT_RESULTS=$(OUT)/host/results.json $(GO) test -count=1 -run Schema ./harness/report
+
+# Every bad input is one line on stderr and exit 2.
+cli: bin/specs.test
+	bash scripts/check-cli.sh ./bin/specs.test
+
+# Gate the host run against the committed host baseline, and show that a
+# planted regression fails the gate.
+gate: bin/specs.test
+	bash scripts/check-gate.sh ./bin/specs.test $(OUT)/gate
+
+# Schema check of every committed device run too.
+schema: check-go
+	P2PAT_RESULTS=$$(ls results/*/results.json | paste -sd:) $(GO) test -count=1 -run Schema ./harness/report
+
+test: deps vet unit suite cli gate schema
+
+bench: check-go
+	$(GO) test -run '^$$' -bench . -benchtime=20x ./harness ./wire ./rank/host ./trace
+
+device-build: check-go
+	bash scripts/build-specs.sh .dev/specs.test

@@ -1,0 +1,193 @@
+package harness_test
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"p2patomics/harness"
+	"p2patomics/harness/report"
+	"p2patomics/rank"
+)
+
+// The test binary doubles as the rank binary, exactly as the suite does.
+func TestMain(m *testing.M) {
+	if rank.IsRank() {
+		os.Exit(rank.Main())
+	}
+	os.Exit(m.Run())
+}
+
+func deadline() time.Time { return time.Now().Add(30 * time.Second) }
+
+func TestParseFault(t *testing.T) {
+	cases := []struct {
+		stderr string
+		want   report.Fault
+	}{
+		{`p2patomics: gpu fault: vendor=nvidia kind=gpu code=700 name=CUDA_ERROR_ILLEGAL_ADDRESS address= reason="cuStreamSynchronize: an illegal memory access"`,
+			report.Fault{Vendor: "nvidia", Kind: "gpu", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS", Reason: "cuStreamSynchronize: an illegal memory access"}},
+		{"junk\nMemory access fault by GPU node-6 (Agent handle: 0x55d0c8e3a2b0) on address 0x7f3a00000000. Reason: Page not present or supervisor privilege.\nAborted",
+			report.Fault{Vendor: "amd", Kind: "gpu", Name: "memory-access-fault", Node: "6", Address: "0x7f3a00000000", Reason: "Page not present or supervisor privilege"}},
+		{"error: cuCtxSynchronize: CUDA_ERROR_LAUNCH_FAILED (719)",
+			report.Fault{Vendor: "nvidia", Kind: "gpu", Code: 719, Name: "CUDA_ERROR_LAUNCH_FAILED"}},
+	}
+	for _, c := range cases {
+		got := harness.ParseFault(c.stderr)
+		if got == nil || *got != c.want {
+			t.Errorf("ParseFault(%q) = %+v, want %+v", c.stderr, got, c.want)
+		}
+	}
+	if f := harness.ParseFault("SIGSEGV: segmentation violation"); f != nil {
+		t.Errorf("a CPU fault parsed as a GPU fault: %+v", f)
+	}
+}
+
+// A world of real rank processes: spawn, handshake, and an idle death that
+// must be seen as such.
+func TestWorldIdleDeath(t *testing.T) {
+	w, err := harness.NewWorld("host", 2, false, deadline())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if !w.Alive() || len(w.Procs) != 2 {
+		t.Fatalf("world not alive: %+v", w)
+	}
+	w.Procs[1].Signal(syscall.SIGKILL)
+	if !w.Procs[1].WaitExit(5 * time.Second) {
+		t.Fatal("rank survived SIGKILL")
+	}
+	if w.Alive() {
+		t.Fatal("world still alive after a rank died")
+	}
+	d := harness.Classify(w.Procs[1])
+	if d.Signal != "SIGKILL" {
+		t.Fatalf("classified %+v, want SIGKILL", d)
+	}
+}
+
+func TestRunnerOutcomes(t *testing.T) {
+	r := harness.NewRunner("host", false, 1)
+	defer r.Close()
+	mk := func(id string, run func(*harness.Ctx) error) *harness.Case {
+		return &harness.Case{ID: id, Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second, Grace: 200 * time.Millisecond, Run: run}
+	}
+	ok := r.Run(mk("ok", func(c *harness.Ctx) error { _, err := c.Shared(0, 4096, true); return err }))
+	if ok.Outcome != report.Pass {
+		t.Fatalf("ok: %+v", ok)
+	}
+	pid0 := 0
+	first := r.Run(mk("pid", func(c *harness.Ctx) error { pid0 = c.W.Procs[0].Pid; return nil }))
+	if first.Outcome != report.Pass {
+		t.Fatal(first.Detail)
+	}
+	fail := r.Run(mk("fail", func(*harness.Ctx) error { return harness.Failf("expected 1, got 2") }))
+	if fail.Outcome != report.Fail || fail.Detail != "expected 1, got 2" {
+		t.Fatalf("fail: %+v", fail)
+	}
+	skip := r.Run(mk("skip", func(*harness.Ctx) error { return harness.Skipf("no P2P") }))
+	if skip.Outcome != report.Skip {
+		t.Fatalf("skip: %+v", skip)
+	}
+	crash := r.Run(mk("crash", func(c *harness.Ctx) error { return c.Canary(1, "panic") }))
+	if crash.Outcome != report.Crash || !strings.Contains(crash.Detail, "Go panic") || crash.Ranks[1].GoDump != true {
+		t.Fatalf("crash: %+v", crash)
+	}
+	after := r.Run(mk("after", func(c *harness.Ctx) error {
+		if c.W.Procs[0].Pid == pid0 {
+			return errors.New("world was not respawned after a crash")
+		}
+		return nil
+	}))
+	if after.Outcome != report.Pass {
+		t.Fatalf("after: %+v", after)
+	}
+	hang := r.Run(mk("hang", func(c *harness.Ctx) error { return c.Canary(1, "hang") }))
+	if hang.Outcome != report.Timeout || !strings.Contains(hang.Ranks[1].StderrTail, "goroutine") {
+		t.Fatalf("hang: %+v", hang)
+	}
+	// A leak the case makes is caught: allocate, then hide the buffer from
+	// teardown by freeing nothing (an Alloc the Ctx does not know about).
+	leak := r.Run(mk("leak", func(c *harness.Ctx) error { return c.Canary(0, "leak_buffer") }))
+	if leak.Outcome != report.Fail || !strings.Contains(leak.Detail, "leak") {
+		t.Fatalf("leak: %+v", leak)
+	}
+}
+
+func BenchmarkWorld2(b *testing.B) { benchWorld(b, 2) }
+func BenchmarkWorld8(b *testing.B) { benchWorld(b, 8) }
+
+func benchWorld(b *testing.B, n int) {
+	for i := 0; i < b.N; i++ {
+		w, err := harness.NewWorld("host", n, false, deadline())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		w.Close()
+		b.StartTimer()
+	}
+}
+
+// BenchmarkFdRoundTrip: one allocation exported by rank 0, its fd brokered
+// to rank 1 and mapped there, then both freed.
+func BenchmarkFdRoundTrip(b *testing.B) {
+	r := harness.NewRunner("host", false, 1)
+	defer r.Close()
+	c := &harness.Case{ID: "bench", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, NoLeak: true, Timeout: time.Minute}
+	var err error
+	c.Run = func(ctx *harness.Ctx) error {
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if _, err = ctx.Shared(0, 1<<20, true); err != nil {
+				return err
+			}
+		}
+		b.StopTimer()
+		return nil
+	}
+	if res := r.Run(c); res.Outcome != report.Pass {
+		b.Fatal(res.Detail)
+	}
+}
+
+// BenchmarkSpecRoundTrip: a whole warm-world case: share, contended add
+// from both ranks, read back, teardown, leak check.
+func BenchmarkSpecRoundTrip(b *testing.B) {
+	r := harness.NewRunner("host", false, 1)
+	defer r.Close()
+	c := &harness.Case{ID: "bench", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: time.Minute,
+		Run: func(ctx *harness.Ctx) error {
+			m, err := ctx.Shared(0, 4096, true)
+			if err != nil {
+				return err
+			}
+			var ls []harness.Launch
+			for rk := 0; rk < 2; rk++ {
+				ls = append(ls, harness.Launch{Rank: rk, Kernel: "add_u64_relaxed_sys", Grid: 1, Block: 2, Args: map[string]harness.Arg{
+					"target": harness.P(m.Bufs[rk], 0), "operand": harness.V(1), "iters": harness.V(100), "block": harness.V(2), "salt": harness.V(uint64(rk))}})
+			}
+			if _, err := ctx.Run(ls...); err != nil {
+				return err
+			}
+			v, err := ctx.U64(0, m.Bufs[0], 0)
+			if err != nil {
+				return err
+			}
+			if v != 400 {
+				return harness.Failf("got %d", v)
+			}
+			return nil
+		}}
+	r.Run(c) // warm the world
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if res := r.Run(c); res.Outcome != report.Pass {
+			b.Fatal(res.Detail)
+		}
+	}
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Every bad flag or value must give exactly one line on stderr and exit 2,
+# never Go's flag usage dump. A planted "exit 0" or a two-line error fails.
+set -uo pipefail
+bin=${1:?usage: check-cli.sh path/to/specs.test}
+fail=0
+check() {
+  local want=$1; shift
+  err=$(P2PAT_OUT=/tmp/p2pat-cli-$$ "$bin" "$@" 2>&1 >/dev/null); rc=$?
+  lines=$(printf '%s' "$err" | grep -c '' || true)
+  if [ "$rc" != "$want" ] || [ "$lines" != 1 ]; then
+    echo "FAIL: $* -> exit $rc, $lines stderr lines: $err"; fail=1
+  else
+    echo "ok:   $* -> exit $rc: $err"
+  fi
+}
+check 2 --backend=nope
+check 2 --alloc=pinned --backend=host
+check 2 --alloc=bogus
+check 2 --ranks=1
+check 2 --ranks=x
+check 2 --no-such-flag
+check 2 --case=host.memfd.counter.nope
+check 2 --case=Bad/Id
+check 2 --pinned --uncached
+check 2 --repeat=0
+check 2 --update-expectations
+check 2 --expectations=/nonexistent/dir
+check 2 --backend=host --ginkgo.label-filter='nosuchlabel'
+check 2 straydArg
+P2PAT_RANKS=0 check 2
+rm -rf /tmp/p2pat-cli-$$
+[ $fail = 0 ] && echo "cli: every bad input was one line and exit 2"
+exit $fail
