@@ -58,7 +58,7 @@ gate: bin/specs.test
 
 # Schema check of every committed device run too.
 schema: check-go
-	P2PAT_RESULTS=$$(ls results/*/results.json | paste -sd:) $(GO) test -count=1 -run Schema ./harness/report
+	P2PAT_RESULTS=$$(ls $(CURDIR)/results/*/results.json | paste -sd:) $(GO) test -count=1 -run Schema ./harness/report
 
 test: deps vet unit suite cli gate schema
 

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"p2patomics/trace"
 	"p2patomics/wire"
 )
 
@@ -108,6 +109,10 @@ type Proc struct {
 	state  *os.ProcessState
 	pipes  sync.WaitGroup
 	seq    uint32
+	// Trace is the memfd holding the rank's API trace ring: the rank writes
+	// it as it goes, so the parent can read it after any ending, SIGKILL
+	// included.
+	Trace *os.File
 }
 
 // spawnReq asks the spawner thread to start a rank.
@@ -154,15 +159,22 @@ func startRank(r, dev int) (*Proc, error) {
 	}
 	child := os.NewFile(uintptr(cs), "rank-sock")
 	defer child.Close()
-	p := &Proc{Rank: r, Device: dev, sock: ps, Stderr: &tail{max: 16 << 10}, Stdout: &tail{max: 4 << 10}, done: make(chan struct{})}
+	tf, err := trace.CreateShared(fmt.Sprintf("rank%d", r))
+	if err != nil {
+		unix.Close(ps)
+		return nil, err
+	}
+	p := &Proc{Rank: r, Device: dev, sock: ps, Trace: tf, Stderr: &tail{max: 16 << 10}, Stdout: &tail{max: 4 << 10}, done: make(chan struct{})}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		unix.Close(ps)
+		tf.Close()
 		return nil, fmt.Errorf("harness: pipe: %w", err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		unix.Close(ps)
+		tf.Close()
 		errR.Close()
 		errW.Close()
 		return nil, fmt.Errorf("harness: pipe: %w", err)
@@ -174,7 +186,7 @@ func startRank(r, dev int) (*Proc, error) {
 		Stdin:      nil,
 		Stdout:     outW,
 		Stderr:     errW,
-		ExtraFiles: []*os.File{child}, // fd 3 in the rank
+		ExtraFiles: []*os.File{child, tf}, // fd 3: socket, fd 4: trace ring
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid:   true, // own process group: SIGQUIT/SIGKILL reach its threads' children too
 			Pdeathsig: syscall.SIGKILL,
@@ -182,6 +194,7 @@ func startRank(r, dev int) (*Proc, error) {
 	}
 	if err := cmd.Start(); err != nil {
 		unix.Close(ps)
+		tf.Close()
 		errR.Close()
 		errW.Close()
 		outR.Close()
@@ -263,6 +276,10 @@ func (p *Proc) Close() {
 	if p.sock >= 0 {
 		unix.Close(p.sock)
 		p.sock = -1
+	}
+	if p.Trace != nil {
+		p.Trace.Close()
+		p.Trace = nil
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"p2patomics/harness/health"
 	"p2patomics/harness/report"
 	"p2patomics/wire"
 )
@@ -44,6 +45,13 @@ type Runner struct {
 	Events  []string // world events: idle deaths, respawns
 	// Infos are the device facts of the first world's ranks (fingerprint).
 	Infos []map[string]any
+	// Evidence says where case folders go (nil: none are written).
+	Evidence *Evidence
+	// Abort is set when the machine stopped being trustworthy (GPU reset,
+	// Xid 79, ...): the suite gives every later case the abort outcome.
+	Abort    string
+	health   health.Snapshot
+	kmsgSaid bool
 	// unavailable is set once the backend failed to open for want of a
 	// capability: every later case skips with the same reason at once.
 	unavailable *SkipError
@@ -152,6 +160,7 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 		p.Stdout.Reset()
 	}
 	ctx := &Ctx{W: w, Kind: c.Kind, Seed: r.Seed, Deadline: deadline}
+	cw := r.startWatch(w)
 	var before []wire.MemInfo
 	if !c.NoLeak {
 		for i := range w.Procs {
@@ -182,6 +191,7 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 	}
 	res.Metrics = summarize(ctx.Metrics)
 	res.Ranks = evidence(w)
+	r.endWatch(c, w, cw, &res)
 	if !w.Alive() || isWorldFatal(err) {
 		// Whatever is left of this world is not trusted by the next case.
 		w.Kill(200*time.Millisecond, fmt.Errorf("case %s ended with %s", c.ID, res.Outcome))

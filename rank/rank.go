@@ -34,8 +34,12 @@ const Env = "P2PAT_RANK"
 // Argv0 is the rank's argv[0], so `ps` shows what it is.
 const Argv0 = "p2patomics-rank"
 
-// SockFd is where the rank finds its socket (first ExtraFiles entry).
-const SockFd = 3
+// SockFd is where the rank finds its socket (first ExtraFiles entry);
+// TraceFd holds the shared trace ring the parent reads after any ending.
+const (
+	SockFd  = 3
+	TraceFd = 4
+)
 
 // ExitFault is the exit status of a rank that stopped after a GPU fault.
 const ExitFault = 3
@@ -68,6 +72,11 @@ func Main() int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics-rank: bad %s=%q\n", Env, os.Getenv(Env))
 		return 2
+	}
+	// Every vendor call is traced into the parent's ring (about 0.1 µs a
+	// call), so a failing case always has its call sequence.
+	if err := trace.AttachShared(TraceFd); err == nil {
+		trace.On()
 	}
 	s := &server{sock: SockFd, bufs: map[int]backend.Buffer{}, next: 1, rank: r}
 	return s.serve()

@@ -111,6 +111,9 @@ func PrintTable(w io.Writer, results []report.Result, events []string) {
 		if r.Verdict != "" && r.Verdict != report.Expected {
 			fmt.Fprintf(w, "%-*s   verdict: %s\n", idw, "", r.Verdict)
 		}
+		if len(r.KernelLog) > 0 {
+			fmt.Fprintf(w, "%-*s   kernel log: %s (+%d more)\n", idw, "", r.KernelLog[0], len(r.KernelLog)-1)
+		}
 		if !r.Met() && r.Repro != "" {
 			fmt.Fprintf(w, "%-*s   repro: %s\n", idw, "", r.Repro)
 		}

@@ -252,6 +252,13 @@ func (r *Run) runner(backend string) *harness.Runner {
 	rn, ok := r.runners[backend]
 	if !ok {
 		rn = harness.NewRunner(backend, r.Opts.Trace, r.Opts.Seed)
+		rn.Evidence = &harness.Evidence{
+			Out: r.Opts.Out, TraceAll: r.Opts.Trace,
+			Env: func() map[string]any { return environment(r.Opts, [][]map[string]any{rn.Infos}) },
+			MakeForm: func(repro string) string {
+				return "make run ARGS='" + strings.TrimPrefix(repro, "./specs.test ") + "'"
+			},
+		}
 		r.runners[backend] = rn
 	}
 	return rn
@@ -263,6 +270,17 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 	if r.finished {
 		r.mu.Unlock()
 		return report.Result{ID: c.ID, Outcome: report.Incomplete, Expected: c.Expected}
+	}
+	for _, rn := range r.runners {
+		if rn.Abort != "" {
+			r.mu.Unlock()
+			res := report.Result{ID: c.ID, Labels: c.Labels, Outcome: report.Abort, Expected: c.Expected,
+				Detail: "not run: the machine stopped being trustworthy: " + rn.Abort, Ranks: []report.Rank{}, Repro: c.Repro}
+			r.mu.Lock()
+			r.results[c.ID] = res
+			r.mu.Unlock()
+			return res
+		}
 	}
 	r.current = c.ID
 	if r.startFds < 0 {
@@ -413,10 +431,18 @@ func (r *Run) Finish() int {
 	return code
 }
 
+// countFds counts the suite's open fds, leaving out the kernel log, which
+// the harness opens once on first use and keeps.
 func countFds() int {
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		return -1
 	}
-	return len(ents)
+	n := 0
+	for _, e := range ents {
+		if l, _ := os.Readlink("/proc/self/fd/" + e.Name()); l != "/dev/kmsg" {
+			n++
+		}
+	}
+	return n
 }
