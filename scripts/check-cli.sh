@@ -29,6 +29,10 @@ check 2 --expectations=/nonexistent/dir
 check 2 --backend=host --ginkgo.label-filter='nosuchlabel'
 check 2 straydArg
 P2PAT_RANKS=0 check 2
+# The flag table in code and docs/FLAGS.md must agree.
+for f in $("$bin" --help 2>&1 | grep -o -- '--[a-z-]*' | grep -v -- '--help'); do
+  grep -q -- "\`$f\`" "$(dirname "$0")/../docs/FLAGS.md" || { echo "FAIL: $f is not in docs/FLAGS.md"; fail=1; }
+done
 rm -rf /tmp/p2pat-cli-$$
 [ $fail = 0 ] && echo "cli: every bad input was one line and exit 2"
 exit $fail

@@ -28,6 +28,32 @@ func (b *builder) perf() {
 			}
 		}
 	}
+	// Both directions at once: rank s pushes into d while d pushes into s.
+	for s := 0; s < n; s++ {
+		for d := s + 1; d < n; d++ {
+			for _, eng := range []string{"ce", "kernel"} {
+				variant := fmt.Sprintf("copy_%s_bidir.r%dr%d", eng, s, d)
+				b.add("perf", variant, n, report.Pass, []string{"perf", "bandwidth", eng, "bidir", fmt.Sprintf("pair=%d-%d", s, d)}, 120*time.Second,
+					func(c *harness.Ctx) error { return runBidir(c, s, d, eng) })
+			}
+		}
+	}
+	// Atomic throughput: one rank on its own memory (local) or on rank 0's
+	// (peer, rank 1), contended (one word) or spread (a word per thread).
+	for _, s := range kernels.Scopes {
+		for _, pat := range []kernels.Op{kernels.OpAdd, kernels.OpSpread} {
+			for _, where := range []string{"local", "peer"} {
+				k := kernels.MustLookup(kernels.Name(pat, kernels.U64, kernels.Relaxed, s))
+				name := "contended"
+				if pat == kernels.OpSpread {
+					name = "spread"
+				}
+				variant := fmt.Sprintf("atomic_%s_%s_%s", name, where, s)
+				b.add("perf", variant, n, report.Pass, []string{"perf", "atomics", name, where, string(s)}, 60*time.Second,
+					func(c *harness.Ctx) error { return runAtomicRate(c, k, where == "peer") })
+			}
+		}
+	}
 	pp := kernels.MustLookup("pingpong_u64_acqrel_sys")
 	b.add("perf", "pingpong_latency.r0r1", n, report.Pass, []string{"perf", "latency", "pair=0-1"}, 60*time.Second, func(c *harness.Ctx) error {
 		rounds := uint64(20000)
@@ -154,6 +180,120 @@ func runCopy(c *harness.Ctx, s, d int, eng, dir string) error {
 		}
 		c.Metric(name, "GB/s", fmt.Sprintf("%s, %d MiB, rank %d %s rank %d", method, size>>20, s, map[string]string{"write": "→", "read": "←"}[dir], d),
 			float64(size)/el.Seconds()/1e9)
+	}
+	return nil
+}
+
+// runBidir copies size bytes from each of s and d into the other at the same
+// time; the metric is the sum of both directions.
+func runBidir(c *harness.Ctx, s, d int, eng string) error {
+	size := copySize(c)
+	copyK := kernels.MustLookup("copy_b128_plain_dev")
+	ms := map[int]*harness.Mem{}
+	locals := map[int]int{}
+	for _, r := range []int{s, d} {
+		m, err := c.Shared(r, size, true)
+		if err != nil {
+			return err
+		}
+		ms[r] = m
+		l, err := c.Local(r, size)
+		if err != nil {
+			return err
+		}
+		locals[r] = l
+	}
+	grid, block := uint32(c.Units(s)*4), uint32(256)
+	if c.Vendor() == "host" {
+		grid, block = 1, 2
+	}
+	nthreads := uint64(grid) * uint64(block)
+	for sample := 0; sample < 6; sample++ {
+		els := make([]time.Duration, 2)
+		if eng == "ce" {
+			errs := make(chan error, 2)
+			for i, pr := range [][2]int{{s, d}, {d, s}} {
+				go func() {
+					var err error
+					els[i], _, err = c.Copy(pr[0], ms[pr[1]].Bufs[pr[0]], 0, locals[pr[0]], 0, size)
+					errs <- err
+				}()
+			}
+			for range 2 {
+				if err := <-errs; err != nil {
+					return err
+				}
+			}
+		} else {
+			var ls []harness.Launch
+			for _, pr := range [][2]int{{s, d}, {d, s}} {
+				ls = append(ls, harness.Launch{Rank: pr[0], Kernel: copyK.Name, Grid: grid, Block: block, Args: map[string]wireArg{
+					"dst": harness.P(ms[pr[1]].Bufs[pr[0]], 0), "src": harness.P(locals[pr[0]], 0), "nbytes": harness.V(size),
+					"block": harness.V(uint64(block)), "nthreads": harness.V(nthreads)}})
+			}
+			var err error
+			if els, err = c.Run(ls...); err != nil {
+				return err
+			}
+		}
+		// Verify: each destination now equals its writer's local buffer.
+		for _, pr := range [][2]int{{s, d}, {d, s}} {
+			want, err := c.Sum(pr[0], locals[pr[0]], 0, size/8, 64)
+			if err != nil {
+				return err
+			}
+			got, err := c.Sum(pr[1], ms[pr[1]].Bufs[pr[1]], 0, size/8, 64)
+			if err != nil {
+				return err
+			}
+			if got != want {
+				return harness.Failf("bidirectional %s copy sample %d: rank %d's buffer sums %#x, writer rank %d's source %#x", eng, sample, pr[1], got, pr[0], want)
+			}
+		}
+		if sample == 0 || els[0] <= 0 || els[1] <= 0 {
+			continue
+		}
+		c.Metric("bw_"+eng+"_bidir_gbps", "GB/s", fmt.Sprintf("sum of both directions, %d MiB each, elapsed per side", size>>20),
+			float64(size)/els[0].Seconds()/1e9+float64(size)/els[1].Seconds()/1e9)
+	}
+	return nil
+}
+
+// runAtomicRate measures one rank's atomic throughput: rank 0 on its own
+// memory (local) or rank 1 on rank 0's memory (peer).
+func runAtomicRate(c *harness.Ctx, k kernels.Kernel, peer bool) error {
+	sz := sizing(c, k.Op)
+	m, err := c.Shared(0, max(sz.threads()*8, 4096), true)
+	if err != nil {
+		return err
+	}
+	r := 0
+	if peer {
+		r = 1
+	}
+	args := map[string]wireArg{"target": harness.P(m.Bufs[r], 0), "operand": harness.V(1), "iters": harness.V(sz.iters),
+		"block": harness.V(uint64(sz.block)), "salt": harness.V(uint64(r))}
+	if k.Op == kernels.OpSpread {
+		delete(args, "salt")
+	}
+	for sample := 0; sample < 6; sample++ {
+		if err := c.Zero(0, m.Bufs[0], 0, sz.threads()*8); err != nil {
+			return err
+		}
+		el, err := c.Run(harness.Launch{Rank: r, Kernel: k.Name, Grid: sz.grid, Block: sz.block, Args: args})
+		if err != nil {
+			return err
+		}
+		sum, err := c.Sum(0, m.Bufs[0], 0, sz.threads(), 64)
+		if err != nil {
+			return err
+		}
+		if want := sz.threads() * sz.iters; sum != want {
+			return harness.Failf("%s counted %d of %d", k.Name, sum, want)
+		}
+		if sample > 0 && el[0] > 0 {
+			c.Metric("atomic_rate", "Mops/s", "kernel elapsed, one rank", float64(sz.threads()*sz.iters)/el[0].Seconds()/1e6)
+		}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"p2patomics/harness/heatmap"
 	"p2patomics/harness/report"
 )
 
@@ -128,4 +129,28 @@ func PrintTable(w io.Writer, results []report.Result, events []string) {
 		fmt.Fprintf(w, "world event: %s\n", e)
 	}
 	fmt.Fprintf(w, "\n%d cases: %s; %d did not meet their expected outcome\n", len(results), strings.Join(tot, ", "), unmet)
+}
+
+// PrintMatrices prints every per-pair metric as a matrix in the layout of
+// CUDA's p2pBandwidthLatencyTest: rows are the initiating rank, columns
+// the peer, one matrix per metric and case family.
+func PrintMatrices(w io.Writer, results []report.Result) {
+	for _, m := range heatmap.Matrices(results) {
+		fmt.Fprintf(w, "\n%s: %s (%s, median)\n   D\\D", m.Family, m.Metric, m.Unit)
+		for j := 0; j < m.Size; j++ {
+			fmt.Fprintf(w, "%8d", j)
+		}
+		fmt.Fprintln(w)
+		for i := 0; i < m.Size; i++ {
+			fmt.Fprintf(w, "%6d ", i)
+			for j := 0; j < m.Size; j++ {
+				if c, ok := m.Cells[[2]int{i, j}]; ok {
+					fmt.Fprintf(w, "%8.2f", c.Metric.Median)
+				} else {
+					fmt.Fprintf(w, "%8s", "n/a")
+				}
+			}
+			fmt.Fprintln(w)
+		}
+	}
 }

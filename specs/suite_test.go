@@ -18,6 +18,7 @@ import (
 
 	"p2patomics/harness"
 	"p2patomics/harness/expect"
+	"p2patomics/harness/heatmap"
 	"p2patomics/harness/report"
 	"p2patomics/rank"
 )
@@ -412,6 +413,12 @@ func (r *Run) Finish() int {
 		code = gcode
 	}
 	PrintTable(os.Stdout, rep.Results, events)
+	PrintMatrices(os.Stdout, rep.Results)
+	if files, err := heatmap.WriteAll(filepath.Join(r.Opts.Out, "heatmaps"), rep); err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: heatmaps: %v\n", err)
+	} else if len(files) > 0 {
+		fmt.Printf("heatmaps: %s\n", filepath.Join(r.Opts.Out, "heatmaps", "index.html"))
+	}
 	if rep.Gate != nil {
 		for _, reason := range rep.Gate.Reasons {
 			fmt.Println("gate: " + reason)
