@@ -230,13 +230,14 @@ func init() {
 		Doc: "role 0: x[i]=1; role 1: y[i]=1; role 2 (block>=2): thread 0 reads x[i] then y[i], thread 1 reads y[i] then x[i], " +
 			"each waiting (bounded) for its first read to see 1; out[2i+t] = second value read (+2 if the wait timed out); " +
 			"forbidden: out[2i]==0 && out[2i+1]==0"})
-	add(Kernel{Name: Name(OpPingPong, U64, AcqRel, Sys), Op: OpPingPong, Type: U64, Order: AcqRel, Scope: Sys, Spins: true,
-		Args: []Arg{p("flag"), p("out"), v("n"), v("role"), v("timeout_ns")},
-		Doc: "one thread; for i<n: role 0 waits (acquire) flag==2i then stores (release) 2i+1, role 1 waits 2i+1 then stores 2i+2; " +
-			"out[0]=rounds done, out[1]=1 if a wait timed out, out[2]=flag value last seen"})
-	add(Kernel{Name: Name(OpPingPong, U64, AcqRel, Dev), Op: OpPingPong, Type: U64, Order: AcqRel, Scope: Dev, Spins: true,
-		Args: []Arg{p("flag"), p("out"), v("n"), v("role"), v("timeout_ns")},
-		Doc:  "pingpong at device scope (both roles on one device)"})
+	ppArgs := []Arg{p("flag"), p("peer"), p("out"), v("n"), v("role"), v("timeout_ns")}
+	ppDoc := "one thread; each rank polls its own flag and writes the other's (peer): round i, role 0 waits (acquire) " +
+		"flag==i then stores (release) peer=i+1; role 1 waits flag==i+1 then stores peer=i+1; " +
+		"out[0]=rounds done, out[1]=1 if a wait timed out, out[2]=flag value last seen"
+	for _, s := range Scopes {
+		add(Kernel{Name: Name(OpPingPong, U64, AcqRel, s), Op: OpPingPong, Type: U64, Order: AcqRel, Scope: s, Spins: true,
+			Args: ppArgs, Doc: ppDoc})
+	}
 	add(Kernel{Name: Name(OpCopy, B128, Plain, Dev), Op: OpCopy, Type: B128, Order: Plain, Scope: Dev,
 		Args: []Arg{p("dst"), p("src"), v("nbytes"), v("block"), v("nthreads")},
 		Doc:  "for off = 16g; off < nbytes; off += 16*nthreads: dst[off:off+16] = src[off:off+16] (nbytes % 16 == 0)"})

@@ -43,7 +43,7 @@ func (b *builder) add(spec, variant string, ranks int, expected report.Outcome, 
 	}
 	c := &harness.Case{
 		ID: id, Backend: b.backend, Kind: b.kind, Spec: spec, Variant: variant, Ranks: ranks,
-		Labels:   append([]string{b.backend, b.kind, spec}, labels...),
+		Labels:   dedupe(append([]string{b.backend, b.kind, spec}, labels...)),
 		Expected: expected, Timeout: timeout, GPU: b.backend != "host", Run: run,
 	}
 	c.Repro = Repro(b.o, b.backend, b.kind, id, ranks)
@@ -357,4 +357,16 @@ func runCounterAt(c *harness.Ctx, k kernels.Kernel, size, offset uint64) error {
 		return harness.Failf("%s", detail)
 	}
 	return nil
+}
+
+func dedupe(s []string) []string {
+	seen := map[string]bool{}
+	out := s[:0]
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
 }

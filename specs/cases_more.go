@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -16,6 +17,8 @@ import (
 )
 
 type wireArg = wire.Arg
+
+var flakyRuns atomic.Int32
 
 func (b *builder) patterns() {
 	for _, s := range kernels.Scopes {
@@ -472,6 +475,16 @@ func (b *builder) canaries() {
 		// running when its suite is terminated.
 		b.add("canary", "sleep", b.o.Ranks, report.Pass, []string{"canary", "manual"}, 60*time.Second, func(c *harness.Ctx) error {
 			return c.Canary(1, "sleep")
+		})
+	}
+	if os.Getenv("P2PAT_INTERNAL_FLAKY") == "1" {
+		// Only the gate check selects this: a planted flake that fails on
+		// its first run in a suite process and passes on the rerun.
+		b.add("canary", "flaky", b.o.Ranks, report.Pass, []string{"canary", "manual"}, 30*time.Second, func(c *harness.Ctx) error {
+			if flakyRuns.Add(1) == 1 {
+				return harness.Failf("planted flake: the first run fails")
+			}
+			return nil
 		})
 	}
 	for _, cn := range list {

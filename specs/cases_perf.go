@@ -54,51 +54,86 @@ func (b *builder) perf() {
 			}
 		}
 	}
-	pp := kernels.MustLookup("pingpong_u64_acqrel_sys")
-	b.add("perf", "pingpong_latency.r0r1", n, report.Pass, []string{"perf", "latency", "pair=0-1"}, 60*time.Second, func(c *harness.Ctx) error {
-		rounds := uint64(20000)
-		if c.Vendor() == "host" {
-			rounds = 2000
+	for _, sc := range kernels.Scopes {
+		pp := kernels.MustLookup(kernels.Name(kernels.OpPingPong, kernels.U64, kernels.AcqRel, sc))
+		// sys: ranks 0 and 1 (two GPUs). dev: ranks 0 and 2 of a 3-rank
+		// world, which share rank 0's device when there are two GPUs.
+		variant, pair, ranks := "pingpong_latency", "pair=0-1", n
+		if sc == kernels.Dev {
+			variant, pair, ranks = "pingpong_latency_local", "pair=0-0", max(3, n)
 		}
-		m, err := c.Shared(0, 4096, true)
+		b.add("perf", variant, ranks, report.Pass, []string{"perf", "latency", string(sc), pair}, 60*time.Second, func(c *harness.Ctx) error {
+			return runPingPong(c, pp)
+		})
+	}
+}
+
+// runPingPong times a dependent chain of acquire/release hand-overs. Each
+// side polls a flag in its own memory and writes the other's.
+func runPingPong(c *harness.Ctx, pp kernels.Kernel) error {
+	rounds := uint64(20000)
+	if c.Vendor() == "host" {
+		rounds = 2000
+	}
+	other := 1
+	if pp.Scope == kernels.Dev {
+		other = 2
+		if c.W.Procs[2].Device != c.W.Procs[0].Device {
+			return harness.Skipf("local ping-pong needs rank 2 on rank 0's device; with %v devices rank 2 is on device %d",
+				c.Info(0)["count"], c.W.Procs[2].Device)
+		}
+	}
+	f0, err := c.Shared(0, 4096, true) // role 0's flag, word 0
+	if err != nil {
+		return err
+	}
+	f1, err := c.Shared(other, 4096, true) // role 1's flag, word 8 (distinct from role 0's)
+	if err != nil {
+		return err
+	}
+	ranks := []int{0, other}
+	outs := make([]int, 2)
+	for i, r := range ranks {
+		if outs[i], err = c.Local(r, 64); err != nil {
+			return err
+		}
+	}
+	for sample := 0; sample < 6; sample++ {
+		if err := c.Zero(0, f0.Bufs[0], 0, 64); err != nil {
+			return err
+		}
+		if err := c.Zero(other, f1.Bufs[other], 0, 64); err != nil {
+			return err
+		}
+		ls := make([]harness.Launch, 2)
+		for role, r := range ranks {
+			own, peer := harness.P(f0.Bufs[r], 0), harness.P(f1.Bufs[r], 8)
+			if role == 1 {
+				own, peer = harness.P(f1.Bufs[r], 8), harness.P(f0.Bufs[r], 0)
+			}
+			ls[role] = harness.Launch{Rank: r, Kernel: pp.Name, Grid: 1, Block: 1, Args: map[string]wireArg{
+				"flag": own, "peer": peer, "out": harness.P(outs[role], 0), "n": harness.V(rounds),
+				"role": harness.V(uint64(role)), "timeout_ns": harness.V(uint64(5 * time.Second))}}
+		}
+		el, err := c.Run(ls...)
 		if err != nil {
 			return err
 		}
-		outs := make([]int, 2)
-		for r := 0; r < 2; r++ {
-			if outs[r], err = c.Local(r, 64); err != nil {
-				return err
-			}
+		done, err := c.U64(0, outs[0], 0)
+		if err != nil {
+			return err
 		}
-		for sample := 0; sample < 6; sample++ {
-			if err := c.Zero(0, m.Bufs[0], 0, 64); err != nil {
-				return err
-			}
-			ls := make([]harness.Launch, 2)
-			for r := 0; r < 2; r++ {
-				ls[r] = harness.Launch{Rank: r, Kernel: pp.Name, Grid: 1, Block: 1, Args: map[string]wireArg{
-					"flag": harness.P(m.Bufs[r], 0), "out": harness.P(outs[r], 0), "n": harness.V(rounds),
-					"role": harness.V(uint64(r)), "timeout_ns": harness.V(uint64(5 * time.Second))}}
-			}
-			el, err := c.Run(ls...)
-			if err != nil {
-				return err
-			}
-			done, err := c.U64(0, outs[0], 0)
-			if err != nil {
-				return err
-			}
-			if done != rounds {
-				st, _ := c.U64(0, outs[0], 16)
-				return harness.Failf("ping-pong stopped after %d of %d rounds (flag last seen %d)", done, rounds, st)
-			}
-			if sample == 0 {
-				continue // warm-up
-			}
-			c.Metric("rtt_sys_us", "us", "rank 0 kernel elapsed / rounds (dependent acquire/release chain)", el[0].Seconds()*1e6/float64(rounds))
+		if done != rounds {
+			st, _ := c.U64(0, outs[0], 16)
+			return harness.Failf("ping-pong stopped after %d of %d rounds (flag last seen %d)", done, rounds, st)
 		}
-		return nil
-	})
+		if sample == 0 {
+			continue // warm-up
+		}
+		c.Metric("rtt_"+string(pp.Scope)+"_us", "us", "role 0 kernel elapsed / rounds (dependent acquire/release chain, local polls, remote stores)",
+			el[0].Seconds()*1e6/float64(rounds))
+	}
+	return nil
 }
 
 func copySize(c *harness.Ctx) uint64 {

@@ -59,7 +59,7 @@ func applyGate(r *Run, rep *report.Report) (int, error) {
 	}
 	s := r.gate
 	if err := expect.CheckStack(s.Stack, rep.Environment, r.Opts.AllowStackMismatch); err != nil {
-		return 2, fmt.Errorf("%v (use --allow-stack-mismatch to gate anyway)", err)
+		return 2, err
 	}
 	selected := func(id string) bool { return r.selects(id) }
 	results, g := expect.Gate(rep.Results, s, selected)

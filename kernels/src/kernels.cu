@@ -179,27 +179,29 @@ P2P_KERNEL void iriw_u32_seqcst_sys(u32 *x, u32 *y, u32 *out, u64 n, u64 role, u
   }
 }
 
-// Ping-pong: one thread; role 0 waits flag==2i and stores 2i+1, role 1 waits
-// 2i+1 and stores 2i+2. out[0] = rounds done, out[1] = 1 on a timeout,
-// out[2] = flag value last seen.
-#define P2P_K_PINGPONG(s)                                                               \
-  P2P_KERNEL void pingpong_u64_acqrel_##s(u64 *flag, u64 *out, u64 n, u64 role,         \
-                                          u64 timeout_ns) {                             \
-    if (p2p_tid() != 0 || p2p_bid() != 0) return;                                       \
-    u64 done = 0, seen = 0, late = 0;                                                   \
-    for (u64 i = 0; i < n; i++) {                                                       \
-      const u64 want = role == 0 ? 2 * i : 2 * i + 1;                                   \
-      const u64 start = p2p_now_ns();                                                   \
-      while ((seen = p2p_ld_acquire_u64_##s(flag)) != want) {                           \
-        if (p2p_expired(start, timeout_ns)) { late = 1; break; }                        \
-      }                                                                                 \
-      if (late) break;                                                                  \
-      p2p_st_release_u64_##s(flag, want + 1);                                           \
-      done++;                                                                           \
-    }                                                                                   \
-    out[0] = done;                                                                      \
-    out[1] = late;                                                                      \
-    out[2] = seen;                                                                      \
+// Ping-pong: a dependent chain between two ranks. Each rank polls a flag in
+// its OWN memory and writes the other's (so every wait is a local poll and
+// every hand-over one posted remote store). Round i: role 0 waits
+// flag == i, stores peer = i+1; role 1 waits flag == i+1, stores peer = i+1.
+// out[0] = rounds done, out[1] = 1 on a timeout, out[2] = flag last seen.
+#define P2P_K_PINGPONG(s)                                                                 \
+  P2P_KERNEL void pingpong_u64_acqrel_##s(u64 *flag, u64 *peer, u64 *out, u64 n, u64 role, \
+                                          u64 timeout_ns) {                               \
+    if (p2p_tid() != 0 || p2p_bid() != 0) return;                                         \
+    u64 done = 0, seen = 0, late = 0;                                                     \
+    for (u64 i = 0; i < n; i++) {                                                         \
+      const u64 want = role == 0 ? i : i + 1;                                             \
+      const u64 start = p2p_now_ns();                                                     \
+      while ((seen = p2p_ld_acquire_u64_##s(flag)) != want) {                             \
+        if (p2p_expired(start, timeout_ns)) { late = 1; break; }                          \
+      }                                                                                   \
+      if (late) break;                                                                    \
+      p2p_st_release_u64_##s(peer, i + 1);                                                \
+      done++;                                                                             \
+    }                                                                                     \
+    out[0] = done;                                                                        \
+    out[1] = late;                                                                        \
+    out[2] = seen;                                                                        \
   }
 P2P_K_PINGPONG(sys)
 P2P_K_PINGPONG(dev)

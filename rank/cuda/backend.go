@@ -234,6 +234,10 @@ func (b *Backend) describe() error {
 		Driver:   driverVersionString(int(ver)),
 		Attrs:    map[string]string{},
 	}
+	// From here on a failed query is an answer (recorded in Attrs), not an
+	// error: the trace records it unmarked.
+	d.beginProbe()
+	defer d.endProbe()
 	var u cuUUID
 	if err := d.check("cuDeviceGetUuid_v2", d.cuDeviceGetUuid(&u, b.dev)); err == nil {
 		info.UUID = formatUUID(u)
@@ -407,7 +411,9 @@ func roundUp(n, to uint64) uint64 { return (n + to - 1) / to * to }
 // requireAttr returns an ErrNotSupported naming the attribute unless it is
 // non-zero on this device.
 func (b *Backend) requireAttr(a int32) error {
+	b.d.beginProbe() // an attribute the driver lacks is a skip
 	v, err := b.attr(a, b.dev)
+	b.d.endProbe()
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) && e.Code == cudaErrorInvalidValue {
@@ -508,7 +514,13 @@ func (b *Backend) allocVMM(kind string, size uint64) (backend.Buffer, backend.Ex
 	for _, p := range b.peers {
 		descs = append(descs, memAccessDesc{Location: memLocation{Type: memLocationTypeDevice, ID: p}, Flags: memAccessFlagsProtReadWrite})
 	}
+	if len(descs) > 1 {
+		d.beginProbe() // a refused peer grant falls back to this device alone
+	}
 	err = d.check("cuMemSetAccess", d.cuMemSetAccess(va, sz, &descs[0], uint64(len(descs))))
+	if len(descs) > 1 {
+		d.endProbe()
+	}
 	if err != nil && len(descs) > 1 && !isFault(err) {
 		meta["peer_access"] = "refused: " + err.Error()
 		err = d.check("cuMemSetAccess", d.cuMemSetAccess(va, sz, &descs[0], 1))

@@ -8,11 +8,13 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
 
 	"p2patomics/rank/backend"
+	"p2patomics/trace"
 )
 
 // This file is the one choke point between Go and libcuda.so.1: it opens the
@@ -61,6 +63,7 @@ func (e *Error) Is(target error) bool {
 type driver struct {
 	path    string
 	handle  uintptr
+	probing atomic.Int32      // > 0 inside beginProbe/endProbe
 	bound   map[string]string // wanted name -> symbol actually bound
 	missing map[string]error  // wanted name -> why it is absent
 
@@ -124,65 +127,69 @@ type driver struct {
 	cuMemcpyDtoDAsync func(dst, src, n uint64, stream uintptr) cuResult
 }
 
-// symbol is one entry point: the name checked calls use, the names to try in
-// order (the versioned one first), and the Go function variable to bind.
+// symbol is one entry point: the names to try in order (the versioned one
+// first; checked calls use the first), the Go function variable to bind, and
+// wrap, which puts the bound function behind the trace point (calltrace.go;
+// nil for the few lookups left untraced).
 type symbol struct {
 	names []string
 	fn    any
+	wrap  func(boundName string)
 }
 
+// symbols is the binding table. The string before the names is the argSpec:
+// what the trace records of each argument (argspec.go).
 func (d *driver) symbols() []symbol {
-	s := func(fn any, names ...string) symbol { return symbol{names: names, fn: fn} }
 	return []symbol{
-		s(&d.cuGetErrorName, "cuGetErrorName"),
-		s(&d.cuGetErrorString, "cuGetErrorString"),
-		s(&d.cuInit, "cuInit"),
-		s(&d.cuDriverGetVersion, "cuDriverGetVersion"),
-		s(&d.cuDeviceGetCount, "cuDeviceGetCount"),
-		s(&d.cuDeviceGet, "cuDeviceGet"),
-		s(&d.cuDeviceGetName, "cuDeviceGetName"),
-		s(&d.cuDeviceGetAttribute, "cuDeviceGetAttribute"),
-		s(&d.cuDeviceGetUuid, "cuDeviceGetUuid_v2"),
-		s(&d.cuDeviceTotalMem, "cuDeviceTotalMem_v2"),
-		s(&d.cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer"),
-		s(&d.cuDeviceGetP2PAttribute, "cuDeviceGetP2PAttribute"),
-		s(&d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
-		s(&d.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
-		s(&d.cuCtxSetCurrent, "cuCtxSetCurrent"),
-		s(&d.cuCtxSynchronize, "cuCtxSynchronize"),
-		s(&d.cuMemGetInfo, "cuMemGetInfo_v2"),
-		s(&d.cuMemAlloc, "cuMemAlloc_v2"),
-		s(&d.cuMemFree, "cuMemFree_v2"),
-		s(&d.cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity"),
-		s(&d.cuMemCreate, "cuMemCreate"),
-		s(&d.cuMemRelease, "cuMemRelease"),
-		s(&d.cuMemAddressReserve, "cuMemAddressReserve"),
-		s(&d.cuMemAddressFree, "cuMemAddressFree"),
-		s(&d.cuMemMap, "cuMemMap"),
-		s(&d.cuMemUnmap, "cuMemUnmap"),
-		s(&d.cuMemSetAccess, "cuMemSetAccess"),
-		s(&d.cuMemExportToShareableHandle, "cuMemExportToShareableHandle"),
-		s(&d.cuMemImportFromShareableHandle, "cuMemImportFromShareableHandle"),
-		s(&d.cuMemGetHandleForAddressRange, "cuMemGetHandleForAddressRange"),
-		s(&d.cuIpcGetMemHandle, "cuIpcGetMemHandle"),
-		s(&d.cuIpcOpenMemHandleRaw, "cuIpcOpenMemHandle_v2"),
-		s(&d.cuIpcCloseMemHandle, "cuIpcCloseMemHandle"),
-		s(&d.cuModuleLoadDataEx, "cuModuleLoadDataEx"),
-		s(&d.cuModuleGetFunction, "cuModuleGetFunction"),
-		s(&d.cuModuleUnload, "cuModuleUnload"),
-		s(&d.cuLaunchKernel, "cuLaunchKernel"),
-		s(&d.cuStreamCreate, "cuStreamCreate"),
-		s(&d.cuStreamSynchronize, "cuStreamSynchronize"),
-		s(&d.cuStreamDestroy, "cuStreamDestroy_v2"),
-		s(&d.cuEventCreate, "cuEventCreate"),
-		s(&d.cuEventRecord, "cuEventRecord"),
-		s(&d.cuEventDestroy, "cuEventDestroy_v2"),
+		symUntraced(&d.cuGetErrorName, "cuGetErrorName"),
+		symUntraced(&d.cuGetErrorString, "cuGetErrorString"),
+		sym1(d, &d.cuInit, "flags:x", "cuInit"),
+		sym1(d, &d.cuDriverGetVersion, ">version", "cuDriverGetVersion"),
+		sym1(d, &d.cuDeviceGetCount, ">count", "cuDeviceGetCount"),
+		sym2(d, &d.cuDeviceGet, ">device ordinal", "cuDeviceGet"),
+		sym3(d, &d.cuDeviceGetName, ">name:s len dev", "cuDeviceGetName"),
+		sym3(d, &d.cuDeviceGetAttribute, ">value attrib dev", "cuDeviceGetAttribute"),
+		sym2(d, &d.cuDeviceGetUuid, ">uuid dev", "cuDeviceGetUuid_v2"),
+		sym2(d, &d.cuDeviceTotalMem, ">bytes dev", "cuDeviceTotalMem_v2"),
+		sym3(d, &d.cuDeviceCanAccessPeer, ">canAccessPeer dev peerDev", "cuDeviceCanAccessPeer"),
+		sym4(d, &d.cuDeviceGetP2PAttribute, ">value attrib srcDevice dstDevice", "cuDeviceGetP2PAttribute"),
+		sym2(d, &d.cuDevicePrimaryCtxRetain, ">pctx:x dev", "cuDevicePrimaryCtxRetain"),
+		sym1(d, &d.cuDevicePrimaryCtxRelease, "dev", "cuDevicePrimaryCtxRelease_v2"),
+		sym1(d, &d.cuCtxSetCurrent, "ctx:x", "cuCtxSetCurrent"),
+		sym0(d, &d.cuCtxSynchronize, "cuCtxSynchronize"),
+		sym2(d, &d.cuMemGetInfo, ">free >total", "cuMemGetInfo_v2"),
+		sym2(d, &d.cuMemAlloc, ">dptr:x bytesize", "cuMemAlloc_v2"),
+		sym1(d, &d.cuMemFree, "dptr:x", "cuMemFree_v2"),
+		sym3(d, &d.cuMemGetAllocationGranularity, ">granularity prop option", "cuMemGetAllocationGranularity"),
+		sym4(d, &d.cuMemCreate, ">handle:x size prop flags:x", "cuMemCreate"),
+		sym1(d, &d.cuMemRelease, "handle:x", "cuMemRelease"),
+		sym5(d, &d.cuMemAddressReserve, ">ptr:x size alignment addr:x flags:x", "cuMemAddressReserve"),
+		sym2(d, &d.cuMemAddressFree, "ptr:x size", "cuMemAddressFree"),
+		sym5(d, &d.cuMemMap, "ptr:x size offset handle:x flags:x", "cuMemMap"),
+		sym2(d, &d.cuMemUnmap, "ptr:x size", "cuMemUnmap"),
+		sym4(d, &d.cuMemSetAccess, "ptr:x size desc count", "cuMemSetAccess"),
+		sym4(d, &d.cuMemExportToShareableHandle, ">fd handle:x handleType flags:x", "cuMemExportToShareableHandle"),
+		sym3(d, &d.cuMemImportFromShareableHandle, ">handle:x osHandle shHandleType", "cuMemImportFromShareableHandle"),
+		sym5(d, &d.cuMemGetHandleForAddressRange, ">fd dptr:x size handleType flags:x", "cuMemGetHandleForAddressRange"),
+		sym2(d, &d.cuIpcGetMemHandle, ">handle dptr:x", "cuIpcGetMemHandle"),
+		symUntraced(&d.cuIpcOpenMemHandleRaw, "cuIpcOpenMemHandle_v2"), // traced in ipcOpenMemHandle
+		sym1(d, &d.cuIpcCloseMemHandle, "dptr:x", "cuIpcCloseMemHandle"),
+		sym5(d, &d.cuModuleLoadDataEx, ">module:x image numOptions options:x optionValues:x", "cuModuleLoadDataEx"),
+		sym3(d, &d.cuModuleGetFunction, ">hfunc:x hmod:x name", "cuModuleGetFunction"),
+		sym1(d, &d.cuModuleUnload, "hmod:x", "cuModuleUnload"),
+		symLaunch(d, &d.cuLaunchKernel, "cuLaunchKernel"),
+		sym2(d, &d.cuStreamCreate, ">stream:x flags:x", "cuStreamCreate"),
+		sym1(d, &d.cuStreamSynchronize, "stream:x", "cuStreamSynchronize"),
+		sym1(d, &d.cuStreamDestroy, "stream:x", "cuStreamDestroy_v2"),
+		sym2(d, &d.cuEventCreate, ">event:x flags:x", "cuEventCreate"),
+		sym2(d, &d.cuEventRecord, "event:x stream:x", "cuEventRecord"),
+		sym1(d, &d.cuEventDestroy, "event:x", "cuEventDestroy_v2"),
 		// 13.0 headers map cuEventElapsedTime to _v2; older drivers only
 		// have the plain name, with the same signature.
-		s(&d.cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
-		s(&d.cuMemcpyDtoH, "cuMemcpyDtoH_v2"),
-		s(&d.cuMemcpyHtoD, "cuMemcpyHtoD_v2"),
-		s(&d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
+		sym3(d, &d.cuEventElapsedTime, ">ms start:x end:x", "cuEventElapsedTime_v2", "cuEventElapsedTime"),
+		sym3(d, &d.cuMemcpyDtoH, "dst srcDevice:x bytes", "cuMemcpyDtoH_v2"),
+		sym3(d, &d.cuMemcpyHtoD, "dstDevice:x src bytes", "cuMemcpyHtoD_v2"),
+		sym4(d, &d.cuMemcpyDtoDAsync, "dst:x src:x bytes stream:x", "cuMemcpyDtoDAsync_v2"),
 	}
 }
 
@@ -205,7 +212,9 @@ func loadDriver(path string) (*driver, error) {
 	// dlerror is per thread: keep dlopen and its dlerror on one thread.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	sp := trace.Begin("dlopen", func() string { return trace.KV("path", path, "flags", "RTLD_NOW|RTLD_GLOBAL") })
 	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	sp.EndErr(err, func() string { return "handle=" + trace.Hex(h) })
 	if err != nil {
 		msg := err.Error()
 		if !strings.HasPrefix(msg, path) {
@@ -231,6 +240,13 @@ func loadDriver(path string) (*driver, error) {
 			d.missing[s.names[0]] = fmt.Errorf("%s has no symbol %s (%v): %w",
 				path, strings.Join(s.names, " or "), lastErr, backend.ErrNotSupported)
 			bindMissing(s.fn)
+		}
+		if s.wrap != nil {
+			name := d.bound[s.names[0]]
+			if name == "" {
+				name = s.names[0]
+			}
+			s.wrap(name)
 		}
 	}
 	return d, nil
@@ -342,7 +358,11 @@ func (d *driver) ipcOpenMemHandle(h ipcMemHandle, flags uint32) (uint64, error) 
 	}
 	w := ipcHandleWords(h)
 	var p uint64
+	sp := trace.Begin("cuIpcOpenMemHandle_v2", func() string {
+		return trace.KV("handle", fmt.Sprintf("%x", h[:]), "flags", trace.Hex(flags))
+	})
 	r := d.cuIpcOpenMemHandleRaw(&p, flags, 0, 0, 0, 0, w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7])
+	d.end(sp, r, func() string { return "pdptr=" + trace.Hex(p) })
 	return p, d.check("cuIpcOpenMemHandle_v2", r)
 }
 

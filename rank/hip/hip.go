@@ -151,7 +151,10 @@ func (b *Backend) deviceInfo(count int) backend.DeviceInfo {
 	buf := make([]byte, propBufSize)
 	name, gcn, total, mp := "", "", uint64(0), int32(0)
 	var uuid string
-	if b.l.propsR0600 != nil && b.l.propsR0600(unsafe.Pointer(&buf[0]), int32(b.cfg.Device)) == errSuccess {
+	b.l.beginProbe() // the R0600 struct first, else the old one
+	okR0600 := b.l.propsR0600 != nil && b.l.propsR0600(unsafe.Pointer(&buf[0]), int32(b.cfg.Device)) == errSuccess
+	b.l.endProbe()
+	if okR0600 {
 		name, gcn = cstr(buf[propR0600Name:]), cstr(buf[propR0600GcnArch:])
 		total = binary.LittleEndian.Uint64(buf[propR0600TotalMem:])
 		mp = int32(binary.LittleEndian.Uint32(buf[propR0600MPCount:]))
@@ -322,7 +325,10 @@ func (b *Backend) importFd(fd int32, h *uintptr) error {
 		return err
 	}
 	*(*int32)(ptr(cell)) = fd
-	if st := b.l.memImport(h, cell, handleTypePosixFD); st == errSuccess {
+	b.l.beginProbe() // the int* convention first; the fd value if it fails
+	st := b.l.memImport(h, cell, handleTypePosixFD)
+	b.l.endProbe()
+	if st == errSuccess {
 		b.mode = importPointer
 		return nil
 	}

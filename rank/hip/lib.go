@@ -5,12 +5,14 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
 
 	"p2patomics/rank/backend"
+	"p2patomics/trace"
 )
 
 // libNames are tried in order: HIP's SOVERSION is its major version.
@@ -41,6 +43,7 @@ var optionalSymbols = map[string]string{
 type lib struct {
 	name    string
 	missing map[string]string
+	probing atomic.Int32 // > 0 inside beginProbe/endProbe
 
 	init_            func(flags uint32) uint32
 	getDeviceCount   func(n *int32) uint32
@@ -87,8 +90,8 @@ var (
 func load() (*lib, error) {
 	loadOnce.Do(func() {
 		var errs []string
-		for _, n := range libNames {
-			l, err := open(n)
+		for i, n := range libNames {
+			l, err := open(n, i == len(libNames)-1)
 			if err == nil {
 				loaded = l
 				return
@@ -100,59 +103,86 @@ func load() (*lib, error) {
 	return loaded, loadErr
 }
 
-func open(name string) (*lib, error) {
+// symbol is one entry point: its name, the Go function variable to bind,
+// and wrap, which puts the bound function behind the trace point
+// (calltrace.go; nil for the error-name lookups).
+type symbol struct {
+	name string
+	fn   any
+	wrap func()
+}
+
+// symbols is the binding table. The string before the name is the argSpec:
+// what the trace records of each argument (argspec.go).
+func (l *lib) symbols() []symbol {
+	return []symbol{
+		sym1(l, &l.init_, "flags:x", "hipInit"),
+		sym1(l, &l.getDeviceCount, ">count", "hipGetDeviceCount"),
+		sym1(l, &l.setDevice, "deviceId", "hipSetDevice"),
+		untraced(&l.getErrorName, "hipGetErrorName"),
+		untraced(&l.getErrorString, "hipGetErrorString"),
+		sym1(l, &l.runtimeVersion, ">runtimeVersion", "hipRuntimeGetVersion"),
+		sym1(l, &l.driverVersion, ">driverVersion", "hipDriverGetVersion"),
+		sym3(l, &l.deviceAttribute, ">pi attr deviceId", "hipDeviceGetAttribute"),
+		sym2(l, &l.propsOld, "prop deviceId", "hipGetDeviceProperties"),
+		sym2(l, &l.propsR0600, "prop deviceId", "hipGetDevicePropertiesR0600"),
+		sym3(l, &l.granularity, ">granularity prop option", "hipMemGetAllocationGranularity"),
+		sym4(l, &l.memCreate, ">handle:x size prop flags:x", "hipMemCreate"),
+		sym1(l, &l.memRelease, "handle:x", "hipMemRelease"),
+		sym5(l, &l.addressReserve, ">ptr:x size alignment addr:x flags:x", "hipMemAddressReserve"),
+		sym2(l, &l.addressFree, "devPtr:x size", "hipMemAddressFree"),
+		sym5(l, &l.memMap, "ptr:x size offset handle:x flags:x", "hipMemMap"),
+		sym2(l, &l.memUnmap, "ptr:x size", "hipMemUnmap"),
+		sym4(l, &l.memSetAccess, "ptr:x size desc count", "hipMemSetAccess"),
+		sym4(l, &l.memExport, ">shareableHandle:i32 handle:x handleType flags:x", "hipMemExportToShareableHandle"),
+		sym3(l, &l.memImport, ">handle:x osHandle:x shHandleType", "hipMemImportFromShareableHandle"),
+		sym2(l, &l.moduleLoadData, ">module:x image:x", "hipModuleLoadData"),
+		sym3(l, &l.moduleGetFunc, ">function:x module:x kname:s", "hipModuleGetFunction"),
+		symLaunch(l, &l.moduleLaunch, "hipModuleLaunchKernel"),
+		sym1(l, &l.moduleUnload, "module:x", "hipModuleUnload"),
+		sym1(l, &l.eventCreate, ">event:x", "hipEventCreate"),
+		sym2(l, &l.eventRecord, "event:x stream:x", "hipEventRecord"),
+		sym1(l, &l.eventSynchronize, "event:x", "hipEventSynchronize"),
+		sym3(l, &l.eventElapsed, ">ms start:x stop:x", "hipEventElapsedTime"),
+		sym1(l, &l.eventDestroy, "event:x", "hipEventDestroy"),
+		sym3(l, &l.memcpyDtoH, "dst src:x sizeBytes", "hipMemcpyDtoH"),
+		sym3(l, &l.memcpyHtoD, "dst:x src sizeBytes", "hipMemcpyHtoD"),
+		sym4(l, &l.memcpyDtoDAsync, "dst:x src:x sizeBytes stream:x", "hipMemcpyDtoDAsync"),
+		sym0(l, &l.deviceSync, "hipDeviceSynchronize"),
+		sym2(l, &l.memGetInfo, ">free >total", "hipMemGetInfo"),
+	}
+}
+
+// open loads one candidate library; lastTry says whether a failure ends the
+// search (earlier candidates are probes: their failure is not marked).
+func open(name string, lastTry bool) (*lib, error) {
+	sp := trace.Begin("dlopen", func() string { return trace.KV("path", name, "flags", "RTLD_NOW|RTLD_LOCAL") })
 	h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		sp.EndStatus(-1, err.Error(), lastTry, nil)
+	} else {
+		sp.End(0, "OK", func() string { return "handle=" + trace.Hex(h) })
+	}
 	if err != nil {
 		return nil, err
 	}
 	l := &lib{name: name, missing: map[string]string{}}
 	var bad []string
-	reg := func(fptr any, sym string) {
-		addr, err := purego.Dlsym(h, sym)
+	for _, sym := range l.symbols() {
+		addr, err := purego.Dlsym(h, sym.name)
 		if err != nil || addr == 0 {
-			if v, ok := optionalSymbols[sym]; ok {
-				l.missing[sym] = v
+			if v, ok := optionalSymbols[sym.name]; ok {
+				l.missing[sym.name] = v
 			} else {
-				bad = append(bad, sym)
+				bad = append(bad, sym.name)
 			}
-			return
+			continue // an absent optional symbol stays nil, untraced
 		}
-		purego.RegisterFunc(fptr, addr)
+		purego.RegisterFunc(sym.fn, addr)
+		if sym.wrap != nil {
+			sym.wrap()
+		}
 	}
-	reg(&l.init_, "hipInit")
-	reg(&l.getDeviceCount, "hipGetDeviceCount")
-	reg(&l.setDevice, "hipSetDevice")
-	reg(&l.getErrorName, "hipGetErrorName")
-	reg(&l.getErrorString, "hipGetErrorString")
-	reg(&l.runtimeVersion, "hipRuntimeGetVersion")
-	reg(&l.driverVersion, "hipDriverGetVersion")
-	reg(&l.deviceAttribute, "hipDeviceGetAttribute")
-	reg(&l.propsOld, "hipGetDeviceProperties")
-	reg(&l.propsR0600, "hipGetDevicePropertiesR0600")
-	reg(&l.granularity, "hipMemGetAllocationGranularity")
-	reg(&l.memCreate, "hipMemCreate")
-	reg(&l.memRelease, "hipMemRelease")
-	reg(&l.addressReserve, "hipMemAddressReserve")
-	reg(&l.addressFree, "hipMemAddressFree")
-	reg(&l.memMap, "hipMemMap")
-	reg(&l.memUnmap, "hipMemUnmap")
-	reg(&l.memSetAccess, "hipMemSetAccess")
-	reg(&l.memExport, "hipMemExportToShareableHandle")
-	reg(&l.memImport, "hipMemImportFromShareableHandle")
-	reg(&l.moduleLoadData, "hipModuleLoadData")
-	reg(&l.moduleGetFunc, "hipModuleGetFunction")
-	reg(&l.moduleLaunch, "hipModuleLaunchKernel")
-	reg(&l.moduleUnload, "hipModuleUnload")
-	reg(&l.eventCreate, "hipEventCreate")
-	reg(&l.eventRecord, "hipEventRecord")
-	reg(&l.eventSynchronize, "hipEventSynchronize")
-	reg(&l.eventElapsed, "hipEventElapsedTime")
-	reg(&l.eventDestroy, "hipEventDestroy")
-	reg(&l.memcpyDtoH, "hipMemcpyDtoH")
-	reg(&l.memcpyHtoD, "hipMemcpyHtoD")
-	reg(&l.memcpyDtoDAsync, "hipMemcpyDtoDAsync")
-	reg(&l.deviceSync, "hipDeviceSynchronize")
-	reg(&l.memGetInfo, "hipMemGetInfo")
 	if len(bad) > 0 {
 		sort.Strings(bad)
 		return nil, fmt.Errorf("%s lacks required symbols %v", name, bad)

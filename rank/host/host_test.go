@@ -26,7 +26,9 @@ func TestRacyLosesAtomicDoesNot(t *testing.T) {
 	defer h.Free(b)
 	_ = closeFd(exp.Fd)
 	racy := kernels.MustLookup("racy_u64_plain_sys")
-	if _, err := h.Launch(racy, 1, 2, []uint64{b.Addr(), 0, 20000, 2, 200, 0, 0}); err != nil {
+	// Two blocks of one thread each meet at a barrier (word 1) first, so
+	// the two increments always overlap.
+	if _, err := h.Launch(racy, 2, 1, []uint64{b.Addr(), b.Addr() + 8, 20000, 1, 200, 2, uint64(5e9)}); err != nil {
 		t.Fatal(err)
 	}
 	p := make([]byte, 8)

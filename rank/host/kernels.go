@@ -374,25 +374,25 @@ func (h *Backend) body(k kernels.Kernel, ptr map[string]unsafe.Pointer, val map[
 			}
 		}, nil
 	case kernels.OpPingPong:
-		if err := need("flag", "out"); err != nil {
+		if err := need("flag", "peer", "out"); err != nil {
 			return nil, err
 		}
-		flag, n, role := ptr["flag"], val["n"], val["role"]
+		flag, peer, n, role := ptr["flag"], ptr["peer"], val["n"], val["role"]
 		return func(g uint64) {
 			if g != 0 {
 				return
 			}
 			var done uint64
 			for i := uint64(0); i < n; i++ {
-				want, next := 2*i, 2*i+1
+				want := i
 				if role == 1 {
-					want, next = 2*i+1, 2*i+2
+					want = i + 1
 				}
 				if !spin(timeout, func() bool { return w64.load(flag) == want }) {
 					w64.store(at(out, 1, 8), 1)
 					break
 				}
-				w64.store(flag, next)
+				w64.store(peer, i+1)
 				done++
 			}
 			w64.store(at(out, 0, 8), done)

@@ -256,6 +256,8 @@ func arch(isa string) string { t := target(isa); a, _, _ := strings.Cut(t, ":");
 
 func (b *Backend) agentString(h uint64, attr uint32) string {
 	buf := make([]byte, 256)
+	b.l.beginProbe() // an attribute this runtime lacks reads as ""
+	defer b.l.endProbe()
 	if b.l.agentGetInfo(h, attr, unsafe.Pointer(&buf[0])) != statusSuccess {
 		return ""
 	}
@@ -318,6 +320,8 @@ func (b *Backend) link(a, pool uint64) string {
 	if pool == 0 {
 		return "no pool"
 	}
+	b.l.beginProbe() // link details are optional facts
+	defer b.l.endProbe()
 	var hops uint32
 	if b.l.agentPoolGetInfo(a, pool, agentPoolInfoNumLinkHops, unsafe.Pointer(&hops)) != statusSuccess || hops == 0 {
 		return "no link"
@@ -372,6 +376,8 @@ func (b *Backend) pool(kind string) (uint64, error) {
 
 func (b *Backend) granule(pool uint64) uint64 {
 	var g uint64
+	b.l.beginProbe() // the recommended granule is new; fall back to the minimum
+	defer b.l.endProbe()
 	if b.l.poolGetInfo(pool, poolInfoAllocRecGranule, unsafe.Pointer(&g)) != statusSuccess || g == 0 {
 		if b.l.poolGetInfo(pool, poolInfoAllocGranule, unsafe.Pointer(&g)) != statusSuccess || g == 0 {
 			g = 2 << 20

@@ -6,11 +6,13 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
 
 	"p2patomics/rank/backend"
+	"p2patomics/trace"
 )
 
 // libName is the HSA runtime's soname (SOVERSION 1 on every ROCm release).
@@ -60,6 +62,7 @@ var optionalSymbols = map[string]string{
 type lib struct {
 	handle  uintptr
 	missing map[string]string // optional symbol -> ROCm version that adds it
+	probing atomic.Int32      // > 0 inside beginProbe/endProbe
 
 	init_                func() uint32
 	shutDown             func() uint32
@@ -119,68 +122,89 @@ func load() (*lib, error) {
 	return loaded, loadErr
 }
 
+// symbol is one entry point: its name, the Go function variable to bind,
+// and wrap, which puts the bound function behind the trace point
+// (calltrace.go; nil for hsa_status_string).
+type symbol struct {
+	name string
+	fn   any
+	wrap func()
+}
+
+// symbols is the binding table. The string before the name is the argSpec:
+// what the trace records of each argument (argspec.go).
+func (l *lib) symbols() []symbol {
+	return []symbol{
+		sym0(l, &l.init_, "hsa_init"),
+		sym0(l, &l.shutDown, "hsa_shut_down"),
+		untraced(&l.statusString, "hsa_status_string"),
+		sym2(l, &l.systemGetInfo, "attribute:x value:x", "hsa_system_get_info"),
+		sym2(l, &l.iterateAgents, "callback:x data:x", "hsa_iterate_agents"),
+		sym3(l, &l.agentGetInfo, "agent:x attribute:x value:x", "hsa_agent_get_info"),
+		sym3(l, &l.agentIterateISAs, "agent:x callback:x data:x", "hsa_agent_iterate_isas"),
+		sym3(l, &l.isaGetInfoAlt, "isa:x attribute:x value:x", "hsa_isa_get_info_alt"),
+		sym3(l, &l.iteratePools, "agent:x callback:x data:x", "hsa_amd_agent_iterate_memory_pools"),
+		sym3(l, &l.poolGetInfo, "memory_pool:x attribute:x value:x", "hsa_amd_memory_pool_get_info"),
+		sym4(l, &l.agentPoolGetInfo, "agent:x memory_pool:x attribute:x value:x", "hsa_amd_agent_memory_pool_get_info"),
+		sym4(l, &l.poolAllocate, "memory_pool:x size flags:x >ptr:x", "hsa_amd_memory_pool_allocate"),
+		sym1(l, &l.poolFree, "ptr:x", "hsa_amd_memory_pool_free"),
+		sym4(l, &l.agentsAllowAccess, "num_agents agents:x flags:x ptr:x", "hsa_amd_agents_allow_access"),
+		sym8(l, &l.asyncCopy, "dst:x dst_agent:x src:x src_agent:x size num_dep_signals dep_signals:x completion_signal:x", "hsa_amd_memory_async_copy"),
+		sym4(l, &l.signalCreate, "initial_value num_consumers consumers:x >signal:x", "hsa_signal_create"),
+		sym1(l, &l.signalDestroy, "signal:x", "hsa_signal_destroy"),
+		void2(&l.signalStoreScrel, "signal:x value", "hsa_signal_store_screlease"),
+		void2(&l.signalStoreRelaxed, "signal:x value", "hsa_signal_store_relaxed"),
+		value5(&l.signalWaitScacq, "signal:x condition compare_value timeout_hint wait_state_hint", "hsa_signal_wait_scacquire"),
+		value1(&l.signalLoadRelaxed, "signal:x", "hsa_signal_load_relaxed"),
+		sym8(l, &l.queueCreate, "agent:x size type callback:x data:x private_segment_size group_segment_size >queue:x", "hsa_queue_create"),
+		sym1(l, &l.queueDestroy, "queue:x", "hsa_queue_destroy"),
+		value2(&l.queueAddWriteIndex, "queue:x value", "hsa_queue_add_write_index_scacq_screl"),
+		value1(&l.queueLoadReadIndex, "queue:x", "hsa_queue_load_read_index_scacquire"),
+		sym3(l, &l.readerCreate, "code_object:x size >code_object_reader:x", "hsa_code_object_reader_create_from_memory"),
+		sym1(l, &l.readerDestroy, "code_object_reader:x", "hsa_code_object_reader_destroy"),
+		sym4(l, &l.executableCreateAlt, "profile default_float_rounding_mode options:x >executable:x", "hsa_executable_create_alt"),
+		sym5(l, &l.executableLoadAgent, "executable:x agent:x code_object_reader:x options:x loaded_code_object:x", "hsa_executable_load_agent_code_object"),
+		sym2(l, &l.executableFreeze, "executable:x options:x", "hsa_executable_freeze"),
+		sym4(l, &l.executableSymbol, "executable:x symbol_name:s agent:x >symbol:x", "hsa_executable_get_symbol_by_name"),
+		sym3(l, &l.symbolGetInfo, "executable_symbol:x attribute:x value:x", "hsa_executable_symbol_get_info"),
+		sym1(l, &l.executableDestroy, "executable:x", "hsa_executable_destroy"),
+		sym2(l, &l.registerEventHandler, "callback:x data:x", "hsa_amd_register_system_event_handler"),
+		sym4(l, &l.vmemAddressReserve, ">va:x size address:x flags:x", "hsa_amd_vmem_address_reserve"),
+		sym2(l, &l.vmemAddressFree, "va:x size", "hsa_amd_vmem_address_free"),
+		sym5(l, &l.vmemHandleCreate, "pool:x size type flags:x >memory_handle:x", "hsa_amd_vmem_handle_create"),
+		sym1(l, &l.vmemHandleRelease, "memory_handle:x", "hsa_amd_vmem_handle_release"),
+		sym5(l, &l.vmemMap, "va:x size in_offset:x memory_handle:x flags:x", "hsa_amd_vmem_map"),
+		sym2(l, &l.vmemUnmap, "va:x size", "hsa_amd_vmem_unmap"),
+		sym4(l, &l.vmemSetAccess, "va:x size desc desc_cnt", "hsa_amd_vmem_set_access"),
+		sym3(l, &l.vmemExport, ">dmabuf_fd handle:x flags:x", "hsa_amd_vmem_export_shareable_handle"),
+		sym2(l, &l.vmemImport, "dmabuf_fd >handle:x", "hsa_amd_vmem_import_shareable_handle"),
+	}
+}
+
 func open(name string) (*lib, error) {
+	sp := trace.Begin("dlopen", func() string { return trace.KV("path", name, "flags", "RTLD_NOW|RTLD_LOCAL") })
 	h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	sp.EndErr(err, func() string { return "handle=" + trace.Hex(h) })
 	if err != nil {
 		return nil, backend.NotSupportedf("%s not loadable (no ROCm HSA runtime installed?): %v", name, err)
 	}
 	l := &lib{handle: h, missing: map[string]string{}}
 	var bad []string
-	reg := func(fptr any, sym string) {
-		addr, err := purego.Dlsym(h, sym)
+	for _, sym := range l.symbols() {
+		addr, err := purego.Dlsym(h, sym.name)
 		if err != nil || addr == 0 {
-			if v, ok := optionalSymbols[sym]; ok {
-				l.missing[sym] = v
+			if v, ok := optionalSymbols[sym.name]; ok {
+				l.missing[sym.name] = v
 			} else {
-				bad = append(bad, sym)
+				bad = append(bad, sym.name)
 			}
-			return
+			continue // an absent optional symbol stays nil, untraced
 		}
-		purego.RegisterFunc(fptr, addr)
+		purego.RegisterFunc(sym.fn, addr)
+		if sym.wrap != nil {
+			sym.wrap()
+		}
 	}
-	reg(&l.init_, "hsa_init")
-	reg(&l.shutDown, "hsa_shut_down")
-	reg(&l.statusString, "hsa_status_string")
-	reg(&l.systemGetInfo, "hsa_system_get_info")
-	reg(&l.iterateAgents, "hsa_iterate_agents")
-	reg(&l.agentGetInfo, "hsa_agent_get_info")
-	reg(&l.agentIterateISAs, "hsa_agent_iterate_isas")
-	reg(&l.isaGetInfoAlt, "hsa_isa_get_info_alt")
-	reg(&l.iteratePools, "hsa_amd_agent_iterate_memory_pools")
-	reg(&l.poolGetInfo, "hsa_amd_memory_pool_get_info")
-	reg(&l.agentPoolGetInfo, "hsa_amd_agent_memory_pool_get_info")
-	reg(&l.poolAllocate, "hsa_amd_memory_pool_allocate")
-	reg(&l.poolFree, "hsa_amd_memory_pool_free")
-	reg(&l.agentsAllowAccess, "hsa_amd_agents_allow_access")
-	reg(&l.asyncCopy, "hsa_amd_memory_async_copy")
-	reg(&l.signalCreate, "hsa_signal_create")
-	reg(&l.signalDestroy, "hsa_signal_destroy")
-	reg(&l.signalStoreScrel, "hsa_signal_store_screlease")
-	reg(&l.signalStoreRelaxed, "hsa_signal_store_relaxed")
-	reg(&l.signalWaitScacq, "hsa_signal_wait_scacquire")
-	reg(&l.signalLoadRelaxed, "hsa_signal_load_relaxed")
-	reg(&l.queueCreate, "hsa_queue_create")
-	reg(&l.queueDestroy, "hsa_queue_destroy")
-	reg(&l.queueAddWriteIndex, "hsa_queue_add_write_index_scacq_screl")
-	reg(&l.queueLoadReadIndex, "hsa_queue_load_read_index_scacquire")
-	reg(&l.readerCreate, "hsa_code_object_reader_create_from_memory")
-	reg(&l.readerDestroy, "hsa_code_object_reader_destroy")
-	reg(&l.executableCreateAlt, "hsa_executable_create_alt")
-	reg(&l.executableLoadAgent, "hsa_executable_load_agent_code_object")
-	reg(&l.executableFreeze, "hsa_executable_freeze")
-	reg(&l.executableSymbol, "hsa_executable_get_symbol_by_name")
-	reg(&l.symbolGetInfo, "hsa_executable_symbol_get_info")
-	reg(&l.executableDestroy, "hsa_executable_destroy")
-	reg(&l.registerEventHandler, "hsa_amd_register_system_event_handler")
-	reg(&l.vmemAddressReserve, "hsa_amd_vmem_address_reserve")
-	reg(&l.vmemAddressFree, "hsa_amd_vmem_address_free")
-	reg(&l.vmemHandleCreate, "hsa_amd_vmem_handle_create")
-	reg(&l.vmemHandleRelease, "hsa_amd_vmem_handle_release")
-	reg(&l.vmemMap, "hsa_amd_vmem_map")
-	reg(&l.vmemUnmap, "hsa_amd_vmem_unmap")
-	reg(&l.vmemSetAccess, "hsa_amd_vmem_set_access")
-	reg(&l.vmemExport, "hsa_amd_vmem_export_shareable_handle")
-	reg(&l.vmemImport, "hsa_amd_vmem_import_shareable_handle")
 	if len(bad) > 0 {
 		sort.Strings(bad)
 		return nil, fmt.Errorf("%s lacks required symbols %v: broken or foreign ROCr install", name, bad)
@@ -236,22 +260,38 @@ func (l *lib) text(st uint32) string {
 	return statusName(st)
 }
 
+// statusName is the hsa_status_t enumerator's name (hsa.h and
+// hsa_ext_amd.h of ROCm 7.2), for errors and the trace.
 func statusName(st uint32) string {
-	switch st {
-	case statusErrorInvalidArgument:
-		return "HSA_STATUS_ERROR_INVALID_ARGUMENT"
-	case statusErrorOutOfResources:
-		return "HSA_STATUS_ERROR_OUT_OF_RESOURCES"
-	case statusErrorNotInitialized:
-		return "HSA_STATUS_ERROR_NOT_INITIALIZED"
-	case statusErrorIncompatibleArguments:
-		return "HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS"
-	case statusErrorInvalidCodeObject:
-		return "HSA_STATUS_ERROR_INVALID_CODE_OBJECT"
-	case statusErrorException:
-		return "HSA_STATUS_ERROR_EXCEPTION"
+	if n, ok := statusNames[st]; ok {
+		return n
 	}
 	return fmt.Sprintf("hsa status 0x%x", st)
+}
+
+var statusNames = map[uint32]string{
+	0x0: "HSA_STATUS_SUCCESS", 0x1: "HSA_STATUS_INFO_BREAK",
+	0x1000: "HSA_STATUS_ERROR", 0x1001: "HSA_STATUS_ERROR_INVALID_ARGUMENT",
+	0x1002: "HSA_STATUS_ERROR_INVALID_QUEUE_CREATION", 0x1003: "HSA_STATUS_ERROR_INVALID_ALLOCATION",
+	0x1004: "HSA_STATUS_ERROR_INVALID_AGENT", 0x1005: "HSA_STATUS_ERROR_INVALID_REGION",
+	0x1006: "HSA_STATUS_ERROR_INVALID_SIGNAL", 0x1007: "HSA_STATUS_ERROR_INVALID_QUEUE",
+	0x1008: "HSA_STATUS_ERROR_OUT_OF_RESOURCES", 0x1009: "HSA_STATUS_ERROR_INVALID_PACKET_FORMAT",
+	0x100A: "HSA_STATUS_ERROR_RESOURCE_FREE", 0x100B: "HSA_STATUS_ERROR_NOT_INITIALIZED",
+	0x100C: "HSA_STATUS_ERROR_REFCOUNT_OVERFLOW", 0x100D: "HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS",
+	0x100E: "HSA_STATUS_ERROR_INVALID_INDEX", 0x100F: "HSA_STATUS_ERROR_INVALID_ISA",
+	0x1010: "HSA_STATUS_ERROR_INVALID_CODE_OBJECT", 0x1011: "HSA_STATUS_ERROR_INVALID_EXECUTABLE",
+	0x1012: "HSA_STATUS_ERROR_FROZEN_EXECUTABLE", 0x1013: "HSA_STATUS_ERROR_INVALID_SYMBOL_NAME",
+	0x1014: "HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED", 0x1015: "HSA_STATUS_ERROR_VARIABLE_UNDEFINED",
+	0x1016: "HSA_STATUS_ERROR_EXCEPTION", 0x1017: "HSA_STATUS_ERROR_INVALID_ISA_NAME",
+	0x1018: "HSA_STATUS_ERROR_INVALID_CODE_SYMBOL", 0x1019: "HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL",
+	0x1020: "HSA_STATUS_ERROR_INVALID_FILE", 0x1021: "HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER",
+	0x1022: "HSA_STATUS_ERROR_INVALID_CACHE", 0x1023: "HSA_STATUS_ERROR_INVALID_WAVEFRONT",
+	0x1024: "HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP", 0x1025: "HSA_STATUS_ERROR_INVALID_RUNTIME_STATE",
+	0x1026: "HSA_STATUS_ERROR_FATAL",
+	40:     "HSA_STATUS_ERROR_INVALID_MEMORY_POOL", 41: "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION",
+	42: "HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION", 43: "HSA_STATUS_ERROR_MEMORY_FAULT",
+	44: "HSA_STATUS_CU_MASK_REDUCED", 45: "HSA_STATUS_ERROR_OUT_OF_REGISTERS",
+	46: "HSA_STATUS_ERROR_RESOURCE_BUSY", 47: "HSA_STATUS_ERROR_NOT_SUPPORTED",
 }
 
 // cString copies a NUL-terminated C string of at most max bytes.

@@ -1,0 +1,376 @@
+package specs
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/onsi/ginkgo/v2/types"
+
+	"p2patomics/harness"
+	"p2patomics/harness/expect"
+	"p2patomics/harness/heatmap"
+	"p2patomics/harness/report"
+)
+
+// Group is the cases of one backend and kind.
+type Group struct {
+	Name  string
+	Cases []*harness.Case
+}
+
+// Run is one invocation of the suite: the plan, the runners, the results.
+type Run struct {
+	Opts        *Options
+	LabelFilter string
+	Groups      []Group
+	planned     []*harness.Case
+	runners     map[string]*harness.Runner
+	mu          sync.Mutex
+	results     map[string]report.Result
+	current     string
+	finished    bool
+	startFds    int
+	gate        *expect.Set
+}
+
+// NewRun resolves the backend, builds and filters the plan.
+func NewRun(o *Options, userFilter string) (*Run, error) {
+	r := &Run{Opts: o, runners: map[string]*harness.Runner{}, results: map[string]report.Result{}, startFds: -1}
+	var terms []string
+	if strings.TrimSpace(userFilter) != "" {
+		terms = append(terms, "("+userFilter+")")
+	}
+	if o.Atomics {
+		terms = append(terms, "atomics")
+	}
+	if o.Perf {
+		terms = append(terms, "perf")
+	}
+	r.LabelFilter = strings.Join(terms, " && ")
+	gs, err := r.gateSet()
+	if err != nil {
+		return nil, err
+	}
+	r.gate = gs
+	match := func([]string) bool { return true }
+	if r.LabelFilter != "" {
+		f, err := types.ParseLabelFilter(r.LabelFilter)
+		if err != nil {
+			return nil, fmt.Errorf("label filter %q: %v", r.LabelFilter, err)
+		}
+		match = f
+	}
+	backends := []string{o.Backend}
+	if o.Backend == "auto" {
+		backends = probeBackends(o.Trace)
+	}
+	for _, be := range backends {
+		kinds := Matrix[be]
+		if o.Alloc != "" {
+			if !contains(kinds, o.Alloc) {
+				continue
+			}
+			kinds = []string{o.Alloc}
+		}
+		for _, kind := range kinds {
+			g := Group{Name: be + "." + kind}
+			for _, c := range Catalogue(o, be, kind) {
+				if o.Case != "" && c.ID != o.Case {
+					continue
+				}
+				if o.Case == "" && !match(c.Labels) {
+					continue
+				}
+				g.Cases = append(g.Cases, c)
+			}
+			if len(g.Cases) > 0 {
+				r.Groups = append(r.Groups, g)
+				r.planned = append(r.planned, g.Cases...)
+			}
+		}
+	}
+	if o.Case == "" && o.Alloc == "" && r.LabelFilter == "" && contains(backends, "host") {
+		r.addSuiteCases()
+	}
+	if o.Case != "" && len(r.planned) == 0 {
+		r.addSuiteCases()
+		r.planned = filterID(r.Groups, o.Case)
+		if len(r.planned) == 0 {
+			return nil, fmt.Errorf("--case=%s matches no case of backend %s (list ids with --ginkgo.dry-run -v)", o.Case, strings.Join(backends, ","))
+		}
+	}
+	if len(r.planned) == 0 {
+		return nil, fmt.Errorf("the selection (backend %s, alloc %q, labels %q) matches no case", strings.Join(backends, ","), o.Alloc, r.LabelFilter)
+	}
+	return r, nil
+}
+
+func filterID(groups []Group, id string) []*harness.Case {
+	var out []*harness.Case
+	for i := range groups {
+		var keep []*harness.Case
+		for _, c := range groups[i].Cases {
+			if c.ID == id {
+				keep = append(keep, c)
+			}
+		}
+		groups[i].Cases = keep
+		out = append(out, keep...)
+	}
+	return out
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// probeBackends opens one rank per GPU backend; those that load are used,
+// else the host backend. The suite process itself never loads a GPU library.
+func probeBackends(traceOn bool) []string {
+	var ok []string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, be := range GPUBackends {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w, err := harness.NewWorld(be, 1, traceOn, time.Now().Add(60*time.Second))
+			if err != nil {
+				return
+			}
+			w.Close()
+			mu.Lock()
+			ok = append(ok, be)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(ok) == 0 {
+		return []string{"host"}
+	}
+	var ordered []string
+	for _, be := range GPUBackends {
+		if contains(ok, be) {
+			ordered = append(ordered, be)
+		}
+	}
+	return ordered
+}
+
+func (r *Run) runner(backend string) *harness.Runner {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rn, ok := r.runners[backend]
+	if !ok {
+		rn = harness.NewRunner(backend, r.Opts.Trace, r.Opts.Seed)
+		rn.Evidence = &harness.Evidence{
+			Out: r.Opts.Out, TraceAll: r.Opts.Trace,
+			Env: func() map[string]any { return environment(r.Opts, [][]map[string]any{rn.Infos}) },
+			MakeForm: func(repro string) string {
+				return "make run ARGS='" + strings.TrimPrefix(repro, "./specs.test ") + "'"
+			},
+		}
+		r.runners[backend] = rn
+	}
+	return rn
+}
+
+// Execute runs one case (repeatedly in soak mode) and records the result.
+func (r *Run) Execute(c *harness.Case) report.Result {
+	r.mu.Lock()
+	if r.finished {
+		r.mu.Unlock()
+		return report.Result{ID: c.ID, Outcome: report.Incomplete, Expected: c.Expected}
+	}
+	for _, rn := range r.runners {
+		if rn.Abort != "" {
+			r.mu.Unlock()
+			res := report.Result{ID: c.ID, Labels: c.Labels, Outcome: report.Abort, Expected: c.Expected,
+				Detail: "not run: the machine stopped being trustworthy: " + rn.Abort, Ranks: []report.Rank{}, Repro: c.Repro}
+			r.mu.Lock()
+			r.results[c.ID] = res
+			r.mu.Unlock()
+			return res
+		}
+	}
+	r.current = c.ID
+	if r.startFds < 0 {
+		// Counted at the first case, once Ginkgo has opened what it keeps.
+		r.startFds = countFds()
+	}
+	r.mu.Unlock()
+	var res report.Result
+	var perCase time.Duration
+	if r.Opts.Duration > 0 {
+		perCase = r.Opts.Duration / time.Duration(max(1, len(r.planned)))
+	}
+	start := time.Now()
+	runs, unmet := 0, 0
+	for {
+		one := r.runner(c.Backend).Run(c)
+		runs++
+		if !one.Met() {
+			unmet++
+		}
+		if runs == 1 || (!one.Met() && unmet == 1) {
+			res = one
+		}
+		if runs >= r.Opts.Repeat && (perCase == 0 || time.Since(start) >= perCase) {
+			break
+		}
+	}
+	if r.gate != nil && res.Verdict == "" {
+		// deqp-runner's rule: an unexpected result gets one rerun in a
+		// fresh world; meeting the baseline then makes it a flake.
+		if v := expect.Judge(res, r.gate, nil); expect.NeedsRerun(v) {
+			rn := r.runner(c.Backend)
+			rn.Close()
+			again := rn.Run(c)
+			res.Verdict = expect.Judge(res, r.gate, &again)
+			if res.Verdict == report.Flake {
+				res.Detail = strings.TrimSpace(res.Detail + fmt.Sprintf(" (rerun in a fresh world: %s)", again.Outcome))
+			}
+		}
+	}
+	if runs > 1 {
+		res.Detail = strings.TrimSpace(fmt.Sprintf("%s (soak: %d runs, %d did not meet %s)", res.Detail, runs, unmet, c.Expected))
+	}
+	r.mu.Lock()
+	r.results[c.ID] = res
+	r.current = ""
+	r.mu.Unlock()
+	return res
+}
+
+// WatchSignals makes SIGINT/SIGTERM kill every rank and still write the
+// reports, with unfinished cases marked incomplete.
+func (r *Run) WatchSignals() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		sig := <-ch
+		fmt.Fprintf(os.Stderr, "p2patomics: %s: stopping ranks, writing results\n", sig)
+		r.mu.Lock()
+		cur := r.current
+		r.mu.Unlock()
+		for _, rn := range r.runners {
+			rn.KillAll()
+		}
+		if cur != "" {
+			r.mu.Lock()
+			r.results[cur] = report.Result{ID: cur, Outcome: report.Incomplete, Expected: r.expected(cur),
+				Detail: "interrupted by " + sig.String() + " while running", Ranks: []report.Rank{}}
+			r.mu.Unlock()
+		}
+		os.Exit(r.Finish())
+	}()
+}
+
+func (r *Run) expected(id string) report.Outcome {
+	for _, c := range r.planned {
+		if c.ID == id {
+			return c.Expected
+		}
+	}
+	return report.Pass
+}
+
+// Results returns the results in plan order, unfinished cases incomplete.
+func (r *Run) Results() []report.Result {
+	out := make([]report.Result, 0, len(r.planned))
+	for _, c := range r.planned {
+		res, ok := r.results[c.ID]
+		if !ok {
+			res = report.Result{ID: c.ID, Labels: c.Labels, Outcome: report.Incomplete, Expected: c.Expected,
+				Detail: "did not run to the end", Ranks: []report.Rank{}, Repro: c.Repro}
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+// Finish writes results.json, junit.xml and the table; it returns the exit
+// status (0 when every case met its expected outcome or the gate passed).
+func (r *Run) Finish() int {
+	r.mu.Lock()
+	if r.finished {
+		r.mu.Unlock()
+		return 1
+	}
+	r.finished = true
+	r.mu.Unlock()
+	var events []string
+	var infos [][]map[string]any
+	for _, rn := range r.runners {
+		events = append(events, rn.Events...)
+		infos = append(infos, rn.Infos)
+	}
+	for _, rn := range r.runners {
+		rn.Close()
+	}
+	results := r.Results()
+	rep := &report.Report{Schema: report.Schema, Environment: environment(r.Opts, infos), Results: results}
+	code := 0
+	for _, res := range results {
+		if !res.Met() {
+			code = 1
+		}
+	}
+	if gcode, err := applyGate(r, rep); err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		code = 2
+	} else if gcode >= 0 {
+		code = gcode
+	}
+	PrintTable(os.Stdout, rep.Results, events)
+	PrintMatrices(os.Stdout, rep.Results)
+	if files, err := heatmap.WriteAll(filepath.Join(r.Opts.Out, "heatmaps"), rep); err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: heatmaps: %v\n", err)
+	} else if len(files) > 0 {
+		fmt.Printf("heatmaps: %s\n", filepath.Join(r.Opts.Out, "heatmaps", "index.html"))
+	}
+	if rep.Gate != nil {
+		for _, reason := range rep.Gate.Reasons {
+			fmt.Println("gate: " + reason)
+		}
+		fmt.Printf("gate: %s\n", map[bool]string{true: "PASS", false: "FAIL"}[rep.Gate.Pass])
+	}
+	out := r.Opts.Out
+	if err := rep.Write(filepath.Join(out, "results.json")); err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		code = max(code, 1)
+	}
+	if err := WriteJUnit(filepath.Join(out, "junit.xml"), rep.Results); err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: junit: %v\n", err)
+		code = max(code, 1)
+	}
+	fmt.Printf("results: %s\n", filepath.Join(out, "results.json"))
+	return code
+}
+
+// countFds counts the suite's open fds, leaving out the kernel log, which
+// the harness opens once on first use and keeps.
+func countFds() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, e := range ents {
+		if l, _ := os.Readlink("/proc/self/fd/" + e.Name()); l != "/dev/kmsg" {
+			n++
+		}
+	}
+	return n
+}
