@@ -22,6 +22,7 @@ type Ctx struct {
 	Deadline time.Time
 	Metrics  map[string]Metric
 	owned    []owned // freed at teardown
+	mu       sync.Mutex
 	notes    []string
 }
 
@@ -94,7 +95,9 @@ func (c *Ctx) alloc(r int, kind string, size uint64) (wire.AllocReply, int, erro
 	} else {
 		m.CloseFds()
 	}
+	c.mu.Lock()
 	c.owned = append(c.owned, owned{r, ar.Buf})
+	c.mu.Unlock()
 	return ar, fd, nil
 }
 
@@ -127,7 +130,6 @@ func (c *Ctx) SharedKind(owner int, kind string, size uint64, grant bool) (*Mem,
 	m.Bufs[owner] = ar.Buf
 	errs := make([]error, c.N())
 	var wg sync.WaitGroup
-	var mu sync.Mutex
 	for r := 0; r < c.N(); r++ {
 		if r == owner {
 			continue
@@ -146,14 +148,77 @@ func (c *Ctx) SharedKind(owner int, kind string, size uint64, grant bool) (*Mem,
 				errs[r] = err
 				return
 			}
-			mu.Lock()
+			c.mu.Lock()
 			m.Bufs[r] = br.Buf
 			c.owned = append(c.owned, owned{r, br.Buf})
-			mu.Unlock()
+			c.mu.Unlock()
 		}()
 	}
 	wg.Wait()
 	return m, firstErr(errs)
+}
+
+// SharedAll allocates size bytes in every rank at once and maps each into
+// every other rank: first all allocations in parallel (one per rank), then
+// all imports in parallel (each rank imports its peers' in turn). It is the
+// warm-world shape of the speed target, without serialising allocations.
+func (c *Ctx) SharedAll(size uint64) ([]*Mem, error) {
+	n := c.N()
+	mems := make([]*Mem, n)
+	fds := make([]int, n)
+	replies := make([]wire.AllocReply, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := 0; r < n; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			replies[r], fds[r], errs[r] = c.alloc(r, c.Kind, size)
+		}()
+	}
+	wg.Wait()
+	defer func() {
+		for _, fd := range fds {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+		}
+	}()
+	if err := firstErr(errs); err != nil {
+		return nil, err
+	}
+	for o := 0; o < n; o++ {
+		mems[o] = &Mem{Owner: o, Size: replies[o].Size, Bufs: make([]int, n)}
+		mems[o].Bufs[o] = replies[o].Buf
+	}
+	for r := 0; r < n; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for o := 0; o < n; o++ {
+				if o == r {
+					continue
+				}
+				ar := replies[o]
+				req := wire.Import{Kind: c.Kind, Peer: o, Size: ar.Size, HasFd: fds[o] >= 0, Handle: ar.Handle, Meta: ar.Meta, Grant: true}
+				var f []int
+				if fds[o] >= 0 {
+					f = []int{fds[o]}
+				}
+				var br wire.BufReply
+				if _, err := c.proc(r).call(wire.TImport, req, c.Deadline, &br, f...); err != nil {
+					errs[r] = err
+					return
+				}
+				c.mu.Lock()
+				mems[o].Bufs[r] = br.Buf
+				c.owned = append(c.owned, owned{r, br.Buf})
+				c.mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return mems, firstErr(errs)
 }
 
 // ShareFd allocates in owner and sends the raw exported fd to every peer,

@@ -56,13 +56,13 @@ func (b *builder) perf() {
 	}
 	for _, sc := range kernels.Scopes {
 		pp := kernels.MustLookup(kernels.Name(kernels.OpPingPong, kernels.U64, kernels.AcqRel, sc))
-		// sys: ranks 0 and 1 (two GPUs). dev: ranks 0 and 2 of a 3-rank
-		// world, which share rank 0's device when there are two GPUs.
-		variant, pair, ranks := "pingpong_latency", "pair=0-1", n
+		// sys: ranks 0 and 1 (two GPUs); dev: both sides in one launch on
+		// rank 0's device, on its own memory.
+		variant, pair := "pingpong_latency", "pair=0-1"
 		if sc == kernels.Dev {
-			variant, pair, ranks = "pingpong_latency_local", "pair=0-0", max(3, n)
+			variant, pair = "pingpong_latency_local", "pair=0-0"
 		}
-		b.add("perf", variant, ranks, report.Pass, []string{"perf", "latency", string(sc), pair}, 60*time.Second, func(c *harness.Ctx) error {
+		b.add("perf", variant, n, report.Pass, []string{"perf", "latency", string(sc), pair}, 60*time.Second, func(c *harness.Ctx) error {
 			return runPingPong(c, pp)
 		})
 	}
@@ -75,45 +75,46 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel) error {
 	if c.Vendor() == "host" {
 		rounds = 2000
 	}
-	other := 1
-	if pp.Scope == kernels.Dev {
-		other = 2
-		if c.W.Procs[2].Device != c.W.Procs[0].Device {
-			return harness.Skipf("local ping-pong needs rank 2 on rank 0's device; with %v devices rank 2 is on device %d",
-				c.Info(0)["count"], c.W.Procs[2].Device)
+	local := pp.Scope == kernels.Dev
+	f0, err := c.Shared(0, 4096, true) // side 0's flag: word 0 of rank 0's memory
+	if err != nil {
+		return err
+	}
+	f1 := f0 // side 1's flag: word 8 of rank 1's memory, or of rank 0's when local
+	if !local {
+		if f1, err = c.Shared(1, 4096, true); err != nil {
+			return err
 		}
 	}
-	f0, err := c.Shared(0, 4096, true) // role 0's flag, word 0
-	if err != nil {
-		return err
-	}
-	f1, err := c.Shared(other, 4096, true) // role 1's flag, word 8 (distinct from role 0's)
-	if err != nil {
-		return err
-	}
-	ranks := []int{0, other}
 	outs := make([]int, 2)
-	for i, r := range ranks {
-		if outs[i], err = c.Local(r, 64); err != nil {
+	for r := 0; r < 2; r++ {
+		if outs[r], err = c.Local(r, 64); err != nil {
 			return err
 		}
 	}
 	for sample := 0; sample < 6; sample++ {
-		if err := c.Zero(0, f0.Bufs[0], 0, 64); err != nil {
+		if err := c.Zero(0, f0.Bufs[0], 0, 128); err != nil {
 			return err
 		}
-		if err := c.Zero(other, f1.Bufs[other], 0, 64); err != nil {
-			return err
-		}
-		ls := make([]harness.Launch, 2)
-		for role, r := range ranks {
-			own, peer := harness.P(f0.Bufs[r], 0), harness.P(f1.Bufs[r], 8)
-			if role == 1 {
-				own, peer = harness.P(f1.Bufs[r], 8), harness.P(f0.Bufs[r], 0)
+		if !local {
+			if err := c.Zero(1, f1.Bufs[1], 0, 128); err != nil {
+				return err
 			}
-			ls[role] = harness.Launch{Rank: r, Kernel: pp.Name, Grid: 1, Block: 1, Args: map[string]wireArg{
-				"flag": own, "peer": peer, "out": harness.P(outs[role], 0), "n": harness.V(rounds),
-				"role": harness.V(uint64(role)), "timeout_ns": harness.V(uint64(5 * time.Second))}}
+		}
+		arg := func(r, role int) map[string]wireArg {
+			own, peer := harness.P(f0.Bufs[r], 0), harness.P(f1.Bufs[r], 64)
+			if role == 1 {
+				own, peer = peer, own
+			}
+			return map[string]wireArg{"flag": own, "peer": peer, "out": harness.P(outs[r], 0), "n": harness.V(rounds),
+				"role": harness.V(uint64(role)), "timeout_ns": harness.V(uint64(5 * time.Second))}
+		}
+		var ls []harness.Launch
+		if local {
+			ls = []harness.Launch{{Rank: 0, Kernel: pp.Name, Grid: 2, Block: 1, Args: arg(0, 2)}}
+		} else {
+			ls = []harness.Launch{{Rank: 0, Kernel: pp.Name, Grid: 1, Block: 1, Args: arg(0, 0)},
+				{Rank: 1, Kernel: pp.Name, Grid: 1, Block: 1, Args: arg(1, 1)}}
 		}
 		el, err := c.Run(ls...)
 		if err != nil {
@@ -130,7 +131,7 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel) error {
 		if sample == 0 {
 			continue // warm-up
 		}
-		c.Metric("rtt_"+string(pp.Scope)+"_us", "us", "role 0 kernel elapsed / rounds (dependent acquire/release chain, local polls, remote stores)",
+		c.Metric("rtt_"+string(pp.Scope)+"_us", "us", "side 0 kernel elapsed / rounds (dependent acquire/release chain, local polls, posted stores)",
 			el[0].Seconds()*1e6/float64(rounds))
 	}
 	return nil

@@ -37,6 +37,8 @@ type Run struct {
 	finished    bool
 	startFds    int
 	gate        *expect.Set
+	finishOnce  sync.Once
+	exitCode    int
 }
 
 // NewRun resolves the backend, builds and filters the plan.
@@ -302,12 +304,17 @@ func (r *Run) Results() []report.Result {
 
 // Finish writes results.json, junit.xml and the table; it returns the exit
 // status (0 when every case met its expected outcome or the gate passed).
+//
+// It runs once: the signal handler and TestMain may both get here (Ginkgo
+// ends the run on SIGTERM too), and whichever comes second waits for the
+// first to finish writing, so the process never exits half-way through.
 func (r *Run) Finish() int {
+	r.finishOnce.Do(func() { r.exitCode = r.finish() })
+	return r.exitCode
+}
+
+func (r *Run) finish() int {
 	r.mu.Lock()
-	if r.finished {
-		r.mu.Unlock()
-		return 1
-	}
 	r.finished = true
 	r.mu.Unlock()
 	var events []string

@@ -379,24 +379,35 @@ func (h *Backend) body(k kernels.Kernel, ptr map[string]unsafe.Pointer, val map[
 		}
 		flag, peer, n, role := ptr["flag"], ptr["peer"], val["n"], val["role"]
 		return func(g uint64) {
-			if g != 0 {
+			side := role
+			if role == 2 {
+				side = g / block // block b plays side b
+			}
+			if g%block != 0 || side > 1 || (role != 2 && g != 0) {
 				return
+			}
+			mine, other, o := flag, peer, out
+			if role == 2 && side == 1 {
+				mine, other = peer, flag
+			}
+			if role == 2 {
+				o = at(out, 4*side, 8)
 			}
 			var done uint64
 			for i := uint64(0); i < n; i++ {
 				want := i
-				if role == 1 {
+				if side == 1 {
 					want = i + 1
 				}
-				if !spin(timeout, func() bool { return w64.load(flag) == want }) {
-					w64.store(at(out, 1, 8), 1)
+				if !spin(timeout, func() bool { return w64.load(mine) == want }) {
+					w64.store(at(o, 1, 8), 1)
 					break
 				}
-				w64.store(peer, i+1)
+				w64.store(other, i+1)
 				done++
 			}
-			w64.store(at(out, 0, 8), done)
-			w64.store(at(out, 2, 8), w64.load(flag))
+			w64.store(o, done)
+			w64.store(at(o, 2, 8), w64.load(mine))
 		}, nil
 	case kernels.OpCopy:
 		if err := need("dst", "src"); err != nil {

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
@@ -36,7 +38,69 @@ __global__ void pingpong(unsigned long long *flag, unsigned long long *peer, uns
 
 static double median(std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
 
-int main() {
+// The cross-process form the harness uses: the buffer is allocated on GPU 1
+// by the parent, its legacy IPC handle piped to a child process, which maps
+// it on GPU 0 and copies into it. Same sizes and timing as above.
+static int ipc_child() {
+  const size_t size = 256u << 20;
+  cudaIpcMemHandle_t h;
+  unsigned char *hb = (unsigned char *)&h;
+  for (size_t i = 0; i < sizeof h; i++) {
+    unsigned v;
+    if (scanf("%2x", &v) != 1) { fprintf(stderr, "ref: bad handle\n"); return 1; }
+    hb[i] = (unsigned char)v;
+  }
+  CK(cudaSetDevice(0));
+  void *peer, *loc;
+  CK(cudaIpcOpenMemHandle(&peer, h, cudaIpcMemLazyEnablePeerAccess));
+  CK(cudaMalloc(&loc, size));
+  CK(cudaMemset(loc, 7, size));
+  cudaStream_t st;
+  cudaEvent_t a, b;
+  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  unsigned grid = sms * 4, block = 256;
+  for (int kind = 0; kind < 2; kind++) {
+    std::vector<double> g;
+    for (int s = 0; s < 6; s++) {
+      CK(cudaEventRecord(a, st));
+      if (kind == 0) CK(cudaMemcpyAsync(peer, loc, size, cudaMemcpyDefault, st));
+      else copy16<<<grid, block, 0, st>>>((uint4 *)peer, (uint4 *)loc, size / 16, (size_t)grid * block);
+      CK(cudaEventRecord(b, st));
+      CK(cudaEventSynchronize(b));
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, a, b));
+      if (s > 0) g.push_back(size / (ms * 1e-3) / 1e9);
+    }
+    printf("ref-ipc r0r1 %s %.2f (cross-process, cudaIpcOpenMemHandle)\n", kind == 0 ? "bw_ce_write_gbps" : "bw_kernel_write_gbps", median(g));
+  }
+  CK(cudaIpcCloseMemHandle(peer));
+  return 0;
+}
+
+static void ipc_parent(const char *self) {
+  const size_t size = 256u << 20;
+  CK(cudaSetDevice(1));
+  void *dst;
+  CK(cudaMalloc(&dst, size));
+  cudaIpcMemHandle_t h;
+  CK(cudaIpcGetMemHandle(&h, dst));
+  std::string cmd = std::string(self) + " ipc-child";
+  FILE *p = popen(cmd.c_str(), "w");
+  if (!p) { perror("popen"); return; }
+  const unsigned char *hb = (const unsigned char *)&h;
+  for (size_t i = 0; i < sizeof h; i++) fprintf(p, "%02x", hb[i]);
+  fprintf(p, "\n");
+  fflush(stdout);
+  pclose(p);
+  CK(cudaFree(dst));
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "ipc-child") == 0) return ipc_child();
   const size_t size = 256u << 20;
   int n = 0;
   CK(cudaGetDeviceCount(&n));
@@ -102,5 +166,7 @@ int main() {
     if (s > 0) rtt.push_back(ms * 1e3 / rounds);
   }
   printf("ref r0r1 rtt_sys_us %.3f\n", median(rtt));
+  fflush(stdout);
+  ipc_parent(argv[0]);
   return 0;
 }
