@@ -46,6 +46,7 @@ suite: bin/specs.test
 	rm -rf $(OUT)/host
 	./bin/specs.test --backend=host --out=$(OUT)/host
 	P2PAT_RESULTS=$(OUT)/host/results.json $(GO) test -count=1 -run Schema ./harness/report
+	bash scripts/check-evidence.sh ./bin/specs.test $(OUT)/host
 
 # Every bad input is one line on stderr and exit 2.
 cli: bin/specs.test

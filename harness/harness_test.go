@@ -156,8 +156,17 @@ func BenchmarkFdRoundTrip(b *testing.B) {
 }
 
 // BenchmarkSpecRoundTrip: a whole warm-world case: share, contended add
-// from both ranks, read back, teardown, leak check.
-func BenchmarkSpecRoundTrip(b *testing.B) {
+// from both ranks, read back, teardown, leak check. Ranks trace every call.
+func BenchmarkSpecRoundTrip(b *testing.B) { benchSpec(b) }
+
+// BenchmarkSpecRoundTripTraceOff is the same with the ranks' tracing off:
+// the difference is what the always-on trace costs.
+func BenchmarkSpecRoundTripTraceOff(b *testing.B) {
+	b.Setenv("P2PAT_TRACE", "off")
+	benchSpec(b)
+}
+
+func benchSpec(b *testing.B) {
 	r := harness.NewRunner("host", false, 1)
 	defer r.Close()
 	c := &harness.Case{ID: "bench", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: time.Minute,

@@ -75,8 +75,11 @@ func Main() int {
 	}
 	// Every vendor call is traced into the parent's ring (about 0.1 µs a
 	// call), so a failing case always has its call sequence.
-	if err := trace.AttachShared(TraceFd); err == nil {
-		trace.On()
+	// P2PAT_TRACE=off leaves it off (used to measure what tracing costs).
+	if os.Getenv("P2PAT_TRACE") != "off" {
+		if err := trace.AttachShared(TraceFd); err == nil {
+			trace.On()
+		}
 	}
 	s := &server{sock: SockFd, bufs: map[int]backend.Buffer{}, next: 1, rank: r}
 	return s.serve()
@@ -100,7 +103,17 @@ func (s *server) serve() int {
 			}
 			return 0
 		}
+		// Every request is a span in the trace: a rank that dies or hangs
+		// inside one leaves it in flight, marked as the failing call.
+		sp := trace.Begin("request."+m.Type.String(), func() string {
+			body := string(m.Body)
+			if len(body) > 120 {
+				body = body[:120] + "…"
+			}
+			return fmt.Sprintf("seq=%d fds=%d body=%s", m.Seq, len(m.Fds), body)
+		})
 		res, fds, err := s.handle(&m)
+		sp.EndErr(err, nil)
 		m.CloseFds()
 		s.reply(m.Seq, res, err, fds...)
 		for _, fd := range fds {
@@ -138,7 +151,10 @@ func (s *server) reply(seq uint32, res any, err error, fds ...int) {
 			r.Result = b
 		}
 	}
-	if serr := wire.Send(s.sock, wire.TReply, seq, r, fds...); serr != nil {
+	sp := trace.Begin("sendmsg", func() string { return fmt.Sprintf("fd=%d seq=%d ok=%t scm_rights=%v", s.sock, seq, r.OK, fds) })
+	serr := wire.Send(s.sock, wire.TReply, seq, r, fds...)
+	sp.EndErr(serr, nil)
+	if serr != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics-rank %d: reply: %v\n", s.rank, serr)
 	}
 }

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# A canary crash must leave a case folder with the trace of every rank, and
+# its repro line must re-run only that case and classify it the same way.
+set -uo pipefail
+bin=${1:?usage: check-evidence.sh specs.test OUTDIR-of-a-host-run}; out=${2:?}
+id=host.memfd.canary.purego_segv
+dir=$out/cases/$id
+fail() { echo "evidence check FAILED: $*"; exit 1; }
+for f in rank-0.trace rank-1.trace rank-1.stderr repro.sh kernel.log environment.json result.json; do
+  [ -s "$dir/$f" ] || [ "$f" = kernel.log ] || fail "$dir/$f missing or empty"
+done
+grep -q "request.canary" "$dir/rank-1.trace" || fail "rank-1.trace lacks the in-flight canary request"
+grep -q 'SIGSEGV' "$dir/rank-1.stderr" || fail "rank-1.stderr lacks the fault dump"
+cmd=$(grep '^\./specs.test' "$dir/repro.sh") || fail "no repro line"
+re=$(mktemp -d)
+eval "${cmd/.\/specs.test/$bin} --out=$re" >"$re/log" 2>&1; rc=$?
+n=$(grep -c '"id":' "$re/results.json")
+got=$(awk -F'"' '/^ *"outcome":/ {print $4; exit}' "$re/results.json")
+want=$(awk -F'"' '/^ *"outcome":/ {print $4; exit}' "$dir/result.json")
+[ "$rc" = 0 ] && [ "$n" = 1 ] && [ "$got" = "$want" ] || fail "repro: exit $rc, $n cases, outcome $got (was $want)"
+echo "evidence: $dir has every rank's trace; '$cmd' re-ran 1 case: $got again"
+rm -rf "$re"
