@@ -439,10 +439,11 @@ func (h *Backend) body(k kernels.Kernel, ptr map[string]unsafe.Pointer, val map[
 				// is atomic on its own; the increment is not.
 				x := w64.load(tgt)
 				for j := uint64(0); j < pause; j++ {
-					if j&255 == 255 {
-						runtime.Gosched()
-					}
 				}
+				// Yield inside the window too: with fewer free CPUs than
+				// threads (a loaded CI machine) the threads would otherwise
+				// run one after another and lose nothing.
+				runtime.Gosched()
 				w64.store(tgt, x+1)
 			}
 		}, nil
