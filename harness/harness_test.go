@@ -106,6 +106,19 @@ func TestRunnerOutcomes(t *testing.T) {
 	if after.Outcome != report.Pass {
 		t.Fatalf("after: %+v", after)
 	}
+	// A rank that dies between cases is a world event, not the next case's
+	// fault: the next case runs on a fresh world and passes.
+	var pidIdle int
+	r.Run(mk("note", func(c *harness.Ctx) error { pidIdle = c.W.Procs[1].Pid; return nil }))
+	syscall.Kill(pidIdle, syscall.SIGKILL)
+	time.Sleep(100 * time.Millisecond)
+	next := r.Run(mk("next", func(c *harness.Ctx) error { _, err := c.Shared(0, 4096, true); return err }))
+	if next.Outcome != report.Pass {
+		t.Fatalf("case after an idle death: %+v", next)
+	}
+	if ev := strings.Join(r.Events, "\n"); !strings.Contains(ev, "idle rank died") || !strings.Contains(ev, "SIGKILL") {
+		t.Fatalf("idle death not recorded as a world event: %s", ev)
+	}
 	hang := r.Run(mk("hang", func(c *harness.Ctx) error { return c.Canary(1, "hang") }))
 	if hang.Outcome != report.Timeout || !strings.Contains(hang.Ranks[1].StderrTail, "goroutine") {
 		t.Fatalf("hang: %+v", hang)

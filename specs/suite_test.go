@@ -46,6 +46,12 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	run = r
+	if suiteCfg.DryRun {
+		// --ginkgo.dry-run lists the selected case ids; nothing runs and
+		// no report is written.
+		m.Run()
+		os.Exit(0)
+	}
 	run.WatchSignals()
 	m.Run()
 	os.Exit(run.Finish())
@@ -55,7 +61,9 @@ func TestSpecs(t *testing.T) {
 	RegisterFailHandler(Fail)
 	suiteCfg, repCfg := GinkgoConfiguration()
 	suiteCfg.LabelFilter = run.LabelFilter
-	repCfg.Succinct = true
+	if !repCfg.Verbose && !repCfg.VeryVerbose {
+		repCfg.Succinct = true
+	}
 	// One top-level container: Ginkgo shuffles top-level containers, and
 	// the plan's order (each canary followed by its recovery case) matters.
 	Describe("p2patomics", func() {
