@@ -24,80 +24,32 @@ import (
 // behind the trace point under the name actually bound.
 
 func sym0(d *driver, fn *func() cuResult, names ...string) symbol {
-	return symbol{names: names, fn: fn, wrap: func(name string) {
-		f := *fn
-		*fn = func() cuResult {
-			sp := trace.Begin(name, nil)
-			r := f()
-			d.end(sp, r, nil)
-			return r
-		}
-	}}
+	return symbol{names: names, fn: fn, wrap: func(name string) { trace.Wrap0(fn, name, d.end) }}
 }
 
 func sym1[A any](d *driver, fn *func(A) cuResult, spec string, names ...string) symbol {
 	p := parseSpec(spec)
-	return symbol{names: names, fn: fn, wrap: func(name string) {
-		f := *fn
-		*fn = func(a A) cuResult {
-			sp := trace.Begin(name, func() string { return p.format(false, a) })
-			r := f(a)
-			d.end(sp, r, func() string { return p.format(true, a) })
-			return r
-		}
-	}}
+	return symbol{names: names, fn: fn, wrap: func(name string) { trace.Wrap1(fn, name, p, d.end) }}
 }
 
 func sym2[A, B any](d *driver, fn *func(A, B) cuResult, spec string, names ...string) symbol {
 	p := parseSpec(spec)
-	return symbol{names: names, fn: fn, wrap: func(name string) {
-		f := *fn
-		*fn = func(a A, b B) cuResult {
-			sp := trace.Begin(name, func() string { return p.format(false, a, b) })
-			r := f(a, b)
-			d.end(sp, r, func() string { return p.format(true, a, b) })
-			return r
-		}
-	}}
+	return symbol{names: names, fn: fn, wrap: func(name string) { trace.Wrap2(fn, name, p, d.end) }}
 }
 
 func sym3[A, B, C any](d *driver, fn *func(A, B, C) cuResult, spec string, names ...string) symbol {
 	p := parseSpec(spec)
-	return symbol{names: names, fn: fn, wrap: func(name string) {
-		f := *fn
-		*fn = func(a A, b B, c C) cuResult {
-			sp := trace.Begin(name, func() string { return p.format(false, a, b, c) })
-			r := f(a, b, c)
-			d.end(sp, r, func() string { return p.format(true, a, b, c) })
-			return r
-		}
-	}}
+	return symbol{names: names, fn: fn, wrap: func(name string) { trace.Wrap3(fn, name, p, d.end) }}
 }
 
 func sym4[A, B, C, D any](d *driver, fn *func(A, B, C, D) cuResult, spec string, names ...string) symbol {
 	p := parseSpec(spec)
-	return symbol{names: names, fn: fn, wrap: func(name string) {
-		f := *fn
-		*fn = func(a A, b B, c C, d4 D) cuResult {
-			sp := trace.Begin(name, func() string { return p.format(false, a, b, c, d4) })
-			r := f(a, b, c, d4)
-			d.end(sp, r, func() string { return p.format(true, a, b, c, d4) })
-			return r
-		}
-	}}
+	return symbol{names: names, fn: fn, wrap: func(name string) { trace.Wrap4(fn, name, p, d.end) }}
 }
 
 func sym5[A, B, C, D, E any](d *driver, fn *func(A, B, C, D, E) cuResult, spec string, names ...string) symbol {
 	p := parseSpec(spec)
-	return symbol{names: names, fn: fn, wrap: func(name string) {
-		f := *fn
-		*fn = func(a A, b B, c C, d4 D, e E) cuResult {
-			sp := trace.Begin(name, func() string { return p.format(false, a, b, c, d4, e) })
-			r := f(a, b, c, d4, e)
-			d.end(sp, r, func() string { return p.format(true, a, b, c, d4, e) })
-			return r
-		}
-	}}
+	return symbol{names: names, fn: fn, wrap: func(name string) { trace.Wrap5(fn, name, p, d.end) }}
 }
 
 // symLaunch is cuLaunchKernel's entry (11 arguments): grid and block as

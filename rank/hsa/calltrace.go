@@ -23,93 +23,37 @@ import (
 // the bound function behind the trace point.
 
 func sym0(l *lib, fn *func() uint32, name string) symbol {
-	return symbol{name: name, fn: fn, wrap: func() {
-		f := *fn
-		*fn = func() uint32 {
-			sp := trace.Begin(name, nil)
-			st := f()
-			l.end(sp, st, nil)
-			return st
-		}
-	}}
+	return symbol{name: name, fn: fn, wrap: func() { trace.Wrap0(fn, name, l.end) }}
 }
 
 func sym1[A any](l *lib, fn *func(A) uint32, spec, name string) symbol {
 	p := parseSpec(spec)
-	return symbol{name: name, fn: fn, wrap: func() {
-		f := *fn
-		*fn = func(a A) uint32 {
-			sp := trace.Begin(name, func() string { return p.format(false, a) })
-			st := f(a)
-			l.end(sp, st, func() string { return p.format(true, a) })
-			return st
-		}
-	}}
+	return symbol{name: name, fn: fn, wrap: func() { trace.Wrap1(fn, name, p, l.end) }}
 }
 
 func sym2[A, B any](l *lib, fn *func(A, B) uint32, spec, name string) symbol {
 	p := parseSpec(spec)
-	return symbol{name: name, fn: fn, wrap: func() {
-		f := *fn
-		*fn = func(a A, b B) uint32 {
-			sp := trace.Begin(name, func() string { return p.format(false, a, b) })
-			st := f(a, b)
-			l.end(sp, st, func() string { return p.format(true, a, b) })
-			return st
-		}
-	}}
+	return symbol{name: name, fn: fn, wrap: func() { trace.Wrap2(fn, name, p, l.end) }}
 }
 
 func sym3[A, B, C any](l *lib, fn *func(A, B, C) uint32, spec, name string) symbol {
 	p := parseSpec(spec)
-	return symbol{name: name, fn: fn, wrap: func() {
-		f := *fn
-		*fn = func(a A, b B, c C) uint32 {
-			sp := trace.Begin(name, func() string { return p.format(false, a, b, c) })
-			st := f(a, b, c)
-			l.end(sp, st, func() string { return p.format(true, a, b, c) })
-			return st
-		}
-	}}
+	return symbol{name: name, fn: fn, wrap: func() { trace.Wrap3(fn, name, p, l.end) }}
 }
 
 func sym4[A, B, C, D any](l *lib, fn *func(A, B, C, D) uint32, spec, name string) symbol {
 	p := parseSpec(spec)
-	return symbol{name: name, fn: fn, wrap: func() {
-		f := *fn
-		*fn = func(a A, b B, c C, d D) uint32 {
-			sp := trace.Begin(name, func() string { return p.format(false, a, b, c, d) })
-			st := f(a, b, c, d)
-			l.end(sp, st, func() string { return p.format(true, a, b, c, d) })
-			return st
-		}
-	}}
+	return symbol{name: name, fn: fn, wrap: func() { trace.Wrap4(fn, name, p, l.end) }}
 }
 
 func sym5[A, B, C, D, E any](l *lib, fn *func(A, B, C, D, E) uint32, spec, name string) symbol {
 	p := parseSpec(spec)
-	return symbol{name: name, fn: fn, wrap: func() {
-		f := *fn
-		*fn = func(a A, b B, c C, d D, e E) uint32 {
-			sp := trace.Begin(name, func() string { return p.format(false, a, b, c, d, e) })
-			st := f(a, b, c, d, e)
-			l.end(sp, st, func() string { return p.format(true, a, b, c, d, e) })
-			return st
-		}
-	}}
+	return symbol{name: name, fn: fn, wrap: func() { trace.Wrap5(fn, name, p, l.end) }}
 }
 
 func sym8[A, B, C, D, E, F, G, H any](l *lib, fn *func(A, B, C, D, E, F, G, H) uint32, spec, name string) symbol {
 	p := parseSpec(spec)
-	return symbol{name: name, fn: fn, wrap: func() {
-		f := *fn
-		*fn = func(a A, b B, c C, d D, e E, f6 F, g G, h H) uint32 {
-			sp := trace.Begin(name, func() string { return p.format(false, a, b, c, d, e, f6, g, h) })
-			st := f(a, b, c, d, e, f6, g, h)
-			l.end(sp, st, func() string { return p.format(true, a, b, c, d, e, f6, g, h) })
-			return st
-		}
-	}}
+	return symbol{name: name, fn: fn, wrap: func() { trace.Wrap8(fn, name, p, l.end) }}
 }
 
 // value1, value2 and value5 are for the functions that return a value, not
@@ -121,7 +65,7 @@ func value1[A any, R int64 | uint64](fn *func(A) R, spec, name string) symbol {
 	return symbol{name: name, fn: fn, wrap: func() {
 		f := *fn
 		*fn = func(a A) R {
-			sp := trace.Begin(name, func() string { return p.format(false, a) })
+			sp := trace.Begin(name, func() string { return p.Format(false, a) })
 			v := f(a)
 			sp.End(0, "", func() string { return "returned=" + itoa(v) })
 			return v
@@ -134,7 +78,7 @@ func value2[A, B any, R int64 | uint64](fn *func(A, B) R, spec, name string) sym
 	return symbol{name: name, fn: fn, wrap: func() {
 		f := *fn
 		*fn = func(a A, b B) R {
-			sp := trace.Begin(name, func() string { return p.format(false, a, b) })
+			sp := trace.Begin(name, func() string { return p.Format(false, a, b) })
 			v := f(a, b)
 			sp.End(0, "", func() string { return "returned=" + itoa(v) })
 			return v
@@ -147,7 +91,7 @@ func value5[A, B, C, D, E any, R int64 | uint64](fn *func(A, B, C, D, E) R, spec
 	return symbol{name: name, fn: fn, wrap: func() {
 		f := *fn
 		*fn = func(a A, b B, c C, d D, e E) R {
-			sp := trace.Begin(name, func() string { return p.format(false, a, b, c, d, e) })
+			sp := trace.Begin(name, func() string { return p.Format(false, a, b, c, d, e) })
 			v := f(a, b, c, d, e)
 			sp.End(0, "", func() string { return "returned=" + itoa(v) })
 			return v
@@ -161,7 +105,7 @@ func void2[A, B any](fn *func(A, B), spec, name string) symbol {
 	return symbol{name: name, fn: fn, wrap: func() {
 		f := *fn
 		*fn = func(a A, b B) {
-			sp := trace.Begin(name, func() string { return p.format(false, a, b) })
+			sp := trace.Begin(name, func() string { return p.Format(false, a, b) })
 			f(a, b)
 			sp.End(0, "", nil)
 		}
