@@ -11,6 +11,7 @@ import (
 	"p2patomics/harness"
 	"p2patomics/harness/report"
 	"p2patomics/rank"
+	"p2patomics/rank/backend"
 )
 
 // The test binary doubles as the rank binary, exactly as the suite does.
@@ -19,6 +20,18 @@ func TestMain(m *testing.M) {
 		os.Exit(rank.Main())
 	}
 	os.Exit(m.Run())
+}
+
+func TestMatrixMatchesBackends(t *testing.T) {
+	for name, kinds := range harness.Matrix {
+		be, err := backend.New(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := be.Kinds(); strings.Join(got, ",") != strings.Join(kinds, ",") {
+			t.Errorf("backend %s offers %v, the matrix says %v", name, got, kinds)
+		}
+	}
 }
 
 func deadline() time.Time { return time.Now().Add(30 * time.Second) }

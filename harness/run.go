@@ -15,6 +15,16 @@ import (
 	"p2patomics/wire"
 )
 
+// Matrix lists every backend's allocation kinds (DESIGN.md's matrix rows).
+// The suite plans cases from it without loading any backend; the ranks'
+// backends report the same lists (TestMatrixMatchesBackends).
+var Matrix = map[string][]string{
+	"host": {"memfd"},
+	"cuda": {"vmm", "vmm-host", "ipc", "dmabuf"},
+	"hsa":  {"fine", "coarse"},
+	"hip":  {"pinned", "uncached"},
+}
+
 // Case is one runnable case.
 type Case struct {
 	ID       string

@@ -13,16 +13,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"p2patomics/harness"
 )
 
-// Matrix lists every backend's allocation kinds (DESIGN.md's matrix rows).
-// Ranks report the kinds they really offer; a test keeps the two equal.
-var Matrix = map[string][]string{
-	"host": {"memfd"},
-	"cuda": {"vmm", "vmm-host", "ipc", "dmabuf"},
-	"hsa":  {"fine", "coarse"},
-	"hip":  {"pinned", "uncached"},
-}
+// Matrix lists every backend's allocation kinds (harness.Matrix).
+var Matrix = harness.Matrix
 
 // GPUBackends in the order auto probes them.
 var GPUBackends = []string{"cuda", "hsa", "hip"}
