@@ -457,3 +457,41 @@ func (c *Ctx) teardown() error {
 	c.owned = nil
 	return errors.Join(errs...)
 }
+
+// peerAttrs are the per-pair facts a CUDA rank reports (rank/cuda's
+// DeviceInfo.Attrs "peer.<ordinal>.<key>") and the attribute each names.
+var peerAttrs = []struct{ key, name string }{
+	{"can_access", "cuDeviceCanAccessPeer"},
+	{"access_supported", "CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED"},
+}
+
+var peerAtomicAttr = struct{ key, name string }{"native_atomic", "CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED"}
+
+// NeedPeer skips the case when some rank's device lacks what reaching
+// another rank's device needs, naming the attribute and its value: peer
+// access always, native P2P atomics when atomics is set. Ranks on the same
+// device need nothing; backends that report no per-pair facts (host, and
+// AMD, which checks its pools itself) pass.
+func (c *Ctx) NeedPeer(atomics bool) error {
+	for r := range c.W.Procs {
+		if c.Vendor() != "nvidia" {
+			return nil
+		}
+		for q := range c.W.Procs {
+			dr, dq := c.W.Procs[r].Device, c.W.Procs[q].Device
+			if dr == dq {
+				continue
+			}
+			checks := peerAttrs
+			if atomics {
+				checks = append(checks[:len(checks):len(checks)], peerAtomicAttr)
+			}
+			for _, ch := range checks {
+				if v := c.Attr(r, fmt.Sprintf("peer.%d.%s", dq, ch.key)); v != "1" {
+					return Skipf("device %d to device %d: %s is %q, need 1", dr, dq, ch.name, v)
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -269,6 +269,9 @@ func runCounterAt(c *harness.Ctx, k kernels.Kernel, size, offset uint64) error {
 
 // runCounterOn runs the contended op on a word of m (owned by rank 0).
 func runCounterOn(c *harness.Ctx, k kernels.Kernel, m *harness.Mem, offset uint64) error {
+	if err := c.NeedPeer(true); err != nil {
+		return err
+	}
 	sz := sizing(c, k.Op)
 	w := k.Type.Bits()
 	init := counterInit(k)

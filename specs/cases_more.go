@@ -24,6 +24,9 @@ func (b *builder) patterns() {
 	for _, s := range kernels.Scopes {
 		k := kernels.MustLookup(kernels.Name(kernels.OpSpread, kernels.U64, kernels.Relaxed, s))
 		b.add("spread", k.Name, b.o.Ranks, report.Pass, []string{"atomics", "spread", string(s)}, 60*time.Second, func(c *harness.Ctx) error {
+			if err := c.NeedPeer(true); err != nil {
+				return err
+			}
 			sz := sizing(c, kernels.OpSpread)
 			m, err := c.Shared(0, max(sz.threads()*8, 4096), true)
 			if err != nil {
@@ -54,6 +57,9 @@ func (b *builder) patterns() {
 		})
 		ar := kernels.MustLookup(kernels.Name(kernels.OpAllReduce, kernels.U64, kernels.Relaxed, s))
 		b.add("allreduce", ar.Name, b.o.Ranks, report.Pass, []string{"atomics", "allreduce", string(s)}, 60*time.Second, func(c *harness.Ctx) error {
+			if err := c.NeedPeer(true); err != nil {
+				return err
+			}
 			const n = 4096
 			sz := sizing(c, kernels.OpAllReduce)
 			dst, err := c.Shared(0, n*8, true)
@@ -118,6 +124,9 @@ func (b *builder) litmus() {
 			labels = append(labels, "info")
 		}
 		b.add("litmus", k.Name, b.o.Ranks, report.Pass, labels, 60*time.Second, func(c *harness.Ctx) error {
+			if err := c.NeedPeer(false); err != nil {
+				return err
+			}
 			n, block, to := litmusSize(c)
 			xy, err := c.Shared(0, 2*n*4, true)
 			if err != nil {
@@ -162,6 +171,9 @@ func (b *builder) litmus() {
 	}
 	sb := kernels.MustLookup("sb_u32_seqcst_sys")
 	b.add("litmus", sb.Name, b.o.Ranks, report.Pass, []string{"litmus", "sb"}, 60*time.Second, func(c *harness.Ctx) error {
+		if err := c.NeedPeer(false); err != nil {
+			return err
+		}
 		n, block, to := litmusSize(c)
 		xy, err := c.Shared(0, 2*n*4, true)
 		if err != nil {
@@ -210,6 +222,9 @@ func (b *builder) litmus() {
 	iriw := kernels.MustLookup("iriw_u32_seqcst_sys")
 	ranks := max(3, b.o.Ranks)
 	b.add("litmus", iriw.Name, ranks, report.Pass, []string{"litmus", "iriw"}, 60*time.Second, func(c *harness.Ctx) error {
+		if err := c.NeedPeer(false); err != nil {
+			return err
+		}
 		n, _, to := litmusSize(c)
 		n = min(n, 20000)
 		xy, err := c.Shared(0, 2*n*4, true)
@@ -263,6 +278,9 @@ func (b *builder) litmus() {
 
 func (b *builder) fdExchange() {
 	b.add("fdexchange", "pattern", b.o.Ranks, report.Pass, []string{"fd"}, 30*time.Second, func(c *harness.Ctx) error {
+		if err := c.NeedPeer(false); err != nil {
+			return err
+		}
 		const size = 1 << 20
 		for owner := 0; owner < c.N(); owner++ {
 			m, err := c.Shared(owner, size, true)
@@ -363,6 +381,9 @@ func firstDiff(a, b []byte) int {
 func (b *builder) controls() {
 	racy := kernels.MustLookup("racy_u64_plain_sys")
 	b.add("planted", racy.Name, b.o.Ranks, report.Fail, []string{"control", "planted"}, 60*time.Second, func(c *harness.Ctx) error {
+		if err := c.NeedPeer(true); err != nil {
+			return err
+		}
 		sz := sizing(c, kernels.OpRacy)
 		pause := uint64(2000)
 		if c.Vendor() == "host" {

@@ -71,6 +71,9 @@ func (b *builder) perf() {
 // runPingPong times a dependent chain of acquire/release hand-overs. Each
 // side polls a flag in its own memory and writes the other's.
 func runPingPong(c *harness.Ctx, pp kernels.Kernel) error {
+	if err := c.NeedPeer(false); err != nil {
+		return err
+	}
 	rounds := uint64(20000)
 	if c.Vendor() == "host" {
 		rounds = 2000
@@ -147,6 +150,9 @@ func copySize(c *harness.Ctx) uint64 {
 // runCopy moves size bytes between rank s's local buffer and memory owned
 // by rank d, from rank s: "write" pushes into d, "read" pulls from d.
 func runCopy(c *harness.Ctx, s, d int, eng, dir string) error {
+	if err := c.NeedPeer(false); err != nil {
+		return err
+	}
 	size := copySize(c)
 	local, err := c.Local(s, size)
 	if err != nil {
@@ -232,6 +238,9 @@ func runCopy(c *harness.Ctx, s, d int, eng, dir string) error {
 // runBidir copies size bytes from each of s and d into the other at the same
 // time; the metric is the sum of both directions.
 func runBidir(c *harness.Ctx, s, d int, eng string) error {
+	if err := c.NeedPeer(false); err != nil {
+		return err
+	}
 	size := copySize(c)
 	copyK := kernels.MustLookup("copy_b128_plain_dev")
 	ms := map[int]*harness.Mem{}
@@ -307,6 +316,9 @@ func runBidir(c *harness.Ctx, s, d int, eng string) error {
 // runAtomicRate measures one rank's atomic throughput: rank 0 on its own
 // memory (local) or rank 1 on rank 0's memory (peer).
 func runAtomicRate(c *harness.Ctx, k kernels.Kernel, peer bool) error {
+	if err := c.NeedPeer(true); err != nil {
+		return err
+	}
 	sz := sizing(c, k.Op)
 	m, err := c.Shared(0, max(sz.threads()*8, 4096), true)
 	if err != nil {
