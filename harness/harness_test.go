@@ -226,3 +226,73 @@ func benchSpec(b *testing.B) {
 		}
 	}
 }
+
+// Requests that name bytes outside a buffer are answered with an error,
+// never a dead rank or a write into a neighbouring mapping.
+func TestOutOfRangeRequests(t *testing.T) {
+	r := harness.NewRunner("host", false, 1)
+	defer r.Close()
+	c := &harness.Case{ID: "bounds", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
+		Run: func(ctx *harness.Ctx) error {
+			b, err := ctx.Local(0, 4096)
+			if err != nil {
+				return err
+			}
+			bad := map[string]func() error{
+				"read past the end":  func() error { _, err := ctx.Read(0, b, 1<<64-1, 1); return err },
+				"write past the end": func() error { return ctx.Write(0, b, 4090, make([]byte, 16)) },
+				"copy offset wraps":  func() error { _, _, err := ctx.Copy(0, b, 1<<64-8, b, 0, 16); return err },
+				"sum count wraps":    func() error { _, err := ctx.Sum(0, b, 0, 1<<61, 64); return err },
+				"fill past the end": func() error {
+					_, err := ctx.Run(harness.Launch{Rank: 0, Kernel: "fill_u64_plain_dev", Grid: 1, Block: 1, Args: map[string]harness.Arg{
+						"dst": harness.P(b, 0), "value": harness.V(7), "n": harness.V(1024), "block": harness.V(1), "nthreads": harness.V(1)}})
+					return err
+				},
+				"pointer at the end": func() error {
+					_, err := ctx.Run(harness.Launch{Rank: 0, Kernel: "fill_u64_plain_dev", Grid: 1, Block: 1, Args: map[string]harness.Arg{
+						"dst": harness.P(b, 4096), "value": harness.V(7), "n": harness.V(1), "block": harness.V(1), "nthreads": harness.V(1)}})
+					return err
+				},
+			}
+			for name, f := range bad {
+				err := f()
+				var re *harness.RemoteError
+				if !errors.As(err, &re) {
+					return harness.Failf("%s: want an error reply from a live rank, got %v", name, err)
+				}
+			}
+			return nil
+		}}
+	if res := r.Run(c); res.Outcome != report.Pass {
+		t.Fatalf("%s: %s", res.Outcome, res.Detail)
+	}
+}
+
+// A case that overruns its deadline and then fails must not leave a reply
+// behind that the next case takes for its own.
+func TestOverrunCaseDoesNotPoisonTheNext(t *testing.T) {
+	r := harness.NewRunner("host", false, 1)
+	defer r.Close()
+	slow := &harness.Case{ID: "slow", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 200 * time.Millisecond,
+		Run: func(ctx *harness.Ctx) error {
+			if _, err := ctx.Local(0, 4096); err != nil {
+				return err
+			}
+			time.Sleep(300 * time.Millisecond)
+			return harness.Failf("gave up")
+		}}
+	if res := r.Run(slow); res.Outcome != report.Fail {
+		t.Fatalf("slow: %s %s", res.Outcome, res.Detail)
+	}
+	next := &harness.Case{ID: "next", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
+		Run: func(ctx *harness.Ctx) error {
+			b, err := ctx.Local(0, 4096)
+			if err != nil {
+				return err
+			}
+			return ctx.PutU64(0, b, 0, 1)
+		}}
+	if res := r.Run(next); res.Outcome != report.Pass {
+		t.Fatalf("next: %s %s", res.Outcome, res.Detail)
+	}
+}

@@ -110,6 +110,7 @@ type Proc struct {
 	state  *os.ProcessState
 	pipes  sync.WaitGroup
 	seq    uint32
+	mu     sync.Mutex // serialises calls and Close
 	// Trace is the memfd holding the rank's API trace ring: the rank writes
 	// it as it goes, so the parent can read it after any ending, SIGKILL
 	// included.
@@ -274,6 +275,8 @@ func (p *Proc) Kill(grace time.Duration) {
 
 // Close releases the socket; call after the process is gone.
 func (p *Proc) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.sock >= 0 {
 		unix.Close(p.sock)
 		p.sock = -1

@@ -74,31 +74,36 @@ func NewRunner(backend string, traceOn bool, seed int64) *Runner {
 
 func (r *Runner) world(n int, deadline time.Time) (*World, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if w, ok := r.worlds[n]; ok {
 		if w.Alive() {
+			r.mu.Unlock()
 			return w, nil
 		}
+		delete(r.worlds, n)
 		// A rank died while idle (or the last case broke the world): a
 		// world event, not the next case's fault.
 		for _, p := range w.Procs {
-			if !p.Alive() && w.broken == nil {
+			if !p.Alive() && w.broken.Load() == nil {
 				d := Classify(p)
 				r.Events = append(r.Events, fmt.Sprintf("%s: idle rank died (%s); world respawned", time.Now().Format(time.TimeOnly), d.Summary))
 			}
 		}
+		r.mu.Unlock()
 		w.Kill(200*time.Millisecond, errors.New("respawn"))
 		w.Close()
-		delete(r.worlds, n)
+		r.mu.Lock()
 	}
 	if r.unavailable != nil {
+		defer r.mu.Unlock()
 		return nil, r.unavailable
 	}
+	r.mu.Unlock()
+	// Spawning (and waiting for a device lock) happens without r.mu, so a
+	// SIGTERM's KillAll is never stuck behind it.
 	t0 := time.Now()
 	w, err := NewWorld(r.Backend, n, r.Trace, deadline)
-	if err == nil {
-		r.Events = append(r.Events, fmt.Sprintf("world of %d %s ranks ready in %.3f s", n, r.Backend, time.Since(t0).Seconds()))
-	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if err != nil {
 		var se *SkipError
 		if errors.As(err, &se) {
@@ -106,6 +111,7 @@ func (r *Runner) world(n int, deadline time.Time) (*World, error) {
 		}
 		return nil, err
 	}
+	r.Events = append(r.Events, fmt.Sprintf("world of %d %s ranks ready in %.3f s", n, r.Backend, time.Since(t0).Seconds()))
 	r.worlds[n] = w
 	if len(w.Infos) > len(r.Infos) {
 		r.Infos = w.Infos
@@ -165,26 +171,43 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 		res.Outcome, res.Detail = report.Error, "world start: "+err.Error()
 		return res
 	}
+	ctx := &Ctx{W: w, Kind: c.Kind, Seed: r.Seed, Deadline: deadline}
+	var before []wire.MemInfo
+	if !c.NoLeak {
+		before, err = r.baseline(ctx)
+		if err != nil {
+			// A rank died between cases after the liveness check: still a
+			// world event. Respawn once and take the baseline again.
+			r.dropWorld(c.Ranks, w, err)
+			if w, err = r.world(c.Ranks, time.Now().Add(max(timeout, 60*time.Second))); err != nil {
+				res.Outcome, res.Detail = report.Error, "world start: "+err.Error()
+				return res
+			}
+			ctx.W = w
+			if before, err = r.baseline(ctx); err != nil {
+				res.Outcome, res.Detail = report.Error, "fresh world does not answer: "+err.Error()
+				return res
+			}
+		}
+	}
 	for _, p := range w.Procs {
 		p.Stderr.Reset()
 		p.Stdout.Reset()
 	}
-	ctx := &Ctx{W: w, Kind: c.Kind, Seed: r.Seed, Deadline: deadline}
 	cw := r.startWatch(w)
-	var before []wire.MemInfo
-	if !c.NoLeak {
-		for i := range w.Procs {
-			mi, err := ctx.MemInfo(i)
-			if err != nil {
-				break
-			}
-			before = append(before, mi)
-		}
-	}
 	err = c.Run(ctx)
+	// Teardown and the leak check get their own deadline: the case may have
+	// spent its own, and a request sent with a spent deadline cannot wait.
+	ctx.Deadline = time.Now().Add(30 * time.Second)
+	var fatal error
 	if w.Alive() && !isWorldFatal(err) {
-		if terr := ctx.teardown(); terr != nil && err == nil {
-			err = terr
+		if terr := ctx.teardown(); terr != nil {
+			if isWorldFatal(terr) {
+				fatal = terr
+			}
+			if err == nil {
+				err = terr
+			}
 		}
 	}
 	res.Outcome, res.Detail, res.Fault = r.judge(c, w, err)
@@ -195,14 +218,19 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 		res.Detail += strings.Join(ctx.notes, "; ")
 	}
 	if res.Outcome == report.Pass && len(before) == len(w.Procs) && w.Alive() {
-		if leak := checkLeaks(ctx, before); leak != "" {
+		leak, lerr := checkLeaks(ctx, before)
+		switch {
+		case lerr != nil:
+			fatal = lerr
+			res.Outcome, res.Detail = report.Error, "leak check: "+lerr.Error()
+		case leak != "":
 			res.Outcome, res.Detail = report.Fail, "leak: "+leak
 		}
 	}
 	res.Metrics = summarize(ctx.Metrics)
 	res.Ranks = evidence(w)
 	r.endWatch(c, w, cw, &res)
-	if !w.Alive() || isWorldFatal(err) {
+	if !w.Alive() || isWorldFatal(err) || fatal != nil {
 		// Whatever is left of this world is not trusted by the next case.
 		w.Kill(200*time.Millisecond, fmt.Errorf("case %s ended with %s", c.ID, res.Outcome))
 		r.mu.Lock()
@@ -269,12 +297,37 @@ func (r *Runner) judge(c *Case, w *World, err error) (report.Outcome, string, *r
 	return report.Error, err.Error(), nil
 }
 
-func checkLeaks(ctx *Ctx, before []wire.MemInfo) string {
+// baseline asks every rank for its buffers, fds and free memory.
+func (r *Runner) baseline(ctx *Ctx) ([]wire.MemInfo, error) {
+	var out []wire.MemInfo
+	for i := range ctx.W.Procs {
+		mi, err := ctx.MemInfo(i)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, mi)
+	}
+	return out, nil
+}
+
+// dropWorld forgets a world that failed between cases and kills it.
+func (r *Runner) dropWorld(n int, w *World, why error) {
+	r.mu.Lock()
+	if r.worlds[n] == w {
+		delete(r.worlds, n)
+	}
+	r.Events = append(r.Events, fmt.Sprintf("%s: world of %d stopped answering between cases (%v); respawned", time.Now().Format(time.TimeOnly), n, why))
+	r.mu.Unlock()
+	w.Kill(200*time.Millisecond, why)
+	w.Close()
+}
+
+func checkLeaks(ctx *Ctx, before []wire.MemInfo) (string, error) {
 	var leaks []string
 	for i, b := range before {
 		a, err := ctx.MemInfo(i)
 		if err != nil {
-			return fmt.Sprintf("rank %d meminfo: %v", i, err)
+			return "", err
 		}
 		if a.Bufs != b.Bufs {
 			leaks = append(leaks, fmt.Sprintf("rank %d holds %d buffers, had %d", i, a.Bufs, b.Bufs))
@@ -286,7 +339,7 @@ func checkLeaks(ctx *Ctx, before []wire.MemInfo) string {
 			leaks = append(leaks, fmt.Sprintf("rank %d free memory dropped %d bytes", i, b.Free-a.Free))
 		}
 	}
-	return strings.Join(leaks, "; ")
+	return strings.Join(leaks, "; "), nil
 }
 
 func evidence(w *World) []report.Rank {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,7 +27,7 @@ type World struct {
 	Infos   []map[string]any
 	Trace   bool
 	locks   []string
-	broken  error // set when the world can no longer be trusted
+	broken  atomic.Pointer[error] // set when the world can no longer be trusted
 }
 
 // Errors a case can end with; the runner maps them to outcomes.
@@ -87,6 +88,13 @@ func (e *ProtocolError) Unwrap() error { return e.Err }
 
 // call sends one request and waits for its reply until deadline.
 func (p *Proc) call(t wire.Type, body any, deadline time.Time, res any, fds ...int) (wire.Msg, error) {
+	// One conversation per rank at a time: a request and its reply are
+	// never interleaved with another goroutine's.
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sock < 0 {
+		return wire.Msg{}, &DeadError{p.Rank, t.String()}
+	}
 	p.seq++
 	seq := p.seq
 	what := t.String()
@@ -98,6 +106,12 @@ func (p *Proc) call(t wire.Type, body any, deadline time.Time, res any, fds ...i
 		return wire.Msg{}, &ProtocolError{p.Rank, err}
 	}
 	m, err := wire.Recv(p.sock, deadline)
+	// A reply to an earlier request that missed its deadline may still be
+	// queued: drop it rather than take it for this one's.
+	for err == nil && m.Type == wire.TReply && m.Seq < seq {
+		m.CloseFds()
+		m, err = wire.Recv(p.sock, deadline)
+	}
 	switch {
 	case errors.Is(err, wire.ErrDeadline):
 		return wire.Msg{}, &TimeoutError{p.Rank, what}
@@ -228,7 +242,9 @@ func (w *World) lockDevices(deadline time.Time) error {
 			continue
 		}
 		seen[id] = true
-		path := filepath.Join(os.TempDir(), "p2patomics-"+w.Backend+"-"+sanitize(id)+".lock")
+		// Keyed by the device alone: a hip and an hsa suite on one GPU
+		// must exclude each other too.
+		path := filepath.Join(os.TempDir(), "p2patomics-gpu-"+sanitize(id)+".lock")
 		if err := acquire(path, id, deadline); err != nil {
 			return err
 		}
@@ -285,7 +301,7 @@ func sanitize(s string) string {
 
 // Alive reports whether every rank is still running.
 func (w *World) Alive() bool {
-	if w.broken != nil {
+	if w.broken.Load() != nil {
 		return false
 	}
 	for _, p := range w.Procs {
@@ -303,7 +319,7 @@ func (w *World) Close() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if p.Alive() && w.broken == nil {
+			if p.Alive() && w.broken.Load() == nil {
 				_, _ = p.call(wire.TExit, nil, time.Now().Add(2*time.Second), nil)
 				if !p.WaitExit(2 * time.Second) {
 					p.Signal(syscall.SIGKILL)
@@ -324,9 +340,7 @@ func (w *World) Close() {
 
 // Kill ends every rank: SIGQUIT (stack dumps) then SIGKILL after grace.
 func (w *World) Kill(grace time.Duration, why error) {
-	if w.broken == nil {
-		w.broken = why
-	}
+	w.broken.CompareAndSwap(nil, &why)
 	var wg sync.WaitGroup
 	for _, p := range w.Procs {
 		wg.Add(1)

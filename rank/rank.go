@@ -63,6 +63,10 @@ func Main() int {
 	// Vendor contexts (CUDA's current context, HIP's current device) are per
 	// OS thread: every backend call happens on this goroutine, pinned.
 	runtime.LockOSThread()
+	// Core dumps off (DESIGN.md): every crash canary and GPU fault ends in
+	// SIGABRT under GOTRACEBACK=crash, and a GPU rank's core is its whole
+	// mapped address space.
+	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{Cur: 0, Max: 0})
 	// Pdeathsig is armed by the parent; if the parent died before it took
 	// effect we would never be told, so check once (against the pid the
 	// parent wrote, not 1: the suite may itself be PID 1 in a container).
@@ -260,7 +264,7 @@ func (s *server) handle(m *wire.Msg) (any, []int, error) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("argument %s: %w", k.Args[i].Name, err)
 			}
-			if a.Off > b.Size() {
+			if a.Off >= b.Size() {
 				return nil, nil, fmt.Errorf("argument %s: offset %d past the %d-byte buffer", k.Args[i].Name, a.Off, b.Size())
 			}
 			args[i] = b.Addr() + a.Off
@@ -279,7 +283,7 @@ func (s *server) handle(m *wire.Msg) (any, []int, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if r.Len > wire.MaxData || r.Off+r.Len > b.Size() {
+		if r.Len > wire.MaxData || !within(r.Off, r.Len, b.Size()) {
 			return nil, nil, fmt.Errorf("read of %d bytes at %d: outside the %d-byte buffer or over %d", r.Len, r.Off, b.Size(), wire.MaxData)
 		}
 		p := make([]byte, r.Len)
@@ -296,7 +300,7 @@ func (s *server) handle(m *wire.Msg) (any, []int, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if w.Off+uint64(len(w.Data)) > b.Size() {
+		if !within(w.Off, uint64(len(w.Data)), b.Size()) {
 			return nil, nil, fmt.Errorf("write of %d bytes at %d: outside the %d-byte buffer", len(w.Data), w.Off, b.Size())
 		}
 		return nil, nil, s.be.Write(b, w.Off, w.Data)
@@ -329,6 +333,10 @@ func (s *server) handle(m *wire.Msg) (any, []int, error) {
 		src, err := s.buf(c.Src)
 		if err != nil {
 			return nil, nil, err
+		}
+		if !within(c.DstOff, c.N, dst.Size()) || !within(c.SrcOff, c.N, src.Size()) {
+			return nil, nil, fmt.Errorf("copy of %d bytes: destination [%d, +%d) or source [%d, +%d) outside its buffer (%d, %d bytes)",
+				c.N, c.DstOff, c.N, c.SrcOff, c.N, dst.Size(), src.Size())
 		}
 		res, err := s.be.Copy(dst, c.DstOff, src, c.SrcOff, c.N)
 		if err != nil {
@@ -397,7 +405,7 @@ func (s *server) sum(q wire.Sum) (any, []int, error) {
 	if w != 4 && w != 8 {
 		return nil, nil, fmt.Errorf("sum: width %d, want 32 or 64", q.Width)
 	}
-	if q.Off+q.N*w > b.Size() {
+	if q.Off > b.Size() || q.N > (b.Size()-q.Off)/w {
 		return nil, nil, fmt.Errorf("sum of %d words at %d: outside the %d-byte buffer", q.N, q.Off, b.Size())
 	}
 	var total uint64
@@ -418,6 +426,10 @@ func (s *server) sum(q wire.Sum) (any, []int, error) {
 	}
 	return wire.SumReply{Sum: total}, nil, nil
 }
+
+// within reports whether [off, off+n) lies inside size bytes, without the
+// overflow of computing off+n.
+func within(off, n, size uint64) bool { return off <= size && n <= size-off }
 
 func leU64(b []byte) uint64 {
 	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |

@@ -273,10 +273,16 @@ func runBidir(c *harness.Ctx, s, d int, eng string) error {
 					errs <- err
 				}()
 			}
+			// Collect both answers before returning: a rank still talking
+			// must not meet the teardown's requests.
+			var first error
 			for range 2 {
-				if err := <-errs; err != nil {
-					return err
+				if err := <-errs; err != nil && first == nil {
+					first = err
 				}
+			}
+			if first != nil {
+				return first
 			}
 		} else {
 			var ls []harness.Launch

@@ -122,7 +122,14 @@ func sigtermCanary() (report.Outcome, string) {
 	}
 	defer os.RemoveAll(dir)
 	cmd := exec.Command("/proc/self/exe", "--backend=host", "--case=host.memfd.canary.sleep", "--out="+dir)
-	cmd.Env = append(os.Environ(), "P2PAT_INTERNAL_SLEEP_CASE=1")
+	// The child gets this suite's environment minus every P2PAT_ setting
+	// (a user's P2PAT_ALLOC=vmm would make it refuse the host case).
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "P2PAT_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "P2PAT_INTERNAL_SLEEP_CASE=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return report.Error, "start child suite: " + err.Error()
@@ -186,7 +193,10 @@ func hasChildRank(pid int) bool {
 // leakCheck closes every world and compares the suite's open fds and child
 // processes with what it had at the start.
 func (r *Run) leakCheck() (report.Outcome, string) {
-	for _, rn := range r.runners {
+	r.mu.Lock()
+	runners := r.runnerList()
+	r.mu.Unlock()
+	for _, rn := range runners {
 		rn.Close()
 	}
 	time.Sleep(50 * time.Millisecond)

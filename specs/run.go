@@ -188,6 +188,13 @@ func (r *Run) runner(backend string) *harness.Runner {
 	return rn
 }
 
+// SpecTimeout is Ginkgo's outer bound for a case: the harness's own
+// deadlines end it first, for every repeat of a soak.
+func (r *Run) SpecTimeout(c *harness.Case) time.Duration {
+	per := c.Timeout + 60*time.Second
+	return per*time.Duration(r.Opts.Repeat) + r.Opts.Duration/time.Duration(max(1, len(r.planned))) + per
+}
+
 // Execute runs one case (repeatedly in soak mode) and records the result.
 func (r *Run) Execute(c *harness.Case) report.Result {
 	r.mu.Lock()
@@ -219,8 +226,9 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 	}
 	start := time.Now()
 	runs, unmet := 0, 0
+	rn := r.runner(c.Backend)
 	for {
-		one := r.runner(c.Backend).Run(c)
+		one := rn.Run(c)
 		runs++
 		if !one.Met() {
 			unmet++
@@ -229,6 +237,12 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 			res = one
 		}
 		if runs >= r.Opts.Repeat && (perCase == 0 || time.Since(start) >= perCase) {
+			break
+		}
+		r.mu.Lock()
+		stop := r.finished || rn.Abort != ""
+		r.mu.Unlock()
+		if stop {
 			break
 		}
 	}
@@ -249,7 +263,11 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 		res.Detail = strings.TrimSpace(fmt.Sprintf("%s (soak: %d runs, %d did not meet %s)", res.Detail, runs, unmet, c.Expected))
 	}
 	r.mu.Lock()
-	r.results[c.ID] = res
+	if !r.finished {
+		// After an interrupt the reports are already being written with
+		// this case incomplete; a late result must not change them.
+		r.results[c.ID] = res
+	}
 	r.current = ""
 	r.mu.Unlock()
 	return res
@@ -265,18 +283,27 @@ func (r *Run) WatchSignals() {
 		fmt.Fprintf(os.Stderr, "p2patomics: %s: stopping ranks, writing results\n", sig)
 		r.mu.Lock()
 		cur := r.current
-		r.mu.Unlock()
-		for _, rn := range r.runners {
-			rn.KillAll()
-		}
 		if cur != "" {
-			r.mu.Lock()
 			r.results[cur] = report.Result{ID: cur, Outcome: report.Incomplete, Expected: r.expected(cur),
 				Detail: "interrupted by " + sig.String() + " while running", Ranks: []report.Rank{}}
-			r.mu.Unlock()
+		}
+		r.finished = true // no result written after this point
+		runners := r.runnerList()
+		r.mu.Unlock()
+		for _, rn := range runners {
+			rn.KillAll()
 		}
 		os.Exit(r.Finish())
 	}()
+}
+
+// runnerList copies the runners; call with r.mu held.
+func (r *Run) runnerList() []*harness.Runner {
+	out := make([]*harness.Runner, 0, len(r.runners))
+	for _, rn := range r.runners {
+		out = append(out, rn)
+	}
+	return out
 }
 
 func (r *Run) expected(id string) report.Outcome {
@@ -290,6 +317,8 @@ func (r *Run) expected(id string) report.Outcome {
 
 // Results returns the results in plan order, unfinished cases incomplete.
 func (r *Run) Results() []report.Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	out := make([]report.Result, 0, len(r.planned))
 	for _, c := range r.planned {
 		res, ok := r.results[c.ID]
@@ -316,15 +345,14 @@ func (r *Run) Finish() int {
 func (r *Run) finish() int {
 	r.mu.Lock()
 	r.finished = true
+	runners := r.runnerList()
 	r.mu.Unlock()
 	var events []string
 	var infos [][]map[string]any
-	for _, rn := range r.runners {
+	for _, rn := range runners {
+		rn.Close()
 		events = append(events, rn.Events...)
 		infos = append(infos, rn.Infos)
-	}
-	for _, rn := range r.runners {
-		rn.Close()
 	}
 	results := r.Results()
 	rep := &report.Report{Schema: report.Schema, Environment: environment(r.Opts, infos), Results: results}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -78,7 +77,7 @@ func describeGroup(group Group) {
 	{
 		Describe(group.Name, func() {
 			for _, c := range group.Cases {
-				decorators := []any{Label(c.Labels...), SpecTimeout(c.Timeout + 60*time.Second)}
+				decorators := []any{Label(c.Labels...), SpecTimeout(run.SpecTimeout(c))}
 				if c.GPU {
 					decorators = append(decorators, Serial)
 				}

@@ -3,6 +3,7 @@ package host
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -123,14 +124,22 @@ func (h *Backend) Launch(k kernels.Kernel, grid, block uint32, args []uint64) (b
 	for i, a := range k.Args {
 		if !a.Ptr {
 			val[a.Name] = args[i]
-			continue
 		}
-		if args[i] == 0 {
-			continue // optional pointer (e.g. out, bar) left null
+	}
+	need := needBytes(k, val, n)
+	for i, a := range k.Args {
+		if !a.Ptr || args[i] == 0 {
+			continue // a value, or an optional pointer (out, bar) left null
 		}
-		p, _, err := h.resolve(args[i])
+		p, left, err := h.resolve(args[i])
 		if err != nil {
 			return backend.LaunchResult{}, fmt.Errorf("%s argument %s: %w", k.Name, a.Name, err)
+		}
+		// A GPU faults on an access past its mapping; Go code would write
+		// into whatever mapping lies next, so check the extent first.
+		if want, ok := need[a.Name]; ok && want > left {
+			return backend.LaunchResult{}, fmt.Errorf("%s argument %s: the kernel touches %d bytes from %#x, the mapping holds %d",
+				k.Name, a.Name, want, args[i], left)
 		}
 		ptr[a.Name] = p
 	}
@@ -479,4 +488,49 @@ func (h *Backend) body(k kernels.Kernel, ptr map[string]unsafe.Pointer, val map[
 		}, nil
 	}
 	return nil, fmt.Errorf("host: kernel %s (op %s) has no host implementation", k.Name, k.Op)
+}
+
+// needBytes is how far past each pointer argument a launch reaches, from
+// the kernel's semantics (manifest Doc strings). Products that overflow
+// become MaxUint64, which no mapping holds.
+func needBytes(k kernels.Kernel, val map[string]uint64, nthreads uint64) map[string]uint64 {
+	mul := func(a, b uint64) uint64 {
+		hi, lo := bits.Mul64(a, b)
+		if hi != 0 {
+			return math.MaxUint64
+		}
+		return lo
+	}
+	word := uint64(k.Type.Bits() / 8)
+	n := val["n"]
+	switch k.Op {
+	case kernels.OpAdd, kernels.OpSub, kernels.OpXchg, kernels.OpCAS, kernels.OpAnd, kernels.OpOr,
+		kernels.OpXor, kernels.OpMin, kernels.OpMax, kernels.OpInc:
+		return map[string]uint64{"target": word, "out": mul(nthreads, 8)}
+	case kernels.OpSpread:
+		return map[string]uint64{"target": mul(nthreads, 8)}
+	case kernels.OpAllReduce:
+		return map[string]uint64{"dst": mul(n, 8), "src": mul(n, 8)}
+	case kernels.OpMP:
+		return map[string]uint64{"x": mul(n, 4), "y": mul(n, 4), "out": 16}
+	case kernels.OpSB:
+		return map[string]uint64{"x": mul(n, 4), "y": mul(n, 4), "out": mul(n, 4)}
+	case kernels.OpIRIW:
+		return map[string]uint64{"x": mul(n, 4), "y": mul(n, 4), "out": mul(n, 8)}
+	case kernels.OpPingPong:
+		out := uint64(24)
+		if val["role"] == 2 {
+			out = 64
+		}
+		return map[string]uint64{"flag": 8, "peer": 8, "out": out}
+	case kernels.OpCopy:
+		return map[string]uint64{"dst": val["nbytes"], "src": val["nbytes"]}
+	case kernels.OpRacy:
+		return map[string]uint64{"target": 8, "bar": 8}
+	case kernels.OpWait:
+		return map[string]uint64{"flag": 4, "out": 8}
+	case kernels.OpFill:
+		return map[string]uint64{"dst": mul(n, 8)}
+	}
+	return nil
 }
