@@ -2,6 +2,7 @@
 # Both need Go >= 1.26 on PATH; as root they install missing Debian packages,
 # otherwise they print the apt-get line.
 SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 GO    ?= go
 ARGS  ?=
 OUT   := $(CURDIR)/out
