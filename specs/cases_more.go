@@ -3,9 +3,7 @@ package specs
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"os"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -542,17 +540,6 @@ func (b *builder) dmabuf() {
 		return nil
 	})
 }
-
-// gpuNote renders an attribute for a skip message.
-func attrSkip(c *harness.Ctx, r int, attr, want string) error {
-	if v := c.Attr(r, attr); v != want {
-		return harness.Skipf("rank %d: device attribute %s is %q, need %s", r, attr, v, want)
-	}
-	return nil
-}
-
-var _ = strings.TrimSpace
-var _ = fmt.Sprintf
 
 // freshWorldCheck is the case after a canary: the world must be a new one
 // (every rank respawned) and must work end to end: rank 1 fills rank 0's

@@ -168,3 +168,24 @@ func Less(a, b string) bool {
 	}
 	return false
 }
+
+// CheckAll compares want with every header set's output for prefix ("hsa",
+// "hip") in the P2PAT_AMD_ABI folder and reports each difference.
+func CheckAll(t testing.TB, prefix string, want Table) {
+	t.Helper()
+	dir := Dir(t)
+	vs, err := Versions(dir, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		got, err := Load(filepath.Join(dir, prefix+"-"+v+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range Compare(want, got, v) {
+			t.Errorf("ROCm %s: %s", v, d)
+		}
+		t.Logf("ROCm %s: %d %s facts compared", v, len(want), prefix)
+	}
+}

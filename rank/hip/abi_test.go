@@ -10,23 +10,7 @@ import (
 
 // TestABI compares abi.go with scripts/amdabi/hip_abi.c compiled against
 // each ROCm header set (P2PAT_AMD_ABI from scripts/amd-headers.sh).
-func TestABI(t *testing.T) {
-	dir := amdabi.Dir(t)
-	vs, err := amdabi.Versions(dir, "hip")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range vs {
-		got, err := amdabi.Load(filepath.Join(dir, "hip-"+v+".txt"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range amdabi.Compare(abiTable(), got, v) {
-			t.Errorf("ROCm %s: %s", v, d)
-		}
-		t.Logf("ROCm %s: %d HIP facts compared", v, len(abiTable()))
-	}
-}
+func TestABI(t *testing.T) { amdabi.CheckAll(t, "hip", abiTable()) }
 
 // TestABIPlantedBug perturbs a copy of the Uncached value and of
 // hipMemAccessDesc's size and expects the comparator to report both.
