@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"p2patomics/harness/report"
 	"p2patomics/kernels"
 	"p2patomics/wire"
 )
@@ -21,9 +22,13 @@ type Ctx struct {
 	Seed     int64
 	Deadline time.Time
 	Metrics  map[string]Metric
-	owned    []owned // freed at teardown
-	mu       sync.Mutex
-	notes    []string
+	// Clocks makes every launch and copy sample its device's clock (perf
+	// cases); what comes back is kept per case and attached to each metric.
+	Clocks bool
+	clock  *report.Clock
+	owned  []owned // freed at teardown
+	mu     sync.Mutex
+	notes  []string
 }
 
 type owned struct{ rank, buf int }
@@ -33,6 +38,7 @@ type Metric struct {
 	Unit    string
 	Samples []float64
 	Method  string
+	Clock   *report.Clock // the device clocks seen in the case so far
 }
 
 // Mem is one allocation shared across ranks: Bufs[r] is the buffer id of
@@ -268,6 +274,8 @@ type Launch struct {
 	Grid   uint32
 	Block  uint32
 	Args   map[string]wire.Arg
+	// CPU, when set, has the rank's CPU add to a word while the kernel runs.
+	CPU *wire.CPUAtomics
 }
 
 func (l Launch) wire() (wire.Launch, error) {
@@ -287,7 +295,7 @@ func (l Launch) wire() (wire.Launch, error) {
 		}
 		args[i] = v
 	}
-	return wire.Launch{Kernel: l.Kernel, Grid: l.Grid, Block: l.Block, Args: args}, nil
+	return wire.Launch{Kernel: l.Kernel, Grid: l.Grid, Block: l.Block, Args: args, CPU: l.CPU}, nil
 }
 
 // Run launches every given kernel at once (one per rank) and waits for all.
@@ -299,6 +307,7 @@ func (c *Ctx) Run(ls ...Launch) ([]time.Duration, error) {
 		if err != nil {
 			return nil, err
 		}
+		w.Clocks = c.Clocks
 		reqs[i] = w
 	}
 	out := make([]time.Duration, len(ls))
@@ -311,6 +320,7 @@ func (c *Ctx) Run(ls ...Launch) ([]time.Duration, error) {
 			var t wire.Timing
 			_, errs[i] = c.proc(l.Rank).call(wire.TLaunch, reqs[i], c.Deadline, &t)
 			out[i] = time.Duration(t.ElapsedNs)
+			c.noteClock(l.Rank, t.Clock)
 		}()
 	}
 	wg.Wait()
@@ -401,8 +411,19 @@ func (c *Ctx) Sum(r, buf int, off, n uint64, width int) (uint64, error) {
 // Copy runs the backend's copy engine in rank r.
 func (c *Ctx) Copy(r, dst int, dstOff uint64, src int, srcOff, n uint64) (time.Duration, string, error) {
 	var t wire.Timing
-	_, err := c.proc(r).call(wire.TCopy, wire.Copy{Dst: dst, DstOff: dstOff, Src: src, SrcOff: srcOff, N: n}, c.Deadline, &t)
+	_, err := c.proc(r).call(wire.TCopy, wire.Copy{Dst: dst, DstOff: dstOff, Src: src, SrcOff: srcOff, N: n, Clocks: c.Clocks}, c.Deadline, &t)
+	c.noteClock(r, t.Clock)
 	return time.Duration(t.ElapsedNs), t.Method, err
+}
+
+// noteClock folds a rank's clock samples into the case's.
+func (c *Ctx) noteClock(r int, cs *wire.ClockStats) {
+	if cs == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.clock = c.clock.Add(c.W.Procs[r].Device, cs.MinMHz, cs.MaxMHz, cs.N, cs.Reasons, cs.Error)
 }
 
 // Canary asks rank r to misbehave.
@@ -438,6 +459,12 @@ func (c *Ctx) Metric(name, unit, method string, samples ...float64) {
 	m := c.Metrics[name]
 	m.Unit, m.Method = unit, method
 	m.Samples = append(m.Samples, samples...)
+	c.mu.Lock()
+	if c.clock != nil {
+		cl := *c.clock
+		m.Clock = &cl
+	}
+	c.mu.Unlock()
 	c.Metrics[name] = m
 }
 
@@ -463,6 +490,25 @@ func (c *Ctx) teardown() error {
 var peerAttrs = []struct{ key, name string }{
 	{"can_access", "cuDeviceCanAccessPeer"},
 	{"access_supported", "CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED"},
+}
+
+// NeedHostAtomics skips the case when some rank's device cannot do atomics
+// on host memory that are atomic with the CPU's, naming the attribute
+// (CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED on NVIDIA; 0 on PCIe
+// H100/H200, where GPU atomics to host memory are not atomic with the CPU's
+// or with another GPU's). Backends whose ranks report no such attribute
+// (host: the CPU is the device; AMD, whose fine-grained pools decide it at
+// allocation) pass, and the CPU mapping itself says whether it exists.
+func (c *Ctx) NeedHostAtomics() error {
+	if c.Vendor() != "nvidia" {
+		return nil
+	}
+	for r, p := range c.W.Procs {
+		if v := c.Attr(r, "host_native_atomic_supported"); v != "1" {
+			return Skipf("device %d: CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is %q, need 1 for CPU and GPU system-scope atomics on one word", p.Device, v)
+		}
+	}
+	return nil
 }
 
 var peerAtomicAttr = struct{ key, name string }{"native_atomic", "CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED"}

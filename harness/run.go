@@ -59,7 +59,9 @@ type Runner struct {
 	Evidence *Evidence
 	// Abort is set when the machine stopped being trustworthy (GPU reset,
 	// Xid 79, ...): the suite gives every later case the abort outcome.
-	Abort    string
+	Abort string
+	// Starts records every world's start, for the report's timing.
+	Starts   []report.WorldStart
 	health   health.Snapshot
 	kmsgSaid bool
 	// unavailable is set once the backend failed to open for want of a
@@ -111,7 +113,9 @@ func (r *Runner) world(n int, deadline time.Time) (*World, error) {
 		}
 		return nil, err
 	}
-	r.Events = append(r.Events, fmt.Sprintf("world of %d %s ranks ready in %.3f s", n, r.Backend, time.Since(t0).Seconds()))
+	took := time.Since(t0).Seconds()
+	r.Events = append(r.Events, fmt.Sprintf("world of %d %s ranks ready in %.3f s", n, r.Backend, took))
+	r.Starts = append(r.Starts, report.WorldStart{Backend: r.Backend, Ranks: n, Seconds: round(took)})
 	r.worlds[n] = w
 	if len(w.Infos) > len(r.Infos) {
 		r.Infos = w.Infos
@@ -171,7 +175,7 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 		res.Outcome, res.Detail = report.Error, "world start: "+err.Error()
 		return res
 	}
-	ctx := &Ctx{W: w, Kind: c.Kind, Seed: r.Seed, Deadline: deadline}
+	ctx := &Ctx{W: w, Kind: c.Kind, Seed: r.Seed, Deadline: deadline, Clocks: slices.Contains(c.Labels, "perf")}
 	var before []wire.MemInfo
 	if !c.NoLeak {
 		before, err = r.baseline(ctx)
@@ -378,7 +382,7 @@ func summarize(ms map[string]Metric) map[string]report.Metric {
 		if len(s)%2 == 0 {
 			med = (s[len(s)/2-1] + s[len(s)/2]) / 2
 		}
-		out[name] = report.Metric{Unit: m.Unit, Median: round(med), Min: round(s[0]), Max: round(s[len(s)-1]), N: len(s), Method: m.Method}
+		out[name] = report.Metric{Unit: m.Unit, Median: round(med), Min: round(s[0]), Max: round(s[len(s)-1]), N: len(s), Method: m.Method, Clock: m.Clock}
 	}
 	return out
 }

@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -269,11 +271,31 @@ func (s *server) handle(m *wire.Msg) (any, []int, error) {
 			}
 			args[i] = b.Addr() + a.Off
 		}
+		var cpu func() error
+		if l.CPU != nil {
+			var err error
+			if cpu, err = s.cpuAtomics(l.CPU); err != nil {
+				return nil, nil, err
+			}
+		}
+		var clocks func() *wire.ClockStats
+		if l.Clocks {
+			clocks = s.sampleClocks()
+		}
 		res, err := s.be.Launch(k, l.Grid, l.Block, args)
+		var clk *wire.ClockStats
+		if clocks != nil {
+			clk = clocks()
+		}
+		if cpu != nil {
+			if cerr := cpu(); err == nil {
+				err = cerr
+			}
+		}
 		if err != nil {
 			return nil, nil, err
 		}
-		return wire.Timing{ElapsedNs: res.Elapsed.Nanoseconds(), Method: res.Method}, nil, nil
+		return wire.Timing{ElapsedNs: res.Elapsed.Nanoseconds(), Method: res.Method, Clock: clk}, nil, nil
 	case wire.TRead:
 		var r wire.Read
 		if err := m.Decode(&r); err != nil {
@@ -338,11 +360,19 @@ func (s *server) handle(m *wire.Msg) (any, []int, error) {
 			return nil, nil, fmt.Errorf("copy of %d bytes: destination [%d, +%d) or source [%d, +%d) outside its buffer (%d, %d bytes)",
 				c.N, c.DstOff, c.N, c.SrcOff, c.N, dst.Size(), src.Size())
 		}
+		var clocks func() *wire.ClockStats
+		if c.Clocks {
+			clocks = s.sampleClocks()
+		}
 		res, err := s.be.Copy(dst, c.DstOff, src, c.SrcOff, c.N)
+		var clk *wire.ClockStats
+		if clocks != nil {
+			clk = clocks()
+		}
 		if err != nil {
 			return nil, nil, err
 		}
-		return wire.Timing{ElapsedNs: res.Elapsed.Nanoseconds(), Method: res.Method}, nil, nil
+		return wire.Timing{ElapsedNs: res.Elapsed.Nanoseconds(), Method: res.Method, Clock: clk}, nil, nil
 	case wire.TMemInfo:
 		free, total, err := s.be.MemInfo()
 		if err != nil {
@@ -429,6 +459,99 @@ func (s *server) sum(q wire.Sum) (any, []int, error) {
 
 // within reports whether [off, off+n) lies inside size bytes, without the
 // overflow of computing off+n.
+// sampleClocks starts sampling the device's clock about once per
+// millisecond (and once at each end) on a goroutine of its own and returns
+// the stop, which gives what was seen; nil from the stop when the backend
+// cannot sample. The sampler never touches the locked vendor thread.
+func (s *server) sampleClocks() func() *wire.ClockStats {
+	cs, ok := s.be.(backend.ClockSampler)
+	if !ok {
+		return func() *wire.ClockStats { return nil }
+	}
+	done := make(chan struct{})
+	out := make(chan *wire.ClockStats, 1)
+	go func() {
+		st := &wire.ClockStats{}
+		seen := map[string]bool{}
+		take := func() {
+			mhz, reasons, err := cs.SampleClock()
+			if err != nil {
+				st.Error = err.Error()
+				return
+			}
+			if st.N == 0 || mhz < st.MinMHz {
+				st.MinMHz = mhz
+			}
+			st.MaxMHz = max(st.MaxMHz, mhz)
+			st.N++
+			for _, r := range reasons {
+				if !seen[r] {
+					seen[r] = true
+					st.Reasons = append(st.Reasons, r)
+				}
+			}
+		}
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		take()
+		for {
+			select {
+			case <-done:
+				take()
+				out <- st
+				return
+			case <-tick.C:
+				if st.Error == "" {
+					take()
+				}
+			}
+		}
+	}()
+	return func() *wire.ClockStats {
+		close(done)
+		return <-out
+	}
+}
+
+// cpuAtomics starts the CPU's share of a launch (wire.CPUAtomics) on its
+// own goroutines, which need no vendor context, and returns the wait. The
+// goroutines begin before the kernel is launched and the word is shared
+// with it, so the two overlap for as long as both run.
+func (s *server) cpuAtomics(c *wire.CPUAtomics) (func() error, error) {
+	cm, ok := s.be.(backend.CPUMapper)
+	if !ok {
+		return nil, backend.NotSupportedf("%s: the CPU cannot address this backend's memory", s.be.Name())
+	}
+	if c.Threads < 1 || c.Threads > 64 || c.Iters == 0 || c.Iters > 1<<24 {
+		return nil, fmt.Errorf("cpu atomics: %d threads x %d iterations outside 1..64 x 1..2^24", c.Threads, c.Iters)
+	}
+	b, err := s.buf(c.Target.Buf)
+	if err != nil {
+		return nil, fmt.Errorf("cpu atomics target: %w", err)
+	}
+	w, err := cm.CPUWord(b, c.Target.Off)
+	if err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	for t := 0; t < c.Threads; t++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := uint64(0); i < c.Iters; i++ {
+				if c.Racy {
+					v := atomic.LoadUint64(w)
+					runtime.Gosched() // widen the window, as the racy kernels do
+					atomic.StoreUint64(w, v+c.Operand)
+					continue
+				}
+				atomic.AddUint64(w, c.Operand)
+			}
+		}()
+	}
+	return func() error { wg.Wait(); return nil }, nil
+}
+
 func within(off, n, size uint64) bool { return off <= size && n <= size-off }
 
 func leU64(b []byte) uint64 {

@@ -20,6 +20,8 @@ func Catalogue(o *Options, backend, kind string) []*harness.Case {
 		return b.cases
 	}
 	b.counters()
+	b.pairs()
+	b.cpuGPU()
 	b.patterns()
 	b.litmus()
 	b.fdExchange()

@@ -54,23 +54,33 @@ func (b *builder) perf() {
 			}
 		}
 	}
+	// Round trips: system scope between every ordered pair of ranks (the
+	// first rank starts the chain and times it), device scope with both
+	// sides in one launch on rank 0's device, on its own memory.
 	for _, sc := range kernels.Scopes {
 		pp := kernels.MustLookup(kernels.Name(kernels.OpPingPong, kernels.U64, kernels.AcqRel, sc))
-		// sys: ranks 0 and 1 (two GPUs); dev: both sides in one launch on
-		// rank 0's device, on its own memory.
-		variant, pair := "pingpong_latency", "pair=0-1"
 		if sc == kernels.Dev {
-			variant, pair = "pingpong_latency_local", "pair=0-0"
+			b.add("perf", "pingpong_latency_local", n, report.Pass, []string{"perf", "latency", string(sc), "pair=0-0"}, 60*time.Second,
+				func(c *harness.Ctx) error { return runPingPong(c, pp, 0, 0) })
+			continue
 		}
-		b.add("perf", variant, n, report.Pass, []string{"perf", "latency", string(sc), pair}, 60*time.Second, func(c *harness.Ctx) error {
-			return runPingPong(c, pp)
-		})
+		for s := 0; s < n; s++ {
+			for d := 0; d < n; d++ {
+				if s != d {
+					b.add("perf", fmt.Sprintf("pingpong_latency.r%dr%d", s, d), n, report.Pass,
+						[]string{"perf", "latency", string(sc), fmt.Sprintf("pair=%d-%d", s, d)}, 60*time.Second,
+						func(c *harness.Ctx) error { return runPingPong(c, pp, s, d) })
+				}
+			}
+		}
 	}
 }
 
 // runPingPong times a dependent chain of acquire/release hand-overs. Each
 // side polls a flag in its own memory and writes the other's.
-func runPingPong(c *harness.Ctx, pp kernels.Kernel) error {
+// Side 0 runs on rank a, side 1 on rank b; a == b puts both sides in one
+// launch on a's device (local).
+func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 	if err := c.NeedPeer(false); err != nil {
 		return err
 	}
@@ -78,29 +88,29 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel) error {
 	if c.Vendor() == "host" {
 		rounds = 2000
 	}
-	local := pp.Scope == kernels.Dev
-	f0, err := c.Shared(0, 4096, true) // side 0's flag: word 0 of rank 0's memory
+	local := a == b
+	f0, err := c.Shared(a, 4096, true) // side 0's flag: word 0 of rank a's memory
 	if err != nil {
 		return err
 	}
-	f1 := f0 // side 1's flag: word 8 of rank 1's memory, or of rank 0's when local
+	f1 := f0 // side 1's flag: word 8 of rank b's memory (a's when local)
 	if !local {
-		if f1, err = c.Shared(1, 4096, true); err != nil {
+		if f1, err = c.Shared(b, 4096, true); err != nil {
 			return err
 		}
 	}
-	outs := make([]int, 2)
-	for r := 0; r < 2; r++ {
+	outs := make([]int, c.N())
+	for _, r := range []int{a, b} {
 		if outs[r], err = c.Local(r, 64); err != nil {
 			return err
 		}
 	}
 	for sample := 0; sample < 6; sample++ {
-		if err := c.Zero(0, f0.Bufs[0], 0, 128); err != nil {
+		if err := c.Zero(a, f0.Bufs[a], 0, 128); err != nil {
 			return err
 		}
 		if !local {
-			if err := c.Zero(1, f1.Bufs[1], 0, 128); err != nil {
+			if err := c.Zero(b, f1.Bufs[b], 0, 128); err != nil {
 				return err
 			}
 		}
@@ -114,21 +124,21 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel) error {
 		}
 		var ls []harness.Launch
 		if local {
-			ls = []harness.Launch{{Rank: 0, Kernel: pp.Name, Grid: 2, Block: 1, Args: arg(0, 2)}}
+			ls = []harness.Launch{{Rank: a, Kernel: pp.Name, Grid: 2, Block: 1, Args: arg(a, 2)}}
 		} else {
-			ls = []harness.Launch{{Rank: 0, Kernel: pp.Name, Grid: 1, Block: 1, Args: arg(0, 0)},
-				{Rank: 1, Kernel: pp.Name, Grid: 1, Block: 1, Args: arg(1, 1)}}
+			ls = []harness.Launch{{Rank: a, Kernel: pp.Name, Grid: 1, Block: 1, Args: arg(a, 0)},
+				{Rank: b, Kernel: pp.Name, Grid: 1, Block: 1, Args: arg(b, 1)}}
 		}
 		el, err := c.Run(ls...)
 		if err != nil {
 			return err
 		}
-		done, err := c.U64(0, outs[0], 0)
+		done, err := c.U64(a, outs[a], 0)
 		if err != nil {
 			return err
 		}
 		if done != rounds {
-			st, _ := c.U64(0, outs[0], 16)
+			st, _ := c.U64(a, outs[a], 16)
 			return harness.Failf("ping-pong stopped after %d of %d rounds (flag last seen %d)", done, rounds, st)
 		}
 		if sample == 0 {

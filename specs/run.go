@@ -2,6 +2,7 @@ package specs
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -39,11 +40,12 @@ type Run struct {
 	gate        *expect.Set
 	finishOnce  sync.Once
 	exitCode    int
+	t0          time.Time // when the run was planned: the suite's wall clock starts here
 }
 
 // NewRun resolves the backend, builds and filters the plan.
 func NewRun(o *Options, userFilter string) (*Run, error) {
-	r := &Run{Opts: o, runners: map[string]*harness.Runner{}, results: map[string]report.Result{}, startFds: -1}
+	r := &Run{Opts: o, runners: map[string]*harness.Runner{}, results: map[string]report.Result{}, startFds: -1, t0: time.Now()}
 	var terms []string
 	if strings.TrimSpace(userFilter) != "" {
 		terms = append(terms, "("+userFilter+")")
@@ -349,13 +351,17 @@ func (r *Run) finish() int {
 	r.mu.Unlock()
 	var events []string
 	var infos [][]map[string]any
+	timing := &report.Timing{}
 	for _, rn := range runners {
 		rn.Close()
 		events = append(events, rn.Events...)
 		infos = append(infos, rn.Infos)
+		timing.Worlds = append(timing.Worlds, rn.Starts...)
 	}
+	timing.SuiteWallS = math.Round(time.Since(r.t0).Seconds()*1000) / 1000
 	results := r.Results()
-	rep := &report.Report{Schema: report.Schema, Environment: environment(r.Opts, infos), Results: results}
+	rep := &report.Report{Schema: report.Schema, Environment: environment(r.Opts, infos), Results: results,
+		Pairs: heatmap.PairRows(results), Timing: timing}
 	code := 0
 	for _, res := range results {
 		if !res.Met() {
@@ -370,6 +376,8 @@ func (r *Run) finish() int {
 	}
 	PrintTable(os.Stdout, rep.Results, events)
 	PrintMatrices(os.Stdout, rep.Results)
+	PrintPairs(os.Stdout, rep.Pairs)
+	printTiming(os.Stdout, timing)
 	if files, err := heatmap.WriteAll(filepath.Join(r.Opts.Out, "heatmaps"), rep); err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: heatmaps: %v\n", err)
 	} else if len(files) > 0 {

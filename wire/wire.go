@@ -326,16 +326,46 @@ type Arg struct {
 
 // Launch runs a kernel.
 type Launch struct {
-	Kernel string `json:"kernel"`
-	Grid   uint32 `json:"grid"`
-	Block  uint32 `json:"block"`
-	Args   []Arg  `json:"args"`
+	Kernel string      `json:"kernel"`
+	Grid   uint32      `json:"grid"`
+	Block  uint32      `json:"block"`
+	Args   []Arg       `json:"args"`
+	CPU    *CPUAtomics `json:"cpu,omitempty"`
+	// Clocks asks the rank to sample its device's clock while the kernel
+	// runs (perf cases), returned in Timing.Clock.
+	Clocks bool `json:"clocks,omitempty"`
+}
+
+// CPUAtomics asks the rank's CPU to take part while the kernel runs:
+// Threads goroutines each apply Iters fetch-adds of Operand to the 8-byte
+// word at Target (LOCK XADD on amd64: system scope as far as the CPU can
+// say it). Racy replaces each add with a load and a store (the planted
+// bug the verification must catch).
+type CPUAtomics struct {
+	Target  Arg    `json:"target"`
+	Threads int    `json:"threads"`
+	Iters   uint64 `json:"iters"`
+	Operand uint64 `json:"operand"`
+	Racy    bool   `json:"racy,omitempty"`
 }
 
 // Timing reports a device-side duration.
 type Timing struct {
-	ElapsedNs int64  `json:"elapsed_ns"`
-	Method    string `json:"method"`
+	ElapsedNs int64       `json:"elapsed_ns"`
+	Method    string      `json:"method"`
+	Clock     *ClockStats `json:"clock,omitempty"`
+}
+
+// ClockStats is what a rank saw of its device's core clock while a timed
+// launch or copy ran: the range over N samples (about one per ms, plus one
+// at each end) and every clock-event reason seen (names as the vendor
+// library spells them; idle at the window's edges is left out).
+type ClockStats struct {
+	MinMHz  uint32   `json:"min_mhz"`
+	MaxMHz  uint32   `json:"max_mhz"`
+	N       int      `json:"n"`
+	Reasons []string `json:"reasons,omitempty"`
+	Error   string   `json:"error,omitempty"`
 }
 
 // Read asks for bytes; Write sends them.
@@ -381,6 +411,7 @@ type Copy struct {
 	SrcOff uint64 `json:"src_off"`
 	N      uint64 `json:"n"`
 	Repeat int    `json:"repeat"`
+	Clocks bool   `json:"clocks,omitempty"` // as Launch.Clocks
 }
 
 // MemInfo reports device memory.

@@ -4,11 +4,12 @@
 // Pair convention. A case measures one ordered pair of GPUs and says which
 // with the label "pair=<src>-<dst>" (e.g. "pair=0-1"). Also accepted, in
 // this order: labels "src=<i>" and "dst=<j>"; a dot-separated id segment
-// "g<i>g<j>" (e.g. cuda.vmm.bw.ce_write.g0g1). Every metric of such a case
+// "g<i>g<j>" (e.g. cuda.vmm.bw.ce_write.g0g1) or "r<i>r<j>" (ranks, as
+// the suite's own ids spell it: cuda.vmm.perf.copy_ce_write.r0r1.r4). Every metric of such a case
 // becomes a cell of the heatmap for that metric's name.
 //
 // A heatmap collects one metric name over one case family: the case id
-// with its "g<i>g<j>" segment removed, or the id itself when the pair comes
+// with its "g<i>g<j>" or "r<i>r<j>" segment removed, or the id itself when the pair comes
 // from labels only and the id has no such segment, in which case the family
 // is the id minus its last segment. (cuda.vmm.bw.ce_write.g0g1 and
 // cuda.vmm.bw.ce_write.g1g0 are one family; cuda.ipc.bw.ce_write.g0g1 is
@@ -61,7 +62,7 @@ type Matrix struct {
 }
 
 var (
-	gSegRe = regexp.MustCompile(`^g(\d+)g(\d+)$`)
+	gSegRe = regexp.MustCompile(`^(?:g(\d+)g(\d+)|r(\d+)r(\d+))$`)
 	pairRe = regexp.MustCompile(`^(\d+)-(\d+)$`)
 )
 
@@ -92,8 +93,12 @@ func Pair(r report.Result) (src, dst int, ok bool) {
 	}
 	for _, seg := range strings.Split(r.ID, ".") {
 		if m := gSegRe.FindStringSubmatch(seg); m != nil {
-			a, _ := strconv.Atoi(m[1])
-			b, _ := strconv.Atoi(m[2])
+			i := 1
+			if m[1] == "" {
+				i = 3
+			}
+			a, _ := strconv.Atoi(m[i])
+			b, _ := strconv.Atoi(m[i+1])
 			return a, b, true
 		}
 	}
@@ -375,4 +380,63 @@ func (m *Matrix) SVG(subtitle string) string {
 	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#444">%s</text>`+"\n", lx, ly+lh+20, esc(m.Unit))
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// PairRows builds the report's pair matrix: for each backend, kind and
+// ordered pair of ranks, the cases that name the pair (see Pair), how many
+// missed their expected outcome, the worst outcome, and every metric the
+// cases measured. Rows come sorted by backend, kind, source, destination.
+func PairRows(results []report.Result) []report.PairRow {
+	type key struct {
+		backend, kind string
+		src, dst      int
+	}
+	rows := map[key]*report.PairRow{}
+	for _, r := range results {
+		s, d, ok := Pair(r)
+		if !ok {
+			continue
+		}
+		segs := strings.SplitN(r.ID, ".", 3)
+		if len(segs) < 3 {
+			continue
+		}
+		k := key{segs[0], segs[1], s, d}
+		row := rows[k]
+		if row == nil {
+			row = &report.PairRow{Backend: k.backend, Kind: k.kind, Src: s, Dst: d, Worst: report.Pass}
+			rows[k] = row
+		}
+		row.Cases++
+		if !r.Met() {
+			row.Unmet++
+		}
+		if r.Outcome.Severity() > row.Worst.Severity() {
+			row.Worst = r.Outcome
+		}
+		for name, m := range r.Metrics {
+			if row.Metrics == nil {
+				row.Metrics = map[string]report.Metric{}
+			}
+			row.Metrics[name] = m
+		}
+	}
+	out := make([]report.PairRow, 0, len(rows))
+	for _, row := range rows {
+		out = append(out, *row)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Backend != b.Backend {
+			return a.Backend < b.Backend
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Src != b.Src {
+			return a.Src < b.Src
+		}
+		return a.Dst < b.Dst
+	})
+	return out
 }

@@ -41,6 +41,10 @@ func TestPairAndFamily(t *testing.T) {
 		{bw("a.b.c", []string{"src=4", "dst=0"}, nil), 4, 0, true, "a.b"},
 		{bw("a.g2g7.c", nil, nil), 2, 7, true, "a.c"},
 		{bw("a.b.c", []string{"pair=x-1", "src=1"}, nil), 0, 0, false, "a.b"},
+		// The suite's own ids: rank pairs, and ".r4" for a 4-rank world,
+		// which is part of the family (a single number, not a pair).
+		{bw("cuda.vmm.perf.copy_ce_write.r2r3.r4", nil, nil), 2, 3, true, "cuda.vmm.perf.copy_ce_write.r4"},
+		{bw("cuda.vmm.perf.copy_ce_write.r1r0", nil, nil), 1, 0, true, "cuda.vmm.perf.copy_ce_write"},
 	}
 	for _, c := range cases {
 		s, d, ok := Pair(c.r)
@@ -158,5 +162,38 @@ func TestFormat(t *testing.T) {
 		if got := Format(v); got != want {
 			t.Errorf("Format(%v) = %s, want %s", v, got, want)
 		}
+	}
+}
+
+// TestPairRows: rows per backend, kind and ordered pair, worst outcome,
+// misses counted, metrics carried; ids without a pair stay out.
+func TestPairRows(t *testing.T) {
+	m := map[string]report.Metric{"bw_ce_write_gbps": {Unit: "GB/s", Median: 390}}
+	rs := []report.Result{
+		{ID: "cuda.vmm.pairs.add.r0r1", Outcome: report.Pass, Expected: report.Pass},
+		{ID: "cuda.vmm.perf.copy_ce_write.r0r1", Outcome: report.Pass, Expected: report.Pass, Metrics: m},
+		{ID: "cuda.vmm.pairs.add.r1r0", Outcome: report.Crash, Expected: report.Pass},
+		{ID: "cuda.ipc.pairs.add.r1r0", Outcome: report.Fail, Expected: report.Fail},
+		{ID: "cuda.vmm.counter.add", Outcome: report.Fail, Expected: report.Pass},
+	}
+	rows := PairRows(rs)
+	if len(rows) != 3 {
+		t.Fatalf("%d rows: %+v", len(rows), rows)
+	}
+	want := []struct {
+		kind     string
+		src, dst int
+		cases    int
+		unmet    int
+		worst    report.Outcome
+	}{{"ipc", 1, 0, 1, 0, report.Fail}, {"vmm", 0, 1, 2, 0, report.Pass}, {"vmm", 1, 0, 1, 1, report.Crash}}
+	for i, w := range want {
+		r := rows[i]
+		if r.Kind != w.kind || r.Src != w.src || r.Dst != w.dst || r.Cases != w.cases || r.Unmet != w.unmet || r.Worst != w.worst {
+			t.Errorf("row %d = %+v, want %+v", i, r, w)
+		}
+	}
+	if rows[1].Metrics["bw_ce_write_gbps"].Median != 390 {
+		t.Errorf("metric not carried: %+v", rows[1].Metrics)
 	}
 }

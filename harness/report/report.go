@@ -114,6 +114,64 @@ type Metric struct {
 	Max    float64 `json:"max"`
 	N      int     `json:"n"`
 	Method string  `json:"method"`
+	// Clock is what the devices' core clocks did while the case measured
+	// (perf cases on backends that can sample them).
+	Clock *Clock `json:"clock,omitempty"`
+}
+
+// Clock summarises clock samples taken during a measurement: the range
+// over every sample of every device, and each clock-event (throttle)
+// reason seen, so a throttled sample shows in its metric.
+type Clock struct {
+	MinMHz    uint32   `json:"min_mhz"`
+	MaxMHz    uint32   `json:"max_mhz"`
+	Samples   int      `json:"samples"`
+	Devices   []int    `json:"devices"`
+	Reasons   []string `json:"reasons,omitempty"`
+	Throttled bool     `json:"throttled"`
+	Error     string   `json:"error,omitempty"`
+}
+
+// notThrottle are reasons that do not lower the clock below what the
+// machine is set to run at.
+var notThrottle = map[string]bool{"gpu_idle": true, "applications_clocks_setting": true, "display_clock_setting": true}
+
+// Add folds one device's samples into c (nil c starts a new summary).
+func (c *Clock) Add(dev int, minMHz, maxMHz uint32, n int, reasons []string, errText string) *Clock {
+	if c == nil {
+		c = &Clock{}
+	}
+	if n > 0 {
+		if c.Samples == 0 || minMHz < c.MinMHz {
+			c.MinMHz = minMHz
+		}
+		c.MaxMHz = max(c.MaxMHz, maxMHz)
+		c.Samples += n
+	}
+	if !slicesContains(c.Devices, dev) {
+		c.Devices = append(c.Devices, dev)
+	}
+	for _, r := range reasons {
+		if !slicesContains(c.Reasons, r) {
+			c.Reasons = append(c.Reasons, r)
+		}
+		if !notThrottle[r] {
+			c.Throttled = true
+		}
+	}
+	if errText != "" && c.Error == "" {
+		c.Error = errText
+	}
+	return c
+}
+
+func slicesContains[T comparable](s []T, v T) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }
 
 // Result is one case.
@@ -141,6 +199,41 @@ type Report struct {
 	Environment map[string]any `json:"environment"`
 	Results     []Result       `json:"results"`
 	Gate        *Gate          `json:"gate,omitempty"`
+	// Pairs is the per-pair matrix: one row per backend, kind and ordered
+	// pair of ranks, built from the cases labelled pair=<src>-<dst>.
+	Pairs []PairRow `json:"pairs,omitempty"`
+	// Timing is what growing the world costs: each world's start and the
+	// suite's wall clock.
+	Timing *Timing `json:"timing,omitempty"`
+}
+
+// PairRow summarises one ordered pair of ranks for one backend and kind:
+// how many of its cases ran, how many missed their expected outcome, the
+// worst outcome among them, and each metric they measured (the case's
+// median, with its unit).
+type PairRow struct {
+	Backend string            `json:"backend"`
+	Kind    string            `json:"kind"`
+	Src     int               `json:"src"`
+	Dst     int               `json:"dst"`
+	Cases   int               `json:"cases"`
+	Unmet   int               `json:"unmet"`
+	Worst   Outcome           `json:"worst"`
+	Metrics map[string]Metric `json:"metrics,omitempty"`
+}
+
+// Timing is the suite's own cost.
+type Timing struct {
+	SuiteWallS float64      `json:"suite_wall_s"`
+	Worlds     []WorldStart `json:"worlds"`
+}
+
+// WorldStart is one world's start: spawn, hello, backend open (context,
+// module load) in every rank, device locks.
+type WorldStart struct {
+	Backend string  `json:"backend"`
+	Ranks   int     `json:"ranks"`
+	Seconds float64 `json:"seconds"`
 }
 
 // Gate summarises gate mode.

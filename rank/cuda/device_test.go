@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -366,4 +367,54 @@ func flagRun() string {
 		return f.Value.String()
 	}
 	return ""
+}
+
+// TestDeviceCPUWord: a vmm-host allocation gets a CPU pointer after the CPU
+// is granted access; what the CPU stores the device reads back and what the
+// device writes the CPU loads. Device memory has no CPU pointer.
+func TestDeviceCPUWord(t *testing.T) {
+	w := newWorker(t)
+	b, info := openDevice(t, w, 0)
+	t.Logf("host_native_atomic_supported=%s", info.Attrs["host_native_atomic_supported"])
+	var err error
+	var buf backend.Buffer
+	w.do(func() { buf, _, err = b.Alloc(KindVMM, 2<<20) })
+	if err != nil {
+		t.Fatalf("vmm alloc: %v", err)
+	}
+	w.do(func() { _, err = b.CPUWord(buf, 0) })
+	if !errors.Is(err, backend.ErrNotSupported) {
+		t.Errorf("CPUWord on vmm memory: %v, want ErrNotSupported", err)
+	}
+	w.do(func() { _ = b.Free(buf) })
+	var exp backend.Export
+	w.do(func() { buf, exp, err = b.Alloc(KindVMMHost, 2<<20) })
+	if errors.Is(err, backend.ErrNotSupported) {
+		t.Skipf("vmm-host: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("vmm-host alloc: %v", err)
+	}
+	if exp.Fd >= 0 {
+		unix.Close(exp.Fd)
+	}
+	defer w.do(func() { _ = b.Free(buf) })
+	var p *uint64
+	w.do(func() { p, err = b.CPUWord(buf, 4096) })
+	if err != nil {
+		t.Fatalf("CPUWord on vmm-host memory: %v", err)
+	}
+	atomic.StoreUint64(p, 0x1122334455667788)
+	got := make([]byte, 8)
+	w.do(func() { err = b.Read(buf, 4096, got) })
+	if err != nil || binary.LittleEndian.Uint64(got) != 0x1122334455667788 {
+		t.Fatalf("device read of a CPU store: %x, %v", got, err)
+	}
+	binary.LittleEndian.PutUint64(got, 0x99aabbccddeeff00)
+	w.do(func() { err = b.Write(buf, 4096, got) })
+	if v := atomic.LoadUint64(p); err != nil || v != 0x99aabbccddeeff00 {
+		t.Fatalf("CPU load of a device write: %#x, %v", v, err)
+	}
+	atomic.AddUint64(p, 1)
+	t.Logf("vmm-host word at %p: CPU and device agree (%#x)", p, atomic.LoadUint64(p))
 }

@@ -185,6 +185,18 @@ func (h *Backend) MemInfo() (free, total uint64, err error) {
 
 func (h *Backend) Close() error { return nil }
 
+// CPUWord implements backend.CPUMapper: host memory is CPU memory.
+func (h *Backend) CPUWord(x backend.Buffer, off uint64) (*uint64, error) {
+	b, ok := x.(*buffer)
+	if !ok || b == nil {
+		return nil, fmt.Errorf("host: buffer %T is not a host buffer", x)
+	}
+	if off%8 != 0 || off+8 > b.Size() {
+		return nil, fmt.Errorf("host: word at %d is unaligned or outside the %d-byte buffer", off, b.Size())
+	}
+	return (*uint64)(unsafe.Pointer(&b.mem[off])), nil
+}
+
 // resolve turns a kernel's pointer argument into memory: the GPU backends
 // hand device addresses to the device, and so does this one, but Go code
 // must find the mapping that holds the address first.
