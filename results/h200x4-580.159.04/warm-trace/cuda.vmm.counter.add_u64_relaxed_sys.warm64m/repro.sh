@@ -1,0 +1,4 @@
+#!/bin/sh
+# Re-run just this case with the same backend, kind, ranks and seed.
+./specs.test --backend=cuda --alloc=vmm --case=cuda.vmm.counter.add_u64_relaxed_sys.warm64m --seed=1
+# or, from a checkout: make run ARGS='--backend=cuda --alloc=vmm --case=cuda.vmm.counter.add_u64_relaxed_sys.warm64m --seed=1'
