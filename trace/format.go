@@ -14,11 +14,20 @@ import (
 
 // Failing returns the index of the call to blame in recs, or -1 when recs
 // is empty: the last call still in flight (it never returned: the rank
-// crashed or hung inside it), else the first call that failed, else the
+// crashed or hung inside it), else the first binding call that failed (a
+// request record only when none of its calls did), else the
 // last call.
 func Failing(recs []Record) int {
 	for i := len(recs) - 1; i >= 0; i-- {
 		if recs[i].InFlight {
+			return i
+		}
+	}
+	// A request record comes before the calls it made, and fails with
+	// them: the call that failed (cuStreamSynchronize = 700) says more than
+	// the request that carried it.
+	for i, r := range recs {
+		if r.Err && !strings.HasPrefix(r.Name, "request.") {
 			return i
 		}
 	}

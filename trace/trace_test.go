@@ -111,6 +111,9 @@ func TestFailingChoice(t *testing.T) {
 		{[]Record{ok, ok}, 1},
 		{[]Record{ok, bad, ok, bad}, 1},
 		{[]Record{ok, bad, fly, ok}, 2},
+		// The failing call inside a failed request is blamed, not the request.
+		{[]Record{ok, {Seq: 4, Name: "request.launch", Err: true}, ok, {Seq: 6, Name: "cuStreamSynchronize", Err: true}}, 3},
+		{[]Record{ok, {Seq: 4, Name: "request.launch", Err: true}, ok}, 1},
 	}
 	for i, c := range cases {
 		if got := Failing(c.recs); got != c.want {
