@@ -20,6 +20,6 @@ cp "$work/results.json" "$work/junit.xml" "$work/run.log" "$out/" 2>/dev/null
 tar -C "$work" -czf "$out/evidence.tgz" cases heatmaps 2>/dev/null
 if [ -z "${P2PAT_NO_REF:-}" ] && { command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; }; then
   nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-  { "$nvcc" -O3 -std=c++17 -arch=sm_90 -o "$work/p2pref" scripts/ref/p2pref.cu && "$work/p2pref"; } >"$out/ref.log" 2>&1
+  { "$nvcc" -O3 -std=c++17 -arch=sm_90 -o "$work/p2pref" scripts/ref/p2pref.cu -lcuda && "$work/p2pref"; } >"$out/ref.log" 2>&1
 fi
 tail -n 3 "$out/run.log"; cat "$out/ref.log" 2>/dev/null

@@ -5,16 +5,47 @@
 // event-timed samples, median; copy kernel 16 B/thread, SMs*4 x 256 threads;
 // ping-pong with each side polling its own flag (ld.acquire.sys) and writing
 // the other's (st.release.sys).
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
   fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e)); exit(1); } } while (0)
+
+#define CU(x) do { CUresult r_ = (x); if (r_ != CUDA_SUCCESS) { const char *s_ = "?"; \
+  cuGetErrorName(r_, &s_); fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s_); exit(1); } } while (0)
+
+// A cuMemCreate allocation on dev, mapped once in this process and
+// accessible from both GPUs: the memory the harness's vmm kind uses.
+static void *vmm_alloc(int dev, size_t size) {
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  size_t g = 0;
+  CU(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  size = (size + g - 1) / g * g;
+  CUmemGenericAllocationHandle h;
+  CU(cuMemCreate(&h, size, &prop, 0));
+  CUdeviceptr p = 0;
+  CU(cuMemAddressReserve(&p, size, g, 0, 0));
+  CU(cuMemMap(p, size, 0, h, 0));
+  CUmemAccessDesc a[2] = {};
+  for (int i = 0; i < 2; i++) {
+    a[i].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    a[i].location.id = i;
+    a[i].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  }
+  CU(cuMemSetAccess(p, size, a, 2));
+  return (void *)p;
+}
 
 __global__ void copy16(uint4 *dst, const uint4 *src, size_t n, size_t nthreads) {
   for (size_t j = blockIdx.x * (size_t)blockDim.x + threadIdx.x; j < n; j += nthreads) dst[j] = src[j];
@@ -33,6 +64,26 @@ __global__ void pingpong(unsigned long long *flag, unsigned long long *peer, uns
     unsigned long long want = role == 0 ? i : i + 1;
     while (ld_acq(flag) != want) {}
     st_rel(peer, i + 1);
+  }
+}
+
+__device__ unsigned long long ld_acq_gpu(unsigned long long *p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ void st_rel_gpu(unsigned long long *p, unsigned long long v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+// Both sides on one GPU, one block each, device scope (the harness's
+// pingpong_latency_local).
+__global__ void pingpong_local(unsigned long long *f0, unsigned long long *f1, unsigned long long n) {
+  const int side = blockIdx.x;
+  unsigned long long *mine = side ? f1 : f0, *other = side ? f0 : f1;
+  for (unsigned long long i = 0; i < n; i++) {
+    unsigned long long want = side == 0 ? i : i + 1;
+    while (ld_acq_gpu(mine) != want) {}
+    st_rel_gpu(other, i + 1);
   }
 }
 
@@ -147,23 +198,115 @@ int main(int argc, char **argv) {
     printf("ref r%dr%d bw_kernel_write_gbps %.2f\n", s, d, median(kw));
     printf("ref r%dr%d bw_kernel_read_gbps %.2f\n", s, d, median(kr));
   }
-  // Ping-pong across the two GPUs: flags are one word in each device's buffer.
+  // Ping-pong across the two GPUs: flags are one word in each device's
+  // buffer (cudaMalloc, then cuMemCreate memory as the harness's vmm kind).
   const unsigned long long rounds = 20000;
-  std::vector<double> rtt;
-  for (int s = 0; s < 6; s++) {
-    for (int d = 0; d < 2; d++) { CK(cudaSetDevice(d)); CK(cudaMemset(buf[d], 0, 64)); CK(cudaDeviceSynchronize()); }
-    CK(cudaSetDevice(0));
-    CK(cudaEventRecord(e0[0], st[0]));
-    pingpong<<<1, 1, 0, st[0]>>>((unsigned long long *)buf[0], (unsigned long long *)buf[1], rounds, 0);
-    CK(cudaEventRecord(e1[0], st[0]));
-    CK(cudaSetDevice(1));
-    pingpong<<<1, 1, 0, st[1]>>>((unsigned long long *)buf[1], (unsigned long long *)buf[0], rounds, 1);
-    CK(cudaStreamSynchronize(st[1]));
-    CK(cudaSetDevice(0));
-    CK(cudaEventSynchronize(e1[0]));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, e0[0], e1[0]));
-    if (s > 0) rtt.push_back(ms * 1e3 / rounds);
+  auto cross = [&](void *f0, void *f1) {
+    std::vector<double> rtt;
+    for (int s = 0; s < 6; s++) {
+      CK(cudaSetDevice(0)); CK(cudaMemset(f0, 0, 64)); CK(cudaDeviceSynchronize());
+      CK(cudaSetDevice(1)); CK(cudaMemset(f1, 0, 64)); CK(cudaDeviceSynchronize());
+      CK(cudaSetDevice(0));
+      CK(cudaEventRecord(e0[0], st[0]));
+      pingpong<<<1, 1, 0, st[0]>>>((unsigned long long *)f0, (unsigned long long *)f1, rounds, 0);
+      CK(cudaEventRecord(e1[0], st[0]));
+      CK(cudaSetDevice(1));
+      pingpong<<<1, 1, 0, st[1]>>>((unsigned long long *)f1, (unsigned long long *)f0, rounds, 1);
+      CK(cudaStreamSynchronize(st[1]));
+      CK(cudaSetDevice(0));
+      CK(cudaEventSynchronize(e1[0]));
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, e0[0], e1[0]));
+      if (s > 0) rtt.push_back(ms * 1e3 / rounds);
+    }
+    return median(rtt);
+  };
+  auto local = [&](void *f) {
+    std::vector<double> rtt;
+    for (int s = 0; s < 6; s++) {
+      CK(cudaSetDevice(0)); CK(cudaMemset(f, 0, 128)); CK(cudaDeviceSynchronize());
+      CK(cudaEventRecord(e0[0], st[0]));
+      pingpong_local<<<2, 1, 0, st[0]>>>((unsigned long long *)f, (unsigned long long *)f + 8, rounds);
+      CK(cudaEventRecord(e1[0], st[0]));
+      CK(cudaEventSynchronize(e1[0]));
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, e0[0], e1[0]));
+      if (s > 0) rtt.push_back(ms * 1e3 / rounds);
+    }
+    return median(rtt);
+  };
+  std::vector<double> rtt{cross(buf[0], buf[1])};
+  CK(cudaSetDevice(0));
+  void *v0 = vmm_alloc(0, 2u << 20);
+  CK(cudaSetDevice(1));
+  void *v1 = vmm_alloc(1, 2u << 20);
+  printf("ref-vmm r0r1 rtt_sys_us %.3f (cuMemCreate memory, one process)\n", cross(v0, v1));
+  printf("ref r0 rtt_dev_us %.3f (cudaMalloc memory, one GPU, two blocks)\n", local(buf[0]));
+  printf("ref-vmm r0 rtt_dev_us %.3f (cuMemCreate memory, one GPU, two blocks)\n", local(v0));
+  // The harness's own ping-pong kernels (its PTX, JIT-compiled here as the
+  // ranks do, bounded poll loop included) on the same memory in this one
+  // process: any difference from the lines above is the kernel's.
+  const char *ptxPath = getenv("P2PREF_PTX") ? getenv("P2PREF_PTX") : "kernels/obj/kernels.sm_90.ptx";
+  std::ifstream in(ptxPath);
+  if (in) {
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string ptx = ss.str();
+    CUfunction fsys[2], fdev = nullptr;
+    for (int d = 0; d < 2; d++) {
+      CK(cudaSetDevice(d));
+      CUmodule m;
+      CU(cuModuleLoadData(&m, ptx.c_str()));
+      CU(cuModuleGetFunction(&fsys[d], m, "pingpong_u64_acqrel_sys"));
+      if (d == 0) CU(cuModuleGetFunction(&fdev, m, "pingpong_u64_acqrel_dev"));
+    }
+    void *out[2];
+    for (int d = 0; d < 2; d++) { CK(cudaSetDevice(d)); CK(cudaMalloc(&out[d], 64)); }
+    auto launch = [&](CUfunction f, int d, void *flag, void *peer, unsigned long long role, unsigned grid) {
+      unsigned long long nr = rounds, to = 5000000000ull;
+      void *o = out[d];
+      void *args[] = {&flag, &peer, &o, &nr, &role, &to};
+      CU(cuLaunchKernel(f, grid, 1, 1, 1, 1, 1, 0, (CUstream)st[d], args, nullptr));
+    };
+    auto crossH = [&](void *f0, void *f1) {
+      std::vector<double> rtt;
+      for (int s = 0; s < 6; s++) {
+        CK(cudaSetDevice(0)); CK(cudaMemset(f0, 0, 64)); CK(cudaDeviceSynchronize());
+        CK(cudaSetDevice(1)); CK(cudaMemset(f1, 0, 64)); CK(cudaDeviceSynchronize());
+        CK(cudaSetDevice(0));
+        CK(cudaEventRecord(e0[0], st[0]));
+        launch(fsys[0], 0, f0, f1, 0, 1);
+        CK(cudaEventRecord(e1[0], st[0]));
+        CK(cudaSetDevice(1));
+        launch(fsys[1], 1, f1, f0, 1, 1);
+        CK(cudaStreamSynchronize(st[1]));
+        CK(cudaSetDevice(0));
+        CK(cudaEventSynchronize(e1[0]));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0[0], e1[0]));
+        if (s > 0) rtt.push_back(ms * 1e3 / rounds);
+      }
+      return median(rtt);
+    };
+    auto localH = [&](void *f) {
+      std::vector<double> rtt;
+      for (int s = 0; s < 6; s++) {
+        CK(cudaSetDevice(0)); CK(cudaMemset(f, 0, 128)); CK(cudaDeviceSynchronize());
+        CK(cudaEventRecord(e0[0], st[0]));
+        launch(fdev, 0, f, (char *)f + 64, 2, 2);
+        CK(cudaEventRecord(e1[0], st[0]));
+        CK(cudaEventSynchronize(e1[0]));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0[0], e1[0]));
+        if (s > 0) rtt.push_back(ms * 1e3 / rounds);
+      }
+      return median(rtt);
+    };
+    printf("ref-harness-kernel r0r1 rtt_sys_us %.3f (the harness's PTX, cudaMalloc memory)\n", crossH(buf[0], buf[1]));
+    printf("ref-harness-kernel-vmm r0r1 rtt_sys_us %.3f (the harness's PTX, cuMemCreate memory)\n", crossH(v0, v1));
+    printf("ref-harness-kernel-vmm r0 rtt_dev_us %.3f (the harness's PTX, cuMemCreate memory, one GPU)\n", localH(v0));
+  } else {
+    printf("ref: %s not found: the harness-kernel comparison is left out\n", ptxPath);
   }
   printf("ref r0r1 rtt_sys_us %.3f\n", median(rtt));
   fflush(stdout);
