@@ -29,7 +29,7 @@ const (
 
 // envAllow lists what a rank inherits; everything else is dropped so a
 // stray variable in the suite's environment cannot change a rank's driver.
-var envAllow = []string{"PATH", "HOME", "USER", "LANG", "LD_LIBRARY_PATH", "TMPDIR", "NCCL_NVLS_ENABLE", "P2PAT_TRACE"}
+var envAllow = []string{"PATH", "HOME", "USER", "LANG", "LD_LIBRARY_PATH", "TMPDIR", "NCCL_NVLS_ENABLE", "P2PAT_TRACE", "P2PAT_CLOCKS"}
 var envPrefixAllow = []string{"CUDA_", "HSA_", "HIP_", "ROCR_", "AMD_", "GPU_", "NVIDIA_", "__GL"}
 
 func rankEnv(rank int) []string {

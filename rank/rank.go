@@ -465,6 +465,16 @@ func (s *server) sum(q wire.Sum) (any, []int, error) {
 // cannot sample. The sampler never touches the locked vendor thread.
 func (s *server) sampleClocks() func() *wire.ClockStats {
 	cs, ok := s.be.(backend.ClockSampler)
+	period := time.Millisecond
+	switch v := os.Getenv("P2PAT_CLOCKS"); v {
+	case "":
+	case "off":
+		ok = false
+	default:
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			period = d
+		}
+	}
 	if !ok {
 		return func() *wire.ClockStats { return nil }
 	}
@@ -491,7 +501,7 @@ func (s *server) sampleClocks() func() *wire.ClockStats {
 				}
 			}
 		}
-		tick := time.NewTicker(time.Millisecond)
+		tick := time.NewTicker(period)
 		defer tick.Stop()
 		take()
 		for {
