@@ -80,12 +80,6 @@ func (b *builder) perf() {
 // side polls a flag in its own memory and writes the other's.
 // Side 0 runs on rank a, side 1 on rank b; a == b puts both sides in one
 // launch on a's device (local).
-// flagPlacement is where sample k of a ping-pong puts its flags: a
-// different 128-byte line and 4 KiB page of the 2 MiB buffer each time
-// (68 pages and 3 lines apart). scripts/ref/p2pref.cu uses the same
-// offsets, so both measure the same spread of placements.
-func flagPlacement(k int) uint64 { return uint64(k) * (68*4096 + 3*128) }
-
 func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 	if err := c.NeedPeer(false); err != nil {
 		return err
@@ -95,17 +89,13 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 		rounds = 2000
 	}
 	local := a == b
-	// Each sample puts the flags somewhere else in a 2 MiB buffer
-	// (flagPlacement): a one-GPU round trip depends on which L2 slice
-	// holds the flags' line (1.05 to 1.23 us between allocations on one
-	// H200), so a single placement measures the allocation, not the path.
-	f0, err := c.Shared(a, 2<<20, true) // side 0's flag: rank a's memory
+	f0, err := c.Shared(a, 4096, true) // side 0's flag: word 0 of rank a's memory
 	if err != nil {
 		return err
 	}
 	f1 := f0 // side 1's flag: word 8 of rank b's memory (a's when local)
 	if !local {
-		if f1, err = c.Shared(b, 2<<20, true); err != nil {
+		if f1, err = c.Shared(b, 4096, true); err != nil {
 			return err
 		}
 	}
@@ -116,17 +106,16 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 		}
 	}
 	for sample := 0; sample < 6; sample++ {
-		at := flagPlacement(sample)
-		if err := c.Zero(a, f0.Bufs[a], at, 128); err != nil {
+		if err := c.Zero(a, f0.Bufs[a], 0, 128); err != nil {
 			return err
 		}
 		if !local {
-			if err := c.Zero(b, f1.Bufs[b], at, 128); err != nil {
+			if err := c.Zero(b, f1.Bufs[b], 0, 128); err != nil {
 				return err
 			}
 		}
 		arg := func(r, role int) map[string]wireArg {
-			own, peer := harness.P(f0.Bufs[r], at), harness.P(f1.Bufs[r], at+64)
+			own, peer := harness.P(f0.Bufs[r], 0), harness.P(f1.Bufs[r], 64)
 			if role == 1 {
 				own, peer = peer, own
 			}
@@ -155,7 +144,7 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 		if sample == 0 {
 			continue // warm-up
 		}
-		c.Metric("rtt_"+string(pp.Scope)+"_us", "us", "side 0 kernel elapsed / rounds (dependent acquire/release chain, local polls, posted stores), one flag placement per sample",
+		c.Metric("rtt_"+string(pp.Scope)+"_us", "us", "side 0 kernel elapsed / rounds (dependent acquire/release chain, local polls, posted stores)",
 			el[0].Seconds()*1e6/float64(rounds))
 	}
 	return nil

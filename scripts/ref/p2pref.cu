@@ -87,12 +87,6 @@ __global__ void pingpong_local(unsigned long long *f0, unsigned long long *f1, u
   }
 }
 
-// Sample k's flags sit at flagAt(k) bytes into the 2 MiB (or larger)
-// buffer, as specs/cases_perf.go's flagPlacement: a one-GPU round trip
-// depends on which L2 slice holds the flags' line.
-static size_t flagAt(int k) { return (size_t)k * (68 * 4096 + 3 * 128); }
-static unsigned long long *at(void *p, int k) { return (unsigned long long *)((char *)p + flagAt(k)); }
-
 static double median(std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
 
 // The cross-process form the harness uses: the buffer is allocated on GPU 1
@@ -210,14 +204,14 @@ int main(int argc, char **argv) {
   auto cross = [&](void *f0, void *f1) {
     std::vector<double> rtt;
     for (int s = 0; s < 6; s++) {
-      CK(cudaSetDevice(0)); CK(cudaMemset(at(f0, s), 0, 128)); CK(cudaDeviceSynchronize());
-      CK(cudaSetDevice(1)); CK(cudaMemset(at(f1, s), 0, 128)); CK(cudaDeviceSynchronize());
+      CK(cudaSetDevice(0)); CK(cudaMemset(f0, 0, 64)); CK(cudaDeviceSynchronize());
+      CK(cudaSetDevice(1)); CK(cudaMemset(f1, 0, 64)); CK(cudaDeviceSynchronize());
       CK(cudaSetDevice(0));
       CK(cudaEventRecord(e0[0], st[0]));
-      pingpong<<<1, 1, 0, st[0]>>>(at(f0, s), at(f1, s) + 8, rounds, 0);
+      pingpong<<<1, 1, 0, st[0]>>>((unsigned long long *)f0, (unsigned long long *)f1, rounds, 0);
       CK(cudaEventRecord(e1[0], st[0]));
       CK(cudaSetDevice(1));
-      pingpong<<<1, 1, 0, st[1]>>>(at(f1, s) + 8, at(f0, s), rounds, 1);
+      pingpong<<<1, 1, 0, st[1]>>>((unsigned long long *)f1, (unsigned long long *)f0, rounds, 1);
       CK(cudaStreamSynchronize(st[1]));
       CK(cudaSetDevice(0));
       CK(cudaEventSynchronize(e1[0]));
@@ -230,9 +224,9 @@ int main(int argc, char **argv) {
   auto local = [&](void *f) {
     std::vector<double> rtt;
     for (int s = 0; s < 6; s++) {
-      CK(cudaSetDevice(0)); CK(cudaMemset(at(f, s), 0, 128)); CK(cudaDeviceSynchronize());
+      CK(cudaSetDevice(0)); CK(cudaMemset(f, 0, 128)); CK(cudaDeviceSynchronize());
       CK(cudaEventRecord(e0[0], st[0]));
-      pingpong_local<<<2, 1, 0, st[0]>>>(at(f, s), at(f, s) + 8, rounds);
+      pingpong_local<<<2, 1, 0, st[0]>>>((unsigned long long *)f, (unsigned long long *)f + 8, rounds);
       CK(cudaEventRecord(e1[0], st[0]));
       CK(cudaEventSynchronize(e1[0]));
       float ms = 0;
@@ -277,14 +271,14 @@ int main(int argc, char **argv) {
     auto crossH = [&](void *f0, void *f1) {
       std::vector<double> rtt;
       for (int s = 0; s < 6; s++) {
-        CK(cudaSetDevice(0)); CK(cudaMemset(at(f0, s), 0, 128)); CK(cudaDeviceSynchronize());
-        CK(cudaSetDevice(1)); CK(cudaMemset(at(f1, s), 0, 128)); CK(cudaDeviceSynchronize());
+        CK(cudaSetDevice(0)); CK(cudaMemset(f0, 0, 64)); CK(cudaDeviceSynchronize());
+        CK(cudaSetDevice(1)); CK(cudaMemset(f1, 0, 64)); CK(cudaDeviceSynchronize());
         CK(cudaSetDevice(0));
         CK(cudaEventRecord(e0[0], st[0]));
-        launch(fsys[0], 0, at(f0, s), at(f1, s) + 8, 0, 1);
+        launch(fsys[0], 0, f0, f1, 0, 1);
         CK(cudaEventRecord(e1[0], st[0]));
         CK(cudaSetDevice(1));
-        launch(fsys[1], 1, at(f1, s) + 8, at(f0, s), 1, 1);
+        launch(fsys[1], 1, f1, f0, 1, 1);
         CK(cudaStreamSynchronize(st[1]));
         CK(cudaSetDevice(0));
         CK(cudaEventSynchronize(e1[0]));
@@ -297,9 +291,9 @@ int main(int argc, char **argv) {
     auto localH = [&](void *f) {
       std::vector<double> rtt;
       for (int s = 0; s < 6; s++) {
-        CK(cudaSetDevice(0)); CK(cudaMemset(at(f, s), 0, 128)); CK(cudaDeviceSynchronize());
+        CK(cudaSetDevice(0)); CK(cudaMemset(f, 0, 128)); CK(cudaDeviceSynchronize());
         CK(cudaEventRecord(e0[0], st[0]));
-        launch(fdev, 0, at(f, s), at(f, s) + 8, 2, 2);
+        launch(fdev, 0, f, (char *)f + 64, 2, 2);
         CK(cudaEventRecord(e1[0], st[0]));
         CK(cudaEventSynchronize(e1[0]));
         float ms = 0;
