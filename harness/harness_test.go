@@ -12,6 +12,7 @@ import (
 	"p2patomics/harness/report"
 	"p2patomics/rank"
 	"p2patomics/rank/backend"
+	"p2patomics/wire"
 )
 
 // The test binary doubles as the rank binary, exactly as the suite does.
@@ -246,6 +247,18 @@ func TestOutOfRangeRequests(t *testing.T) {
 				"fill past the end": func() error {
 					_, err := ctx.Run(harness.Launch{Rank: 0, Kernel: "fill_u64_plain_dev", Grid: 1, Block: 1, Args: map[string]harness.Arg{
 						"dst": harness.P(b, 0), "value": harness.V(7), "n": harness.V(1024), "block": harness.V(1), "nthreads": harness.V(1)}})
+					return err
+				},
+				"cpu share with no threads": func() error {
+					_, err := ctx.Run(harness.Launch{Rank: 0, Kernel: "fill_u64_plain_dev", Grid: 1, Block: 1, Args: map[string]harness.Arg{
+						"dst": harness.P(b, 0), "value": harness.V(7), "n": harness.V(1), "block": harness.V(1), "nthreads": harness.V(1)},
+						CPU: &wire.CPUAtomics{Target: harness.P(b, 0), Threads: 0, Iters: 1, Operand: 1}})
+					return err
+				},
+				"cpu word past the end": func() error {
+					_, err := ctx.Run(harness.Launch{Rank: 0, Kernel: "fill_u64_plain_dev", Grid: 1, Block: 1, Args: map[string]harness.Arg{
+						"dst": harness.P(b, 0), "value": harness.V(7), "n": harness.V(1), "block": harness.V(1), "nthreads": harness.V(1)},
+						CPU: &wire.CPUAtomics{Target: harness.P(b, 4092), Threads: 1, Iters: 1, Operand: 1}})
 					return err
 				},
 				"pointer at the end": func() error {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -198,42 +197,6 @@ func (r *Run) SpecTimeout(c *harness.Case) time.Duration {
 	return per*time.Duration(r.Opts.Repeat) + r.Opts.Duration/time.Duration(max(1, len(r.planned))) + per
 }
 
-// soakMetrics summarises a metric over every run of a soak: the median of
-// the runs' medians (the first run, in a world that has not run this case
-// yet, weighs one vote in many), the smallest min and largest max, and
-// every sample counted.
-func soakMetrics(runs []map[string]report.Metric) map[string]report.Metric {
-	meds := map[string][]float64{}
-	out := map[string]report.Metric{}
-	for _, ms := range runs {
-		for name, m := range ms {
-			meds[name] = append(meds[name], m.Median)
-			acc, seen := out[name]
-			if !seen {
-				acc = m
-				acc.N = 0
-			}
-			acc.Min, acc.Max = min(acc.Min, m.Min), max(acc.Max, m.Max)
-			acc.N += m.N
-			out[name] = acc
-		}
-	}
-	for name, v := range meds {
-		m := out[name]
-		sort.Float64s(v)
-		m.Median = v[len(v)/2]
-		if len(v)%2 == 0 {
-			m.Median = (v[len(v)/2-1] + v[len(v)/2]) / 2
-		}
-		m.Method += fmt.Sprintf(" (soak: median of %d runs' medians)", len(v))
-		out[name] = m
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
-}
-
 // Execute runs one case (repeatedly in soak mode) and records the result.
 func (r *Run) Execute(c *harness.Case) report.Result {
 	r.mu.Lock()
@@ -301,7 +264,7 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 		}
 	}
 	if runs > 1 {
-		res.Metrics = soakMetrics(soak)
+		res.Metrics = report.SoakMetrics(soak)
 		res.Detail = strings.TrimSpace(fmt.Sprintf("%s (soak: %d runs, %d did not meet %s)", res.Detail, runs, unmet, c.Expected))
 	}
 	r.mu.Lock()
@@ -416,7 +379,7 @@ func (r *Run) finish() int {
 	}
 	PrintTable(os.Stdout, rep.Results, events)
 	PrintMatrices(os.Stdout, rep.Results)
-	PrintPairs(os.Stdout, rep.Pairs)
+	heatmap.WritePairTable(os.Stdout, rep.Pairs)
 	printTiming(os.Stdout, timing)
 	if files, err := heatmap.WriteAll(filepath.Join(r.Opts.Out, "heatmaps"), rep); err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: heatmaps: %v\n", err)

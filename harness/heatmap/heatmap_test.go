@@ -197,3 +197,30 @@ func TestPairRows(t *testing.T) {
 		t.Errorf("metric not carried: %+v", rows[1].Metrics)
 	}
 }
+
+// TestWritePairTable: one table per backend and kind, a row per pair with
+// its counts and worst outcome, a column per metric with its unit, "-"
+// where a pair has no such metric.
+func TestWritePairTable(t *testing.T) {
+	rows := []report.PairRow{
+		{Backend: "cuda", Kind: "ipc", Src: 1, Dst: 0, Cases: 1, Worst: report.Pass},
+		{Backend: "cuda", Kind: "vmm", Src: 0, Dst: 1, Cases: 8, Unmet: 1, Worst: report.Crash,
+			Metrics: map[string]report.Metric{"bw_ce_write_gbps": {Unit: "GB/s", Median: 389.57}}},
+		{Backend: "cuda", Kind: "vmm", Src: 1, Dst: 0, Cases: 6, Worst: report.Pass},
+	}
+	var b strings.Builder
+	WritePairTable(&b, rows)
+	out := b.String()
+	for _, want := range []string{"pairs cuda.ipc:", "pairs cuda.vmm:", "bw_ce_write_gbps", "GB/s", "0>1", "crash", "389.6", "1>0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "pairs cuda.") != 2 {
+		t.Errorf("want two tables:\n%s", out)
+	}
+	last := strings.Split(strings.TrimSpace(out), "\n")
+	if row := last[len(last)-1]; !strings.HasPrefix(row, "1>0") || !strings.HasSuffix(strings.TrimSpace(row), "-") {
+		t.Errorf("a pair without the metric shows -: %q", row)
+	}
+}

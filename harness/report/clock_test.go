@@ -19,3 +19,23 @@ func TestClockAdd(t *testing.T) {
 		t.Fatalf("error sample: %+v", c)
 	}
 }
+
+// TestSoakMetrics: the median of the runs' medians (so the first, cold run
+// is one vote), the smallest min, the largest max, every sample counted.
+func TestSoakMetrics(t *testing.T) {
+	run := func(med, lo, hi float64) map[string]Metric {
+		return map[string]Metric{"case_wall_ms": {Unit: "ms", Median: med, Min: lo, Max: hi, N: 1, Method: "wall"}}
+	}
+	got := SoakMetrics([]map[string]Metric{run(14.8, 14.8, 14.8), run(5.5, 5.1, 5.9), run(5.6, 5.6, 5.6), nil})
+	m := got["case_wall_ms"]
+	if m.Median != 5.6 || m.Min != 5.1 || m.Max != 14.8 || m.N != 3 || m.Unit != "ms" {
+		t.Fatalf("got %+v", m)
+	}
+	if SoakMetrics([]map[string]Metric{nil, nil}) != nil {
+		t.Fatal("no metrics must give nil")
+	}
+	even := SoakMetrics([]map[string]Metric{run(1, 1, 1), run(3, 3, 3)})["case_wall_ms"]
+	if even.Median != 2 {
+		t.Fatalf("even count: median %v, want 2", even.Median)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -276,4 +277,40 @@ func Read(path string) (*Report, error) {
 		return nil, fmt.Errorf("report: %s: schema %d, want %d", path, r.Schema, Schema)
 	}
 	return &r, nil
+}
+
+// SoakMetrics summarises a metric over every run of a soak: the median of
+// the runs' medians (the first run, in a world that has not run this case
+// yet, weighs one vote in many), the smallest min and largest max, and
+// every sample counted.
+func SoakMetrics(runs []map[string]Metric) map[string]Metric {
+	meds := map[string][]float64{}
+	out := map[string]Metric{}
+	for _, ms := range runs {
+		for name, m := range ms {
+			meds[name] = append(meds[name], m.Median)
+			acc, seen := out[name]
+			if !seen {
+				acc = m
+				acc.N = 0
+			}
+			acc.Min, acc.Max = min(acc.Min, m.Min), max(acc.Max, m.Max)
+			acc.N += m.N
+			out[name] = acc
+		}
+	}
+	for name, v := range meds {
+		m := out[name]
+		sort.Float64s(v)
+		m.Median = v[len(v)/2]
+		if len(v)%2 == 0 {
+			m.Median = (v[len(v)/2-1] + v[len(v)/2]) / 2
+		}
+		m.Method += fmt.Sprintf(" (soak: median of %d runs' medians)", len(v))
+		out[name] = m
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
