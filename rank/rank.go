@@ -57,6 +57,25 @@ type server struct {
 	next  int
 	rank  int
 	ranks int
+	// clockPeriod is how often a perf launch or copy samples the device
+	// clock (P2PAT_CLOCKS, set by the suite's --clocks); 0 is off.
+	clockPeriod time.Duration
+}
+
+// ClockPeriod parses --clocks / P2PAT_CLOCKS: "off", or a positive
+// duration ("" is the default, 1ms).
+func ClockPeriod(v string) (time.Duration, error) {
+	switch v {
+	case "":
+		return time.Millisecond, nil
+	case "off":
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is neither off nor a positive duration such as 1ms", v)
+	}
+	return d, nil
 }
 
 // Main serves until Exit or until the parent goes away; it returns the
@@ -88,7 +107,12 @@ func Main() int {
 			trace.On()
 		}
 	}
-	s := &server{sock: SockFd, bufs: map[int]backend.Buffer{}, next: 1, rank: r}
+	period, err := ClockPeriod(os.Getenv("P2PAT_CLOCKS"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics-rank: P2PAT_CLOCKS: %v\n", err)
+		return 2
+	}
+	s := &server{sock: SockFd, bufs: map[int]backend.Buffer{}, next: 1, rank: r, clockPeriod: period}
 	return s.serve()
 }
 
@@ -457,25 +481,13 @@ func (s *server) sum(q wire.Sum) (any, []int, error) {
 	return wire.SumReply{Sum: total}, nil, nil
 }
 
-// within reports whether [off, off+n) lies inside size bytes, without the
-// overflow of computing off+n.
-// sampleClocks starts sampling the device's clock about once per
-// millisecond (and once at each end) on a goroutine of its own and returns
+// sampleClocks starts sampling the device's clock every clockPeriod (and
+// once at each end) on a goroutine of its own and returns
 // the stop, which gives what was seen; nil from the stop when the backend
 // cannot sample. The sampler never touches the locked vendor thread.
 func (s *server) sampleClocks() func() *wire.ClockStats {
 	cs, ok := s.be.(backend.ClockSampler)
-	period := time.Millisecond
-	switch v := os.Getenv("P2PAT_CLOCKS"); v {
-	case "":
-	case "off":
-		ok = false
-	default:
-		if d, err := time.ParseDuration(v); err == nil && d > 0 {
-			period = d
-		}
-	}
-	if !ok {
+	if !ok || s.clockPeriod == 0 {
 		return func() *wire.ClockStats { return nil }
 	}
 	done := make(chan struct{})
@@ -501,7 +513,7 @@ func (s *server) sampleClocks() func() *wire.ClockStats {
 				}
 			}
 		}
-		tick := time.NewTicker(period)
+		tick := time.NewTicker(s.clockPeriod)
 		defer tick.Stop()
 		take()
 		for {
@@ -562,6 +574,8 @@ func (s *server) cpuAtomics(c *wire.CPUAtomics) (func() error, error) {
 	return func() error { wg.Wait(); return nil }, nil
 }
 
+// within reports whether [off, off+n) lies inside size bytes, without the
+// overflow of computing off+n.
 func within(off, n, size uint64) bool { return off <= size && n <= size-off }
 
 func leU64(b []byte) uint64 {

@@ -24,6 +24,9 @@ check 2 --case=host.memfd.counter.nope
 check 2 --case=Bad/Id
 check 2 --pinned --uncached
 check 2 --repeat=0
+check 2 --clocks=fast
+check 2 --clocks=-1ms
+P2PAT_CLOCKS=sometimes check 2
 check 2 --update-expectations
 check 2 --expectations=/nonexistent/dir
 check 2 --backend=host --ginkgo.label-filter='nosuchlabel'

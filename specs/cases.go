@@ -87,6 +87,14 @@ func sizing(c *harness.Ctx, op kernels.Op) size {
 	return size{u, 256, 200} // 2 ranks x 132 SMs x 256 x 200 = 13.5 M ops on H200
 }
 
+// counterLaunch is rank r's launch of a counter kernel (add, sub, xchg, ...)
+// on target: sz's shape, operand, and the rank as salt.
+func counterLaunch(r int, k kernels.Kernel, sz size, target wireArg, operand uint64) harness.Launch {
+	return harness.Launch{Rank: r, Kernel: k.Name, Grid: sz.grid, Block: sz.block, Args: map[string]wireArg{
+		"target": target, "operand": harness.V(operand), "iters": harness.V(sz.iters),
+		"block": harness.V(uint64(sz.block)), "salt": harness.V(uint64(r))}}
+}
+
 func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
 
 // counterInit and counterExpect define each op's start value and exact
@@ -297,14 +305,10 @@ func runCounterOn(c *harness.Ctx, k kernels.Kernel, m *harness.Mem, offset uint6
 	}
 	ls := make([]harness.Launch, c.N())
 	for r := range ls {
-		args := map[string]wireArg{
-			"target": harness.P(m.Bufs[r], offset), "operand": harness.V(counterOperand(k)),
-			"iters": harness.V(sz.iters), "block": harness.V(uint64(sz.block)), "salt": harness.V(uint64(r)),
-		}
+		ls[r] = counterLaunch(r, k, sz, harness.P(m.Bufs[r], offset), counterOperand(k))
 		if outs != nil {
-			args["out"] = harness.P(outs[r], 0)
+			ls[r].Args["out"] = harness.P(outs[r], 0)
 		}
-		ls[r] = harness.Launch{Rank: r, Kernel: k.Name, Grid: sz.grid, Block: sz.block, Args: args}
 	}
 	el, err := c.Run(ls...)
 	if err != nil {

@@ -48,9 +48,7 @@ func runPair(c *harness.Ctx, k kernels.Kernel, s, d int) error {
 	sz := sizing(c, k.Op)
 	ls := make([]harness.Launch, 0, 2)
 	for _, r := range []int{s, d} {
-		ls = append(ls, harness.Launch{Rank: r, Kernel: k.Name, Grid: sz.grid, Block: sz.block, Args: map[string]wireArg{
-			"target": harness.P(m.Bufs[r], 0), "operand": harness.V(counterOperand(k)),
-			"iters": harness.V(sz.iters), "block": harness.V(uint64(sz.block)), "salt": harness.V(uint64(r))}})
+		ls = append(ls, counterLaunch(r, k, sz, harness.P(m.Bufs[r], 0), counterOperand(k)))
 	}
 	el, err := c.Run(ls...)
 	if err != nil {
@@ -96,10 +94,7 @@ func runAllToAll(c *harness.Ctx, k kernels.Kernel) error {
 	for t := 1; t < n; t++ {
 		ls := make([]harness.Launch, n)
 		for r := range ls {
-			dst := mems[(r+t)%n]
-			ls[r] = harness.Launch{Rank: r, Kernel: k.Name, Grid: sz.grid, Block: sz.block, Args: map[string]wireArg{
-				"target": harness.P(dst.Bufs[r], 0), "operand": harness.V(counterOperand(k)),
-				"iters": harness.V(sz.iters), "block": harness.V(uint64(sz.block)), "salt": harness.V(uint64(r))}}
+			ls[r] = counterLaunch(r, k, sz, harness.P(mems[(r+t)%n].Bufs[r], 0), counterOperand(k))
 		}
 		if _, err := c.Run(ls...); err != nil {
 			return err
@@ -158,10 +153,8 @@ func runCPUGPU(c *harness.Ctx, k kernels.Kernel, racy bool) error {
 	}
 	ls := make([]harness.Launch, c.N())
 	for r := range ls {
-		ls[r] = harness.Launch{Rank: r, Kernel: k.Name, Grid: sz.grid, Block: sz.block, Args: map[string]wireArg{
-			"target": harness.P(m.Bufs[r], 0), "operand": harness.V(1),
-			"iters": harness.V(sz.iters), "block": harness.V(uint64(sz.block)), "salt": harness.V(uint64(r))},
-			CPU: &wire.CPUAtomics{Target: harness.P(m.Bufs[r], 0), Threads: cpuThreads, Iters: cpuIters, Operand: 1, Racy: racy && r == 0}}
+		ls[r] = counterLaunch(r, k, sz, harness.P(m.Bufs[r], 0), 1)
+		ls[r].CPU = &wire.CPUAtomics{Target: harness.P(m.Bufs[r], 0), Threads: cpuThreads, Iters: cpuIters, Operand: 1, Racy: racy && r == 0}
 	}
 	if _, err := c.Run(ls...); err != nil {
 		return err

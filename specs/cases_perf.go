@@ -150,6 +150,15 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 	return nil
 }
 
+// fillU64 writes v into every 64-bit word of size bytes of buf in rank,
+// with the grid the copy kernels use.
+func fillU64(c *harness.Ctx, rank, buf int, v, size uint64, grid, block uint32) error {
+	_, err := c.Run(harness.Launch{Rank: rank, Kernel: "fill_u64_plain_dev", Grid: grid, Block: block, Args: map[string]wireArg{
+		"dst": harness.P(buf, 0), "value": harness.V(v), "n": harness.V(size / 8), "block": harness.V(uint64(block)),
+		"nthreads": harness.V(uint64(grid) * uint64(block))}})
+	return err
+}
+
 func copySize(c *harness.Ctx) uint64 {
 	if c.Vendor() == "host" {
 		return 16 << 20
@@ -172,7 +181,6 @@ func runCopy(c *harness.Ctx, s, d int, eng, dir string) error {
 	if err != nil {
 		return err
 	}
-	fill := kernels.MustLookup("fill_u64_plain_dev")
 	copyK := kernels.MustLookup("copy_b128_plain_dev")
 	grid, block := uint32(c.Units(s)*4), uint32(256)
 	if c.Vendor() == "host" {
@@ -185,11 +193,7 @@ func runCopy(c *harness.Ctx, s, d int, eng, dir string) error {
 	if dir == "read" {
 		srcRank, srcBuf, dstRank, dstBuf = d, remote.Bufs[d], s, local
 	}
-	fillBuf := func(rank, buf int, v uint64) error {
-		_, err := c.Run(harness.Launch{Rank: rank, Kernel: fill.Name, Grid: grid, Block: block, Args: map[string]wireArg{
-			"dst": harness.P(buf, 0), "value": harness.V(v), "n": harness.V(size / 8), "block": harness.V(uint64(block)), "nthreads": harness.V(nthreads)}})
-		return err
-	}
+	fillBuf := func(rank, buf int, v uint64) error { return fillU64(c, rank, buf, v, size, grid, block) }
 	// s addresses the remote buffer through its import.
 	sSrc, sDst := local, remote.Bufs[s]
 	if dir == "read" {
@@ -304,12 +308,7 @@ func runBidir(c *harness.Ctx, s, d int, eng string) error {
 		}
 		return c.Run(ls...)
 	}
-	fill := kernels.MustLookup("fill_u64_plain_dev")
-	fillBuf := func(rank, buf int, v uint64) error {
-		_, err := c.Run(harness.Launch{Rank: rank, Kernel: fill.Name, Grid: grid, Block: block, Args: map[string]wireArg{
-			"dst": harness.P(buf, 0), "value": harness.V(v), "n": harness.V(size / 8), "block": harness.V(uint64(block)), "nthreads": harness.V(nthreads)}})
-		return err
-	}
+	fillBuf := func(rank, buf int, v uint64) error { return fillU64(c, rank, buf, v, size, grid, block) }
 	for sample := 0; sample < 6; sample++ {
 		// New data each sample, destinations cleared, so the sums below
 		// prove this sample's bytes moved.

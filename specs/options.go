@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"p2patomics/harness"
+	"p2patomics/rank"
 )
 
 // Matrix lists every backend's allocation kinds (harness.Matrix).
@@ -39,6 +40,7 @@ type Options struct {
 	AllowStackMismatch bool
 	Repeat             int
 	Duration           time.Duration
+	Clocks             string
 	kindFlags          map[string]*bool
 }
 
@@ -63,6 +65,7 @@ var FlagTable = []flagDef{
 	{"allow-stack-mismatch", "false", "gate even if the baseline's stack differs from this machine's"},
 	{"repeat", "1", "run the selection N times (soak)"},
 	{"duration", "0s", "repeat the selection until this much time has passed (soak)"},
+	{"clocks", "1ms", "how often perf cases sample each device's clock and throttle reasons, or off"},
 }
 
 // EnvName is the environment variable for a flag.
@@ -86,6 +89,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.AllowStackMismatch, "allow-stack-mismatch", false, FlagTable[11].Usage)
 	fs.IntVar(&o.Repeat, "repeat", 1, FlagTable[12].Usage)
 	fs.DurationVar(&o.Duration, "duration", 0, FlagTable[13].Usage)
+	fs.StringVar(&o.Clocks, "clocks", "1ms", FlagTable[14].Usage)
 	o.kindFlags = map[string]*bool{}
 	for _, k := range allKinds() {
 		o.kindFlags[k] = fs.Bool(k, false, "shorthand for --alloc="+k)
@@ -201,6 +205,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Out == "" {
 		return usagef("--out: empty directory name")
+	}
+	if _, err := rank.ClockPeriod(o.Clocks); err != nil {
+		return usagef("--clocks=%s: %v", o.Clocks, err)
 	}
 	return nil
 }

@@ -46,6 +46,9 @@ type Run struct {
 // NewRun resolves the backend, builds and filters the plan.
 func NewRun(o *Options, userFilter string) (*Run, error) {
 	r := &Run{Opts: o, runners: map[string]*harness.Runner{}, results: map[string]report.Result{}, startFds: -1, t0: time.Now()}
+	// Ranks read the clock sampler's period from their environment (it is
+	// on the rank env allowlist); the flag may have come from the command line.
+	os.Setenv("P2PAT_CLOCKS", o.Clocks)
 	var terms []string
 	if strings.TrimSpace(userFilter) != "" {
 		terms = append(terms, "("+userFilter+")")

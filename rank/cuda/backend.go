@@ -50,7 +50,6 @@ type Backend struct {
 	evStop  uintptr
 	arena   []byte // kernel parameters and JIT logs: memory outside the Go heap
 	info    backend.DeviceInfo
-	peers   []int32 // other devices that can access this device's memory
 	bufs    map[*buffer]struct{}
 	opened  bool
 	// NVML handle of this device for the clock sampler (0: none; nvmlErr
@@ -200,7 +199,7 @@ func (b *Backend) attr(a int32, dev int32) (int, error) {
 	return int(v), nil
 }
 
-// describe fills b.info and b.peers.
+// describe fills b.info.
 func (b *Backend) describe() error {
 	d := b.d
 	var nameBuf [256]byte
@@ -276,7 +275,6 @@ func (b *Backend) describe() error {
 		}
 	}
 	info.Attrs["compute_capability"] = fmt.Sprintf("%d.%d", major, minor)
-	b.peers = nil
 	for j, pd := range b.devs {
 		if pd == b.dev {
 			continue
@@ -287,11 +285,6 @@ func (b *Backend) describe() error {
 			info.Attrs[pre+"can_access"] = strconv.Itoa(int(can))
 		} else {
 			info.Attrs[pre+"can_access"] = "error: " + err.Error()
-		}
-		// Who may map this device's memory: peer j accessing us.
-		var back int32
-		if d.check("cuDeviceCanAccessPeer", d.cuDeviceCanAccessPeer(&back, pd, b.dev)) == nil && back == 1 {
-			b.peers = append(b.peers, pd)
 		}
 		for _, a := range []struct {
 			key  string
@@ -516,9 +509,10 @@ func (b *Backend) allocVMM(kind string, size uint64) (backend.Buffer, backend.Ex
 	}
 	// Grant this device only. Importers grant themselves in their own
 	// process (importVMM), the only way the harness reaches a peer's memory;
-	// granting every peer device here too made the driver build page tables
-	// on each of them for every allocation, work the warm-world speed target
-	// pays for and no case uses (docs/PERFORMANCE.md has the effect).
+	// granting every peer device here too had the driver map the range on
+	// each of them for every allocation, work no case uses. (Dropped with
+	// the TLB-warm copy in one run that closed a 22% bandwidth gap; its own
+	// share was not measured: docs/PERFORMANCE.md.)
 	desc := memAccessDesc{Location: memLocation{Type: memLocationTypeDevice, ID: b.dev}, Flags: memAccessFlagsProtReadWrite}
 	if err := d.check("cuMemSetAccess", d.cuMemSetAccess(va, sz, &desc, 1)); err != nil {
 		d.cuMemUnmap(va, sz)

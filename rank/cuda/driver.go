@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -364,10 +363,4 @@ func (d *driver) ipcOpenMemHandle(h ipcMemHandle, flags uint32) (uint64, error) 
 	r := d.cuIpcOpenMemHandleRaw(&p, flags, 0, 0, 0, 0, w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7])
 	d.end(sp, r, func() string { return "pdptr=" + trace.Hex(p) })
 	return p, d.check("cuIpcOpenMemHandle_v2", r)
-}
-
-// isFault reports whether err is (or wraps) a GPU fault.
-func isFault(err error) bool {
-	var f *backend.Fault
-	return errors.As(err, &f)
 }

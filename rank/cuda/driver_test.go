@@ -277,3 +277,9 @@ func TestKinds(t *testing.T) {
 		t.Errorf("Kinds() = %s", got)
 	}
 }
+
+// isFault reports whether err is (or wraps) a GPU fault.
+func isFault(err error) bool {
+	var f *backend.Fault
+	return errors.As(err, &f)
+}
