@@ -6,6 +6,7 @@ import (
 
 	"p2patomics/harness"
 	"p2patomics/harness/report"
+	"p2patomics/harness/sampling"
 	"p2patomics/kernels"
 )
 
@@ -38,11 +39,16 @@ func (b *builder) perf() {
 			}
 		}
 	}
-	// Atomic throughput: one rank on its own memory (local) or on rank 0's
-	// (peer, rank 1), contended (one word) or spread (a word per thread).
+	// Atomic throughput: rank 0 on its own memory (local), rank 1 on rank
+	// 0's (peer), or every rank on rank 0's at once (all; contended only:
+	// all threads of all ranks on one word). Contended is one word, spread
+	// a word per thread.
 	for _, s := range kernels.Scopes {
 		for _, pat := range []kernels.Op{kernels.OpAdd, kernels.OpSpread} {
-			for _, where := range []string{"local", "peer"} {
+			for _, where := range []string{"local", "peer", "all"} {
+				if where == "all" && pat == kernels.OpSpread {
+					continue
+				}
 				k := kernels.MustLookup(kernels.Name(pat, kernels.U64, kernels.Relaxed, s))
 				name := "contended"
 				if pat == kernels.OpSpread {
@@ -50,7 +56,7 @@ func (b *builder) perf() {
 				}
 				variant := fmt.Sprintf("atomic_%s_%s_%s", name, where, s)
 				b.add("perf", variant, n, report.Pass, []string{"perf", "atomics", name, where, string(s)}, 60*time.Second,
-					func(c *harness.Ctx) error { return runAtomicRate(c, k, where == "peer") })
+					func(c *harness.Ctx) error { return runAtomicRate(c, k, where) })
 			}
 		}
 	}
@@ -79,23 +85,25 @@ func (b *builder) perf() {
 // runPingPong times a dependent chain of acquire/release hand-overs. Each
 // side polls a flag in its own memory and writes the other's.
 // Side 0 runs on rank a, side 1 on rank b; a == b puts both sides in one
-// launch on a's device (local).
+// launch on a's device (local). One sample runs the chain once per flag
+// placement (sampling.FlagOffset: the round trip on one GPU depends on the
+// flags' L2 slice) and divides side 0's summed elapsed time by all rounds.
 func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 	if err := c.NeedPeer(false); err != nil {
 		return err
 	}
-	rounds := uint64(20000)
+	rounds := uint64(2500) // per placement: 40 000 round trips per sample
 	if c.Vendor() == "host" {
-		rounds = 2000
+		rounds = 200
 	}
 	local := a == b
-	f0, err := c.Shared(a, 4096, true) // side 0's flag: word 0 of rank a's memory
+	f0, err := c.Shared(a, sampling.PlacementSpan, true) // side 0's flag: rank a's memory
 	if err != nil {
 		return err
 	}
-	f1 := f0 // side 1's flag: word 8 of rank b's memory (a's when local)
+	f1 := f0 // side 1's flag: 64 bytes further, in rank b's memory (a's when local)
 	if !local {
-		if f1, err = c.Shared(b, 4096, true); err != nil {
+		if f1, err = c.Shared(b, sampling.PlacementSpan, true); err != nil {
 			return err
 		}
 	}
@@ -105,17 +113,17 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 			return err
 		}
 	}
-	for sample := 0; sample < 6; sample++ {
-		if err := c.Zero(a, f0.Bufs[a], 0, 128); err != nil {
-			return err
+	once := func(at uint64) (time.Duration, error) {
+		if err := c.Zero(a, f0.Bufs[a], at, 128); err != nil {
+			return 0, err
 		}
 		if !local {
-			if err := c.Zero(b, f1.Bufs[b], 0, 128); err != nil {
-				return err
+			if err := c.Zero(b, f1.Bufs[b], at, 128); err != nil {
+				return 0, err
 			}
 		}
 		arg := func(r, role int) map[string]wireArg {
-			own, peer := harness.P(f0.Bufs[r], 0), harness.P(f1.Bufs[r], 64)
+			own, peer := harness.P(f0.Bufs[r], at), harness.P(f1.Bufs[r], at+64)
 			if role == 1 {
 				own, peer = peer, own
 			}
@@ -131,21 +139,33 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 		}
 		el, err := c.Run(ls...)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		done, err := c.U64(a, outs[a], 0)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if done != rounds {
 			st, _ := c.U64(a, outs[a], 16)
-			return harness.Failf("ping-pong stopped after %d of %d rounds (flag last seen %d)", done, rounds, st)
+			return 0, harness.Failf("ping-pong stopped after %d of %d rounds at flag offset %d (flag last seen %d)", done, rounds, at, st)
+		}
+		return el[0], nil
+	}
+	for sample := 0; sample < 6; sample++ {
+		var total time.Duration
+		for p := 0; p < sampling.Placements; p++ {
+			el, err := once(sampling.FlagOffset(p))
+			if err != nil {
+				return err
+			}
+			total += el
 		}
 		if sample == 0 {
 			continue // warm-up
 		}
-		c.Metric("rtt_"+string(pp.Scope)+"_us", "us", "side 0 kernel elapsed / rounds (dependent acquire/release chain, local polls, posted stores)",
-			el[0].Seconds()*1e6/float64(rounds))
+		c.Metric("rtt_"+string(pp.Scope)+"_us", "us",
+			fmt.Sprintf("side 0 kernel elapsed / rounds (dependent acquire/release chain, local polls, posted stores), %d rounds at each of %d flag placements per sample", rounds, sampling.Placements),
+			total.Seconds()*1e6/float64(rounds*sampling.Placements))
 	}
 	return nil
 }
@@ -159,11 +179,15 @@ func fillU64(c *harness.Ctx, rank, buf int, v, size uint64, grid, block uint32) 
 	return err
 }
 
+// copySize is one timed copy's size: 1 GiB on a GPU (2.7 ms at 390 GB/s,
+// 20 times the 50 MiB L2 of an H200). At 256 MiB (0.7 ms) a single
+// stall of some tens of µs moved a sample by 2-11%; nvbandwidth gets the
+// same effect by timing 16 copies of 512 MiB per sample.
 func copySize(c *harness.Ctx) uint64 {
 	if c.Vendor() == "host" {
 		return 16 << 20
 	}
-	return 256 << 20
+	return 1 << 30
 }
 
 // runCopy moves size bytes between rank s's local buffer and memory owned
@@ -219,7 +243,7 @@ func runCopy(c *harness.Ctx, s, d int, eng, dir string) error {
 			}
 			return els[0], "kernel elapsed", err
 		}
-		// The fills above sweep 256 MiB of each GPU's memory and evict the
+		// The fills above sweep each GPU's whole buffer and evict the
 		// peer mapping's TLB entries; an untimed copy first warms them, as
 		// a standalone loop of back-to-back copies has them warm. With it
 		// (and the owner's grant limited to its own device) the harness
@@ -255,10 +279,11 @@ func runBidir(c *harness.Ctx, s, d int, eng string) error {
 	if err := c.NeedPeer(false); err != nil {
 		return err
 	}
-	// Four times the one-way size: the two copies start from two processes
+	// The one-way size, per side: the two copies start from two processes
 	// some tens of µs apart, which at 256 MiB spread the samples by up to
-	// 3% (both directions overlap for less of a short copy).
-	size := 4 * copySize(c)
+	// 3% (both directions overlap for less of a short copy); at 1 GiB by
+	// 0.3%.
+	size := copySize(c)
 	copyK := kernels.MustLookup("copy_b128_plain_dev")
 	ms := map[int]*harness.Mem{}
 	locals := map[int]int{}
@@ -352,9 +377,10 @@ func runBidir(c *harness.Ctx, s, d int, eng string) error {
 	return nil
 }
 
-// runAtomicRate measures one rank's atomic throughput: rank 0 on its own
-// memory (local) or rank 1 on rank 0's memory (peer).
-func runAtomicRate(c *harness.Ctx, k kernels.Kernel, peer bool) error {
+// runAtomicRate measures atomic throughput on words of rank 0's memory:
+// rank 0 alone (local), rank 1 alone through its mapping (peer), or every
+// rank at once (all). The count is checked after every sample.
+func runAtomicRate(c *harness.Ctx, k kernels.Kernel, where string) error {
 	if err := c.NeedPeer(true); err != nil {
 		return err
 	}
@@ -363,20 +389,39 @@ func runAtomicRate(c *harness.Ctx, k kernels.Kernel, peer bool) error {
 	if err != nil {
 		return err
 	}
-	r := 0
-	if peer {
-		r = 1
+	ranks := []int{0}
+	switch where {
+	case "peer":
+		ranks = []int{1}
+	case "all":
+		ranks = ranks[:0]
+		for r := 0; r < c.N(); r++ {
+			ranks = append(ranks, r)
+		}
 	}
-	args := map[string]wireArg{"target": harness.P(m.Bufs[r], 0), "operand": harness.V(1), "iters": harness.V(sz.iters),
-		"block": harness.V(uint64(sz.block)), "salt": harness.V(uint64(r))}
-	if k.Op == kernels.OpSpread {
-		delete(args, "salt")
+	target := sampling.Target
+	if c.Vendor() == "host" {
+		target = 0 // CPU "kernels": the fixed count is long enough
+	}
+	iters := sz.iters
+	method := "kernel elapsed, one rank"
+	if len(ranks) > 1 {
+		method = "kernel elapsed; all ranks' operations / the slowest rank's elapsed"
 	}
 	for sample := 0; sample < 6; sample++ {
 		if err := c.Zero(0, m.Bufs[0], 0, sz.threads()*8); err != nil {
 			return err
 		}
-		el, err := c.Run(harness.Launch{Rank: r, Kernel: k.Name, Grid: sz.grid, Block: sz.block, Args: args})
+		var ls []harness.Launch
+		for _, r := range ranks {
+			args := map[string]wireArg{"target": harness.P(m.Bufs[r], 0), "operand": harness.V(1), "iters": harness.V(iters),
+				"block": harness.V(uint64(sz.block)), "salt": harness.V(uint64(r))}
+			if k.Op == kernels.OpSpread {
+				delete(args, "salt")
+			}
+			ls = append(ls, harness.Launch{Rank: r, Kernel: k.Name, Grid: sz.grid, Block: sz.block, Args: args})
+		}
+		els, err := c.Run(ls...)
 		if err != nil {
 			return err
 		}
@@ -384,11 +429,24 @@ func runAtomicRate(c *harness.Ctx, k kernels.Kernel, peer bool) error {
 		if err != nil {
 			return err
 		}
-		if want := sz.threads() * sz.iters; sum != want {
-			return harness.Failf("%s counted %d of %d", k.Name, sum, want)
+		ops := sz.threads() * iters * uint64(len(ranks))
+		if sum != ops {
+			return harness.Failf("%s counted %d of %d", k.Name, sum, ops)
 		}
-		if sample > 0 && el[0] > 0 {
-			c.Metric("atomic_rate", "Mops/s", "kernel elapsed, one rank", float64(sz.threads()*sz.iters)/el[0].Seconds()/1e6)
+		slowest := time.Duration(0)
+		for _, el := range els {
+			slowest = max(slowest, el)
+		}
+		if sample == 0 {
+			// The warm-up sets the timed samples' length.
+			iters = sampling.Iters(sz.iters, slowest, target)
+			if iters != sz.iters {
+				method += fmt.Sprintf(", %d iterations per thread (about %v per sample)", iters, target)
+			}
+			continue
+		}
+		if slowest > 0 {
+			c.Metric("atomic_rate", "Mops/s", method, float64(ops)/slowest.Seconds()/1e6)
 		}
 	}
 	return nil

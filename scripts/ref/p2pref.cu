@@ -1,10 +1,11 @@
 // p2pref: a standalone CUDA reference for the harness's perf cases, built
 // with nvcc on the GPU machine and run in the same session, so the harness's
 // numbers can be checked against "a careful standalone program".
-// Same sizes and methods as specs/cases_perf.go: 256 MiB, 1 warm-up + 5
-// event-timed samples, median; copy kernel 16 B/thread, SMs*4 x 256 threads;
-// ping-pong with each side polling its own flag (ld.acquire.sys) and writing
-// the other's (st.release.sys).
+// Same sizes and methods as specs/cases_perf.go: 1 GiB per copy, 1 warm-up
+// + 5 event-timed samples, median; copy kernel 16 B/thread, SMs*4 x 256
+// threads; ping-pong with each side polling its own flag (ld.acquire.sys)
+// and writing the other's (st.release.sys), 2500 rounds at each of 16 flag
+// placements per sample.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
@@ -89,11 +91,19 @@ __global__ void pingpong_local(unsigned long long *f0, unsigned long long *f1, u
 
 static double median(std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
 
+// Flag placement p sits flagAt(p) bytes into a 2 MiB (or larger) buffer,
+// as specs/cases_perf.go's flagPlacement: a one-GPU round trip depends on
+// which L2 slice holds the flags' line, so each sample sweeps all 16.
+static const int kPlacements = 16;
+static size_t flagAt(int p) { return (size_t)p * (32 * 4096 + 3 * 128); }
+static unsigned long long *at(void *f, int p) { return (unsigned long long *)((char *)f + flagAt(p)); }
+static const size_t kCopy = 1ull << 30;
+
 // The cross-process form the harness uses: the buffer is allocated on GPU 1
 // by the parent, its legacy IPC handle piped to a child process, which maps
 // it on GPU 0 and copies into it. Same sizes and timing as above.
 static int ipc_child() {
-  const size_t size = 256u << 20;
+  const size_t size = kCopy;
   cudaIpcMemHandle_t h;
   unsigned char *hb = (unsigned char *)&h;
   for (size_t i = 0; i < sizeof h; i++) {
@@ -133,7 +143,7 @@ static int ipc_child() {
 }
 
 static void ipc_parent(const char *self) {
-  const size_t size = 256u << 20;
+  const size_t size = kCopy;
   CK(cudaSetDevice(1));
   void *dst;
   CK(cudaMalloc(&dst, size));
@@ -152,7 +162,7 @@ static void ipc_parent(const char *self) {
 
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "ipc-child") == 0) return ipc_child();
-  const size_t size = 256u << 20;
+  const size_t size = kCopy;
   int n = 0;
   CK(cudaGetDeviceCount(&n));
   if (n < 2) { printf("ref: needs 2 GPUs\n"); return 2; }
@@ -193,56 +203,75 @@ int main(int argc, char **argv) {
     auto r = timed(s, [&] { CK(cudaMemcpyAsync(loc[s], buf[d], size, cudaMemcpyDefault, st[s])); });
     auto kw = timed(s, [&] { copy16<<<grid, block, 0, st[s]>>>((uint4 *)buf[d], (uint4 *)loc[s], size / 16, nthreads); });
     auto kr = timed(s, [&] { copy16<<<grid, block, 0, st[s]>>>((uint4 *)loc[s], (uint4 *)buf[d], size / 16, nthreads); });
-    printf("ref r%dr%d bw_ce_write_gbps %.2f (min %.2f max %.2f)\n", s, d, median(w), *std::min_element(w.begin(), w.end()), *std::max_element(w.begin(), w.end()));
-    printf("ref r%dr%d bw_ce_read_gbps %.2f\n", s, d, median(r));
-    printf("ref r%dr%d bw_kernel_write_gbps %.2f\n", s, d, median(kw));
-    printf("ref r%dr%d bw_kernel_read_gbps %.2f\n", s, d, median(kr));
+    for (auto &m : {std::make_pair("bw_ce_write_gbps", &w), std::make_pair("bw_ce_read_gbps", &r),
+                    std::make_pair("bw_kernel_write_gbps", &kw), std::make_pair("bw_kernel_read_gbps", &kr)}) {
+      const std::vector<double> &v = *m.second;
+      printf("ref r%dr%d %s %.2f (min %.2f max %.2f)\n", s, d, m.first, median(v), *std::min_element(v.begin(), v.end()),
+             *std::max_element(v.begin(), v.end()));
+    }
   }
   // Ping-pong across the two GPUs: flags are one word in each device's
   // buffer (cudaMalloc, then cuMemCreate memory as the harness's vmm kind).
-  const unsigned long long rounds = 20000;
+  const unsigned long long rounds = 2500; // per placement
+  // One pass over the placements with a launch function; returns the
+  // summed elapsed ms of side 0, or each placement's rtt in byP.
+  auto pass = [&](void *f0, void *f1, bool one, auto launch2, std::vector<double> *byP) {
+    double total = 0;
+    for (int p = 0; p < kPlacements; p++) {
+      CK(cudaSetDevice(0)); CK(cudaMemset(at(f0, p), 0, 128)); CK(cudaDeviceSynchronize());
+      if (!one) { CK(cudaSetDevice(1)); CK(cudaMemset(at(f1, p), 0, 128)); CK(cudaDeviceSynchronize()); }
+      CK(cudaSetDevice(0));
+      CK(cudaEventRecord(e0[0], st[0]));
+      launch2(0, p);
+      CK(cudaEventRecord(e1[0], st[0]));
+      if (!one) { CK(cudaSetDevice(1)); launch2(1, p); CK(cudaStreamSynchronize(st[1])); CK(cudaSetDevice(0)); }
+      CK(cudaEventSynchronize(e1[0]));
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, e0[0], e1[0]));
+      total += ms;
+      if (byP) byP->push_back(ms * 1e3 / rounds);
+    }
+    return total;
+  };
+  auto series = [&](void *f0, void *f1, bool one, auto launch2) {
+    std::vector<double> rtt;
+    for (int s = 0; s < 6; s++) {
+      double ms = pass(f0, f1, one, launch2, nullptr);
+      if (s > 0) rtt.push_back(ms * 1e3 / (rounds * kPlacements));
+    }
+    return rtt;
+  };
+  auto report = [&](const char *what, std::vector<double> v) {
+    printf("%s %.3f (min %.3f max %.3f)\n", what, median(v), *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end()));
+  };
   auto cross = [&](void *f0, void *f1) {
-    std::vector<double> rtt;
-    for (int s = 0; s < 6; s++) {
-      CK(cudaSetDevice(0)); CK(cudaMemset(f0, 0, 64)); CK(cudaDeviceSynchronize());
-      CK(cudaSetDevice(1)); CK(cudaMemset(f1, 0, 64)); CK(cudaDeviceSynchronize());
-      CK(cudaSetDevice(0));
-      CK(cudaEventRecord(e0[0], st[0]));
-      pingpong<<<1, 1, 0, st[0]>>>((unsigned long long *)f0, (unsigned long long *)f1, rounds, 0);
-      CK(cudaEventRecord(e1[0], st[0]));
-      CK(cudaSetDevice(1));
-      pingpong<<<1, 1, 0, st[1]>>>((unsigned long long *)f1, (unsigned long long *)f0, rounds, 1);
-      CK(cudaStreamSynchronize(st[1]));
-      CK(cudaSetDevice(0));
-      CK(cudaEventSynchronize(e1[0]));
-      float ms = 0;
-      CK(cudaEventElapsedTime(&ms, e0[0], e1[0]));
-      if (s > 0) rtt.push_back(ms * 1e3 / rounds);
-    }
-    return median(rtt);
+    return series(f0, f1, false, [&](int side, int p) {
+      if (side == 0) pingpong<<<1, 1, 0, st[0]>>>(at(f0, p), at(f1, p) + 8, rounds, 0);
+      else pingpong<<<1, 1, 0, st[1]>>>(at(f1, p) + 8, at(f0, p), rounds, 1);
+    });
   };
-  auto local = [&](void *f) {
-    std::vector<double> rtt;
-    for (int s = 0; s < 6; s++) {
-      CK(cudaSetDevice(0)); CK(cudaMemset(f, 0, 128)); CK(cudaDeviceSynchronize());
-      CK(cudaEventRecord(e0[0], st[0]));
-      pingpong_local<<<2, 1, 0, st[0]>>>((unsigned long long *)f, (unsigned long long *)f + 8, rounds);
-      CK(cudaEventRecord(e1[0], st[0]));
-      CK(cudaEventSynchronize(e1[0]));
-      float ms = 0;
-      CK(cudaEventElapsedTime(&ms, e0[0], e1[0]));
-      if (s > 0) rtt.push_back(ms * 1e3 / rounds);
-    }
-    return median(rtt);
+  auto localL = [&](void *f) {
+    return [=](int, int p) { pingpong_local<<<2, 1, 0, st[0]>>>(at(f, p), at(f, p) + 8, rounds); };
   };
-  std::vector<double> rtt{cross(buf[0], buf[1])};
+  auto local = [&](void *f) { return series(f, f, true, localL(f)); };
+  auto byPlacement = [&](const char *what, void *f) {
+    std::vector<double> v;
+    pass(f, f, true, localL(f), nullptr); // warm-up
+    pass(f, f, true, localL(f), &v);
+    printf("%s by placement:", what);
+    for (double x : v) printf(" %.3f", x);
+    printf("\n");
+  };
+  std::vector<double> rtt = cross(buf[0], buf[1]);
   CK(cudaSetDevice(0));
   void *v0 = vmm_alloc(0, 2u << 20);
   CK(cudaSetDevice(1));
   void *v1 = vmm_alloc(1, 2u << 20);
-  printf("ref-vmm r0r1 rtt_sys_us %.3f (cuMemCreate memory, one process)\n", cross(v0, v1));
-  printf("ref r0 rtt_dev_us %.3f (cudaMalloc memory, one GPU, two blocks)\n", local(buf[0]));
-  printf("ref-vmm r0 rtt_dev_us %.3f (cuMemCreate memory, one GPU, two blocks)\n", local(v0));
+  report("ref-vmm r0r1 rtt_sys_us", cross(v0, v1));
+  report("ref r0 rtt_dev_us", local(buf[0]));
+  report("ref-vmm r0 rtt_dev_us", local(v0));
+  byPlacement("ref-vmm r0 rtt_dev_us", v0);
+  byPlacement("ref r0 rtt_dev_us", buf[0]);
   // The harness's own ping-pong kernels (its PTX, JIT-compiled here as the
   // ranks do, bounded poll loop included) on the same memory in this one
   // process: any difference from the lines above is the kernel's.
@@ -269,46 +298,21 @@ int main(int argc, char **argv) {
       CU(cuLaunchKernel(f, grid, 1, 1, 1, 1, 1, 0, (CUstream)st[d], args, nullptr));
     };
     auto crossH = [&](void *f0, void *f1) {
-      std::vector<double> rtt;
-      for (int s = 0; s < 6; s++) {
-        CK(cudaSetDevice(0)); CK(cudaMemset(f0, 0, 64)); CK(cudaDeviceSynchronize());
-        CK(cudaSetDevice(1)); CK(cudaMemset(f1, 0, 64)); CK(cudaDeviceSynchronize());
-        CK(cudaSetDevice(0));
-        CK(cudaEventRecord(e0[0], st[0]));
-        launch(fsys[0], 0, f0, f1, 0, 1);
-        CK(cudaEventRecord(e1[0], st[0]));
-        CK(cudaSetDevice(1));
-        launch(fsys[1], 1, f1, f0, 1, 1);
-        CK(cudaStreamSynchronize(st[1]));
-        CK(cudaSetDevice(0));
-        CK(cudaEventSynchronize(e1[0]));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, e0[0], e1[0]));
-        if (s > 0) rtt.push_back(ms * 1e3 / rounds);
-      }
-      return median(rtt);
+      return series(f0, f1, false, [&](int side, int p) {
+        if (side == 0) launch(fsys[0], 0, at(f0, p), at(f1, p) + 8, 0, 1);
+        else launch(fsys[1], 1, at(f1, p) + 8, at(f0, p), 1, 1);
+      });
     };
     auto localH = [&](void *f) {
-      std::vector<double> rtt;
-      for (int s = 0; s < 6; s++) {
-        CK(cudaSetDevice(0)); CK(cudaMemset(f, 0, 128)); CK(cudaDeviceSynchronize());
-        CK(cudaEventRecord(e0[0], st[0]));
-        launch(fdev, 0, f, (char *)f + 64, 2, 2);
-        CK(cudaEventRecord(e1[0], st[0]));
-        CK(cudaEventSynchronize(e1[0]));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, e0[0], e1[0]));
-        if (s > 0) rtt.push_back(ms * 1e3 / rounds);
-      }
-      return median(rtt);
+      return series(f, f, true, [&](int, int p) { launch(fdev, 0, at(f, p), at(f, p) + 8, 2, 2); });
     };
-    printf("ref-harness-kernel r0r1 rtt_sys_us %.3f (the harness's PTX, cudaMalloc memory)\n", crossH(buf[0], buf[1]));
-    printf("ref-harness-kernel-vmm r0r1 rtt_sys_us %.3f (the harness's PTX, cuMemCreate memory)\n", crossH(v0, v1));
-    printf("ref-harness-kernel-vmm r0 rtt_dev_us %.3f (the harness's PTX, cuMemCreate memory, one GPU)\n", localH(v0));
+    report("ref-harness-kernel r0r1 rtt_sys_us (the harness's PTX, cudaMalloc memory)", crossH(buf[0], buf[1]));
+    report("ref-harness-kernel-vmm r0r1 rtt_sys_us (the harness's PTX, cuMemCreate memory)", crossH(v0, v1));
+    report("ref-harness-kernel-vmm r0 rtt_dev_us (the harness's PTX, cuMemCreate memory, one GPU)", localH(v0));
   } else {
     printf("ref: %s not found: the harness-kernel comparison is left out\n", ptxPath);
   }
-  printf("ref r0r1 rtt_sys_us %.3f\n", median(rtt));
+  report("ref r0r1 rtt_sys_us", rtt);
   fflush(stdout);
   ipc_parent(argv[0]);
   return 0;
