@@ -230,11 +230,13 @@ func init() {
 		Doc: "role 0: x[i]=1; role 1: y[i]=1; role 2 (block>=2): thread 0 reads x[i] then y[i], thread 1 reads y[i] then x[i], " +
 			"each waiting (bounded) for its first read to see 1; out[2i+t] = second value read (+2 if the wait timed out); " +
 			"forbidden: out[2i]==0 && out[2i+1]==0"})
-	ppArgs := []Arg{p("flag"), p("peer"), p("out"), v("n"), v("role"), v("timeout_ns")}
+	ppArgs := []Arg{p("flag"), p("peer"), p("out"), v("n"), v("role"), v("timeout_ns"), v("places"), v("stride")}
 	ppDoc := "each side polls its own flag and writes the other's: round i, side 0 waits (acquire) mine==i then stores " +
 		"(release) other=i+1; side 1 waits mine==i+1 then stores other=i+1. role 0/1: one thread, mine=flag, other=peer; " +
 		"role 2: both sides in one launch, block b is side b (side 1: mine=peer, other=flag). " +
-		"out[4*side+0]=rounds done, +1=1 if a wait timed out, +2=flag value last seen (side 0 only unless role 2)"
+		"The chain runs n rounds at each of places placements in turn, placement p at byte offset p*stride from flag and " +
+		"peer (zeroed beforehand). out[4*side+0]=rounds done over all placements, +1=1 if a wait timed out, +2=flag value " +
+		"last seen (side 0 only unless role 2)"
 	for _, s := range Scopes {
 		add(Kernel{Name: Name(OpPingPong, U64, AcqRel, s), Op: OpPingPong, Type: U64, Order: AcqRel, Scope: s, Spins: true,
 			Args: ppArgs, Doc: ppDoc})

@@ -85,23 +85,24 @@ func (b *builder) perf() {
 // runPingPong times a dependent chain of acquire/release hand-overs. Each
 // side polls a flag in its own memory and writes the other's.
 // Side 0 runs on rank a, side 1 on rank b; a == b puts both sides in one
-// launch on a's device (local). One sample runs the chain once per flag
-// placement (sampling.FlagOffset: the round trip on one GPU depends on the
-// flags' L2 slice) and divides side 0's summed elapsed time by all rounds.
+// launch on a's device (local). One sample is one launch per side that runs
+// the chain at each of sampling.Placements flag placements in turn (the
+// round trip on one GPU depends on the flags' L2 slice); side 0's elapsed
+// time over all its rounds is the sample.
 func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 	if err := c.NeedPeer(false); err != nil {
 		return err
 	}
-	rounds := uint64(2500) // per placement: 40 000 round trips per sample
+	rounds := uint64(625) // per placement: 40 000 round trips per sample
 	if c.Vendor() == "host" {
-		rounds = 200
+		rounds = 50
 	}
 	local := a == b
-	f0, err := c.Shared(a, sampling.PlacementSpan, true) // side 0's flag: rank a's memory
+	f0, err := c.Shared(a, sampling.PlacementSpan, true) // side 0's flags: rank a's memory
 	if err != nil {
 		return err
 	}
-	f1 := f0 // side 1's flag: 64 bytes further, in rank b's memory (a's when local)
+	f1 := f0 // side 1's flags: 64 bytes further, in rank b's memory (a's when local)
 	if !local {
 		if f1, err = c.Shared(b, sampling.PlacementSpan, true); err != nil {
 			return err
@@ -113,59 +114,53 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 			return err
 		}
 	}
-	once := func(at uint64) (time.Duration, error) {
-		if err := c.Zero(a, f0.Bufs[a], at, 128); err != nil {
-			return 0, err
+	arg := func(r, role int) map[string]wireArg {
+		own, peer := harness.P(f0.Bufs[r], 0), harness.P(f1.Bufs[r], 64)
+		if role == 1 {
+			own, peer = peer, own
 		}
-		if !local {
-			if err := c.Zero(b, f1.Bufs[b], at, 128); err != nil {
-				return 0, err
+		return map[string]wireArg{"flag": own, "peer": peer, "out": harness.P(outs[r], 0), "n": harness.V(rounds),
+			"role": harness.V(uint64(role)), "timeout_ns": harness.V(uint64(5 * time.Second)),
+			"places": harness.V(sampling.Placements), "stride": harness.V(sampling.Stride)}
+	}
+	var ls []harness.Launch
+	if local {
+		ls = []harness.Launch{{Rank: a, Kernel: pp.Name, Grid: 2, Block: 1, Args: arg(a, 2)}}
+	} else {
+		ls = []harness.Launch{{Rank: a, Kernel: pp.Name, Grid: 1, Block: 1, Args: arg(a, 0)},
+			{Rank: b, Kernel: pp.Name, Grid: 1, Block: 1, Args: arg(b, 1)}}
+	}
+	total := rounds * sampling.Placements
+	for sample := 0; sample < 6; sample++ {
+		for p := 0; p < sampling.Placements; p++ {
+			at := sampling.FlagOffset(p)
+			if err := c.Zero(a, f0.Bufs[a], at, 128); err != nil {
+				return err
 			}
-		}
-		arg := func(r, role int) map[string]wireArg {
-			own, peer := harness.P(f0.Bufs[r], at), harness.P(f1.Bufs[r], at+64)
-			if role == 1 {
-				own, peer = peer, own
+			if !local {
+				if err := c.Zero(b, f1.Bufs[b], at, 128); err != nil {
+					return err
+				}
 			}
-			return map[string]wireArg{"flag": own, "peer": peer, "out": harness.P(outs[r], 0), "n": harness.V(rounds),
-				"role": harness.V(uint64(role)), "timeout_ns": harness.V(uint64(5 * time.Second))}
-		}
-		var ls []harness.Launch
-		if local {
-			ls = []harness.Launch{{Rank: a, Kernel: pp.Name, Grid: 2, Block: 1, Args: arg(a, 2)}}
-		} else {
-			ls = []harness.Launch{{Rank: a, Kernel: pp.Name, Grid: 1, Block: 1, Args: arg(a, 0)},
-				{Rank: b, Kernel: pp.Name, Grid: 1, Block: 1, Args: arg(b, 1)}}
 		}
 		el, err := c.Run(ls...)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		done, err := c.U64(a, outs[a], 0)
 		if err != nil {
-			return 0, err
+			return err
 		}
-		if done != rounds {
+		if done != total {
 			st, _ := c.U64(a, outs[a], 16)
-			return 0, harness.Failf("ping-pong stopped after %d of %d rounds at flag offset %d (flag last seen %d)", done, rounds, at, st)
-		}
-		return el[0], nil
-	}
-	for sample := 0; sample < 6; sample++ {
-		var total time.Duration
-		for p := 0; p < sampling.Placements; p++ {
-			el, err := once(sampling.FlagOffset(p))
-			if err != nil {
-				return err
-			}
-			total += el
+			return harness.Failf("ping-pong stopped after %d of %d rounds (placement %d, flag last seen %d)", done, total, done/rounds, st)
 		}
 		if sample == 0 {
 			continue // warm-up
 		}
 		c.Metric("rtt_"+string(pp.Scope)+"_us", "us",
-			fmt.Sprintf("side 0 kernel elapsed / rounds (dependent acquire/release chain, local polls, posted stores), %d rounds at each of %d flag placements per sample", rounds, sampling.Placements),
-			total.Seconds()*1e6/float64(rounds*sampling.Placements))
+			fmt.Sprintf("side 0 kernel elapsed / rounds (dependent acquire/release chain, local polls, posted stores), %d rounds at each of %d flag placements in one launch", rounds, sampling.Placements),
+			el[0].Seconds()*1e6/float64(total))
 	}
 	return nil
 }

@@ -28,20 +28,24 @@ func Iters(base uint64, el, target time.Duration) uint64 {
 	return base * min(m, MaxScale)
 }
 
-// Placements is how many places in a 2 MiB buffer one ping-pong sample
-// puts its flags in turn. A round trip on one H200 depends on which L2
-// slice holds the flags' line: the same case read 0.92, 1.00 and 1.13 µs
-// in different worlds (a fresh world's allocations land on the same
-// physical pages, so it read 1.13 four times out of four) and the
-// reference 0.82-0.84 on its own allocations. A sample that averages 16
-// placements measures the path, not the page.
-const Placements = 16
+// Placements is how many places one ping-pong sample puts its flags in
+// turn, inside one launch (the kernel's places/stride arguments). A round
+// trip on one H200 depends on which L2 slice holds the flags' line: 16
+// placements of one 2 MiB page read 0.82 to 1.08 µs in the reference
+// program, and the same case read 0.92, 1.00 and 1.13 µs in different
+// worlds before (a fresh world's allocations land on the same physical
+// pages, so it read 1.13 four times out of four). An average over 64
+// placements on four 2 MiB pages measures the path, not the page.
+const Placements = 64
+
+// Stride is the distance between placements: 32 pages and 3 lines, so each
+// placement is a different 4 KiB page and the line within the page moves
+// (32 positions, then they repeat on other pages).
+const Stride = 32*4096 + 3*128
 
 // PlacementSpan is the buffer size the placements need (the flags take the
-// first 128 bytes at each offset).
-const PlacementSpan = 2 << 20
+// first 128 bytes at each offset), a multiple of 2 MiB.
+const PlacementSpan = ((Placements-1)*Stride + 128 + (2<<20 - 1)) / (2 << 20) * (2 << 20)
 
-// FlagOffset is placement p's byte offset: 32 pages and 3 lines apart, so
-// each placement is a different 4 KiB page and a different 128-byte line
-// position within its page.
-func FlagOffset(p int) uint64 { return uint64(p) * (32*4096 + 3*128) }
+// FlagOffset is placement p's byte offset.
+func FlagOffset(p int) uint64 { return uint64(p) * Stride }

@@ -194,28 +194,38 @@ P2P_KERNEL void iriw_u32_seqcst_sys(u32 *x, u32 *y, u32 *out, u64 n, u64 role, u
 // bound: +2.7% local, +2.5% across; groups of 8 unrolled polls were +5%
 // local, a do-while of 1024 polls +7% (results/h200x2-580.159.04/
 // latency-kernel-variants/).
+// places/stride: the chain runs n rounds at each of places flag placements
+// in turn, placement p at byte offset p*stride from flag and from peer (all
+// zeroed before the launch). A one-GPU round trip depends on which L2 slice
+// holds the flags' line (0.82 to 1.08 us across 16 placements on one H200),
+// so one sample averages many placements; doing it inside one launch keeps
+// the two ranks' launch skew (up to ~0.2 ms) out of all but one start.
 #define P2P_K_PINGPONG(s)                                                                 \
   P2P_KERNEL void pingpong_u64_acqrel_##s(u64 *flag, u64 *peer, u64 *out, u64 n, u64 role, \
-                                          u64 timeout_ns) {                               \
+                                          u64 timeout_ns, u64 places, u64 stride) {       \
     const u64 side = role == 2 ? p2p_bid() : role;                                        \
     if (p2p_tid() != 0 || side > 1 || (role != 2 && p2p_bid() != 0)) return;             \
-    u64 *mine = (role == 2 && side == 1) ? peer : flag;                                   \
-    u64 *other = (role == 2 && side == 1) ? flag : peer;                                  \
+    u64 *mine0 = (role == 2 && side == 1) ? peer : flag;                                  \
+    u64 *other0 = (role == 2 && side == 1) ? flag : peer;                                 \
     u64 *o = out + (role == 2 ? 4 * side : 0);                                            \
     u64 done = 0, seen = 0, late = 0;                                                     \
-    for (u64 i = 0; i < n; i++) {                                                         \
-      const u64 want = side == 0 ? i : i + 1;                                             \
-      u64 spins = 0, start = 0;                                                           \
-      while ((seen = p2p_ld_acquire_u64_##s(mine)) != want) {                             \
-        if (++spins == 64) start = p2p_now_ns();                                          \
-        else if (spins > 64 && (spins & 63) == 0 && p2p_expired(start, timeout_ns)) {     \
-          late = 1;                                                                       \
-          break;                                                                          \
+    for (u64 p = 0; p < places && !late; p++) {                                           \
+      u64 *mine = (u64 *)((char *)mine0 + p * stride);                                    \
+      u64 *other = (u64 *)((char *)other0 + p * stride);                                  \
+      for (u64 i = 0; i < n; i++) {                                                       \
+        const u64 want = side == 0 ? i : i + 1;                                           \
+        u64 spins = 0, start = 0;                                                         \
+        while ((seen = p2p_ld_acquire_u64_##s(mine)) != want) {                           \
+          if (++spins == 64) start = p2p_now_ns();                                        \
+          else if (spins > 64 && (spins & 63) == 0 && p2p_expired(start, timeout_ns)) {   \
+            late = 1;                                                                     \
+            break;                                                                        \
+          }                                                                               \
         }                                                                                 \
+        if (late) break;                                                                  \
+        p2p_st_release_u64_##s(other, i + 1);                                             \
+        done++;                                                                           \
       }                                                                                   \
-      if (late) break;                                                                    \
-      p2p_st_release_u64_##s(other, i + 1);                                               \
-      done++;                                                                             \
     }                                                                                     \
     o[0] = done;                                                                          \
     o[1] = late;                                                                          \

@@ -69,3 +69,42 @@ func BenchmarkAtomicAdd(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*200000/b.Elapsed().Seconds()/1e6, "Mops/s")
 }
+
+// The ping-pong walks its placements in order and counts every round; a
+// placement whose flags were not cleared stops the chain there, with the
+// timeout flag set, instead of counting on or hanging.
+func TestPingPongPlacements(t *testing.T) {
+	h := open(t)
+	b, exp, err := h.Alloc(Kind, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Free(b)
+	_ = closeFd(exp.Fd)
+	pp := kernels.MustLookup("pingpong_u64_acqrel_dev")
+	const n, places, stride = 200, 4, 512
+	out := b.Addr() + 3072
+	run := func() (done, late uint64) {
+		if _, err := h.Launch(pp, 2, 1, []uint64{b.Addr(), b.Addr() + 64, out, n, 2, uint64(50e6), places, stride}); err != nil {
+			t.Fatal(err)
+		}
+		p := make([]byte, 16)
+		h.Read(b, 3072, p)
+		return le(p[:8]), le(p[8:])
+	}
+	if done, late := run(); done != n*places || late != 0 {
+		t.Fatalf("clean flags: %d rounds done (want %d), timed out %d", done, n*places, late)
+	}
+	for p := uint64(0); p < places; p++ {
+		w := make([]byte, 8)
+		h.Read(b, p*stride, w)
+		if le(w) != n {
+			t.Errorf("placement %d: side 0's flag ends at %d, want %d", p, le(w), n)
+		}
+	}
+	h.Write(b, 0, make([]byte, 3072))
+	h.Write(b, 2*stride, []byte{7, 0, 0, 0, 0, 0, 0, 0}) // planted: placement 2 not cleared
+	if done, late := run(); done != 2*n || late != 1 {
+		t.Fatalf("dirty placement 2: %d rounds done (want %d), timed out %d (want 1)", done, 2*n, late)
+	}
+}

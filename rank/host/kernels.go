@@ -387,6 +387,7 @@ func (h *Backend) body(k kernels.Kernel, ptr map[string]unsafe.Pointer, val map[
 			return nil, err
 		}
 		flag, peer, n, role := ptr["flag"], ptr["peer"], val["n"], val["role"]
+		places, stride := val["places"], val["stride"]
 		return func(g uint64) {
 			side := role
 			if role == 2 {
@@ -403,20 +404,26 @@ func (h *Backend) body(k kernels.Kernel, ptr map[string]unsafe.Pointer, val map[
 				o = at(out, 4*side, 8)
 			}
 			var done uint64
-			for i := uint64(0); i < n; i++ {
-				want := i
-				if side == 1 {
-					want = i + 1
+			late, last := false, mine
+			for p := uint64(0); p < places && !late; p++ {
+				m, oth := at(mine, p*stride, 1), at(other, p*stride, 1)
+				for i := uint64(0); i < n; i++ {
+					want := i
+					if side == 1 {
+						want = i + 1
+					}
+					if !spin(timeout, func() bool { return w64.load(m) == want }) {
+						w64.store(at(o, 1, 8), 1)
+						late = true
+						break
+					}
+					w64.store(oth, i+1)
+					done++
 				}
-				if !spin(timeout, func() bool { return w64.load(mine) == want }) {
-					w64.store(at(o, 1, 8), 1)
-					break
-				}
-				w64.store(other, i+1)
-				done++
+				last = m
 			}
 			w64.store(o, done)
-			w64.store(at(o, 2, 8), w64.load(mine))
+			w64.store(at(o, 2, 8), w64.load(last))
 		}, nil
 	case kernels.OpCopy:
 		if err := need("dst", "src"); err != nil {
@@ -522,7 +529,14 @@ func needBytes(k kernels.Kernel, val map[string]uint64, nthreads uint64) map[str
 		if val["role"] == 2 {
 			out = 64
 		}
-		return map[string]uint64{"flag": 8, "peer": 8, "out": out}
+		// The last placement's flag word must lie inside each buffer.
+		span := uint64(8)
+		if p := val["places"]; p > 1 {
+			if span = mul(p-1, val["stride"]); span <= math.MaxUint64-8 {
+				span += 8
+			}
+		}
+		return map[string]uint64{"flag": span, "peer": span, "out": out}
 	case kernels.OpCopy:
 		return map[string]uint64{"dst": val["nbytes"], "src": val["nbytes"]}
 	case kernels.OpRacy:

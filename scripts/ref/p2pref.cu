@@ -4,8 +4,8 @@
 // Same sizes and methods as specs/cases_perf.go: 1 GiB per copy, 1 warm-up
 // + 5 event-timed samples, median; copy kernel 16 B/thread, SMs*4 x 256
 // threads; ping-pong with each side polling its own flag (ld.acquire.sys)
-// and writing the other's (st.release.sys), 2500 rounds at each of 16 flag
-// placements per sample.
+// and writing the other's (st.release.sys), 625 rounds at each of 64 flag
+// placements in one launch per sample.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <algorithm>
@@ -61,11 +61,18 @@ __device__ unsigned long long ld_acq(unsigned long long *p) {
 __device__ void st_rel(unsigned long long *p, unsigned long long v) {
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
-__global__ void pingpong(unsigned long long *flag, unsigned long long *peer, unsigned long long n, int role) {
-  for (unsigned long long i = 0; i < n; i++) {
-    unsigned long long want = role == 0 ? i : i + 1;
-    while (ld_acq(flag) != want) {}
-    st_rel(peer, i + 1);
+// Each kernel runs n rounds at each of places flag placements, placement p
+// at p*stride bytes (the harness kernel's places/stride), in one launch.
+__global__ void pingpong(unsigned long long *flag, unsigned long long *peer, unsigned long long n, int role, int places,
+                         size_t stride) {
+  for (int p = 0; p < places; p++) {
+    unsigned long long *f = (unsigned long long *)((char *)flag + p * stride);
+    unsigned long long *o = (unsigned long long *)((char *)peer + p * stride);
+    for (unsigned long long i = 0; i < n; i++) {
+      unsigned long long want = role == 0 ? i : i + 1;
+      while (ld_acq(f) != want) {}
+      st_rel(o, i + 1);
+    }
   }
 }
 
@@ -79,23 +86,30 @@ __device__ void st_rel_gpu(unsigned long long *p, unsigned long long v) {
 }
 // Both sides on one GPU, one block each, device scope (the harness's
 // pingpong_latency_local).
-__global__ void pingpong_local(unsigned long long *f0, unsigned long long *f1, unsigned long long n) {
+__global__ void pingpong_local(unsigned long long *f0, unsigned long long *f1, unsigned long long n, int places,
+                               size_t stride) {
   const int side = blockIdx.x;
-  unsigned long long *mine = side ? f1 : f0, *other = side ? f0 : f1;
-  for (unsigned long long i = 0; i < n; i++) {
-    unsigned long long want = side == 0 ? i : i + 1;
-    while (ld_acq_gpu(mine) != want) {}
-    st_rel_gpu(other, i + 1);
+  for (int p = 0; p < places; p++) {
+    unsigned long long *a = (unsigned long long *)((char *)f0 + p * stride);
+    unsigned long long *b = (unsigned long long *)((char *)f1 + p * stride);
+    unsigned long long *mine = side ? b : a, *other = side ? a : b;
+    for (unsigned long long i = 0; i < n; i++) {
+      unsigned long long want = side == 0 ? i : i + 1;
+      while (ld_acq_gpu(mine) != want) {}
+      st_rel_gpu(other, i + 1);
+    }
   }
 }
 
 static double median(std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
 
-// Flag placement p sits flagAt(p) bytes into a 2 MiB (or larger) buffer,
-// as specs/cases_perf.go's flagPlacement: a one-GPU round trip depends on
-// which L2 slice holds the flags' line, so each sample sweeps all 16.
-static const int kPlacements = 16;
-static size_t flagAt(int p) { return (size_t)p * (32 * 4096 + 3 * 128); }
+// Flag placement p sits flagAt(p) bytes into an 8 MiB buffer, as
+// harness/sampling's FlagOffset: a one-GPU round trip depends on which L2
+// slice holds the flags' line, so each sample sweeps all 64 in one launch.
+static const int kPlacements = 64;
+static const size_t kStride = 32 * 4096 + 3 * 128;
+static const size_t kSpan = 8u << 20;
+static size_t flagAt(int p) { return (size_t)p * kStride; }
 static unsigned long long *at(void *f, int p) { return (unsigned long long *)((char *)f + flagAt(p)); }
 static const size_t kCopy = 1ull << 30;
 
@@ -212,31 +226,27 @@ int main(int argc, char **argv) {
   }
   // Ping-pong across the two GPUs: flags are one word in each device's
   // buffer (cudaMalloc, then cuMemCreate memory as the harness's vmm kind).
-  const unsigned long long rounds = 2500; // per placement
-  // One pass over the placements with a launch function; returns the
-  // summed elapsed ms of side 0, or each placement's rtt in byP.
-  auto pass = [&](void *f0, void *f1, bool one, auto launch2, std::vector<double> *byP) {
-    double total = 0;
-    for (int p = 0; p < kPlacements; p++) {
-      CK(cudaSetDevice(0)); CK(cudaMemset(at(f0, p), 0, 128)); CK(cudaDeviceSynchronize());
-      if (!one) { CK(cudaSetDevice(1)); CK(cudaMemset(at(f1, p), 0, 128)); CK(cudaDeviceSynchronize()); }
-      CK(cudaSetDevice(0));
-      CK(cudaEventRecord(e0[0], st[0]));
-      launch2(0, p);
-      CK(cudaEventRecord(e1[0], st[0]));
-      if (!one) { CK(cudaSetDevice(1)); launch2(1, p); CK(cudaStreamSynchronize(st[1])); CK(cudaSetDevice(0)); }
-      CK(cudaEventSynchronize(e1[0]));
-      float ms = 0;
-      CK(cudaEventElapsedTime(&ms, e0[0], e1[0]));
-      total += ms;
-      if (byP) byP->push_back(ms * 1e3 / rounds);
-    }
-    return total;
+  const unsigned long long rounds = 625; // per placement: 40 000 per sample
+  auto zero = [&](void *f, int dev) {
+    CK(cudaSetDevice(dev));
+    for (int p = 0; p < kPlacements; p++) CK(cudaMemset(at(f, p), 0, 128));
+    CK(cudaDeviceSynchronize());
   };
+  // 1 warm-up + 5 samples; launch2(side) starts side 0 (timed, GPU 0) or
+  // side 1 (GPU 1; unused when one is set: both sides in one launch).
   auto series = [&](void *f0, void *f1, bool one, auto launch2) {
     std::vector<double> rtt;
     for (int s = 0; s < 6; s++) {
-      double ms = pass(f0, f1, one, launch2, nullptr);
+      zero(f0, 0);
+      if (!one) zero(f1, 1);
+      CK(cudaSetDevice(0));
+      CK(cudaEventRecord(e0[0], st[0]));
+      launch2(0);
+      CK(cudaEventRecord(e1[0], st[0]));
+      if (!one) { CK(cudaSetDevice(1)); launch2(1); CK(cudaStreamSynchronize(st[1])); CK(cudaSetDevice(0)); }
+      CK(cudaEventSynchronize(e1[0]));
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, e0[0], e1[0]));
       if (s > 0) rtt.push_back(ms * 1e3 / (rounds * kPlacements));
     }
     return rtt;
@@ -245,28 +255,41 @@ int main(int argc, char **argv) {
     printf("%s %.3f (min %.3f max %.3f)\n", what, median(v), *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end()));
   };
   auto cross = [&](void *f0, void *f1) {
-    return series(f0, f1, false, [&](int side, int p) {
-      if (side == 0) pingpong<<<1, 1, 0, st[0]>>>(at(f0, p), at(f1, p) + 8, rounds, 0);
-      else pingpong<<<1, 1, 0, st[1]>>>(at(f1, p) + 8, at(f0, p), rounds, 1);
+    return series(f0, f1, false, [&](int side) {
+      if (side == 0) pingpong<<<1, 1, 0, st[0]>>>((unsigned long long *)f0, at(f1, 0) + 8, rounds, 0, kPlacements, kStride);
+      else pingpong<<<1, 1, 0, st[1]>>>(at(f1, 0) + 8, (unsigned long long *)f0, rounds, 1, kPlacements, kStride);
     });
   };
-  auto localL = [&](void *f) {
-    return [=](int, int p) { pingpong_local<<<2, 1, 0, st[0]>>>(at(f, p), at(f, p) + 8, rounds); };
+  auto local = [&](void *f) {
+    return series(f, f, true, [&](int) {
+      pingpong_local<<<2, 1, 0, st[0]>>>((unsigned long long *)f, at(f, 0) + 8, rounds, kPlacements, kStride);
+    });
   };
-  auto local = [&](void *f) { return series(f, f, true, localL(f)); };
+  // Each placement on its own (one launch each, 2500 rounds): how far
+  // apart the placements are.
   auto byPlacement = [&](const char *what, void *f) {
-    std::vector<double> v;
-    pass(f, f, true, localL(f), nullptr); // warm-up
-    pass(f, f, true, localL(f), &v);
     printf("%s by placement:", what);
-    for (double x : v) printf(" %.3f", x);
+    for (int p = 0; p < kPlacements; p++) {
+      std::vector<double> v;
+      for (int s = 0; s < 2; s++) {
+        CK(cudaSetDevice(0)); CK(cudaMemset(at(f, p), 0, 128)); CK(cudaDeviceSynchronize());
+        CK(cudaEventRecord(e0[0], st[0]));
+        pingpong_local<<<2, 1, 0, st[0]>>>(at(f, p), at(f, p) + 8, 2500, 1, 0);
+        CK(cudaEventRecord(e1[0], st[0]));
+        CK(cudaEventSynchronize(e1[0]));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0[0], e1[0]));
+        v.push_back(ms * 1e3 / 2500);
+      }
+      printf(" %.3f", v[1]);
+    }
     printf("\n");
   };
   std::vector<double> rtt = cross(buf[0], buf[1]);
   CK(cudaSetDevice(0));
-  void *v0 = vmm_alloc(0, 2u << 20);
+  void *v0 = vmm_alloc(0, kSpan);
   CK(cudaSetDevice(1));
-  void *v1 = vmm_alloc(1, 2u << 20);
+  void *v1 = vmm_alloc(1, kSpan);
   report("ref-vmm r0r1 rtt_sys_us", cross(v0, v1));
   report("ref r0 rtt_dev_us", local(buf[0]));
   report("ref-vmm r0 rtt_dev_us", local(v0));
@@ -292,19 +315,19 @@ int main(int argc, char **argv) {
     void *out[2];
     for (int d = 0; d < 2; d++) { CK(cudaSetDevice(d)); CK(cudaMalloc(&out[d], 64)); }
     auto launch = [&](CUfunction f, int d, void *flag, void *peer, unsigned long long role, unsigned grid) {
-      unsigned long long nr = rounds, to = 5000000000ull;
+      unsigned long long nr = rounds, to = 5000000000ull, places = kPlacements, stride = kStride;
       void *o = out[d];
-      void *args[] = {&flag, &peer, &o, &nr, &role, &to};
+      void *args[] = {&flag, &peer, &o, &nr, &role, &to, &places, &stride};
       CU(cuLaunchKernel(f, grid, 1, 1, 1, 1, 1, 0, (CUstream)st[d], args, nullptr));
     };
     auto crossH = [&](void *f0, void *f1) {
-      return series(f0, f1, false, [&](int side, int p) {
-        if (side == 0) launch(fsys[0], 0, at(f0, p), at(f1, p) + 8, 0, 1);
-        else launch(fsys[1], 1, at(f1, p) + 8, at(f0, p), 1, 1);
+      return series(f0, f1, false, [&](int side) {
+        if (side == 0) launch(fsys[0], 0, f0, at(f1, 0) + 8, 0, 1);
+        else launch(fsys[1], 1, at(f1, 0) + 8, f0, 1, 1);
       });
     };
     auto localH = [&](void *f) {
-      return series(f, f, true, [&](int, int p) { launch(fdev, 0, at(f, p), at(f, p) + 8, 2, 2); });
+      return series(f, f, true, [&](int) { launch(fdev, 0, f, at(f, 0) + 8, 2, 2); });
     };
     report("ref-harness-kernel r0r1 rtt_sys_us (the harness's PTX, cudaMalloc memory)", crossH(buf[0], buf[1]));
     report("ref-harness-kernel-vmm r0r1 rtt_sys_us (the harness's PTX, cuMemCreate memory)", crossH(v0, v1));
