@@ -235,7 +235,7 @@ func init() {
 		"(release) other=i+1; side 1 waits mine==i+1 then stores other=i+1. role 0/1: one thread, mine=flag, other=peer; " +
 		"role 2: both sides in one launch, block b is side b (side 1: mine=peer, other=flag). " +
 		"The chain runs n rounds at each of places placements in turn, placement p at byte offset p*stride from flag and " +
-		"peer (zeroed beforehand). out[4*side+0]=rounds done over all placements, +1=1 if a wait timed out, +2=flag value " +
+		"peer (zeroed beforehand); timeout_ns 0 polls without a bound. out[4*side+0]=rounds done over all placements, +1=1 if a wait timed out, +2=flag value " +
 		"last seen (side 0 only unless role 2)"
 	for _, s := range Scopes {
 		add(Kernel{Name: Name(OpPingPong, U64, AcqRel, s), Op: OpPingPong, Type: U64, Order: AcqRel, Scope: s, Spins: true,

@@ -84,16 +84,19 @@ func TestPingPongPlacements(t *testing.T) {
 	pp := kernels.MustLookup("pingpong_u64_acqrel_dev")
 	const n, places, stride = 200, 4, 512
 	out := b.Addr() + 3072
-	run := func() (done, late uint64) {
-		if _, err := h.Launch(pp, 2, 1, []uint64{b.Addr(), b.Addr() + 64, out, n, 2, uint64(50e6), places, stride}); err != nil {
+	run := func(timeout uint64) (done, late uint64) {
+		if _, err := h.Launch(pp, 2, 1, []uint64{b.Addr(), b.Addr() + 64, out, n, 2, timeout, places, stride}); err != nil {
 			t.Fatal(err)
 		}
 		p := make([]byte, 16)
 		h.Read(b, 3072, p)
 		return le(p[:8]), le(p[8:])
 	}
-	if done, late := run(); done != n*places || late != 0 {
-		t.Fatalf("clean flags: %d rounds done (want %d), timed out %d", done, n*places, late)
+	for _, timeout := range []uint64{uint64(50e6), 0} { // bounded, then unbounded polls
+		h.Write(b, 0, make([]byte, 3072))
+		if done, late := run(timeout); done != n*places || late != 0 {
+			t.Fatalf("clean flags, timeout %d: %d rounds done (want %d), timed out %d", timeout, done, n*places, late)
+		}
 	}
 	for p := uint64(0); p < places; p++ {
 		w := make([]byte, 8)
@@ -104,7 +107,7 @@ func TestPingPongPlacements(t *testing.T) {
 	}
 	h.Write(b, 0, make([]byte, 3072))
 	h.Write(b, 2*stride, []byte{7, 0, 0, 0, 0, 0, 0, 0}) // planted: placement 2 not cleared
-	if done, late := run(); done != 2*n || late != 1 {
+	if done, late := run(uint64(50e6)); done != 2*n || late != 1 {
 		t.Fatalf("dirty placement 2: %d rounds done (want %d), timed out %d (want 1)", done, 2*n, late)
 	}
 }

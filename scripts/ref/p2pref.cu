@@ -314,8 +314,9 @@ int main(int argc, char **argv) {
     }
     void *out[2];
     for (int d = 0; d < 2; d++) { CK(cudaSetDevice(d)); CK(cudaMalloc(&out[d], 64)); }
+    unsigned long long bound = 5000000000ull; // the kernel's timeout_ns; 0 = unbounded polls
     auto launch = [&](CUfunction f, int d, void *flag, void *peer, unsigned long long role, unsigned grid) {
-      unsigned long long nr = rounds, to = 5000000000ull, places = kPlacements, stride = kStride;
+      unsigned long long nr = rounds, to = bound, places = kPlacements, stride = kStride;
       void *o = out[d];
       void *args[] = {&flag, &peer, &o, &nr, &role, &to, &places, &stride};
       CU(cuLaunchKernel(f, grid, 1, 1, 1, 1, 1, 0, (CUstream)st[d], args, nullptr));
@@ -332,6 +333,10 @@ int main(int argc, char **argv) {
     report("ref-harness-kernel r0r1 rtt_sys_us (the harness's PTX, cudaMalloc memory)", crossH(buf[0], buf[1]));
     report("ref-harness-kernel-vmm r0r1 rtt_sys_us (the harness's PTX, cuMemCreate memory)", crossH(v0, v1));
     report("ref-harness-kernel-vmm r0 rtt_dev_us (the harness's PTX, cuMemCreate memory, one GPU)", localH(v0));
+    bound = 0;
+    report("ref-harness-kernel-unbounded r0r1 rtt_sys_us (the harness's PTX, timeout_ns 0, cudaMalloc memory)", crossH(buf[0], buf[1]));
+    report("ref-harness-kernel-unbounded-vmm r0r1 rtt_sys_us (the harness's PTX, timeout_ns 0, cuMemCreate memory)", crossH(v0, v1));
+    report("ref-harness-kernel-unbounded-vmm r0 rtt_dev_us (the harness's PTX, timeout_ns 0, cuMemCreate memory, one GPU)", localH(v0));
   } else {
     printf("ref: %s not found: the harness-kernel comparison is left out\n", ptxPath);
   }
