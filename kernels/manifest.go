@@ -64,6 +64,8 @@ const (
 	// OpFill writes value to n words; used to initialise memory that the
 	// runtime's own memset cannot reach (HSA vmem addresses).
 	OpFill Op = "fill"
+	// OpSum adds n words into out[0] (the copy cases' data check).
+	OpSum Op = "sum"
 )
 
 // Type is the word type the kernel operates on.
@@ -254,6 +256,9 @@ func init() {
 	add(Kernel{Name: Name(OpFill, U64, Plain, Dev), Op: OpFill, Type: U64, Order: Plain, Scope: Dev,
 		Args: []Arg{p("dst"), v("value"), v("n"), v("block"), v("nthreads")},
 		Doc:  "for j = g; j < n; j += nthreads: dst[j] = value"})
+	add(Kernel{Name: Name(OpSum, U64, Relaxed, Dev), Op: OpSum, Type: U64, Order: Relaxed, Scope: Dev,
+		Args: []Arg{p("src"), p("out"), v("n"), v("block"), v("nthreads")},
+		Doc:  "out[0] += sum of src[j] for j = g; j < n; j += nthreads (one relaxed device-scope add per thread; 64-bit wrap-around)"})
 	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
 }
 

@@ -253,7 +253,7 @@ func checkPTXKernel(k Kernel, body []string) []string {
 		} else {
 			only("atom." + sem)
 		}
-	case k.Op == OpSpread || k.Op == OpAllReduce:
+	case k.Op == OpSpread || k.Op == OpAllReduce || k.Op == OpSum:
 		need("atom.relaxed", 1)
 		only("atom.relaxed")
 	case k.Op == OpMP && k.Order == AcqRel:

@@ -29,6 +29,12 @@ func (b *builder) perf() {
 			}
 		}
 	}
+	// The copy check's planted bug: a "copy" that moves nothing must fail
+	// the same check every timed copy passes.
+	if n >= 2 {
+		b.add("copycheck", "skipped_copy", n, report.Fail, []string{"bandwidth", "control", "planted"}, 60*time.Second,
+			func(c *harness.Ctx) error { return runCopyOpts(c, 0, 1, "ce", "write", true) })
+	}
 	// Both directions at once: rank s pushes into d while d pushes into s.
 	for s := 0; s < n; s++ {
 		for d := s + 1; d < n; d++ {
@@ -186,6 +192,21 @@ func fillU64(c *harness.Ctx, rank, buf int, v, size uint64, grid, block uint32) 
 // copySize is one timed copy's size: 1 GiB on a GPU (2.7 ms at 390 GB/s,
 // 20 times the 50 MiB L2 of an H200). At 256 MiB (0.7 ms) a single
 // stall of some tens of µs moved a sample by 2-11%; nvbandwidth gets the
+// deviceSum is the 64-bit sum of size bytes of buf in rank, added up by
+// rank's own device (sum_u64_relaxed_dev) into out, a scratch word of
+// rank's: reading a GiB back to the host took 0.2 s per check.
+func deviceSum(c *harness.Ctx, rank, buf, out int, size uint64, grid, block uint32) (uint64, error) {
+	if err := c.Zero(rank, out, 0, 8); err != nil {
+		return 0, err
+	}
+	if _, err := c.Run(harness.Launch{Rank: rank, Kernel: "sum_u64_relaxed_dev", Grid: grid, Block: block, Args: map[string]wireArg{
+		"src": harness.P(buf, 0), "out": harness.P(out, 0), "n": harness.V(size / 8), "block": harness.V(uint64(block)),
+		"nthreads": harness.V(uint64(grid) * uint64(block))}}); err != nil {
+		return 0, err
+	}
+	return c.U64(rank, out, 0)
+}
+
 // same effect by timing 16 copies of 512 MiB per sample.
 func copySize(c *harness.Ctx) uint64 {
 	if c.Vendor() == "host" {
@@ -196,11 +217,18 @@ func copySize(c *harness.Ctx) uint64 {
 
 // runCopy moves size bytes between rank s's local buffer and memory owned
 // by rank d, from rank s: "write" pushes into d, "read" pulls from d.
-func runCopy(c *harness.Ctx, s, d int, eng, dir string) error {
+func runCopy(c *harness.Ctx, s, d int, eng, dir string) error { return runCopyOpts(c, s, d, eng, dir, false) }
+
+// runCopyOpts is runCopy; planted skips the copies (16 MiB, one sample), so
+// the data check must fail.
+func runCopyOpts(c *harness.Ctx, s, d int, eng, dir string, planted bool) error {
 	if err := c.NeedPeer(false); err != nil {
 		return err
 	}
-	size := copySize(c)
+	size, samples := copySize(c), 6
+	if planted {
+		size, samples = 16<<20, 1
+	}
 	local, err := c.Local(s, size)
 	if err != nil {
 		return err
@@ -228,7 +256,11 @@ func runCopy(c *harness.Ctx, s, d int, eng, dir string) error {
 		sSrc, sDst = remote.Bufs[s], local
 	}
 	name := fmt.Sprintf("bw_%s_%s_gbps", eng, dir)
-	for sample := 0; sample < 6; sample++ {
+	scratch, err := c.Local(dstRank, 64)
+	if err != nil {
+		return err
+	}
+	for sample := 0; sample < samples; sample++ {
 		val := uint64(0x0101010101010101) * uint64(sample+1)
 		if err := fillBuf(srcRank, srcBuf, val); err != nil {
 			return err
@@ -237,6 +269,9 @@ func runCopy(c *harness.Ctx, s, d int, eng, dir string) error {
 			return err
 		}
 		copyOnce := func() (time.Duration, string, error) {
+			if planted {
+				return time.Millisecond, "planted: no copy", nil
+			}
 			if eng == "ce" {
 				return c.Copy(s, sDst, 0, sSrc, 0, size)
 			}
@@ -261,7 +296,7 @@ func runCopy(c *harness.Ctx, s, d int, eng, dir string) error {
 			return err
 		}
 		method += ", TLB-warm"
-		sum, err := c.Sum(dstRank, dstBuf, 0, size/8, 64)
+		sum, err := deviceSum(c, dstRank, dstBuf, scratch, size, grid, block)
 		if err != nil {
 			return err
 		}
@@ -338,6 +373,14 @@ func runBidir(c *harness.Ctx, s, d int, eng string) error {
 		return c.Run(ls...)
 	}
 	fillBuf := func(rank, buf int, v uint64) error { return fillU64(c, rank, buf, v, size, grid, block) }
+	scratch := map[int]int{}
+	for _, r := range []int{s, d} {
+		l, err := c.Local(r, 64)
+		if err != nil {
+			return err
+		}
+		scratch[r] = l
+	}
 	for sample := 0; sample < 6; sample++ {
 		// New data each sample, destinations cleared, so the sums below
 		// prove this sample's bytes moved.
@@ -360,11 +403,11 @@ func runBidir(c *harness.Ctx, s, d int, eng string) error {
 		}
 		// Verify: each destination now equals its writer's local buffer.
 		for _, pr := range [][2]int{{s, d}, {d, s}} {
-			want, err := c.Sum(pr[0], locals[pr[0]], 0, size/8, 64)
+			want, err := deviceSum(c, pr[0], locals[pr[0]], scratch[pr[0]], size, grid, block)
 			if err != nil {
 				return err
 			}
-			got, err := c.Sum(pr[1], ms[pr[1]].Bufs[pr[1]], 0, size/8, 64)
+			got, err := deviceSum(c, pr[1], ms[pr[1]].Bufs[pr[1]], scratch[pr[1]], size, grid, block)
 			if err != nil {
 				return err
 			}

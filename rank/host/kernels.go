@@ -480,6 +480,21 @@ func (h *Backend) body(k kernels.Kernel, ptr map[string]unsafe.Pointer, val map[
 			w32.store(out, res)
 			w32.store(at(out, 1, 4), w32.load(flag))
 		}, nil
+	case kernels.OpSum:
+		if err := need("src", "out"); err != nil {
+			return nil, err
+		}
+		src, n, nt := ptr["src"], val["n"], val["nthreads"]
+		if nt == 0 {
+			nt = nthreads
+		}
+		return func(g uint64) {
+			var s uint64
+			for j := g; j < n; j += nt {
+				s += w64.load(at(src, j, 8))
+			}
+			w64.add(out, s)
+		}, nil
 	case kernels.OpFill:
 		if err := need("dst"); err != nil {
 			return nil, err
@@ -545,6 +560,8 @@ func needBytes(k kernels.Kernel, val map[string]uint64, nthreads uint64) map[str
 		return map[string]uint64{"flag": 4, "out": 8}
 	case kernels.OpFill:
 		return map[string]uint64{"dst": mul(n, 8)}
+	case kernels.OpSum:
+		return map[string]uint64{"src": mul(n, 8), "out": 8}
 	}
 	return nil
 }
