@@ -217,7 +217,9 @@ func copySize(c *harness.Ctx) uint64 {
 
 // runCopy moves size bytes between rank s's local buffer and memory owned
 // by rank d, from rank s: "write" pushes into d, "read" pulls from d.
-func runCopy(c *harness.Ctx, s, d int, eng, dir string) error { return runCopyOpts(c, s, d, eng, dir, false) }
+func runCopy(c *harness.Ctx, s, d int, eng, dir string) error {
+	return runCopyOpts(c, s, d, eng, dir, false)
+}
 
 // runCopyOpts is runCopy; planted skips the copies (16 MiB, one sample), so
 // the data check must fail.
