@@ -72,7 +72,11 @@ func faultSig(f *report.Fault) string {
 // disabled = case only in the new / old run. A metric (same case, same
 // name) regresses when its median moves the wrong way by more than
 // threshold (relative): a drop for rates (GB/s, Mops/s), a rise for times
-// (us, ns). Metrics of unknown direction are only listed as changes.
+// (us, ns). Metrics of unknown direction are only listed as changes, and so
+// are metrics of cases without the perf label: a counter case's atomic rate
+// comes from one short launch and moved by ±20% between two runs on one
+// machine and driver (results/h200x2-580.159.04 against its run-d9c5274/);
+// only perf cases are measured to be compared.
 func Compare(oldRep, newRep *report.Report, threshold float64) *Comparison {
 	c := &Comparison{
 		OldStack: fingerprint.Stack(oldRep.Environment), NewStack: fingerprint.Stack(newRep.Environment),
@@ -113,13 +117,22 @@ func Compare(oldRep, newRep *report.Report, threshold float64) *Comparison {
 				c.Changes = append(c.Changes, ch)
 			}
 		}
-		c.compareMetrics(id, o.Metrics, n.Metrics)
+		c.compareMetrics(id, o.Metrics, n.Metrics, hasLabel(o, "perf") || hasLabel(n, "perf"))
 	}
 	c.Regressed = len(c.Regressions) > 0 || len(c.MetricRegressions) > 0
 	return c
 }
 
-func (c *Comparison) compareMetrics(id string, om, nm map[string]report.Metric) {
+func hasLabel(r report.Result, l string) bool {
+	for _, x := range r.Labels {
+		if x == l {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Comparison) compareMetrics(id string, om, nm map[string]report.Metric, gated bool) {
 	names := map[string]bool{}
 	for k := range om {
 		names[k] = true
@@ -167,6 +180,9 @@ func (c *Comparison) compareMetrics(id string, om, nm map[string]report.Metric) 
 		}
 		switch {
 		case dir == 0:
+			c.MetricChanges = append(c.MetricChanges, mc)
+		case !gated:
+			mc.Note = "not a perf case: informational"
 			c.MetricChanges = append(c.MetricChanges, mc)
 		case float64(dir)*mc.Rel < 0:
 			c.MetricRegressions = append(c.MetricRegressions, mc)

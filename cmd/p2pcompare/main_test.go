@@ -35,7 +35,9 @@ func runs() (*report.Report, *report.Report) {
 			"bw_ce_write_gbps": m("GB/s", 396), "bw_sm_write_gbps": m("GB/s", 370), "lat_rt_us": m("us", 0.90),
 			"lat_local_us": m("us", 0.15), "atomics_mops": m("Mops/s", 100), "odd": m("widgets", 10), "gone": m("GB/s", 1),
 		}),
+		r("cuda.vmm.counter.add_u32_relaxed_sys", report.Pass, report.Pass, map[string]report.Metric{"atomic_rate": m("Mops/s", 38866)}),
 	}}
+	old.Results[5].Labels = []string{"cuda", "perf"}
 	old.Results[3].Fault = &report.Fault{Vendor: "nvidia", Kind: "gpu", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS"}
 	neu := &report.Report{Schema: report.Schema, Environment: env("580.159.04"), Results: []report.Result{
 		r("cuda.vmm.counter.add_u64_relaxed_sys", report.Fail, report.Pass, nil),      // regression
@@ -52,7 +54,10 @@ func runs() (*report.Report, *report.Report) {
 			"odd":              m("widgets", 20), // unknown direction: change
 			"newm":             m("GB/s", 5),     // new metric: change
 		}),
+		// -21% on a case that is not perf: a change, not a regression
+		r("cuda.vmm.counter.add_u32_relaxed_sys", report.Pass, report.Pass, map[string]report.Metric{"atomic_rate": m("Mops/s", 30595)}),
 	}}
+	neu.Results[5].Labels = []string{"cuda", "perf"}
 	neu.Results[3].Fault = &report.Fault{Vendor: "nvidia", Kind: "gpu", Code: 719, Name: "CUDA_ERROR_LAUNCH_FAILED"}
 	return old, neu
 }
@@ -84,7 +89,7 @@ func TestCompare(t *testing.T) {
 		{"disabled", ids(c.Disabled), "cuda.vmm.old.only"},
 		{"metric regressions", metrics(c.MetricRegressions), "bw_ce_write_gbps lat_rt_us"},
 		{"metric improvements", metrics(c.MetricImprovements), "atomics_mops lat_local_us"},
-		{"metric changes", metrics(c.MetricChanges), "gone newm odd"},
+		{"metric changes", metrics(c.MetricChanges), "gone newm odd atomic_rate"},
 		{"old driver", c.OldStack["driver"], "570.86.15"},
 	}
 	for _, ch := range checks {
@@ -104,7 +109,7 @@ func TestCompare(t *testing.T) {
 	}
 	// Only a metric regression: still regressed.
 	o2, n2 := runs()
-	o2.Results, n2.Results = o2.Results[5:], n2.Results[5:]
+	o2.Results, n2.Results = o2.Results[5:6], n2.Results[5:6]
 	if c := Compare(o2, n2, 0.1); !c.Regressed || len(c.Regressions) != 0 {
 		t.Error("metric-only regression not flagged")
 	}
