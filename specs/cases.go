@@ -87,12 +87,18 @@ func sizing(c *harness.Ctx, op kernels.Op) size {
 	return size{u, 256, 200} // 2 ranks x 132 SMs x 256 x 200 = 13.5 M ops on H200
 }
 
-// counterLaunch is rank r's launch of a counter kernel (add, sub, xchg, ...)
-// on target: sz's shape, operand, and the rank as salt.
+// counterLaunch is rank r's launch of a counter kernel (add, sub, xchg,
+// spread, ...) on target: sz's shape, operand, and the rank as salt where
+// the kernel takes one (spread does not).
 func counterLaunch(r int, k kernels.Kernel, sz size, target wireArg, operand uint64) harness.Launch {
-	return harness.Launch{Rank: r, Kernel: k.Name, Grid: sz.grid, Block: sz.block, Args: map[string]wireArg{
-		"target": target, "operand": harness.V(operand), "iters": harness.V(sz.iters),
-		"block": harness.V(uint64(sz.block)), "salt": harness.V(uint64(r))}}
+	args := map[string]wireArg{"target": target, "operand": harness.V(operand), "iters": harness.V(sz.iters),
+		"block": harness.V(uint64(sz.block))}
+	for _, a := range k.Args {
+		if a.Name == "salt" {
+			args["salt"] = harness.V(uint64(r))
+		}
+	}
+	return harness.Launch{Rank: r, Kernel: k.Name, Grid: sz.grid, Block: sz.block, Args: args}
 }
 
 func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }

@@ -35,8 +35,7 @@ func (b *builder) patterns() {
 			}
 			ls := make([]harness.Launch, c.N())
 			for r := range ls {
-				ls[r] = harness.Launch{Rank: r, Kernel: k.Name, Grid: sz.grid, Block: sz.block, Args: map[string]wireArg{
-					"target": harness.P(m.Bufs[r], 0), "operand": harness.V(1), "iters": harness.V(sz.iters), "block": harness.V(uint64(sz.block))}}
+				ls[r] = counterLaunch(r, k, sz, harness.P(m.Bufs[r], 0), 1)
 			}
 			if _, err := c.Run(ls...); err != nil {
 				return err

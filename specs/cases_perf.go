@@ -137,6 +137,10 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 			{Rank: b, Kernel: pp.Name, Grid: 1, Block: 1, Args: arg(b, 1, timeout)}}
 	}
 	total := rounds * sampling.Placements
+	fillGrid, fillBlock := uint32(64), uint32(256)
+	if c.Vendor() == "host" {
+		fillGrid, fillBlock = 1, 2
+	}
 	for sample := 0; sample < 6; sample++ {
 		// The warm-up polls with a bound, so a path that loses a flag ends
 		// as fail; once it has delivered every flag, the timed samples poll
@@ -147,15 +151,14 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 			timeout = 5 * time.Second
 		}
 		ls := launches(timeout)
-		for p := 0; p < sampling.Placements; p++ {
-			at := sampling.FlagOffset(p)
-			if err := c.Zero(a, f0.Bufs[a], at, 128); err != nil {
+		// Every placement's flags start at 0: one fill of each flag buffer
+		// (128 small writes per sample before).
+		if err := fillU64(c, a, f0.Bufs[a], 0, sampling.PlacementSpan, fillGrid, fillBlock); err != nil {
+			return err
+		}
+		if !local {
+			if err := fillU64(c, b, f1.Bufs[b], 0, sampling.PlacementSpan, fillGrid, fillBlock); err != nil {
 				return err
-			}
-			if !local {
-				if err := c.Zero(b, f1.Bufs[b], at, 128); err != nil {
-					return err
-				}
 			}
 		}
 		el, err := c.Run(ls...)
@@ -468,13 +471,10 @@ func runAtomicRate(c *harness.Ctx, k kernels.Kernel, where string) error {
 			return err
 		}
 		var ls []harness.Launch
+		run := sz
+		run.iters = iters
 		for _, r := range ranks {
-			args := map[string]wireArg{"target": harness.P(m.Bufs[r], 0), "operand": harness.V(1), "iters": harness.V(iters),
-				"block": harness.V(uint64(sz.block)), "salt": harness.V(uint64(r))}
-			if k.Op == kernels.OpSpread {
-				delete(args, "salt")
-			}
-			ls = append(ls, harness.Launch{Rank: r, Kernel: k.Name, Grid: sz.grid, Block: sz.block, Args: args})
+			ls = append(ls, counterLaunch(r, k, run, harness.P(m.Bufs[r], 0), 1))
 		}
 		els, err := c.Run(ls...)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -117,19 +118,10 @@ func Compare(oldRep, newRep *report.Report, threshold float64) *Comparison {
 				c.Changes = append(c.Changes, ch)
 			}
 		}
-		c.compareMetrics(id, o.Metrics, n.Metrics, hasLabel(o, "perf") || hasLabel(n, "perf"))
+		c.compareMetrics(id, o.Metrics, n.Metrics, slices.Contains(o.Labels, "perf") || slices.Contains(n.Labels, "perf"))
 	}
 	c.Regressed = len(c.Regressions) > 0 || len(c.MetricRegressions) > 0
 	return c
-}
-
-func hasLabel(r report.Result, l string) bool {
-	for _, x := range r.Labels {
-		if x == l {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *Comparison) compareMetrics(id string, om, nm map[string]report.Metric, gated bool) {
