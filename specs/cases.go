@@ -9,6 +9,7 @@ import (
 	"p2patomics/harness"
 	"p2patomics/harness/report"
 	"p2patomics/kernels"
+	"p2patomics/wire"
 )
 
 // Catalogue builds every case for one backend and kind. Cases are plain
@@ -30,6 +31,9 @@ func Catalogue(o *Options, backend, kind string) []*harness.Case {
 	b.perf()
 	return b.cases
 }
+
+// wireArg is a launch argument (a buffer and offset, or a value).
+type wireArg = wire.Arg
 
 type builder struct {
 	o       *Options

@@ -1,0 +1,177 @@
+package specs
+
+import (
+	"encoding/binary"
+	"time"
+
+	"p2patomics/harness"
+	"p2patomics/harness/report"
+	"p2patomics/kernels"
+)
+
+func litmusSize(c *harness.Ctx) (n uint64, block uint32, timeout time.Duration) {
+	if c.Vendor() == "host" {
+		return 20000, 2, 5 * time.Second
+	}
+	return 200000, 256, 5 * time.Second
+}
+
+func (b *builder) litmus() {
+	for _, name := range []string{"mp_u32_acqrel_sys", "mp_u32_relaxed_sys"} {
+		k := kernels.MustLookup(name)
+		labels := []string{"litmus", "mp"}
+		if k.Info {
+			labels = append(labels, "info")
+		}
+		b.add("litmus", k.Name, b.o.Ranks, report.Pass, labels, 60*time.Second, func(c *harness.Ctx) error {
+			if err := c.NeedPeer(false); err != nil {
+				return err
+			}
+			n, block, to := litmusSize(c)
+			xy, err := c.Shared(0, 2*n*4, true)
+			if err != nil {
+				return err
+			}
+			if err := c.Zero(0, xy.Bufs[0], 0, 2*n*4); err != nil {
+				return err
+			}
+			outs := make([]int, 2)
+			for r := 0; r < 2; r++ {
+				if outs[r], err = c.Local(r, 64); err != nil {
+					return err
+				}
+				if err := c.Zero(r, outs[r], 0, 64); err != nil {
+					return err
+				}
+			}
+			ls := make([]harness.Launch, 2)
+			for r := 0; r < 2; r++ {
+				ls[r] = harness.Launch{Rank: r, Kernel: k.Name, Grid: 1, Block: block, Args: map[string]wireArg{
+					"x": harness.P(xy.Bufs[r], 0), "y": harness.P(xy.Bufs[r], n*4), "out": harness.P(outs[r], 0),
+					"n": harness.V(n), "role": harness.V(uint64(r)), "block": harness.V(uint64(block)), "timeout_ns": harness.V(uint64(to))}}
+			}
+			if _, err := c.Run(ls...); err != nil {
+				return err
+			}
+			o, err := c.Read(1, outs[1], 0, 16)
+			if err != nil {
+				return err
+			}
+			bad, lost := binary.LittleEndian.Uint32(o), binary.LittleEndian.Uint32(o[4:])
+			c.Note("%d message-passing rounds, %d stale reads, %d lost flags", n, bad, lost)
+			if lost > 0 {
+				return harness.Failf("flag never arrived in %d of %d rounds (last flag value seen %d at round %d)",
+					lost, n, binary.LittleEndian.Uint32(o[8:]), binary.LittleEndian.Uint32(o[12:]))
+			}
+			if bad > 0 {
+				return harness.Failf("forbidden outcome: %d of %d reads saw the flag but stale data", bad, n)
+			}
+			return nil
+		})
+	}
+	sb := kernels.MustLookup("sb_u32_seqcst_sys")
+	b.add("litmus", sb.Name, b.o.Ranks, report.Pass, []string{"litmus", "sb"}, 60*time.Second, func(c *harness.Ctx) error {
+		if err := c.NeedPeer(false); err != nil {
+			return err
+		}
+		n, block, to := litmusSize(c)
+		xy, err := c.Shared(0, 2*n*4, true)
+		if err != nil {
+			return err
+		}
+		if err := c.Zero(0, xy.Bufs[0], 0, 2*n*4); err != nil {
+			return err
+		}
+		outs := make([]int, 2)
+		ls := make([]harness.Launch, 2)
+		for r := 0; r < 2; r++ {
+			if outs[r], err = c.Local(r, n*4); err != nil {
+				return err
+			}
+			ls[r] = harness.Launch{Rank: r, Kernel: sb.Name, Grid: 1, Block: block, Args: map[string]wireArg{
+				"x": harness.P(xy.Bufs[r], 0), "y": harness.P(xy.Bufs[r], n*4), "out": harness.P(outs[r], 0),
+				"n": harness.V(n), "role": harness.V(uint64(r)), "block": harness.V(uint64(block)), "timeout_ns": harness.V(uint64(to))}}
+		}
+		if _, err := c.Run(ls...); err != nil {
+			return err
+		}
+		r0, err := c.Read(0, outs[0], 0, n*4)
+		if err != nil {
+			return err
+		}
+		r1, err := c.Read(1, outs[1], 0, n*4)
+		if err != nil {
+			return err
+		}
+		forbidden, both := 0, 0
+		for i := uint64(0); i < n; i++ {
+			a, b := binary.LittleEndian.Uint32(r0[i*4:]), binary.LittleEndian.Uint32(r1[i*4:])
+			if a == 0 && b == 0 {
+				forbidden++
+			}
+			if a == 1 && b == 1 {
+				both++
+			}
+		}
+		c.Note("%d store-buffering rounds, %d saw both stores, %d forbidden", n, both, forbidden)
+		if forbidden > 0 {
+			return harness.Failf("forbidden outcome r0=r1=0 in %d of %d rounds", forbidden, n)
+		}
+		return nil
+	})
+	iriw := kernels.MustLookup("iriw_u32_seqcst_sys")
+	ranks := max(3, b.o.Ranks)
+	b.add("litmus", iriw.Name, ranks, report.Pass, []string{"litmus", "iriw"}, 60*time.Second, func(c *harness.Ctx) error {
+		if err := c.NeedPeer(false); err != nil {
+			return err
+		}
+		n, _, to := litmusSize(c)
+		n = min(n, 20000)
+		xy, err := c.Shared(0, 2*n*4, true)
+		if err != nil {
+			return err
+		}
+		if err := c.Zero(0, xy.Bufs[0], 0, 2*n*4); err != nil {
+			return err
+		}
+		out, err := c.Local(2, 2*n*4)
+		if err != nil {
+			return err
+		}
+		var ls []harness.Launch
+		for r := 0; r < 3; r++ {
+			args := map[string]wireArg{"x": harness.P(xy.Bufs[r], 0), "y": harness.P(xy.Bufs[r], n*4),
+				"n": harness.V(n), "role": harness.V(uint64(r)), "block": harness.V(2), "timeout_ns": harness.V(uint64(to))}
+			if r == 2 {
+				args["out"] = harness.P(out, 0)
+			}
+			ls = append(ls, harness.Launch{Rank: r, Kernel: iriw.Name, Grid: 1, Block: 2, Args: args})
+		}
+		if _, err := c.Run(ls...); err != nil {
+			return err
+		}
+		o, err := c.Read(2, out, 0, 2*n*4)
+		if err != nil {
+			return err
+		}
+		forbidden, lost := 0, 0
+		for i := uint64(0); i < n; i++ {
+			a, b := binary.LittleEndian.Uint32(o[8*i:]), binary.LittleEndian.Uint32(o[8*i+4:])
+			if a >= 2 || b >= 2 {
+				lost++
+				continue
+			}
+			if a == 0 && b == 0 {
+				forbidden++
+			}
+		}
+		c.Note("%d IRIW rounds on 3 ranks, %d forbidden, %d waits timed out", n, forbidden, lost)
+		if lost > 0 {
+			return harness.Failf("a write never arrived at the readers in %d of %d rounds", lost, n)
+		}
+		if forbidden > 0 {
+			return harness.Failf("forbidden IRIW outcome (readers disagree on the order of two writes) in %d of %d rounds", forbidden, n)
+		}
+		return nil
+	})
+}
