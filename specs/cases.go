@@ -8,13 +8,14 @@ import (
 
 	"p2patomics/harness"
 	"p2patomics/harness/report"
+	"p2patomics/harness/suite"
 	"p2patomics/kernels"
 	"p2patomics/wire"
 )
 
 // Catalogue builds every case for one backend and kind. Cases are plain
 // data plus a body; the Ginkgo tree and the gate both read this list.
-func Catalogue(o *Options, backend, kind string) []*harness.Case {
+func Catalogue(o *suite.Options, backend, kind string) []*harness.Case {
 	b := &builder{o: o, backend: backend, kind: kind}
 	if kind == "dmabuf" {
 		b.dmabuf()
@@ -36,7 +37,7 @@ func Catalogue(o *Options, backend, kind string) []*harness.Case {
 type wireArg = wire.Arg
 
 type builder struct {
-	o       *Options
+	o       *suite.Options
 	backend string
 	kind    string
 	cases   []*harness.Case
@@ -52,7 +53,7 @@ func (b *builder) add(spec, variant string, ranks int, expected report.Outcome, 
 		Labels:   dedupe(append([]string{b.backend, b.kind, spec}, labels...)),
 		Expected: expected, Timeout: timeout, GPU: b.backend != "host", Run: run,
 	}
-	c.Repro = Repro(b.o, b.backend, b.kind, id, ranks)
+	c.Repro = suite.Repro(b.o, b.backend, b.kind, id, ranks)
 	b.cases = append(b.cases, c)
 	return c
 }

@@ -10,12 +10,13 @@ import (
 	. "github.com/onsi/gomega"
 
 	"p2patomics/harness/report"
+	"p2patomics/harness/suite"
 	"p2patomics/rank"
 )
 
 var (
-	opts Options
-	run  *Run
+	opts suite.Options
+	run  *suite.Run
 )
 
 // TestMain picks the role before any flag is parsed: a rank has none of the
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 		os.Exit(rank.Main())
 	}
 	opts.Register(flag.CommandLine)
-	if err := Parse(flag.CommandLine, os.Args[1:]); err != nil {
+	if err := suite.Parse(flag.CommandLine, os.Args[1:]); err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 		os.Exit(2)
 	}
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "p2patomics: ginkgo -p is refused: ranks own GPUs and the suite serialises them itself")
 		os.Exit(2)
 	}
-	r, err := NewRun(&opts, suiteCfg.LabelFilter)
+	r, err := suite.NewRun(&opts, suiteCfg.LabelFilter, Catalogue)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 		os.Exit(2)
@@ -73,7 +74,7 @@ func TestSpecs(t *testing.T) {
 	RunSpecs(t, "p2patomics", suiteCfg, repCfg)
 }
 
-func describeGroup(group Group) {
+func describeGroup(group suite.Group) {
 	{
 		Describe(group.Name, func() {
 			for _, c := range group.Cases {

@@ -1,4 +1,4 @@
-package specs
+package suite
 
 import (
 	"encoding/xml"

@@ -1,6 +1,7 @@
-// Package specs is the Ginkgo suite: the case catalogue, the flag table and
-// the run that writes results.json, junit.xml and the table.
-package specs
+// Package suite plans, runs, judges and reports a selection of cases: the
+// flag table, the run loop, the gate and the outputs. The catalogue of cases
+// lives in package specs (the Ginkgo face), which hands it to NewRun.
+package suite
 
 import (
 	"errors"

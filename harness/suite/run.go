@@ -1,4 +1,4 @@
-package specs
+package suite
 
 import (
 	"fmt"
@@ -43,8 +43,11 @@ type Run struct {
 	t0          time.Time // when the run was planned: the suite's wall clock starts here
 }
 
-// NewRun resolves the backend, builds and filters the plan.
-func NewRun(o *Options, userFilter string) (*Run, error) {
+// Catalogue builds every case for one backend and kind (package specs).
+type Catalogue func(o *Options, backend, kind string) []*harness.Case
+
+// NewRun resolves the backend, builds and filters the plan from cat.
+func NewRun(o *Options, userFilter string, cat Catalogue) (*Run, error) {
 	r := &Run{Opts: o, runners: map[string]*harness.Runner{}, results: map[string]report.Result{}, startFds: -1, t0: time.Now()}
 	// Ranks read the clock sampler's period from their environment (it is
 	// on the rank env allowlist); the flag may have come from the command line.
@@ -87,7 +90,7 @@ func NewRun(o *Options, userFilter string) (*Run, error) {
 		}
 		for _, kind := range kinds {
 			g := Group{Name: be + "." + kind}
-			for _, c := range Catalogue(o, be, kind) {
+			for _, c := range cat(o, be, kind) {
 				if o.Case != "" && c.ID != o.Case {
 					continue
 				}
