@@ -39,6 +39,9 @@ type Metric struct {
 	Samples []float64
 	Method  string
 	Clock   *report.Clock // the device clocks seen in the case so far
+	// Ceiling is the physical limit of a bandwidth metric (Percent is
+	// filled in when the samples are summarised); nil when none is known.
+	Ceiling *report.Ceiling
 }
 
 // Mem is one allocation shared across ranks: Bufs[r] is the buffer id of
@@ -318,16 +321,24 @@ func (l Launch) wire() (wire.Launch, error) {
 // Run launches every given kernel at once (one per rank) and waits for all.
 // Elapsed times come back per launch.
 func (c *Ctx) Run(ls ...Launch) ([]time.Duration, error) {
+	els, _, err := c.RunTimed(ls...)
+	return els, err
+}
+
+// RunTimed is Run that also returns each launch's window on the machine's
+// one clock (see Span).
+func (c *Ctx) RunTimed(ls ...Launch) ([]time.Duration, []Window, error) {
 	reqs := make([]wire.Launch, len(ls))
 	for i, l := range ls {
 		w, err := l.wire()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		w.Clocks = c.Clocks
 		reqs[i] = w
 	}
 	out := make([]time.Duration, len(ls))
+	wins := make([]Window, len(ls))
 	errs := make([]error, len(ls))
 	var wg sync.WaitGroup
 	for i, l := range ls {
@@ -337,11 +348,12 @@ func (c *Ctx) Run(ls ...Launch) ([]time.Duration, error) {
 			var t wire.Timing
 			_, errs[i] = c.proc(l.Rank).call(wire.TLaunch, reqs[i], c.Deadline, &t)
 			out[i] = time.Duration(t.ElapsedNs)
+			wins[i] = Window{t.StartNs, t.EndNs}
 			c.noteClock(l.Rank, t.Clock)
 		}()
 	}
 	wg.Wait()
-	return out, worstErr(errs)
+	return out, wins, worstErr(errs)
 }
 
 // worstErr prefers the error that explains the most: a rank that died or
@@ -427,10 +439,17 @@ func (c *Ctx) Sum(r, buf int, off, n uint64, width int) (uint64, error) {
 
 // Copy runs the backend's copy engine in rank r.
 func (c *Ctx) Copy(r, dst int, dstOff uint64, src int, srcOff, n uint64) (time.Duration, string, error) {
+	el, _, method, err := c.CopyTimed(r, dst, dstOff, src, srcOff, n)
+	return el, method, err
+}
+
+// CopyTimed is Copy that also returns the copy's window on the machine's
+// one clock (see Span).
+func (c *Ctx) CopyTimed(r, dst int, dstOff uint64, src int, srcOff, n uint64) (time.Duration, Window, string, error) {
 	var t wire.Timing
 	_, err := c.proc(r).call(wire.TCopy, wire.Copy{Dst: dst, DstOff: dstOff, Src: src, SrcOff: srcOff, N: n, Clocks: c.Clocks}, c.Deadline, &t)
 	c.noteClock(r, t.Clock)
-	return time.Duration(t.ElapsedNs), t.Method, err
+	return time.Duration(t.ElapsedNs), Window{t.StartNs, t.EndNs}, t.Method, err
 }
 
 // noteClock folds a rank's clock samples into the case's.

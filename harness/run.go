@@ -382,7 +382,7 @@ func summarize(ms map[string]Metric) map[string]report.Metric {
 		if len(s)%2 == 0 {
 			med = (s[len(s)/2-1] + s[len(s)/2]) / 2
 		}
-		out[name] = report.Metric{Unit: m.Unit, Median: round(med), Min: round(s[0]), Max: round(s[len(s)-1]), N: len(s), Method: m.Method, Clock: m.Clock}
+		out[name] = report.Metric{Unit: m.Unit, Median: round(med), Min: round(s[0]), Max: round(s[len(s)-1]), N: len(s), Method: m.Method, Clock: m.Clock, Ceiling: m.Ceiling.At(round(med))}
 	}
 	return out
 }

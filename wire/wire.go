@@ -354,6 +354,13 @@ type Timing struct {
 	ElapsedNs int64       `json:"elapsed_ns"`
 	Method    string      `json:"method"`
 	Clock     *ClockStats `json:"clock,omitempty"`
+	// StartNs and EndNs are CLOCK_MONOTONIC (one clock for every process
+	// of the machine) read just before the launch or copy is issued and
+	// just after the rank's synchronise returned: the window the work
+	// certainly ran inside, comparable across ranks, so work that must run
+	// "at once" is timed from the first start to the last end.
+	StartNs int64 `json:"start_ns,omitempty"`
+	EndNs   int64 `json:"end_ns,omitempty"`
 }
 
 // ClockStats is what a rank saw of its device's core clock while a timed

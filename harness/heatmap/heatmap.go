@@ -409,6 +409,9 @@ func PairRows(results []report.Result) []report.PairRow {
 			rows[k] = row
 		}
 		row.Cases++
+		if sharedGPU(r, s, d) {
+			row.SharedGPU = true
+		}
 		if !r.Met() {
 			row.Unmet++
 		}
@@ -440,6 +443,22 @@ func PairRows(results []report.Result) []report.PairRow {
 		return a.Dst < b.Dst
 	})
 	return out
+}
+
+// sharedGPU reports whether a GPU case ran ranks s and d on one device,
+// from its rank evidence (the host backend's ranks all report device 0,
+// the CPU: not a GPU they share).
+func sharedGPU(r report.Result, s, d int) bool {
+	if s == d || strings.HasPrefix(r.ID, "host.") {
+		return false
+	}
+	dev := map[int]int{}
+	for _, rk := range r.Ranks {
+		dev[rk.Rank] = rk.Device
+	}
+	ds, okS := dev[s]
+	dd, okD := dev[d]
+	return okS && okD && ds == dd
 }
 
 // WritePairTable prints the pair matrix (report.Pairs) as one table per backend
@@ -474,6 +493,7 @@ func WritePairTable(w io.Writer, rows []report.PairRow) {
 			fmt.Fprintf(w, " %*s", max(12, len(n)), seen[n])
 		}
 		fmt.Fprintln(w)
+		shared := false
 		for _, r := range group {
 			fmt.Fprintf(w, "%-7s %5d %5d  %-10s", fmt.Sprintf("%d>%d", r.Src, r.Dst), r.Cases, r.Unmet, r.Worst)
 			for _, n := range names {
@@ -483,7 +503,14 @@ func WritePairTable(w io.Writer, rows []report.PairRow) {
 					fmt.Fprintf(w, " %*s", max(12, len(n)), "-")
 				}
 			}
+			if r.SharedGPU {
+				shared = true
+				fmt.Fprint(w, "  shared GPU")
+			}
 			fmt.Fprintln(w)
+		}
+		if shared {
+			fmt.Fprintln(w, "shared GPU: both ranks on one device; their kernels are time-sliced unless MPS runs, and copies between them cross that GPU's memory, not a link")
 		}
 		i = j
 	}

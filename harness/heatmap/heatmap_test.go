@@ -2,6 +2,7 @@ package heatmap
 
 import (
 	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -222,5 +223,52 @@ func TestWritePairTable(t *testing.T) {
 	last := strings.Split(strings.TrimSpace(out), "\n")
 	if row := last[len(last)-1]; !strings.HasPrefix(row, "1>0") || !strings.HasSuffix(strings.TrimSpace(row), "-") {
 		t.Errorf("a pair without the metric shows -: %q", row)
+	}
+}
+
+// TestPairRowsSharedGPU: a pair whose two ranks ran on one device (rank
+// evidence) is marked and the table says "shared GPU"; ranks on two
+// devices, and host ranks (all on the CPU, device 0), are not.
+func TestPairRowsSharedGPU(t *testing.T) {
+	on := func(devs ...int) []report.Rank {
+		var rs []report.Rank
+		for r, d := range devs {
+			rs = append(rs, report.Rank{Rank: r, Device: d})
+		}
+		return rs
+	}
+	rs := []report.Result{
+		{ID: "cuda.vmm.perf.copy_ce_write.r0r1", Outcome: report.Pass, Expected: report.Pass, Ranks: on(0, 0)},
+		{ID: "cuda.vmm.perf.copy_ce_write.r0r2", Outcome: report.Pass, Expected: report.Pass, Ranks: on(0, 1, 0)},
+		{ID: "cuda.vmm.perf.copy_ce_write.r1r2", Outcome: report.Pass, Expected: report.Pass, Ranks: on(0, 1, 0)},
+		{ID: "host.memfd.perf.copy_ce_write.r0r1", Outcome: report.Pass, Expected: report.Pass, Ranks: on(0, 0)},
+	}
+	rows := PairRows(rs)
+	got := map[string]bool{}
+	for _, r := range rows {
+		got[fmt.Sprintf("%s %d>%d", r.Backend, r.Src, r.Dst)] = r.SharedGPU
+	}
+	want := map[string]bool{"cuda 0>1": true, "cuda 0>2": true, "cuda 1>2": false, "host 0>1": false}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: shared_gpu %v, want %v (rows %+v)", k, got[k], v, rows)
+		}
+	}
+	var b strings.Builder
+	WritePairTable(&b, rows)
+	out := b.String()
+	table := ""
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "pairs ") {
+			table = line
+		}
+		shared := strings.HasSuffix(line, "shared GPU")
+		cuda := strings.HasPrefix(table, "pairs cuda.")
+		if strings.HasPrefix(line, "0>1") && shared != cuda || strings.HasPrefix(line, "1>2") && shared {
+			t.Errorf("row %q marks shared GPU wrongly:\n%s", line, out)
+		}
+	}
+	if strings.Count(out, "shared GPU:") != 1 {
+		t.Errorf("want one shared-GPU legend (cuda table only):\n%s", out)
 	}
 }

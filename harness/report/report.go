@@ -7,6 +7,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -118,6 +119,30 @@ type Metric struct {
 	// Clock is what the devices' core clocks did while the case measured
 	// (perf cases on backends that can sample them).
 	Clock *Clock `json:"clock,omitempty"`
+	// Ceiling is the physical limit of the resources a bandwidth metric's
+	// bytes cross, read from the machine (absent where nothing could be
+	// read: the host backend, or a GPU whose NVML did not answer).
+	Ceiling *Ceiling `json:"ceiling,omitempty"`
+}
+
+// Ceiling is a bandwidth metric's physical limit: Value in the metric's
+// unit, the median as a percentage of it, and the binding resource with
+// how its rate was read. A sample above Value is a measurement error, so
+// a recorded metric's Percent never exceeds 100.
+type Ceiling struct {
+	Value   float64 `json:"value"`
+	Percent float64 `json:"percent"`
+	Basis   string  `json:"basis"`
+}
+
+// At is the ceiling with Percent set for a metric whose median is med.
+func (c *Ceiling) At(med float64) *Ceiling {
+	if c == nil || c.Value <= 0 {
+		return nil
+	}
+	out := *c
+	out.Percent = math.Round(med/c.Value*1000) / 10
+	return &out
 }
 
 // Clock summarises clock samples taken during a measurement: the range
@@ -213,14 +238,18 @@ type Report struct {
 // worst outcome among them, and each metric they measured (the case's
 // median, with its unit).
 type PairRow struct {
-	Backend string            `json:"backend"`
-	Kind    string            `json:"kind"`
-	Src     int               `json:"src"`
-	Dst     int               `json:"dst"`
-	Cases   int               `json:"cases"`
-	Unmet   int               `json:"unmet"`
-	Worst   Outcome           `json:"worst"`
-	Metrics map[string]Metric `json:"metrics,omitempty"`
+	Backend string  `json:"backend"`
+	Kind    string  `json:"kind"`
+	Src     int     `json:"src"`
+	Dst     int     `json:"dst"`
+	Cases   int     `json:"cases"`
+	Unmet   int     `json:"unmet"`
+	Worst   Outcome `json:"worst"`
+	// SharedGPU: the pair's two ranks ran on one GPU (the same device in
+	// the cases' rank evidence, GPU backends only), so its numbers are of
+	// one GPU's memory and time-sliced kernels, not of a link.
+	SharedGPU bool              `json:"shared_gpu,omitempty"`
+	Metrics   map[string]Metric `json:"metrics,omitempty"`
 }
 
 // Timing is the suite's own cost.

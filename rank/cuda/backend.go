@@ -267,6 +267,9 @@ func (b *Backend) describe() error {
 		{"host_numa_vmm_supported", attrHostNumaVirtualMemoryManagementSupp},
 		{"managed_memory", attrManagedMemory},
 		{"concurrent_managed_access", attrConcurrentManagedAccess},
+		// 1 when this rank's context is an MPS client: only then are
+		// kernels of ranks that share the GPU resident together.
+		{"mps_enabled", attrMpsEnabled},
 	} {
 		if v, err := b.attr(a.attr, b.dev); err == nil {
 			info.Attrs[a.key] = strconv.Itoa(v)
@@ -302,6 +305,12 @@ func (b *Backend) describe() error {
 				info.Attrs[pre+a.key] = "error: " + err.Error()
 			}
 		}
+	}
+	// The physical ceilings the perf cases compare their bandwidths with
+	// (HBM, NVLink, PCIe), read through NVML; what NVML cannot tell is
+	// recorded as ceiling_error and those metrics go without a ceiling.
+	for k, v := range readCeilings(info.UUID) {
+		info.Attrs[k] = v
 	}
 	b.info = info
 	return nil

@@ -30,6 +30,10 @@ const (
 	attrHostNumaVirtualMemoryManagementSupp    = 141
 	attrHostVirtualMemoryManagementSupported   = 145
 	attrOnlyPartialHostNativeAtomicSupported   = 147
+	// attrMpsEnabled: contexts created on the device are clients of a
+	// running MPS server (CUDA 12.x+), so kernels of several processes
+	// can be resident at once.
+	attrMpsEnabled = 133
 )
 
 // attrNames gives the C name of each attribute for skip messages and the
@@ -58,6 +62,7 @@ var attrNames = map[int32]string{
 	attrHostNumaVirtualMemoryManagementSupp:    "CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED",
 	attrHostVirtualMemoryManagementSupported:   "CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED",
 	attrOnlyPartialHostNativeAtomicSupported:   "CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED",
+	attrMpsEnabled:                             "CU_DEVICE_ATTRIBUTE_MPS_ENABLED",
 }
 
 // CUdevice_P2PAttribute (§2.5).

@@ -61,6 +61,14 @@ type nvmlLib struct {
 	clock     func(dev uintptr, typ int32, mhz *uint32) int32
 	reasons   func(dev uintptr, mask *uint64) int32
 	errString func(ret int32) string
+	// Ceiling queries (ceiling.go), bound when present: an NVML without
+	// one loses that ceiling, not the clock sampler.
+	maxClock    func(dev uintptr, typ int32, mhz *uint32) int32
+	busWidth    func(dev uintptr, bits *uint32) int32
+	linkState   func(dev uintptr, link uint32, active *int32) int32
+	fieldValues func(dev uintptr, n int32, values *nvmlFieldValue) int32
+	pcieGen     func(dev uintptr, gen *uint32) int32
+	pcieWidth   func(dev uintptr, width *uint32) int32
 }
 
 var (
@@ -102,6 +110,21 @@ func openNVML() (*nvmlLib, error) {
 			if err := bind(b.fn, b.names...); err != nil {
 				nvmlErr = err
 				return
+			}
+		}
+		for _, b := range []struct {
+			fn   any
+			name string
+		}{
+			{&n.maxClock, "nvmlDeviceGetMaxClockInfo"},
+			{&n.busWidth, "nvmlDeviceGetMemoryBusWidth"},
+			{&n.linkState, "nvmlDeviceGetNvLinkState"},
+			{&n.fieldValues, "nvmlDeviceGetFieldValues"},
+			{&n.pcieGen, "nvmlDeviceGetMaxPcieLinkGeneration"},
+			{&n.pcieWidth, "nvmlDeviceGetMaxPcieLinkWidth"},
+		} {
+			if _, err := purego.Dlsym(h, b.name); err == nil {
+				purego.RegisterLibFunc(b.fn, h, b.name)
 			}
 		}
 		if r := n.init(); r != 0 {

@@ -1,0 +1,83 @@
+package harness
+
+import (
+	"fmt"
+	"time"
+)
+
+// Window is the interval a rank's launch or copy ran inside, in
+// nanoseconds of CLOCK_MONOTONIC: read by the rank just before it issued
+// the work and just after its synchronise returned. Every rank of a
+// machine reads the same clock, so windows of different ranks compare.
+type Window struct{ Start, End int64 }
+
+// Span is the time work that ran "at once" on several ranks took: the
+// last end minus the first start. Summing each rank's own rate instead
+// credits two copies that ran one after the other (kernels of processes
+// sharing a GPU are time-sliced) as if they overlapped. ok is false when
+// some window is missing (a rank that reports none).
+func Span(ws ...Window) (d time.Duration, ok bool) {
+	if len(ws) == 0 {
+		return 0, false
+	}
+	first, last := ws[0].Start, ws[0].End
+	for _, w := range ws {
+		if w.Start <= 0 || w.End < w.Start {
+			return 0, false
+		}
+		first, last = min(first, w.Start), max(last, w.End)
+	}
+	return time.Duration(last - first), true
+}
+
+// DeviceKey names rank r's device: its UUID, else its ordinal (backends
+// that report no UUID, such as host, have one device per ordinal).
+func (c *Ctx) DeviceKey(r int) string { return deviceKey(c.W, r) }
+
+func deviceKey(w *World, r int) string {
+	if id, _ := w.Infos[r]["uuid"].(string); id != "" {
+		return id
+	}
+	return fmt.Sprintf("ordinal %d", w.Procs[r].Device)
+}
+
+// SharedGPU reports whether ranks a and b (a != b) run on one GPU, so
+// their kernels are time-sliced rather than resident together unless MPS
+// runs (see MPS). The host backend's "device" is the CPU, where ranks are
+// ordinary processes scheduled on many cores: never shared in this sense.
+func (c *Ctx) SharedGPU(a, b int) bool { return sharedGPU(c.W, a, b) }
+
+func sharedGPU(w *World, a, b int) bool {
+	if a == b {
+		return false
+	}
+	if v, _ := w.Infos[a]["vendor"].(string); v == "host" || v == "" {
+		return false
+	}
+	return deviceKey(w, a) == deviceKey(w, b)
+}
+
+// AnySharedGPU reports whether some two ranks of the world share a GPU.
+func (c *Ctx) AnySharedGPU() bool {
+	for a := 0; a < c.N(); a++ {
+		for b := a + 1; b < c.N(); b++ {
+			if c.SharedGPU(a, b) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// MPS reports whether rank r's context is a client of a running CUDA MPS
+// server (CU_DEVICE_ATTRIBUTE_MPS_ENABLED, read by the rank; the suite
+// never starts or stops MPS). Only then can kernels of ranks sharing a GPU
+// be resident together.
+func (c *Ctx) MPS(r int) bool { return c.Attr(r, "mps_enabled") == "1" }
+
+// SharedGPUNote is the one-line reason a spec gives when two ranks on one
+// GPU cannot do what it needs; it names the missing capability so the
+// skip counts as not-supported.
+func (c *Ctx) SharedGPUNote(a, b int) string {
+	return fmt.Sprintf("ranks %d and %d share GPU %s without MPS: concurrent residency of their kernels is not supported (kernels of two processes on one GPU are time-sliced)", a, b, c.DeviceKey(a))
+}
