@@ -448,6 +448,9 @@ func (s *server) hello(m *wire.Msg) (any, []int, error) {
 		return nil, nil, err
 	}
 	s.be = be
+	// The rank that opened it, so the fingerprint can say which ranks share
+	// one device (Merge keys devices by UUID).
+	info.Rank = h.Rank
 	raw, _ := json.Marshal(info)
 	return wire.HelloReply{Version: wire.Version, Pid: os.Getpid(), Kinds: be.Kinds(), Info: raw}, nil, nil
 }

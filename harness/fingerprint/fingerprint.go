@@ -403,6 +403,7 @@ func Merge[T any](env map[string]any, rankFacts []T) {
 		return
 	}
 	seen := map[string]bool{}
+	byKey := map[string]map[string]any{}
 	var gpus []map[string]any
 	vendors := map[string]bool{}
 	for _, f := range rankFacts {
@@ -415,10 +416,19 @@ func Merge[T any](env map[string]any, rankFacts []T) {
 		if key == "" {
 			key = str(m["vendor"]) + "#" + fmt.Sprint(m["ordinal"])
 		}
+		rank, hasRank := m["rank"].(float64)
+		delete(m, "rank")
 		if seen[key] {
+			if hasRank {
+				byKey[key]["ranks"] = addRank(byKey[key]["ranks"], int(rank))
+			}
 			continue
 		}
 		seen[key] = true
+		byKey[key] = m
+		if hasRank {
+			m["ranks"] = []int{int(rank)}
+		}
 		if v := str(m["vendor"]); v != "" {
 			vendors[v] = true
 		}
@@ -429,6 +439,7 @@ func Merge[T any](env map[string]any, rankFacts []T) {
 		oj, _ := gpus[j]["ordinal"].(float64)
 		return oi < oj
 	})
+	sharing(env, gpus)
 	if len(gpus) > 0 {
 		arr := make([]any, len(gpus))
 		for i, g := range gpus {
@@ -444,6 +455,67 @@ func Merge[T any](env map[string]any, rankFacts []T) {
 		sort.Strings(vs)
 		env["vendor"] = strings.Join(vs, "+")
 	}
+}
+
+// addRank adds r to a GPU's rank list once (two backends of one stack,
+// hsa and hip, each have a rank 0 on the first GPU).
+func addRank(list any, r int) []int {
+	rs, _ := list.([]int)
+	for _, x := range rs {
+		if x == r {
+			return rs
+		}
+	}
+	rs = append(rs, r)
+	sort.Ints(rs)
+	return rs
+}
+
+// sharing records, for GPU stacks, which ranks share a device and whether
+// CUDA MPS serves them (CU_DEVICE_ATTRIBUTE_MPS_ENABLED as the ranks read
+// it; the suite never starts or stops MPS): env["device_sharing"] =
+// {"shared": [{"uuid"/"ordinal", "ranks"}], "mps": "on"|"off"|"unknown"}.
+// Ranks on one GPU have their kernels time-sliced unless MPS runs, which
+// decides what the perf and litmus cases can mean there.
+func sharing(env map[string]any, gpus []map[string]any) {
+	shared := []any{}
+	mps := map[string]bool{}
+	gpuStack := false
+	for _, g := range gpus {
+		if v := str(g["vendor"]); v == "" || v == "host" {
+			continue
+		}
+		gpuStack = true
+		if rs, _ := g["ranks"].([]int); len(rs) > 1 {
+			e := map[string]any{"ranks": rs, "ordinal": g["ordinal"]}
+			if id := str(g["uuid"]); id != "" {
+				e["uuid"] = id
+			}
+			shared = append(shared, e)
+		}
+		attrs, _ := g["attrs"].(map[string]any)
+		switch str(attrs["mps_enabled"]) {
+		case "1":
+			mps["on"] = true
+		case "0":
+			mps["off"] = true
+		default:
+			mps["unknown"] = true
+		}
+	}
+	if !gpuStack {
+		return
+	}
+	state := "unknown"
+	switch {
+	case mps["on"] && !mps["off"] && !mps["unknown"]:
+		state = "on"
+	case mps["off"] && !mps["on"] && !mps["unknown"]:
+		state = "off"
+	case mps["on"]:
+		state = "mixed"
+	}
+	env["device_sharing"] = map[string]any{"shared": shared, "mps": state}
 }
 
 func toMap(v any) (map[string]any, error) {

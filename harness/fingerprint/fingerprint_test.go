@@ -229,3 +229,37 @@ func TestMergeBadFacts(t *testing.T) {
 		t.Errorf("vendor changed to %v", env["vendor"])
 	}
 }
+
+// TestMergeSharing: ranks that opened one device are listed on it, a
+// device with more than one rank is named under device_sharing, and MPS is
+// read from the ranks' mps_enabled attribute; a host-only run has none.
+func TestMergeSharing(t *testing.T) {
+	gpu := func(uuid string, ord, rank int, mps string) map[string]any {
+		return map[string]any{"vendor": "nvidia", "uuid": uuid, "ordinal": ord, "rank": rank, "attrs": map[string]any{"mps_enabled": mps}}
+	}
+	env := map[string]any{}
+	Merge(env, []map[string]any{gpu("GPU-a", 0, 0, "0"), gpu("GPU-b", 1, 1, "0"), gpu("GPU-a", 0, 2, "0")})
+	ds, _ := env["device_sharing"].(map[string]any)
+	if ds == nil || ds["mps"] != "off" {
+		t.Fatalf("device_sharing = %v, want mps off", env["device_sharing"])
+	}
+	sh, _ := ds["shared"].([]any)
+	if len(sh) != 1 || sh[0].(map[string]any)["uuid"] != "GPU-a" || !reflect.DeepEqual(sh[0].(map[string]any)["ranks"], []int{0, 2}) {
+		t.Errorf("shared = %v, want GPU-a with ranks 0 and 2", sh)
+	}
+	for _, g := range env["gpus"].([]any) {
+		if _, ok := g.(map[string]any)["rank"]; ok {
+			t.Errorf("a gpu entry keeps one rank's own field: %v", g)
+		}
+	}
+	env = map[string]any{}
+	Merge(env, []map[string]any{gpu("GPU-a", 0, 0, "1"), gpu("GPU-b", 1, 1, "1")})
+	if ds := env["device_sharing"].(map[string]any); ds["mps"] != "on" || len(ds["shared"].([]any)) != 0 {
+		t.Errorf("two GPUs under MPS: %v", ds)
+	}
+	env = map[string]any{}
+	Merge(env, []map[string]any{{"vendor": "host", "ordinal": 0, "rank": 0}, {"vendor": "host", "ordinal": 0, "rank": 1}})
+	if _, ok := env["device_sharing"]; ok {
+		t.Errorf("host backend has no GPU to share: %v", env["device_sharing"])
+	}
+}

@@ -65,6 +65,9 @@ type DeviceInfo struct {
 	Driver   string            `json:"driver,omitempty"`
 	Runtime  string            `json:"runtime,omitempty"`
 	Attrs    map[string]string `json:"attrs,omitempty"` // fault-relevant settings, per-peer links, ...
+	// Rank is the rank that opened the device (set by the rank server,
+	// not the backend).
+	Rank int `json:"rank"`
 }
 
 // Export is what an allocation's owner hands to its peers: an fd (sent as
