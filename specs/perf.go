@@ -270,9 +270,6 @@ func fillU64(c *harness.Ctx, rank, buf int, v, size uint64, grid, block uint32) 
 	return err
 }
 
-// copySize is one timed copy's size: 1 GiB on a GPU (2.7 ms at 390 GB/s,
-// 20 times the 50 MiB L2 of an H200). At 256 MiB (0.7 ms) a single
-// stall of some tens of µs moved a sample by 2-11%; nvbandwidth gets the
 // deviceSum is the 64-bit sum of size bytes of buf in rank, added up by
 // rank's own device (sum_u64_relaxed_dev) into out, a scratch word of
 // rank's: reading a GiB back to the host took 0.2 s per check.
@@ -288,10 +285,20 @@ func deviceSum(c *harness.Ctx, rank, buf, out int, size uint64, grid, block uint
 	return c.U64(rank, out, 0)
 }
 
-// same effect by timing 16 copies of 512 MiB per sample.
+// copySize is one timed copy's size: 1 GiB on a GPU (2.7 ms at 390 GB/s,
+// 20 times the 50 MiB L2 of an H200). At 256 MiB (0.7 ms) a single
+// stall of some tens of µs moved a sample by 2-11%; nvbandwidth gets the
+// same effect by timing 16 copies of 512 MiB per sample. Host memory
+// (vmm-host) is reached over PCIe at about 50 GB/s, where 1 GiB took 21 ms
+// a copy and its ten cases 31 s of the one-GPU suite's 65 s: 256 MiB
+// there is 5 ms a copy, twice the NVLink copy's length, still 5 times the
+// L2.
 func copySize(c *harness.Ctx) uint64 {
-	if c.Vendor() == "host" {
+	switch {
+	case c.Vendor() == "host":
 		return 16 << 20
+	case c.MemLoc(0).Host:
+		return 256 << 20
 	}
 	return 1 << 30
 }

@@ -510,7 +510,7 @@ func WritePairTable(w io.Writer, rows []report.PairRow) {
 			fmt.Fprintln(w)
 		}
 		if shared {
-			fmt.Fprintln(w, "shared GPU: both ranks on one device; their kernels are time-sliced unless MPS runs, and copies between them cross that GPU's memory, not a link")
+			fmt.Fprintln(w, "shared GPU: both ranks on one device; their kernels are time-sliced unless MPS runs, and no link between GPUs carries their copies")
 		}
 		i = j
 	}
