@@ -399,7 +399,7 @@ func runCopyOpts(c *harness.Ctx, s, d int, eng, dir string, planted bool) error 
 		}
 		where := ""
 		if c.SharedGPU(s, d) {
-			where = " (shared GPU: one device's memory, no link)"
+			where = " (shared GPU: no link between GPUs)"
 		}
 		if err := c.Bandwidth(name, fmt.Sprintf("%s, %d MiB, rank %d %s rank %d%s", method, size>>20, s, map[string]string{"write": "→", "read": "←"}[dir], d, where),
 			ceil, float64(size)/el.Seconds()/1e9); err != nil {
