@@ -108,16 +108,16 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 	}
 	b.l = l
 	var n int32
-	if st := l.getDeviceCount(&n); st != errSuccess {
-		if st == errNoDevice {
+	if st := l.getDeviceCount(&n); st.Code != errSuccess {
+		if st.Code == errNoDevice {
 			return backend.DeviceInfo{}, backend.NotSupportedf("no AMD GPU (hipErrorNoDevice from hipGetDeviceCount, %s)", l.name)
 		}
-		return backend.DeviceInfo{}, l.check("hipGetDeviceCount", st)
+		return backend.DeviceInfo{}, l.check(st)
 	}
 	if n == 0 {
 		return backend.DeviceInfo{}, backend.NotSupportedf("no AMD GPU (hipGetDeviceCount = 0)")
 	}
-	if err := l.check("hipRuntimeGetVersion", l.runtimeVersion(&b.version)); err != nil {
+	if err := l.check(l.runtimeVersion(&b.version)); err != nil {
 		return backend.DeviceInfo{}, err
 	}
 	if b.version < minExportVersion {
@@ -127,7 +127,7 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 	if cfg.Device < 0 || int(cfg.Device) >= int(n) {
 		return backend.DeviceInfo{}, fmt.Errorf("device %d out of range: %d HIP devices", cfg.Device, n)
 	}
-	if err := l.check("hipSetDevice", l.setDevice(int32(cfg.Device))); err != nil {
+	if err := l.check(l.setDevice(int32(cfg.Device))); err != nil {
 		return backend.DeviceInfo{}, err
 	}
 	var vmm int32
@@ -152,14 +152,14 @@ func (b *Backend) deviceInfo(count int) backend.DeviceInfo {
 	name, gcn, total, mp := "", "", uint64(0), int32(0)
 	var uuid string
 	b.l.beginProbe() // the R0600 struct first, else the old one
-	okR0600 := b.l.propsR0600 != nil && b.l.propsR0600(unsafe.Pointer(&buf[0]), int32(b.cfg.Device)) == errSuccess
+	okR0600 := b.l.propsR0600 != nil && b.l.propsR0600(unsafe.Pointer(&buf[0]), int32(b.cfg.Device)).Code == errSuccess
 	b.l.endProbe()
 	if okR0600 {
 		name, gcn = cstr(buf[propR0600Name:]), cstr(buf[propR0600GcnArch:])
 		total = binary.LittleEndian.Uint64(buf[propR0600TotalMem:])
 		mp = int32(binary.LittleEndian.Uint32(buf[propR0600MPCount:]))
 		uuid = fmt.Sprintf("GPU-%x", buf[propR0600UUID:propR0600UUID+16])
-	} else if b.l.propsOld(unsafe.Pointer(&buf[0]), int32(b.cfg.Device)) == errSuccess {
+	} else if b.l.propsOld(unsafe.Pointer(&buf[0]), int32(b.cfg.Device)).Code == errSuccess {
 		name, gcn = cstr(buf[propR0000Name:]), cstr(buf[propR0000GcnArch:])
 		total = binary.LittleEndian.Uint64(buf[propR0000TotalMem:])
 		mp = int32(binary.LittleEndian.Uint32(buf[propR0000MPCount:]))
@@ -204,7 +204,7 @@ func (b *Backend) loadModule(gcn string) error {
 		return err
 	}
 	copy(b.code, obj.Data)
-	return b.l.check("hipModuleLoadData("+obj.Target+")", b.l.moduleLoadData(&b.module, b.code.addr()))
+	return b.l.checkFor(obj.Target, b.l.moduleLoadData(&b.module, b.code.addr()))
 }
 
 func (b *Backend) prop(kind string) (allocProp, error) {
@@ -229,7 +229,7 @@ func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Expor
 	}
 	l := b.l
 	var g uint64
-	if err := l.check("hipMemGetAllocationGranularity", l.granularity(&g, &p, granularityRecommended)); err != nil {
+	if err := l.check(l.granularity(&g, &p, granularityRecommended)); err != nil {
 		return nil, backend.Export{}, err
 	}
 	if g == 0 {
@@ -237,18 +237,18 @@ func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Expor
 	}
 	size = (size + g - 1) / g * g
 	buf := &buffer{size: size}
-	if st := l.memCreate(&buf.handle, size, &p, 0); st != errSuccess {
-		err := l.check("hipMemCreate", st)
-		if kind == kindUncached && (st == errInvalidValue || st == errNotSupported) {
+	if st := l.memCreate(&buf.handle, size, &p, 0); st.Code != errSuccess {
+		err := l.check(st)
+		if kind == kindUncached && (st.Code == errInvalidValue || st.Code == errNotSupported) {
 			return nil, backend.Export{}, backend.NotSupportedf("hipMemCreate rejected hipMemAllocationTypeUncached (0x40000000) on HIP %s: %v", versionString(b.version), err)
 		}
 		return nil, backend.Export{}, err
 	}
-	if err := l.check("hipMemAddressReserve", l.addressReserve(&buf.va, size, 0, 0, 0)); err != nil {
+	if err := l.check(l.addressReserve(&buf.va, size, 0, 0, 0)); err != nil {
 		b.release(buf)
 		return nil, backend.Export{}, err
 	}
-	if err := l.check("hipMemMap", l.memMap(buf.va, size, 0, buf.handle, 0)); err != nil {
+	if err := l.check(l.memMap(buf.va, size, 0, buf.handle, 0)); err != nil {
 		b.release(buf)
 		return nil, backend.Export{}, err
 	}
@@ -258,7 +258,7 @@ func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Expor
 		return nil, backend.Export{}, err
 	}
 	var fd int32 = -1
-	if err := l.check("hipMemExportToShareableHandle", l.memExport(unsafe.Pointer(&fd), buf.handle, handleTypePosixFD, 0)); err != nil {
+	if err := l.check(l.memExport(unsafe.Pointer(&fd), buf.handle, handleTypePosixFD, 0)); err != nil {
 		b.release(buf)
 		return nil, backend.Export{}, err
 	}
@@ -268,7 +268,7 @@ func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Expor
 
 func (b *Backend) setAccess(buf *buffer) error {
 	d := accessDesc{Location: memLocation{Type: locationTypeDevice, ID: int32(b.cfg.Device)}, Flags: accessProtReadWrite}
-	return b.l.check("hipMemSetAccess", b.l.memSetAccess(buf.va, buf.size, &d, 1))
+	return b.l.check(b.l.memSetAccess(buf.va, buf.size, &d, 1))
 }
 
 // Import: hipMemImportFromShareableHandle in the loaded runtime's
@@ -288,11 +288,11 @@ func (b *Backend) Import(kind string, exp backend.Export, grant bool) (backend.B
 		return nil, err
 	}
 	l := b.l
-	if err := l.check("hipMemAddressReserve", l.addressReserve(&buf.va, buf.size, 0, 0, 0)); err != nil {
+	if err := l.check(l.addressReserve(&buf.va, buf.size, 0, 0, 0)); err != nil {
 		b.release(buf)
 		return nil, err
 	}
-	if err := l.check("hipMemMap", l.memMap(buf.va, buf.size, 0, buf.handle, 0)); err != nil {
+	if err := l.check(l.memMap(buf.va, buf.size, 0, buf.handle, 0)); err != nil {
 		b.release(buf)
 		return nil, err
 	}
@@ -311,14 +311,14 @@ func (b *Backend) importFd(fd int32, h *uintptr) error {
 	const call = "hipMemImportFromShareableHandle"
 	switch b.mode {
 	case importValue:
-		return b.l.check(call+"(fd value)", b.l.memImport(h, uintptr(fd), handleTypePosixFD))
+		return b.l.checkFor("fd value", b.l.memImport(h, uintptr(fd), handleTypePosixFD))
 	case importPointer:
 		cell, err := b.cell()
 		if err != nil {
 			return err
 		}
 		*(*int32)(ptr(cell)) = fd
-		return b.l.check(call+"(int* fd)", b.l.memImport(h, cell, handleTypePosixFD))
+		return b.l.checkFor("int* fd", b.l.memImport(h, cell, handleTypePosixFD))
 	}
 	cell, err := b.cell()
 	if err != nil {
@@ -328,11 +328,11 @@ func (b *Backend) importFd(fd int32, h *uintptr) error {
 	b.l.beginProbe() // the int* convention first; the fd value if it fails
 	st := b.l.memImport(h, cell, handleTypePosixFD)
 	b.l.endProbe()
-	if st == errSuccess {
+	if st.Code == errSuccess {
 		b.mode = importPointer
 		return nil
 	}
-	if err := b.l.check(call+"(fd value, after int* failed)", b.l.memImport(h, uintptr(fd), handleTypePosixFD)); err != nil {
+	if err := b.l.checkFor("fd value, after int* failed", b.l.memImport(h, uintptr(fd), handleTypePosixFD)); err != nil {
 		return err
 	}
 	b.mode = importValue
@@ -377,15 +377,15 @@ func cellOffset(base, page uintptr) uintptr {
 func (b *Backend) release(buf *buffer) error {
 	var errs []error
 	if buf.mapped {
-		errs = append(errs, b.l.check("hipMemUnmap", b.l.memUnmap(buf.va, buf.size)))
+		errs = append(errs, b.l.check(b.l.memUnmap(buf.va, buf.size)))
 		buf.mapped = false
 	}
 	if buf.va != 0 {
-		errs = append(errs, b.l.check("hipMemAddressFree", b.l.addressFree(buf.va, buf.size)))
+		errs = append(errs, b.l.check(b.l.addressFree(buf.va, buf.size)))
 		buf.va = 0
 	}
 	if buf.handle != 0 {
-		errs = append(errs, b.l.check("hipMemRelease", b.l.memRelease(buf.handle)))
+		errs = append(errs, b.l.check(b.l.memRelease(buf.handle)))
 		buf.handle = 0
 	}
 	return errors.Join(errs...)
@@ -409,27 +409,27 @@ func (b *Backend) Launch(k kernels.Kernel, grid, block uint32, args []uint64) (b
 	f, ok := b.funcs[k.Name]
 	if !ok {
 		name := append([]byte(k.Name), 0)
-		if err := b.l.check("hipModuleGetFunction("+k.Name+")", b.l.moduleGetFunc(&f, b.module, &name[0])); err != nil {
+		if err := b.l.checkFor(k.Name, b.l.moduleGetFunc(&f, b.module, &name[0])); err != nil {
 			return backend.LaunchResult{}, err
 		}
 		b.funcs[k.Name] = f
 	}
 	fillParams(b.params, args)
 	var start, stop uintptr
-	if err := b.l.check("hipEventCreate", b.l.eventCreate(&start)); err != nil {
+	if err := b.l.check(b.l.eventCreate(&start)); err != nil {
 		return backend.LaunchResult{}, err
 	}
 	defer b.l.eventDestroy(start)
-	if err := b.l.check("hipEventCreate", b.l.eventCreate(&stop)); err != nil {
+	if err := b.l.check(b.l.eventCreate(&stop)); err != nil {
 		return backend.LaunchResult{}, err
 	}
 	defer b.l.eventDestroy(stop)
 	b.l.eventRecord(start, 0)
-	if err := b.l.check("hipModuleLaunchKernel("+k.Name+")", b.l.moduleLaunch(f, grid, 1, 1, block, 1, 1, 0, 0, b.params.addr(), 0)); err != nil {
+	if err := b.l.checkFor(k.Name, b.l.moduleLaunch(f, grid, 1, 1, block, 1, 1, 0, 0, b.params.addr(), 0)); err != nil {
 		return backend.LaunchResult{}, b.fault(err)
 	}
 	b.l.eventRecord(stop, 0)
-	if err := b.l.check("hipEventSynchronize", b.l.eventSynchronize(stop)); err != nil {
+	if err := b.l.check(b.l.eventSynchronize(stop)); err != nil {
 		return backend.LaunchResult{}, b.fault(err)
 	}
 	var ms float32
@@ -466,7 +466,7 @@ func (b *Backend) Read(bb backend.Buffer, off uint64, p []byte) error {
 	if off+uint64(len(p)) > bb.Size() {
 		return fmt.Errorf("hip: range outside buffer")
 	}
-	return b.fault(b.l.check("hipMemcpyDtoH", b.l.memcpyDtoH(unsafe.Pointer(&p[0]), uintptr(bb.Addr()+off), uint64(len(p)))))
+	return b.fault(b.l.check(b.l.memcpyDtoH(unsafe.Pointer(&p[0]), uintptr(bb.Addr()+off), uint64(len(p)))))
 }
 
 func (b *Backend) Write(bb backend.Buffer, off uint64, p []byte) error {
@@ -476,7 +476,7 @@ func (b *Backend) Write(bb backend.Buffer, off uint64, p []byte) error {
 	if off+uint64(len(p)) > bb.Size() {
 		return fmt.Errorf("hip: range outside buffer")
 	}
-	return b.fault(b.l.check("hipMemcpyHtoD", b.l.memcpyHtoD(uintptr(bb.Addr()+off), unsafe.Pointer(&p[0]), uint64(len(p)))))
+	return b.fault(b.l.check(b.l.memcpyHtoD(uintptr(bb.Addr()+off), unsafe.Pointer(&p[0]), uint64(len(p)))))
 }
 
 func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, srcOff uint64, n uint64) (backend.LaunchResult, error) {
@@ -486,11 +486,11 @@ func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, sr
 	defer b.l.eventDestroy(start)
 	defer b.l.eventDestroy(stop)
 	b.l.eventRecord(start, 0)
-	if err := b.l.check("hipMemcpyDtoDAsync", b.l.memcpyDtoDAsync(uintptr(dst.Addr()+dstOff), uintptr(src.Addr()+srcOff), n, 0)); err != nil {
+	if err := b.l.check(b.l.memcpyDtoDAsync(uintptr(dst.Addr()+dstOff), uintptr(src.Addr()+srcOff), n, 0)); err != nil {
 		return backend.LaunchResult{}, b.fault(err)
 	}
 	b.l.eventRecord(stop, 0)
-	if err := b.l.check("hipEventSynchronize", b.l.eventSynchronize(stop)); err != nil {
+	if err := b.l.check(b.l.eventSynchronize(stop)); err != nil {
 		return backend.LaunchResult{}, b.fault(err)
 	}
 	var ms float32
@@ -502,7 +502,7 @@ func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, sr
 }
 
 func (b *Backend) MemInfo() (free, total uint64, err error) {
-	err = b.l.check("hipMemGetInfo", b.l.memGetInfo(&free, &total))
+	err = b.l.check(b.l.memGetInfo(&free, &total))
 	return
 }
 

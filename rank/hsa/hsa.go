@@ -125,7 +125,7 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 		return backend.DeviceInfo{}, err
 	}
 	var vm uint64
-	if err := l.check("hsa_system_get_info(VIRTUAL_MEM_API_SUPPORTED)", l.systemGetInfo(amdSystemInfoVirtualMemAPISupport, unsafe.Pointer(&vm))); err != nil {
+	if err := l.checkFor("VIRTUAL_MEM_API_SUPPORTED", l.systemGetInfo(amdSystemInfoVirtualMemAPISupport, unsafe.Pointer(&vm))); err != nil {
 		return backend.DeviceInfo{}, err
 	}
 	if vm&0xff == 0 {
@@ -150,18 +150,18 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 		nodeOf[a.handle] = a.node
 	}
 	nodeMu.Unlock()
-	if err := l.check("hsa_amd_register_system_event_handler", l.registerEventHandler(eventCallback(), 0)); err != nil {
+	if err := l.check(l.registerEventHandler(eventCallback(), 0)); err != nil {
 		return backend.DeviceInfo{}, err
 	}
 	var q uintptr
-	if err := l.check("hsa_queue_create", l.queueCreate(b.self.handle, queueSize, queueTypeSingle, 0, 0, ^uint32(0), ^uint32(0), &q)); err != nil {
+	if err := l.check(l.queueCreate(b.self.handle, queueSize, queueTypeSingle, 0, 0, ^uint32(0), ^uint32(0), &q)); err != nil {
 		return backend.DeviceInfo{}, err
 	}
 	b.queue = q
-	if err := l.check("hsa_amd_memory_pool_allocate(staging)", l.poolAllocate(b.cpu.sysFine, stagingSize, 0, &b.staging)); err != nil {
+	if err := l.checkFor("staging", l.poolAllocate(b.cpu.sysFine, stagingSize, 0, &b.staging)); err != nil {
 		return backend.DeviceInfo{}, err
 	}
-	if err := l.check("hsa_amd_agents_allow_access(staging)", l.agentsAllowAccess(1, &b.self.handle, 0, b.staging)); err != nil {
+	if err := l.checkFor("staging", l.agentsAllowAccess(1, &b.self.handle, 0, b.staging)); err != nil {
 		return backend.DeviceInfo{}, err
 	}
 	b.bufs = map[*buffer]bool{}
@@ -177,18 +177,18 @@ func (b *Backend) discover() error {
 	iterMu.Lock()
 	defer iterMu.Unlock()
 	iterAgents = nil
-	if err := b.l.check("hsa_iterate_agents", b.l.iterateAgents(agentCB, 0)); err != nil {
+	if err := b.l.check(b.l.iterateAgents(agentCB, 0)); err != nil {
 		return err
 	}
 	for _, h := range append([]uint64(nil), iterAgents...) {
 		var dev uint32
-		if err := b.l.check("hsa_agent_get_info(DEVICE)", b.l.agentGetInfo(h, agentInfoDevice, unsafe.Pointer(&dev))); err != nil {
+		if err := b.l.checkFor("DEVICE", b.l.agentGetInfo(h, agentInfoDevice, unsafe.Pointer(&dev))); err != nil {
 			return err
 		}
 		a := &agent{handle: h, gpu: dev == deviceTypeGPU}
 		b.l.agentGetInfo(h, agentInfoNode, unsafe.Pointer(&a.node))
 		iterPools = nil
-		if err := b.l.check("hsa_amd_agent_iterate_memory_pools", b.l.iteratePools(h, poolCB, 0)); err != nil {
+		if err := b.l.check(b.l.iteratePools(h, poolCB, 0)); err != nil {
 			return err
 		}
 		for _, p := range append([]uint64(nil), iterPools...) {
@@ -223,14 +223,14 @@ func (b *Backend) discover() error {
 		}
 		if a.gpu {
 			iterISAs = nil
-			if err := b.l.check("hsa_agent_iterate_isas", b.l.agentIterateISAs(h, isaCB, 0)); err != nil {
+			if err := b.l.check(b.l.agentIterateISAs(h, isaCB, 0)); err != nil {
 				return err
 			}
 			if len(iterISAs) > 0 {
 				var n uint32
 				b.l.isaGetInfoAlt(iterISAs[0], isaInfoNameLength, unsafe.Pointer(&n))
 				name := make([]byte, n+1)
-				if n > 0 && b.l.isaGetInfoAlt(iterISAs[0], isaInfoName, unsafe.Pointer(&name[0])) == statusSuccess {
+				if n > 0 && b.l.isaGetInfoAlt(iterISAs[0], isaInfoName, unsafe.Pointer(&name[0])).Code == statusSuccess {
 					a.isa = goString(name)
 				}
 			}
@@ -258,7 +258,7 @@ func (b *Backend) agentString(h uint64, attr uint32) string {
 	buf := make([]byte, 256)
 	b.l.beginProbe() // an attribute this runtime lacks reads as ""
 	defer b.l.endProbe()
-	if b.l.agentGetInfo(h, attr, unsafe.Pointer(&buf[0])) != statusSuccess {
+	if b.l.agentGetInfo(h, attr, unsafe.Pointer(&buf[0])).Code != statusSuccess {
 		return ""
 	}
 	return goString(buf)
@@ -323,12 +323,12 @@ func (b *Backend) link(a, pool uint64) string {
 	b.l.beginProbe() // link details are optional facts
 	defer b.l.endProbe()
 	var hops uint32
-	if b.l.agentPoolGetInfo(a, pool, agentPoolInfoNumLinkHops, unsafe.Pointer(&hops)) != statusSuccess || hops == 0 {
+	if b.l.agentPoolGetInfo(a, pool, agentPoolInfoNumLinkHops, unsafe.Pointer(&hops)).Code != statusSuccess || hops == 0 {
 		return "no link"
 	}
 	hops = min(hops, 8)
 	infos := make([]linkInfo, hops)
-	if b.l.agentPoolGetInfo(a, pool, agentPoolInfoLinkInfo, unsafe.Pointer(&infos[0])) != statusSuccess {
+	if b.l.agentPoolGetInfo(a, pool, agentPoolInfoLinkInfo, unsafe.Pointer(&infos[0])).Code != statusSuccess {
 		return fmt.Sprintf("hops=%d", hops)
 	}
 	var parts []string
@@ -378,8 +378,8 @@ func (b *Backend) granule(pool uint64) uint64 {
 	var g uint64
 	b.l.beginProbe() // the recommended granule is new; fall back to the minimum
 	defer b.l.endProbe()
-	if b.l.poolGetInfo(pool, poolInfoAllocRecGranule, unsafe.Pointer(&g)) != statusSuccess || g == 0 {
-		if b.l.poolGetInfo(pool, poolInfoAllocGranule, unsafe.Pointer(&g)) != statusSuccess || g == 0 {
+	if b.l.poolGetInfo(pool, poolInfoAllocRecGranule, unsafe.Pointer(&g)).Code != statusSuccess || g == 0 {
+		if b.l.poolGetInfo(pool, poolInfoAllocGranule, unsafe.Pointer(&g)).Code != statusSuccess || g == 0 {
 			g = 2 << 20
 		}
 	}
@@ -397,14 +397,14 @@ func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Expor
 	size = (size + g - 1) / g * g
 	buf := &buffer{size: size}
 	l := b.l
-	if err := l.check("hsa_amd_vmem_address_reserve", l.vmemAddressReserve(&buf.va, size, 0, 0)); err != nil {
+	if err := l.check(l.vmemAddressReserve(&buf.va, size, 0, 0)); err != nil {
 		return nil, backend.Export{}, err
 	}
-	if err := l.check("hsa_amd_vmem_handle_create", l.vmemHandleCreate(pool, size, memoryTypeNone, 0, &buf.handle)); err != nil {
+	if err := l.check(l.vmemHandleCreate(pool, size, memoryTypeNone, 0, &buf.handle)); err != nil {
 		l.vmemAddressFree(buf.va, size)
 		return nil, backend.Export{}, err
 	}
-	if err := l.check("hsa_amd_vmem_map", l.vmemMap(buf.va, size, 0, buf.handle, 0)); err != nil {
+	if err := l.check(l.vmemMap(buf.va, size, 0, buf.handle, 0)); err != nil {
 		b.release(buf)
 		return nil, backend.Export{}, err
 	}
@@ -413,12 +413,12 @@ func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Expor
 	for _, a := range b.agents {
 		descs = append(descs, accessDesc{Permissions: accessPermissionRW, Agent: a.handle})
 	}
-	if err := l.check("hsa_amd_vmem_set_access", l.vmemSetAccess(buf.va, size, &descs[0], uint64(len(descs)))); err != nil {
+	if err := l.check(l.vmemSetAccess(buf.va, size, &descs[0], uint64(len(descs)))); err != nil {
 		b.release(buf)
 		return nil, backend.Export{}, err
 	}
 	var fd int32 = -1
-	if err := l.check("hsa_amd_vmem_export_shareable_handle", l.vmemExport(&fd, buf.handle, 0)); err != nil {
+	if err := l.check(l.vmemExport(&fd, buf.handle, 0)); err != nil {
 		b.release(buf)
 		return nil, backend.Export{}, err
 	}
@@ -444,21 +444,21 @@ func (b *Backend) Import(kind string, exp backend.Export, grant bool) (backend.B
 	}
 	l := b.l
 	buf := &buffer{size: exp.Size, imported: true}
-	if err := l.check("hsa_amd_vmem_import_shareable_handle", l.vmemImport(int32(exp.Fd), &buf.handle)); err != nil {
+	if err := l.check(l.vmemImport(int32(exp.Fd), &buf.handle)); err != nil {
 		return nil, err
 	}
-	if err := l.check("hsa_amd_vmem_address_reserve", l.vmemAddressReserve(&buf.va, buf.size, 0, 0)); err != nil {
+	if err := l.check(l.vmemAddressReserve(&buf.va, buf.size, 0, 0)); err != nil {
 		l.vmemHandleRelease(buf.handle)
 		return nil, err
 	}
-	if err := l.check("hsa_amd_vmem_map", l.vmemMap(buf.va, buf.size, 0, buf.handle, 0)); err != nil {
+	if err := l.check(l.vmemMap(buf.va, buf.size, 0, buf.handle, 0)); err != nil {
 		b.release(buf)
 		return nil, err
 	}
 	buf.mapped = true
 	if grant {
 		d := accessDesc{Permissions: accessPermissionRW, Agent: b.self.handle}
-		if err := l.check("hsa_amd_vmem_set_access", l.vmemSetAccess(buf.va, buf.size, &d, 1)); err != nil {
+		if err := l.check(l.vmemSetAccess(buf.va, buf.size, &d, 1)); err != nil {
 			b.release(buf)
 			return nil, err
 		}
@@ -471,15 +471,15 @@ func (b *Backend) Import(kind string, exp backend.Export, grant bool) (backend.B
 func (b *Backend) release(buf *buffer) error {
 	var errs []error
 	if buf.mapped {
-		errs = append(errs, b.l.check("hsa_amd_vmem_unmap", b.l.vmemUnmap(buf.va, buf.size)))
+		errs = append(errs, b.l.check(b.l.vmemUnmap(buf.va, buf.size)))
 		buf.mapped = false
 	}
 	if buf.va != 0 {
-		errs = append(errs, b.l.check("hsa_amd_vmem_address_free", b.l.vmemAddressFree(buf.va, buf.size)))
+		errs = append(errs, b.l.check(b.l.vmemAddressFree(buf.va, buf.size)))
 		buf.va = 0
 	}
 	if buf.handle != 0 {
-		errs = append(errs, b.l.check("hsa_amd_vmem_handle_release", b.l.vmemHandleRelease(buf.handle)))
+		errs = append(errs, b.l.check(b.l.vmemHandleRelease(buf.handle)))
 		buf.handle = 0
 	}
 	return errors.Join(errs...)
@@ -512,16 +512,16 @@ func (b *Backend) loadKernels() error {
 	copy(mem, obj.Data)
 	b.code = mem
 	l := b.l
-	if err := l.check("hsa_code_object_reader_create_from_memory", l.readerCreate(uintptr(unsafe.Pointer(&mem[0])), uint64(len(mem)), &b.reader)); err != nil {
+	if err := l.check(l.readerCreate(uintptr(unsafe.Pointer(&mem[0])), uint64(len(mem)), &b.reader)); err != nil {
 		return err
 	}
-	if err := l.check("hsa_executable_create_alt", l.executableCreateAlt(profileFull, floatRoundingModeDefault, 0, &b.exe)); err != nil {
+	if err := l.check(l.executableCreateAlt(profileFull, floatRoundingModeDefault, 0, &b.exe)); err != nil {
 		return err
 	}
-	if err := l.check("hsa_executable_load_agent_code_object", l.executableLoadAgent(b.exe, b.self.handle, b.reader, 0, 0)); err != nil {
+	if err := l.check(l.executableLoadAgent(b.exe, b.self.handle, b.reader, 0, 0)); err != nil {
 		return fmt.Errorf("%w (code object for %s, agent ISA %s; LOADER_ENABLE_LOGGING=1 shows the loader's reason)", err, obj.Target, b.self.isa)
 	}
-	if err := l.check("hsa_executable_freeze", l.executableFreeze(b.exe, 0)); err != nil {
+	if err := l.check(l.executableFreeze(b.exe, 0)); err != nil {
 		return err
 	}
 	b.kerns = map[string]*kernelInfo{}
@@ -534,7 +534,7 @@ func (b *Backend) kernel(name string) (*kernelInfo, error) {
 	}
 	sym := append([]byte(name+".kd"), 0)
 	var s uint64
-	if err := b.l.check("hsa_executable_get_symbol_by_name("+name+".kd)", b.l.executableSymbol(b.exe, &sym[0], &b.self.handle, &s)); err != nil {
+	if err := b.l.checkFor(name+".kd", b.l.executableSymbol(b.exe, &sym[0], &b.self.handle, &s)); err != nil {
 		return nil, err
 	}
 	k := &kernelInfo{}
@@ -543,10 +543,10 @@ func (b *Backend) kernel(name string) (*kernelInfo, error) {
 	b.l.symbolGetInfo(s, symInfoGroupSegmentSize, unsafe.Pointer(&k.groupSize))
 	b.l.symbolGetInfo(s, symInfoPrivateSegmentSize, unsafe.Pointer(&k.privSize))
 	size := uint64(max(k.kernargSize, 16))
-	if err := b.l.check("hsa_amd_memory_pool_allocate(kernarg)", b.l.poolAllocate(b.cpu.kernarg, size, 0, &k.kernarg)); err != nil {
+	if err := b.l.checkFor("kernarg", b.l.poolAllocate(b.cpu.kernarg, size, 0, &k.kernarg)); err != nil {
 		return nil, err
 	}
-	if err := b.l.check("hsa_amd_agents_allow_access(kernarg)", b.l.agentsAllowAccess(1, &b.self.handle, 0, k.kernarg)); err != nil {
+	if err := b.l.checkFor("kernarg", b.l.agentsAllowAccess(1, &b.self.handle, 0, k.kernarg)); err != nil {
 		return nil, err
 	}
 	b.kerns[name] = k
@@ -570,7 +570,7 @@ func (b *Backend) Launch(k kernels.Kernel, grid, block uint32, args []uint64) (b
 		return backend.LaunchResult{}, err
 	}
 	var sig uint64
-	if err := b.l.check("hsa_signal_create", b.l.signalCreate(1, 0, 0, &sig)); err != nil {
+	if err := b.l.check(b.l.signalCreate(1, 0, 0, &sig)); err != nil {
 		return backend.LaunchResult{}, err
 	}
 	defer b.l.signalDestroy(sig)
@@ -669,13 +669,13 @@ func (b *Backend) transfer(bb backend.Buffer, off uint64, p []byte, write bool) 
 // completion signal; timing is the wall clock around it.
 func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, srcOff uint64, n uint64) (backend.LaunchResult, error) {
 	var sig uint64
-	if err := b.l.check("hsa_signal_create", b.l.signalCreate(1, 0, 0, &sig)); err != nil {
+	if err := b.l.check(b.l.signalCreate(1, 0, 0, &sig)); err != nil {
 		return backend.LaunchResult{}, err
 	}
 	defer b.l.signalDestroy(sig)
 	start := time.Now()
 	a := b.self.handle
-	if err := b.l.check("hsa_amd_memory_async_copy", b.l.asyncCopy(uintptr(dst.Addr()+dstOff), a, uintptr(src.Addr()+srcOff), a, n, 0, 0, sig)); err != nil {
+	if err := b.l.check(b.l.asyncCopy(uintptr(dst.Addr()+dstOff), a, uintptr(src.Addr()+srcOff), a, n, 0, 0, sig)); err != nil {
 		return backend.LaunchResult{}, err
 	}
 	if err := b.wait(sig, "hsa_amd_memory_async_copy"); err != nil {
@@ -692,10 +692,10 @@ func (b *Backend) MemInfo() (free, total uint64, err error) {
 	if pool == 0 {
 		pool = b.self.fine
 	}
-	if err := b.l.check("hsa_amd_memory_pool_get_info(SIZE)", b.l.poolGetInfo(pool, poolInfoSize, unsafe.Pointer(&total))); err != nil {
+	if err := b.l.checkFor("SIZE", b.l.poolGetInfo(pool, poolInfoSize, unsafe.Pointer(&total))); err != nil {
 		return 0, 0, err
 	}
-	if b.l.agentGetInfo(b.self.handle, amdAgentInfoMemoryAvail, unsafe.Pointer(&free)) != statusSuccess {
+	if b.l.agentGetInfo(b.self.handle, amdAgentInfoMemoryAvail, unsafe.Pointer(&free)).Code != statusSuccess {
 		free = total
 	}
 	return free, total, nil
