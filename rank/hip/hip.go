@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -49,15 +51,14 @@ const (
 	// register goes straight to hsa_amd_vmem_import_shareable_handle) and in
 	// hip-tests since rocm-systems PR #1564 (Oct 2025).
 	importValue
-	// importProbe: 7.0–7.1, unverified here. Try the pointer form first,
-	// with the int placed where its address's low 32 bits read as a NEGATIVE
-	// int, so a value-reading CLR gets an invalid fd and returns an error
-	// (never a crash, never someone else's fd); then the value form.
+	// importProbe: 7.0–7.1, unverified here: Open decides the convention
+	// once with a throw-away self export/import (decideImport) and every
+	// import then uses the answer.
 	importProbe
 )
 
 func (m importMode) String() string {
-	return [...]string{"pointer-to-fd", "fd-value", "probe(pointer,then value)"}[m]
+	return [...]string{"pointer-to-fd", "fd-value", "undecided"}[m]
 }
 
 // importModeFor picks the convention from HIP_VERSION.
@@ -135,11 +136,18 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 	if vmm == 0 {
 		return backend.DeviceInfo{}, backend.NotSupportedf("hipDeviceAttributeVirtualMemoryManagementSupported is 0 on device %d", cfg.Device)
 	}
+	b.bufs = map[*buffer]bool{}
+	probed := b.mode == importProbe
+	if err := b.decideImport(); err != nil {
+		return backend.DeviceInfo{}, err
+	}
 	info := b.deviceInfo(int(n))
+	if probed {
+		info.Attrs["import_convention"] += " (decided at Open by a self export/import)"
+	}
 	if b.params, err = newCmem(maxParams * 16); err != nil {
 		return backend.DeviceInfo{}, err
 	}
-	b.bufs = map[*buffer]bool{}
 	b.funcs = map[string]uintptr{}
 	if err := b.loadModule(info.Attrs["gcnArchName"]); err != nil {
 		return backend.DeviceInfo{}, err
@@ -167,7 +175,7 @@ func (b *Backend) deviceInfo(count int) backend.DeviceInfo {
 	var drv int32
 	b.l.driverVersion(&drv)
 	a, _, _ := strings.Cut(gcn, ":")
-	attrs := map[string]string{"gcnArchName": gcn, "import_convention": b.mode.String(), "library": b.l.name}
+	attrs := map[string]string{"gcnArchName": gcn, "import_convention": b.mode.String(), "library": b.l.path}
 	for peer := 0; peer < count; peer++ {
 		if peer == b.cfg.Device {
 			continue
@@ -228,8 +236,15 @@ func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Expor
 		return nil, backend.Export{}, err
 	}
 	l := b.l
+	// The granularity is asked with a Pinned prop whatever the kind: CLR
+	// 6.x rejects every other type there (hipamd/src/hip_vm.cpp, rocm-6.2.0
+	// and 6.3.0.1: hipErrorInvalidValue), which would turn uncached's
+	// documented skip into an error, and no CLR's answer depends on the type
+	// (6.x returns the device's VMM granularity, 7.x picks by option alone).
+	gp := p
+	gp.Type = allocTypePinned
 	var g uint64
-	if err := l.check(l.granularity(&g, &p, granularityRecommended)); err != nil {
+	if err := l.check(l.granularity(&g, &gp, granularityRecommended)); err != nil {
 		return nil, backend.Export{}, err
 	}
 	if g == 0 {
@@ -308,7 +323,6 @@ func (b *Backend) Import(kind string, exp backend.Export, grant bool) (backend.B
 }
 
 func (b *Backend) importFd(fd int32, h *uintptr) error {
-	const call = "hipMemImportFromShareableHandle"
 	switch b.mode {
 	case importValue:
 		return b.l.checkFor("fd value", b.l.memImport(h, uintptr(fd), handleTypePosixFD))
@@ -320,23 +334,118 @@ func (b *Backend) importFd(fd int32, h *uintptr) error {
 		*(*int32)(ptr(cell)) = fd
 		return b.l.checkFor("int* fd", b.l.memImport(h, cell, handleTypePosixFD))
 	}
+	return fmt.Errorf("hip: import convention undecided (Open did not run decideImport)")
+}
+
+// decideImport settles, once at Open, how a HIP 7.0–7.1 runtime reads
+// hipMemImportFromShareableHandle's osHandle, with a throw-away export of
+// its own and an import of that fd. First the pointer form, the int placed
+// where its address's low 32 bits read as a NEGATIVE int: a pointer-reading
+// CLR imports it, a value-reading CLR gets an invalid fd and fails (never a
+// crash, never someone else's fd). If that fails, the cause is either the
+// value convention or an import that fails for another reason, and the
+// error code does not say which (both are hipErrorInvalidValue). The value
+// form is therefore tried only through dualFd: an fd number that is also the
+// address of an int holding that number, so a pointer-reading CLR reads the
+// same fd and fails again instead of dereferencing a small integer (the
+// SIGSEGV the old per-import retry could cause). A failure in both forms is
+// an error at Open, not a crash in a case.
+func (b *Backend) decideImport() error {
+	if b.mode != importProbe {
+		return nil
+	}
+	buf, exp, err := b.Alloc(kindPinned, 1)
+	if err != nil {
+		return fmt.Errorf("hip: import convention probe (self export): %w", err)
+	}
+	defer b.Free(buf)
+	defer syscall.Close(exp.Fd)
 	cell, err := b.cell()
 	if err != nil {
 		return err
 	}
-	*(*int32)(ptr(cell)) = fd
-	b.l.beginProbe() // the int* convention first; the fd value if it fails
-	st := b.l.memImport(h, cell, handleTypePosixFD)
+	*(*int32)(ptr(cell)) = int32(exp.Fd)
+	var h uintptr
+	b.l.beginProbe() // a failure here is an answer
+	st := b.l.memImport(&h, cell, handleTypePosixFD)
 	b.l.endProbe()
 	if st.Code == errSuccess {
+		b.l.memRelease(h)
 		b.mode = importPointer
 		return nil
 	}
-	if err := b.l.checkFor("fd value, after int* failed", b.l.memImport(h, uintptr(fd), handleTypePosixFD)); err != nil {
-		return err
+	f, undo, err := dualFd(exp.Fd)
+	if err != nil {
+		return fmt.Errorf("hip %s: cannot decide hipMemImportFromShareableHandle's fd convention safely (the pointer form failed: %v): %w",
+			versionString(b.version), b.l.check(st), err)
 	}
+	defer undo()
+	st = b.l.memImport(&h, uintptr(f), handleTypePosixFD)
+	if st.Code != errSuccess {
+		return fmt.Errorf("hip %s: a self export/import fails in both fd conventions: %w", versionString(b.version), b.l.checkFor("self import", st))
+	}
+	b.l.memRelease(h)
 	b.mode = importValue
 	return nil
+}
+
+// dualMinFd is the lowest fd number dualFd may use: vm.mmap_min_addr, the
+// lowest address a process may map (65536 on most distributions, 4096 on
+// some), rounded up to a page; 65536 if it cannot be read.
+func dualMinFd(page uintptr) uintptr {
+	min := uintptr(0x10000)
+	if b, err := os.ReadFile("/proc/sys/vm/mmap_min_addr"); err == nil {
+		if v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			min = uintptr(v)
+		}
+	}
+	return max((min+page-1)/page*page, page)
+}
+
+// mapFixedNoReplace is MAP_FIXED_NOREPLACE (Linux 4.17): map exactly there
+// or fail, never over an existing mapping. Older kernels take it as a hint
+// and map elsewhere, which dualFd sees and skips.
+const mapFixedNoReplace = 0x100000
+
+// dualFd dups fd onto a descriptor number F that is also the address of a
+// mapped int holding F, so (void*)F names fd F whether the runtime reads
+// osHandle as the fd itself or as an int* to it. F is the first page-aligned
+// number from dualMinFd, below RLIMIT_NOFILE (Go raises the soft limit to
+// the hard one at start), that is neither an open fd nor mapped. undo closes
+// F and unmaps the page. Where no such number exists (RLIMIT_NOFILE at or
+// below vm.mmap_min_addr) the error says so: raising `ulimit -n` fixes it.
+func dualFd(fd int) (int, func(), error) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, nil, fmt.Errorf("getrlimit(RLIMIT_NOFILE): %w", err)
+	}
+	page := uintptr(syscall.Getpagesize())
+	limit := uintptr(min(rl.Cur, 1<<22))
+	lo := dualMinFd(page)
+	for a := lo; a < limit; a += page {
+		if _, _, e := syscall.Syscall(syscall.SYS_FCNTL, a, syscall.F_GETFD, 0); e != syscall.EBADF {
+			continue // an open descriptor
+		}
+		p, _, e := syscall.Syscall6(syscall.SYS_MMAP, a, page, syscall.PROT_READ|syscall.PROT_WRITE,
+			syscall.MAP_PRIVATE|syscall.MAP_ANON|mapFixedNoReplace, ^uintptr(0), 0)
+		if e != 0 {
+			continue
+		}
+		if p != a {
+			syscall.Syscall(syscall.SYS_MUNMAP, p, page, 0)
+			continue
+		}
+		if err := syscall.Dup3(fd, int(a), syscall.O_CLOEXEC); err != nil {
+			syscall.Syscall(syscall.SYS_MUNMAP, a, page, 0)
+			return 0, nil, fmt.Errorf("dup3(%d, %#x): %w", fd, a, err)
+		}
+		*(*int32)(ptr(a)) = int32(a)
+		return int(a), func() {
+			syscall.Close(int(a))
+			syscall.Syscall(syscall.SYS_MUNMAP, a, page, 0)
+		}, nil
+	}
+	return 0, nil, fmt.Errorf("no descriptor number >= vm.mmap_min_addr %#x that is free and mappable below RLIMIT_NOFILE %d (raise ulimit -n above it)", lo, rl.Cur)
 }
 
 // cell returns the address of an int cell whose address, read as a C int

@@ -2,6 +2,8 @@ package hip
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,7 +42,8 @@ var optionalSymbols = map[string]string{
 // current device (hipSetDevice): every call must come from the OS thread
 // that called Open, which the rank server guarantees (LockOSThread).
 type lib struct {
-	name    string
+	name    string // the candidate that loaded (a soname or a path)
+	path    string // the file the process mapped for it (/proc/self/maps)
 	missing map[string]string
 	probing atomic.Int32 // > 0 inside beginProbe/endProbe
 
@@ -86,18 +89,31 @@ var (
 	loadErr  error
 )
 
+// rocmLibDirs are searched after the loader's own path: AMD's install guide
+// leaves adding /opt/rocm/lib to the loader config as a manual step, so a
+// host that skipped it still finds the runtime ($ROCM_PATH first, as
+// Triton's AMD driver does).
+func rocmLibDirs() []string {
+	var dirs []string
+	if r := os.Getenv("ROCM_PATH"); r != "" {
+		dirs = append(dirs, filepath.Join(r, "lib"))
+	}
+	return append(dirs, "/opt/rocm/lib")
+}
+
 func load() (*lib, error) {
 	loadOnce.Do(func() {
 		var errs []string
-		for i, n := range libNames {
-			l, err := open(n, i == len(libNames)-1)
+		cands := binding.Candidates(libNames, rocmLibDirs())
+		for i, n := range cands {
+			l, err := open(n, i == len(cands)-1)
 			if err == nil {
 				loaded = l
 				return
 			}
 			errs = append(errs, err.Error())
 		}
-		loadErr = backend.NotSupportedf("no loadable libamdhip64 (no ROCm HIP runtime installed?): %s", strings.Join(errs, "; "))
+		loadErr = backend.NotSupportedf("no loadable libamdhip64 (no ROCm HIP runtime installed? searched the loader path, $ROCM_PATH/lib and /opt/rocm/lib): %s", strings.Join(errs, "; "))
 	})
 	return loaded, loadErr
 }
@@ -154,7 +170,10 @@ func open(name string, lastTry bool) (*lib, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &lib{name: name, missing: map[string]string{}}
+	l := &lib{name: name, path: binding.Loaded("libamdhip64.so"), missing: map[string]string{}}
+	if l.path == "" {
+		l.path = name
+	}
 	_, absent := binding.Bind(h, l.symbols())
 	var bad []string
 	for _, n := range absent {
