@@ -83,6 +83,9 @@ func TestBindAgainstLibc(t *testing.T) {
 	if st := getpid(); st.Call != "getpid" || st.Code <= 0 {
 		t.Fatalf("getpid: %+v", st)
 	}
+	if p := Loaded("libc.so"); !strings.HasPrefix(p, "/") || !strings.Contains(p, "libc.so") {
+		t.Errorf("Loaded(libc.so) = %q, want the mapped file", p)
+	}
 }
 
 // TestValidateRejects plants the mistakes Validate exists for.

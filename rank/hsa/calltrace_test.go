@@ -131,7 +131,7 @@ func TestTraceRealRuntime(t *testing.T) {
 	trace.On()
 	t.Cleanup(trace.Off)
 	seq := trace.Seq()
-	l, err := open(libName)
+	l, err := open(libName, true)
 	if err != nil {
 		t.Skipf("%s not installed: %v", libName, err)
 	}

@@ -40,6 +40,7 @@ const (
 type agent struct {
 	handle  uint64
 	gpu     bool
+	cpu     bool
 	node    uint32
 	isa     string // full ISA name, amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-
 	fine    uint64 // FINE_GRAINED global pool (0: none)
@@ -112,11 +113,16 @@ func (b *Backend) Kinds() []string { return []string{kindFine, kindCoarse} }
 
 // Open loads the runtime, checks the version gates and finds the agent.
 func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
-	b.cfg = cfg
 	l, err := load()
 	if err != nil {
 		return backend.DeviceInfo{}, err
 	}
+	return b.open(l, cfg)
+}
+
+// open is Open on a loaded library (the tests pass a fake one).
+func (b *Backend) open(l *lib, cfg backend.Config) (backend.DeviceInfo, error) {
+	b.cfg = cfg
 	b.l = l
 	if err := l.needVmem(); err != nil { // before hsa_init: cheap and GPU-free
 		return backend.DeviceInfo{}, err
@@ -154,7 +160,10 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 		return backend.DeviceInfo{}, err
 	}
 	var q uintptr
-	if err := l.check(l.queueCreate(b.self.handle, queueSize, queueTypeSingle, 0, 0, ^uint32(0), ^uint32(0), &q)); err != nil {
+	// The error callback records a queue error as the fault the next
+	// Launch (or the running wait) returns; with none, ROCr's default
+	// handler prints "Queue at … inactivated" and aborts.
+	if err := l.check(l.queueCreate(b.self.handle, queueSize, queueTypeSingle, queueCallback(), 0, ^uint32(0), ^uint32(0), &q)); err != nil {
 		return backend.DeviceInfo{}, err
 	}
 	b.queue = q
@@ -185,7 +194,7 @@ func (b *Backend) discover() error {
 		if err := b.l.checkFor("DEVICE", b.l.agentGetInfo(h, agentInfoDevice, unsafe.Pointer(&dev))); err != nil {
 			return err
 		}
-		a := &agent{handle: h, gpu: dev == deviceTypeGPU}
+		a := &agent{handle: h, gpu: dev == deviceTypeGPU, cpu: dev == deviceTypeCPU}
 		b.l.agentGetInfo(h, agentInfoNode, unsafe.Pointer(&a.node))
 		iterPools = nil
 		if err := b.l.check(b.l.iteratePools(h, poolCB, 0)); err != nil {
@@ -235,7 +244,9 @@ func (b *Backend) discover() error {
 				}
 			}
 			b.agents = append(b.agents, a)
-		} else if b.cpu == nil {
+		} else if a.cpu && b.cpu == nil {
+			// The first CPU agent; other non-GPU agents (AIE, DSP) have
+			// no kernarg pool and are skipped.
 			b.cpu = a
 		}
 	}
@@ -289,6 +300,12 @@ func (b *Backend) deviceInfo() backend.DeviceInfo {
 		"xnack":        fmt.Sprint(xnack&0xff != 0),
 		"fine_pool":    fmt.Sprint(a.fine != 0),
 		"extfine_pool": fmt.Sprint(a.extFine != 0),
+		"library":      b.l.path,
+	}
+	// Which pool serves kind fine on this agent (every fine buffer of the
+	// rank: the choice is per agent); each export's Meta says it too.
+	if _, name, err := b.pool(kindFine); err == nil {
+		attrs["fine_served_by"] = name
 	}
 	for i, p := range b.agents {
 		if p == a {
@@ -354,24 +371,34 @@ func linkName(t uint32) string {
 	return fmt.Sprintf("link%d", t)
 }
 
-// pool picks the vmem pool for kind on the rank's agent.
-func (b *Backend) pool(kind string) (uint64, error) {
+// Pool names, recorded per buffer (Export.Meta "pool"): fine is served by
+// the FINE_GRAINED pool where ROCr lists one (an XGMI hive, gfx12, or
+// HSA_FORCE_FINE_GRAIN_PCIE) and by EXTENDED_SCOPE_FINE_GRAINED otherwise,
+// so one case id can measure different memory on different machines.
+const (
+	poolFine    = "fine-grained"
+	poolExtFine = "extended-scope-fine-grained"
+	poolCoarse  = "coarse-grained"
+)
+
+// pool picks the vmem pool for kind on the rank's agent, and names it.
+func (b *Backend) pool(kind string) (uint64, string, error) {
 	switch kind {
 	case kindFine:
 		if b.self.fine != 0 {
-			return b.self.fine, nil
+			return b.self.fine, poolFine, nil
 		}
 		if b.self.extFine != 0 {
-			return b.self.extFine, nil
+			return b.self.extFine, poolExtFine, nil
 		}
-		return 0, backend.NotSupportedf("agent %s has no FINE_GRAINED or EXTENDED_SCOPE_FINE_GRAINED VRAM pool: ROCr exposes the fine-grained pool only in an XGMI hive; set HSA_FORCE_FINE_GRAIN_PCIE=1 on a PCIe system", b.self.isa)
+		return 0, "", backend.NotSupportedf("agent %s has no FINE_GRAINED or EXTENDED_SCOPE_FINE_GRAINED VRAM pool: ROCr exposes the fine-grained pool only in an XGMI hive; set HSA_FORCE_FINE_GRAIN_PCIE=1 on a PCIe system", b.self.isa)
 	case kindCoarse:
 		if b.self.coarse == 0 {
-			return 0, backend.NotSupportedf("agent %s has no COARSE_GRAINED pool", b.self.isa)
+			return 0, "", backend.NotSupportedf("agent %s has no COARSE_GRAINED pool", b.self.isa)
 		}
-		return b.self.coarse, nil
+		return b.self.coarse, poolCoarse, nil
 	}
-	return 0, fmt.Errorf("hsa: unknown kind %q (have %v)", kind, b.Kinds())
+	return 0, "", fmt.Errorf("hsa: unknown kind %q (have %v)", kind, b.Kinds())
 }
 
 func (b *Backend) granule(pool uint64) uint64 {
@@ -386,10 +413,10 @@ func (b *Backend) granule(pool uint64) uint64 {
 	return g
 }
 
-// Alloc: reserve → handle_create → map → set_access(every GPU agent RW) →
+// Alloc: reserve → handle_create → map → set_access(own agent RW) →
 // export dma-buf fd. Any failure undoes the steps done, in reverse.
 func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Export, error) {
-	pool, err := b.pool(kind)
+	pool, poolName, err := b.pool(kind)
 	if err != nil {
 		return nil, backend.Export{}, err
 	}
@@ -409,11 +436,13 @@ func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Expor
 		return nil, backend.Export{}, err
 	}
 	buf.mapped = true
-	descs := make([]accessDesc, 0, len(b.agents))
-	for _, a := range b.agents {
-		descs = append(descs, accessDesc{Permissions: accessPermissionRW, Agent: a.handle})
-	}
-	if err := l.check(l.vmemSetAccess(buf.va, size, &descs[0], uint64(len(descs)))); err != nil {
+	// The owner grants only itself, as the CUDA and HIP backends do: each
+	// importer grants its own agent on its own mapping. ROCr exports,
+	// imports and maps the memory for every agent in the list, so granting
+	// all of them cost N maps per allocation and, on a PCIe host with one
+	// peer that cannot map it, failed every allocation.
+	desc := accessDesc{Permissions: accessPermissionRW, Agent: b.self.handle}
+	if err := l.check(l.vmemSetAccess(buf.va, size, &desc, 1)); err != nil {
 		b.release(buf)
 		return nil, backend.Export{}, err
 	}
@@ -423,7 +452,7 @@ func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Expor
 		return nil, backend.Export{}, err
 	}
 	b.bufs[buf] = true
-	return buf, backend.Export{Fd: int(fd), Size: size, Meta: map[string]string{"kind": kind, "export": "dma-buf"}}, nil
+	return buf, backend.Export{Fd: int(fd), Size: size, Meta: map[string]string{"kind": kind, "export": "dma-buf", "pool": poolName}}, nil
 }
 
 // Import: import_shareable_handle(fd) → reserve → map → set_access (own
@@ -436,7 +465,7 @@ func (b *Backend) Import(kind string, exp backend.Export, grant bool) (backend.B
 			syscall.Close(exp.Fd)
 		}
 	}()
-	if _, err := b.pool(kind); err != nil {
+	if _, _, err := b.pool(kind); err != nil {
 		return nil, err
 	}
 	if exp.Fd < 0 {

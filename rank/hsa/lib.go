@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -61,6 +63,7 @@ var optionalSymbols = map[string]string{
 // does not matter; the rank server still calls from one locked thread.
 type lib struct {
 	handle  uintptr
+	path    string            // the file the process mapped (/proc/self/maps)
 	missing map[string]string // optional symbol -> ROCm version that adds it
 	probing atomic.Int32      // > 0 inside beginProbe/endProbe
 
@@ -116,9 +119,39 @@ var (
 	loadErr  error
 )
 
-// load opens the library once per process.
+// rocmLibDirs are searched after the loader's own path: AMD's install guide
+// leaves adding /opt/rocm/lib to the loader config as a manual step, so a
+// host that skipped it still finds the runtime ($ROCM_PATH first, as
+// Triton's AMD driver does).
+func rocmLibDirs() []string {
+	var dirs []string
+	if r := os.Getenv("ROCM_PATH"); r != "" {
+		dirs = append(dirs, filepath.Join(r, "lib"))
+	}
+	return append(dirs, "/opt/rocm/lib")
+}
+
+// load opens the library once per process: the soname through the loader's
+// search, then in rocmLibDirs.
 func load() (*lib, error) {
-	loadOnce.Do(func() { loaded, loadErr = open(libName) })
+	loadOnce.Do(func() {
+		cands := binding.Candidates([]string{libName}, rocmLibDirs())
+		var errs []string
+		for i, c := range cands {
+			l, err := open(c, i == len(cands)-1)
+			if err == nil {
+				loaded, loadErr = l, nil
+				return
+			}
+			if !errors.Is(err, backend.ErrNotSupported) {
+				loadErr = err // it loaded but is broken: say so, do not look further
+				return
+			}
+			errs = append(errs, err.Error())
+		}
+		loadErr = backend.NotSupportedf("%s not loadable (no ROCm HSA runtime installed? searched the loader path, $ROCM_PATH/lib and /opt/rocm/lib): %s",
+			libName, strings.Join(errs, "; "))
+	})
 	return loaded, loadErr
 }
 
@@ -177,12 +210,17 @@ func (l *lib) symbols() []binding.Symbol {
 	}
 }
 
-func open(name string) (*lib, error) {
-	h, err := binding.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL, "RTLD_NOW|RTLD_LOCAL", true)
+// open loads one candidate; lastTry says whether a dlopen failure ends the
+// search (earlier candidates are probes: their failure is not marked).
+func open(name string, lastTry bool) (*lib, error) {
+	h, err := binding.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL, "RTLD_NOW|RTLD_LOCAL", lastTry)
 	if err != nil {
-		return nil, backend.NotSupportedf("%s not loadable (no ROCm HSA runtime installed?): %v", name, err)
+		return nil, backend.NotSupportedf("%v", err)
 	}
-	l := &lib{handle: h, missing: map[string]string{}}
+	l := &lib{handle: h, path: binding.Loaded("libhsa-runtime64.so"), missing: map[string]string{}}
+	if l.path == "" {
+		l.path = name
+	}
 	_, absent := binding.Bind(h, l.symbols())
 	var bad []string
 	for _, n := range absent {
