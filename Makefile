@@ -9,7 +9,7 @@ OUT   := $(CURDIR)/out
 ABI   := $(CURDIR)/.cache/amd-headers/abi
 export CGO_ENABLED := 0
 
-.PHONY: run test check-go deps kernels vet unit suite cli gate schema bench device-build
+.PHONY: run test check-go deps kernels vet unit suite cli gate firstrun schema bench device-build amd-first-run
 
 check-go:
 	@command -v $(GO) >/dev/null 2>&1 || { echo "p2patomics: Go >= 1.26 is not on PATH (install it from go.dev/dl, add /usr/local/go/bin to PATH)" >&2; exit 1; }
@@ -58,11 +58,21 @@ cli: bin/specs.test
 gate: bin/specs.test
 	bash scripts/check-gate.sh ./bin/specs.test $(OUT)/gate
 
+# The AMD first-run script's logic, on the host backend with a fake
+# rocminfo (scripts/check-amd-first-run.sh).
+firstrun: bin/specs.test
+	bash scripts/check-amd-first-run.sh ./bin/specs.test $(OUT)/firstrun
+
+# On an AMD machine: the first run, everything the project needs in one
+# archive to send back (docs/AMD.md, "The first run").
+amd-first-run: bin/specs.test
+	P2PAT_SPECS=$(CURDIR)/bin/specs.test bash scripts/amd-first-run.sh $(ARGS)
+
 # Schema check of every committed device run too.
 schema: check-go
 	P2PAT_RESULTS=$$(ls $(CURDIR)/results/*/results.json | paste -sd:) $(GO) test -count=1 -run Schema ./harness/report
 
-test: deps vet unit suite cli gate schema
+test: deps vet unit suite cli gate firstrun schema
 
 bench: check-go
 	$(GO) test -run '^$$' -bench . -benchtime=20x ./harness ./wire ./rank/host ./trace

@@ -25,9 +25,12 @@ var (
 	reDumpSig  = regexp.MustCompile(`(?m)^(SIG[A-Z]+): (.*)$`)
 	rePanic    = regexp.MustCompile(`(?m)^panic: (.*)$`)
 	reFatal    = regexp.MustCompile(`(?m)^fatal error: (.*)$`)
-	reOurFault = regexp.MustCompile(`p2patomics: gpu fault: vendor=(\S+) kind=(\S+) code=(-?\d+) name=(\S+) address=(\S*) reason="((?:[^"\\]|\\.)*)"`)
-	// ROCr's default VM-fault handler (ROCR runtime.cpp), before abort().
-	reAMDFault = regexp.MustCompile(`Memory access fault by GPU node-(\d+) \(Agent handle: (0x[0-9a-fA-F]+)\) on address (0x[0-9a-fA-F]+)\. Reason: ([^\n]*?)\.?\s*$`)
+	reOurFault = regexp.MustCompile(`p2patomics: gpu fault: vendor=(\S+) kind=(\S+) code=(-?\d+) name=(\S+) address=(\S*) reason="((?:[^"\\]|\\.)*)"(?: node=(\S+))?`)
+	// ROCr's default VM-fault handler (ROCR runtime.cpp), before abort():
+	// "… node-%u (Agent handle: %p) on address %p%s. Reason: %s." where %s
+	// is "(may not be exact address)" for an imprecise fault, glibc prints
+	// a NULL %p as "(nil)", and older ROCr omits the agent handle.
+	reAMDFault = regexp.MustCompile(`Memory access fault by GPU node-(\d+)(?: \(Agent handle: (0x[0-9a-fA-F]+|\(nil\))\))? on address (0x[0-9a-fA-F]+|\(nil\))( ?\(may not be exact address\))?\. Reason: ([^\n]*?)\.?\s*$`)
 	// CUDA sticky errors as a Go error string names them.
 	reCUDASticky = regexp.MustCompile(`CUDA_ERROR_(ILLEGAL_ADDRESS|LAUNCH_FAILED|ILLEGAL_INSTRUCTION|MISALIGNED_ADDRESS|INVALID_ADDRESS_SPACE|INVALID_PC|HARDWARE_STACK_ERROR)\b(?:\D*\((\d+)\))?`)
 )
@@ -40,11 +43,15 @@ func ParseFault(stderr string) *report.Fault {
 		if err != nil {
 			reason = m[6]
 		}
-		return &report.Fault{Vendor: m[1], Kind: m[2], Code: code, Name: m[4], Address: m[5], Reason: reason}
+		return &report.Fault{Vendor: m[1], Kind: m[2], Code: code, Name: m[4], Node: m[7], Address: m[5], Reason: reason}
 	}
 	for _, line := range strings.Split(stderr, "\n") {
 		if m := reAMDFault.FindStringSubmatch(line); m != nil {
-			return &report.Fault{Vendor: "amd", Kind: "gpu", Name: "memory-access-fault", Node: m[1], Address: m[3], Reason: m[4]}
+			reason := m[5]
+			if m[4] != "" {
+				reason += " (may not be exact address)"
+			}
+			return &report.Fault{Vendor: "amd", Kind: "gpu", Name: "memory-access-fault", Node: m[1], Address: m[3], Reason: reason}
 		}
 	}
 	if m := reCUDASticky.FindStringSubmatch(stderr); m != nil {

@@ -29,8 +29,13 @@ const (
 
 // envAllow lists what a rank inherits; everything else is dropped so a
 // stray variable in the suite's environment cannot change a rank's driver.
-var envAllow = []string{"PATH", "HOME", "USER", "LANG", "LD_LIBRARY_PATH", "TMPDIR", "NCCL_NVLS_ENABLE", "P2PAT_TRACE", "P2PAT_CLOCKS"}
-var envPrefixAllow = []string{"CUDA_", "HSA_", "HIP_", "ROCR_", "AMD_", "GPU_", "NVIDIA_", "__GL"}
+// ROCM_PATH is where the AMD backends look for their libraries when the
+// loader path lacks them; LOADER_ENABLE_LOGGING (ROCr's code-object loader)
+// and HSAKMT_* (the thunk's HSAKMT_DEBUG_LEVEL) are the switches docs/AMD.md
+// tells a user to set.
+var envAllow = []string{"PATH", "HOME", "USER", "LANG", "LD_LIBRARY_PATH", "TMPDIR", "NCCL_NVLS_ENABLE", "P2PAT_TRACE", "P2PAT_CLOCKS",
+	"ROCM_PATH", "LOADER_ENABLE_LOGGING"}
+var envPrefixAllow = []string{"CUDA_", "HSA_", "HIP_", "ROCR_", "AMD_", "GPU_", "NVIDIA_", "__GL", "HSAKMT_"}
 
 func rankEnv(rank int) []string {
 	env := []string{RankEnv + "=" + strconv.Itoa(rank), "P2PAT_PARENT=" + strconv.Itoa(os.Getpid()),

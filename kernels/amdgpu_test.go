@@ -250,6 +250,22 @@ func (i amdInsn) isCacheOp() bool {
 	return false
 }
 
+// isLoad: a global or flat load (not an atomic, which returns through
+// _atomic_ mnemonics).
+func isLoad(i amdInsn) bool {
+	return !i.isAtomic() && (strings.HasPrefix(i.mnem, "global_load") || strings.HasPrefix(i.mnem, "flat_load"))
+}
+
+// polls: the ops whose kernels spin on or read back a flag written by
+// another agent with atomic loads (litmus tests, ping-pong, wait).
+func polls(k Kernel) bool {
+	switch k.Op {
+	case OpMP, OpSB, OpIRIW, OpPingPong, OpWait:
+		return k.Order != Plain
+	}
+	return false
+}
+
 func (i amdInsn) isMem() bool {
 	return strings.HasPrefix(i.mnem, "global_") || strings.HasPrefix(i.mnem, "flat_") ||
 		strings.HasPrefix(i.mnem, "buffer_") || strings.HasPrefix(i.mnem, "scratch_")
@@ -295,7 +311,11 @@ func checkAMDGPUKernel(target string, k Kernel, body []string) []string {
 		return false
 	}
 	atomics := 0
+	sysLoads := 0 // system-scoped (non-RMW) loads: the polls of a litmus kernel
 	for _, i := range ins {
+		if isLoad(i) && (i.fields["sc0"] && i.fields["sc1"] || i.fields["scope:SCOPE_SYS"]) {
+			sysLoads++
+		}
 		if strings.HasPrefix(i.mnem, "scratch_") {
 			bad("uses scratch: %s", i.text)
 		}
@@ -314,6 +334,11 @@ func checkAMDGPUKernel(target string, k Kernel, body []string) []string {
 				bad("system-scope kernel has a non-system cache op: %s", i.text)
 			case !i.isAtomic() && i.isMem() && !sys && both:
 				bad("device-scope kernel has a system-scope (sc0 sc1) access: %s", i.text)
+			case !i.isAtomic() && !i.isCacheOp() && i.isMem() && sys && i.fields["sc1"] && !i.fields["sc0"]:
+				// sc1 alone on a load or store is an agent-scope atomic
+				// access (LLVM's GFX940 memory model): a poll or flag store
+				// that other GPUs' writes need not reach.
+				bad("system-scope kernel has an agent-scope (sc1) load or store: %s", i.text)
 			}
 		case "gfx1200", "gfx1201":
 			hasSys, hasDev := i.fields["scope:SCOPE_SYS"], i.fields["scope:SCOPE_DEV"]
@@ -323,6 +348,8 @@ func checkAMDGPUKernel(target string, k Kernel, body []string) []string {
 				bad("device-scope kernel has a system-scope access: %s", i.text)
 			case sys && i.isAtomic() && !hasSys:
 				bad("system-scope atomic without scope:SCOPE_SYS: %s", i.text)
+			case sys && !i.isCacheOp() && i.isMem() && hasDev:
+				bad("system-scope kernel has a device-scope (SCOPE_DEV) load or store: %s", i.text)
 			case !sys && i.isAtomic() && !hasDev:
 				bad("device-scope atomic without scope:SCOPE_DEV: %s", i.text)
 			case i.isCacheOp() && narrow && k.Op != OpRacy: // racy's block barrier is workgroup scope
@@ -387,6 +414,12 @@ func checkAMDGPUKernel(target string, k Kernel, body []string) []string {
 	}
 	if isRMW(k) && atomics == 0 {
 		bad("no atomic instruction")
+	}
+	// A polling kernel's atomic loads are its evidence: at system scope at
+	// least one must be system-scoped on the targets that encode scope in
+	// the instruction (gfx940's sc0 sc1, gfx12's scope:SCOPE_SYS).
+	if sys && polls(k) && (target == "gfx942" || target == "gfx1200" || target == "gfx1201") && sysLoads == 0 {
+		bad("system-scope %s kernel has no system-scoped load (its polls would be agent-scope)", k.Op)
 	}
 	if k.Op == OpRacy && atomics != 1 {
 		bad("want exactly one atomic (the barrier), have %d: the counter must stay a plain load and store", atomics)
@@ -455,6 +488,11 @@ func TestAMDGPUCheckerRejects(t *testing.T) {
 		{"gfx90a", "add_u32_release_sys", []string{"global_atomic_add v0, v1, s[4:5]"}, "needs buffer_wbl2"},
 		{"gfx90a", "add_u32_acquire_dev", []string{"global_atomic_add v0, v1, s[4:5]", "buffer_invl2", "buffer_wbinvl1_vol"}, "invalidates L2"},
 		{"gfx1100", "max_u32_relaxed_dev", []string{"global_atomic_max_i32 v0, v1, s[0:1]"}, "signedness"},
+		// Issue 17, defect 4: agent-scope polls in system-scope kernels.
+		{"gfx942", "wait_u32_acquire_sys", []string{"global_load_dword v1, v0, s[0:1] sc1", "buffer_inv sc0 sc1"}, "agent-scope (sc1) load"},
+		{"gfx942", "wait_u32_acquire_sys", []string{"global_load_dword v1, v0, s[0:1]", "buffer_inv sc0 sc1"}, "no system-scoped load"},
+		{"gfx1201", "wait_u32_acquire_sys", []string{"global_load_b32 v1, v0, s[0:1] scope:SCOPE_DEV", "global_inv scope:SCOPE_SYS"}, "device-scope (SCOPE_DEV) load"},
+		{"gfx1201", "wait_u32_acquire_sys", []string{"global_load_b32 v1, v0, s[0:1]", "global_inv scope:SCOPE_SYS"}, "no system-scoped load"},
 		{"gfx942", "racy_u64_plain_sys", []string{"global_atomic_add_x2 v0, v[2:3], s[10:11] sc1", "global_atomic_add_x2 v0, v[2:3], s[12:13] sc1"}, "exactly one atomic"},
 	}
 	for _, c := range cases {

@@ -125,12 +125,12 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 func (b *Backend) open() error {
 	d := b.d
 	t0 := time.Now()
-	if err := d.check("cuInit", d.cuInit(0)); err != nil {
+	if err := d.check(d.cuInit(0)); err != nil {
 		return err
 	}
 	b.tInit = time.Since(t0)
 	var n int32
-	if err := d.check("cuDeviceGetCount", d.cuDeviceGetCount(&n)); err != nil {
+	if err := d.check(d.cuDeviceGetCount(&n)); err != nil {
 		return err
 	}
 	if n == 0 {
@@ -141,17 +141,17 @@ func (b *Backend) open() error {
 	}
 	b.devs = make([]int32, n)
 	for i := range b.devs {
-		if err := d.check("cuDeviceGet", d.cuDeviceGet(&b.devs[i], int32(i))); err != nil {
+		if err := d.check(d.cuDeviceGet(&b.devs[i], int32(i))); err != nil {
 			return err
 		}
 	}
 	b.dev = b.devs[b.cfg.Device]
 	var ctx uintptr
-	if err := d.check("cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain(&ctx, b.dev)); err != nil {
+	if err := d.check(d.cuDevicePrimaryCtxRetain(&ctx, b.dev)); err != nil {
 		return err
 	}
 	b.ctx = ctx
-	if err := d.check("cuCtxSetCurrent", d.cuCtxSetCurrent(ctx)); err != nil {
+	if err := d.check(d.cuCtxSetCurrent(ctx)); err != nil {
 		return err
 	}
 	arena, err := unix.Mmap(-1, 0, arenaSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
@@ -164,13 +164,13 @@ func (b *Backend) open() error {
 	if err := b.describe(); err != nil {
 		return err
 	}
-	if err := d.check("cuStreamCreate", d.cuStreamCreate(&b.stream, streamNonBlocking)); err != nil {
+	if err := d.check(d.cuStreamCreate(&b.stream, streamNonBlocking)); err != nil {
 		return err
 	}
-	if err := d.check("cuEventCreate", d.cuEventCreate(&b.evStart, eventDefault)); err != nil {
+	if err := d.check(d.cuEventCreate(&b.evStart, eventDefault)); err != nil {
 		return err
 	}
-	if err := d.check("cuEventCreate", d.cuEventCreate(&b.evStop, eventDefault)); err != nil {
+	if err := d.check(d.cuEventCreate(&b.evStop, eventDefault)); err != nil {
 		return err
 	}
 	t0 = time.Now()
@@ -184,12 +184,12 @@ func (b *Backend) bind() error {
 	if !b.opened {
 		return errors.New("cuda: backend not open")
 	}
-	return b.d.check("cuCtxSetCurrent", b.d.cuCtxSetCurrent(b.ctx))
+	return b.d.check(b.d.cuCtxSetCurrent(b.ctx))
 }
 
 func (b *Backend) attr(a int32, dev int32) (int, error) {
 	var v int32
-	if err := b.d.check("cuDeviceGetAttribute", b.d.cuDeviceGetAttribute(&v, a, dev)); err != nil {
+	if err := b.d.check(b.d.cuDeviceGetAttribute(&v, a, dev)); err != nil {
 		var e *Error
 		if errors.As(err, &e) {
 			e.Detail = attrNames[a]
@@ -203,7 +203,7 @@ func (b *Backend) attr(a int32, dev int32) (int, error) {
 func (b *Backend) describe() error {
 	d := b.d
 	var nameBuf [256]byte
-	if err := d.check("cuDeviceGetName", d.cuDeviceGetName(&nameBuf[0], int32(len(nameBuf)), b.dev)); err != nil {
+	if err := d.check(d.cuDeviceGetName(&nameBuf[0], int32(len(nameBuf)), b.dev)); err != nil {
 		return err
 	}
 	name := string(nameBuf[:]) // NUL-terminated
@@ -223,11 +223,11 @@ func (b *Backend) describe() error {
 		return err
 	}
 	var mem uint64
-	if err := d.check("cuDeviceTotalMem_v2", d.cuDeviceTotalMem(&mem, b.dev)); err != nil {
+	if err := d.check(d.cuDeviceTotalMem(&mem, b.dev)); err != nil {
 		return err
 	}
 	var ver int32
-	if err := d.check("cuDriverGetVersion", d.cuDriverGetVersion(&ver)); err != nil {
+	if err := d.check(d.cuDriverGetVersion(&ver)); err != nil {
 		return err
 	}
 	info := backend.DeviceInfo{
@@ -246,7 +246,7 @@ func (b *Backend) describe() error {
 	d.beginProbe()
 	defer d.endProbe()
 	var u cuUUID
-	if err := d.check("cuDeviceGetUuid_v2", d.cuDeviceGetUuid(&u, b.dev)); err == nil {
+	if err := d.check(d.cuDeviceGetUuid(&u, b.dev)); err == nil {
 		info.UUID = formatUUID(u)
 	} else {
 		info.Attrs["uuid_error"] = err.Error()
@@ -284,7 +284,7 @@ func (b *Backend) describe() error {
 		}
 		pre := fmt.Sprintf("%s%d.", peerAttrPrefix, j)
 		var can int32
-		if err := d.check("cuDeviceCanAccessPeer", d.cuDeviceCanAccessPeer(&can, b.dev, pd)); err == nil {
+		if err := d.check(d.cuDeviceCanAccessPeer(&can, b.dev, pd)); err == nil {
 			info.Attrs[pre+"can_access"] = strconv.Itoa(int(can))
 		} else {
 			info.Attrs[pre+"can_access"] = "error: " + err.Error()
@@ -299,7 +299,7 @@ func (b *Backend) describe() error {
 			{"only_partial_native_atomic", p2pOnlyPartialNativeAtomicSupported},
 		} {
 			var v int32
-			if err := d.check("cuDeviceGetP2PAttribute", d.cuDeviceGetP2PAttribute(&v, a.attr, b.dev, pd)); err == nil {
+			if err := d.check(d.cuDeviceGetP2PAttribute(&v, a.attr, b.dev, pd)); err == nil {
 				info.Attrs[pre+a.key] = strconv.Itoa(int(v))
 			} else if a.attr != p2pOnlyPartialNativeAtomicSupported { // new in 13.0; absent before
 				info.Attrs[pre+a.key] = "error: " + err.Error()
@@ -359,7 +359,7 @@ func (b *Backend) loadModule() error {
 	var mod uintptr
 	r := b.d.cuModuleLoadDataEx(&mod, unsafe.Pointer(&img[0]), 4,
 		uintptr(unsafe.Pointer(&opts[0])), uintptr(unsafe.Pointer(&vals[0])))
-	if err := b.d.check("cuModuleLoadDataEx", r); err != nil {
+	if err := b.d.check(r); err != nil {
 		var e *Error
 		if errors.As(err, &e) {
 			e.Detail = fmt.Sprintf("%s %s object (%d bytes); JIT error log: %s",
@@ -392,7 +392,7 @@ func (b *Backend) function(name string) (uintptr, error) {
 		return 0, errors.New("cuda: no kernel module loaded")
 	}
 	var f uintptr
-	if err := b.d.check("cuModuleGetFunction", b.d.cuModuleGetFunction(&f, b.mod, name)); err != nil {
+	if err := b.d.check(b.d.cuModuleGetFunction(&f, b.mod, name)); err != nil {
 		var e *Error
 		if errors.As(err, &e) {
 			e.Detail = "kernel " + name
@@ -406,8 +406,7 @@ func (b *Backend) function(name string) (uintptr, error) {
 // granularity is the minimum allocation granularity for prop.
 func (b *Backend) granularity(prop *memAllocationProp) (uint64, error) {
 	var g uint64
-	if err := b.d.check("cuMemGetAllocationGranularity",
-		b.d.cuMemGetAllocationGranularity(&g, prop, memAllocGranularityMinimum)); err != nil {
+	if err := b.d.check(b.d.cuMemGetAllocationGranularity(&g, prop, memAllocGranularityMinimum)); err != nil {
 		return 0, err
 	}
 	if g == 0 {
@@ -496,11 +495,11 @@ func (b *Backend) allocVMM(kind string, size uint64) (backend.Buffer, backend.Ex
 	}
 	sz := roundUp(size, g)
 	var h uint64
-	if err := d.check("cuMemCreate", d.cuMemCreate(&h, sz, &prop, 0)); err != nil {
+	if err := d.check(d.cuMemCreate(&h, sz, &prop, 0)); err != nil {
 		return nil, none, err
 	}
 	var va uint64
-	if err := d.check("cuMemAddressReserve", d.cuMemAddressReserve(&va, sz, g, 0, 0)); err != nil {
+	if err := d.check(d.cuMemAddressReserve(&va, sz, g, 0, 0)); err != nil {
 		d.cuMemRelease(h)
 		return nil, none, err
 	}
@@ -508,7 +507,7 @@ func (b *Backend) allocVMM(kind string, size uint64) (backend.Buffer, backend.Ex
 		d.cuMemAddressFree(va, sz)
 		d.cuMemRelease(h)
 	}
-	if err := d.check("cuMemMap", d.cuMemMap(va, sz, 0, h, 0)); err != nil {
+	if err := d.check(d.cuMemMap(va, sz, 0, h, 0)); err != nil {
 		undo()
 		return nil, none, err
 	}
@@ -523,13 +522,13 @@ func (b *Backend) allocVMM(kind string, size uint64) (backend.Buffer, backend.Ex
 	// the TLB-warm copy in one run that closed a 22% bandwidth gap; its own
 	// share was not measured: docs/PERFORMANCE.md.)
 	desc := memAccessDesc{Location: memLocation{Type: memLocationTypeDevice, ID: b.dev}, Flags: memAccessFlagsProtReadWrite}
-	if err := d.check("cuMemSetAccess", d.cuMemSetAccess(va, sz, &desc, 1)); err != nil {
+	if err := d.check(d.cuMemSetAccess(va, sz, &desc, 1)); err != nil {
 		d.cuMemUnmap(va, sz)
 		undo()
 		return nil, none, err
 	}
 	var fd int32 = -1
-	if err := d.check("cuMemExportToShareableHandle", d.cuMemExportToShareableHandle(&fd, h, memHandleTypePosixFileDescriptor, 0)); err != nil {
+	if err := d.check(d.cuMemExportToShareableHandle(&fd, h, memHandleTypePosixFileDescriptor, 0)); err != nil {
 		d.cuMemUnmap(va, sz)
 		undo()
 		return nil, none, err
@@ -545,11 +544,11 @@ func (b *Backend) allocIPC(size uint64) (backend.Buffer, backend.Export, error) 
 	d := b.d
 	sz := roundUp(size, 2<<20) // whole 2 MiB pages: the IPC mapping granularity
 	var p uint64
-	if err := d.check("cuMemAlloc_v2", d.cuMemAlloc(&p, sz)); err != nil {
+	if err := d.check(d.cuMemAlloc(&p, sz)); err != nil {
 		return nil, none, err
 	}
 	var h ipcMemHandle
-	if err := d.check("cuIpcGetMemHandle", d.cuIpcGetMemHandle(&h, p)); err != nil {
+	if err := d.check(d.cuIpcGetMemHandle(&h, p)); err != nil {
 		d.cuMemFree(p)
 		return nil, none, err
 	}
@@ -569,7 +568,7 @@ func (b *Backend) allocDmaBuf(size uint64) (backend.Buffer, backend.Export, erro
 	// returns a 2 MiB-aligned address.
 	sz := roundUp(size, 2<<20)
 	var p uint64
-	if err := d.check("cuMemAlloc_v2", d.cuMemAlloc(&p, sz)); err != nil {
+	if err := d.check(d.cuMemAlloc(&p, sz)); err != nil {
 		return nil, none, err
 	}
 	if p%uint64(unix.Getpagesize()) != 0 {
@@ -577,8 +576,7 @@ func (b *Backend) allocDmaBuf(size uint64) (backend.Buffer, backend.Export, erro
 		return nil, none, fmt.Errorf("cuda: cuMemAlloc_v2 returned %#x, not page aligned: cannot export a dma-buf", p)
 	}
 	var fd int32 = -1
-	if err := d.check("cuMemGetHandleForAddressRange",
-		d.cuMemGetHandleForAddressRange(&fd, p, sz, memRangeHandleTypeDmaBufFD, 0)); err != nil {
+	if err := d.check(d.cuMemGetHandleForAddressRange(&fd, p, sz, memRangeHandleTypeDmaBufFD, 0)); err != nil {
 		d.cuMemFree(p)
 		return nil, none, err
 	}
@@ -630,29 +628,28 @@ func (b *Backend) importVMM(kind string, fd int, exp backend.Export, grant bool)
 	}
 	var h uint64
 	// The POSIX fd's value goes in the pointer argument (nvidia-cuda.md §2.9).
-	if err := d.check("cuMemImportFromShareableHandle",
-		d.cuMemImportFromShareableHandle(&h, uintptr(fd), memHandleTypePosixFileDescriptor)); err != nil {
+	if err := d.check(d.cuMemImportFromShareableHandle(&h, uintptr(fd), memHandleTypePosixFileDescriptor)); err != nil {
 		return nil, err
 	}
 	var va uint64
-	if err := d.check("cuMemAddressReserve", d.cuMemAddressReserve(&va, sz, g, 0, 0)); err != nil {
+	if err := d.check(d.cuMemAddressReserve(&va, sz, g, 0, 0)); err != nil {
 		d.cuMemRelease(h)
 		return nil, err
 	}
-	if err := d.check("cuMemMap", d.cuMemMap(va, sz, 0, h, 0)); err != nil {
+	if err := d.check(d.cuMemMap(va, sz, 0, h, 0)); err != nil {
 		d.cuMemAddressFree(va, sz)
 		d.cuMemRelease(h)
 		return nil, err
 	}
 	// The mapping keeps the allocation alive: drop the handle now.
-	if err := d.check("cuMemRelease", d.cuMemRelease(h)); err != nil {
+	if err := d.check(d.cuMemRelease(h)); err != nil {
 		d.cuMemUnmap(va, sz)
 		d.cuMemAddressFree(va, sz)
 		return nil, err
 	}
 	if grant {
 		desc := memAccessDesc{Location: memLocation{Type: memLocationTypeDevice, ID: b.dev}, Flags: memAccessFlagsProtReadWrite}
-		if err := d.check("cuMemSetAccess", d.cuMemSetAccess(va, sz, &desc, 1)); err != nil {
+		if err := d.check(d.cuMemSetAccess(va, sz, &desc, 1)); err != nil {
 			d.cuMemUnmap(va, sz)
 			d.cuMemAddressFree(va, sz)
 			return nil, err
@@ -683,7 +680,7 @@ func (b *Backend) CPUWord(x backend.Buffer, off uint64) (*uint64, error) {
 	}
 	if !buf.cpu {
 		desc := memAccessDesc{Location: memLocation{Type: memLocationTypeHostNuma, ID: buf.numa}, Flags: memAccessFlagsProtReadWrite}
-		if err := b.d.check("cuMemSetAccess", b.d.cuMemSetAccess(buf.addr, buf.size, &desc, 1)); err != nil {
+		if err := b.d.check(b.d.cuMemSetAccess(buf.addr, buf.size, &desc, 1)); err != nil {
 			return nil, fmt.Errorf("cuda: granting the CPU (host NUMA node %d) access: %w", buf.numa, err)
 		}
 		buf.cpu = true
@@ -746,16 +743,16 @@ func (b *Backend) Launch(k kernels.Kernel, grid, block uint32, args []uint64) (b
 	if len(args) > 0 {
 		paramsPtr = uintptr(unsafe.Pointer(&params[0]))
 	}
-	if err := d.check("cuEventRecord", d.cuEventRecord(b.evStart, b.stream)); err != nil {
+	if err := d.check(d.cuEventRecord(b.evStart, b.stream)); err != nil {
 		return res, err
 	}
-	if err := d.check("cuLaunchKernel", d.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, b.stream, paramsPtr, 0)); err != nil {
+	if err := d.check(d.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, b.stream, paramsPtr, 0)); err != nil {
 		return res, annotate(err, "kernel "+k.Name)
 	}
-	if err := d.check("cuEventRecord", d.cuEventRecord(b.evStop, b.stream)); err != nil {
+	if err := d.check(d.cuEventRecord(b.evStop, b.stream)); err != nil {
 		return res, err
 	}
-	if err := d.check("cuStreamSynchronize", d.cuStreamSynchronize(b.stream)); err != nil {
+	if err := d.check(d.cuStreamSynchronize(b.stream)); err != nil {
 		return res, annotate(err, "kernel "+k.Name)
 	}
 	return b.elapsed()
@@ -777,7 +774,7 @@ func annotate(err error, what string) error {
 
 func (b *Backend) elapsed() (backend.LaunchResult, error) {
 	var ms float32
-	if err := b.d.check("cuEventElapsedTime_v2", b.d.cuEventElapsedTime(&ms, b.evStart, b.evStop)); err != nil {
+	if err := b.d.check(b.d.cuEventElapsedTime(&ms, b.evStart, b.evStop)); err != nil {
 		return backend.LaunchResult{}, err
 	}
 	return backend.LaunchResult{Elapsed: time.Duration(float64(ms) * float64(time.Millisecond)), Method: "cuda-events"}, nil
@@ -815,7 +812,7 @@ func (b *Backend) Read(x backend.Buffer, off uint64, p []byte) error {
 	}
 	// A synchronous copy: the driver is done with p when the call returns,
 	// and purego keeps p alive for the call.
-	return b.d.check("cuMemcpyDtoH_v2", b.d.cuMemcpyDtoH(unsafe.Pointer(&p[0]), buf.addr+off, uint64(len(p))))
+	return b.d.check(b.d.cuMemcpyDtoH(unsafe.Pointer(&p[0]), buf.addr+off, uint64(len(p))))
 }
 
 // Write implements backend.Backend (synchronous host-to-device copy).
@@ -830,7 +827,7 @@ func (b *Backend) Write(x backend.Buffer, off uint64, p []byte) error {
 	if err := span(buf, off, uint64(len(p))); err != nil || len(p) == 0 {
 		return err
 	}
-	return b.d.check("cuMemcpyHtoD_v2", b.d.cuMemcpyHtoD(buf.addr+off, unsafe.Pointer(&p[0]), uint64(len(p))))
+	return b.d.check(b.d.cuMemcpyHtoD(buf.addr+off, unsafe.Pointer(&p[0]), uint64(len(p))))
 }
 
 // Copy implements backend.Backend: cuMemcpyDtoDAsync on the rank's stream
@@ -855,16 +852,16 @@ func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, sr
 		return res, err
 	}
 	d := b.d
-	if err := d.check("cuEventRecord", d.cuEventRecord(b.evStart, b.stream)); err != nil {
+	if err := d.check(d.cuEventRecord(b.evStart, b.stream)); err != nil {
 		return res, err
 	}
-	if err := d.check("cuMemcpyDtoDAsync_v2", d.cuMemcpyDtoDAsync(db.addr+dstOff, sb.addr+srcOff, n, b.stream)); err != nil {
+	if err := d.check(d.cuMemcpyDtoDAsync(db.addr+dstOff, sb.addr+srcOff, n, b.stream)); err != nil {
 		return res, err
 	}
-	if err := d.check("cuEventRecord", d.cuEventRecord(b.evStop, b.stream)); err != nil {
+	if err := d.check(d.cuEventRecord(b.evStop, b.stream)); err != nil {
 		return res, err
 	}
-	if err := d.check("cuStreamSynchronize", d.cuStreamSynchronize(b.stream)); err != nil {
+	if err := d.check(d.cuStreamSynchronize(b.stream)); err != nil {
 		return res, annotate(err, "copy")
 	}
 	return b.elapsed()
@@ -889,15 +886,15 @@ func (b *Backend) free(buf *buffer) error {
 	var errs []error
 	switch {
 	case buf.kind == KindVMM || buf.kind == KindVMMHost:
-		errs = append(errs, d.check("cuMemUnmap", d.cuMemUnmap(buf.addr, buf.size)))
+		errs = append(errs, d.check(d.cuMemUnmap(buf.addr, buf.size)))
 		if !buf.imported {
-			errs = append(errs, d.check("cuMemRelease", d.cuMemRelease(buf.handle)))
+			errs = append(errs, d.check(d.cuMemRelease(buf.handle)))
 		}
-		errs = append(errs, d.check("cuMemAddressFree", d.cuMemAddressFree(buf.addr, buf.size)))
+		errs = append(errs, d.check(d.cuMemAddressFree(buf.addr, buf.size)))
 	case buf.kind == KindIPC && buf.imported:
-		errs = append(errs, d.check("cuIpcCloseMemHandle", d.cuIpcCloseMemHandle(buf.addr)))
+		errs = append(errs, d.check(d.cuIpcCloseMemHandle(buf.addr)))
 	default: // own ipc and dmabuf: cuMemAlloc memory
-		errs = append(errs, d.check("cuMemFree_v2", d.cuMemFree(buf.addr)))
+		errs = append(errs, d.check(d.cuMemFree(buf.addr)))
 	}
 	return errors.Join(errs...)
 }
@@ -907,7 +904,7 @@ func (b *Backend) MemInfo() (free, total uint64, err error) {
 	if err := b.bind(); err != nil {
 		return 0, 0, err
 	}
-	err = b.d.check("cuMemGetInfo_v2", b.d.cuMemGetInfo(&free, &total))
+	err = b.d.check(b.d.cuMemGetInfo(&free, &total))
 	return free, total, err
 }
 
@@ -921,7 +918,7 @@ func (b *Backend) Close() error {
 	d := b.d
 	var errs []error
 	if b.ctx != 0 {
-		if err := d.check("cuCtxSetCurrent", d.cuCtxSetCurrent(b.ctx)); err != nil {
+		if err := d.check(d.cuCtxSetCurrent(b.ctx)); err != nil {
 			errs = append(errs, err)
 		}
 		for buf := range b.bufs {
@@ -930,18 +927,18 @@ func (b *Backend) Close() error {
 		}
 		b.bufs = nil
 		if b.evStart != 0 {
-			errs = append(errs, d.check("cuEventDestroy_v2", d.cuEventDestroy(b.evStart)))
+			errs = append(errs, d.check(d.cuEventDestroy(b.evStart)))
 		}
 		if b.evStop != 0 {
-			errs = append(errs, d.check("cuEventDestroy_v2", d.cuEventDestroy(b.evStop)))
+			errs = append(errs, d.check(d.cuEventDestroy(b.evStop)))
 		}
 		if b.stream != 0 {
-			errs = append(errs, d.check("cuStreamDestroy_v2", d.cuStreamDestroy(b.stream)))
+			errs = append(errs, d.check(d.cuStreamDestroy(b.stream)))
 		}
 		if b.mod != 0 {
-			errs = append(errs, d.check("cuModuleUnload", d.cuModuleUnload(b.mod)))
+			errs = append(errs, d.check(d.cuModuleUnload(b.mod)))
 		}
-		errs = append(errs, d.check("cuDevicePrimaryCtxRelease_v2", d.cuDevicePrimaryCtxRelease(b.dev)))
+		errs = append(errs, d.check(d.cuDevicePrimaryCtxRelease(b.dev)))
 		d.cuCtxSetCurrent(0)
 	}
 	if b.arena != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"p2patomics/internal/binding"
 	"p2patomics/trace"
 )
 
@@ -18,11 +19,12 @@ func fakeMemCreate(h *uint64, size uint64, prop *memAllocationProp, flags uint64
 	return cudaSuccess
 }
 
-func tracedFake(t testing.TB) (*driver, func(*uint64, uint64, *memAllocationProp, uint64) cuResult) {
+func tracedFake(t testing.TB) (*driver, func(*uint64, uint64, *memAllocationProp, uint64) status) {
 	d := &driver{bound: map[string]string{}, missing: map[string]error{}}
-	fn := fakeMemCreate
-	s := sym4(d, &fn, ">handle:x size prop flags:x", "cuMemCreate")
-	s.wrap("cuMemCreate")
+	var fn func(*uint64, uint64, *memAllocationProp, uint64) status
+	s := binding.Sym4(&fn, d.end, ">handle:x size prop flags:x", "cuMemCreate")
+	*s.Raw.(*func(*uint64, uint64, *memAllocationProp, uint64) cuResult) = fakeMemCreate
+	s.Bind("cuMemCreate")
 	return d, fn
 }
 
@@ -35,12 +37,12 @@ func TestTraceOffZeroAllocs(t *testing.T) {
 	var h uint64
 	prop := memAllocationProp{Type: memAllocationTypePinned}
 	ok := testing.AllocsPerRun(1000, func() {
-		if fn(&h, 2<<20, &prop, 0) != cudaSuccess {
+		if fn(&h, 2<<20, &prop, 0).Code != cudaSuccess {
 			t.Fatal("fake failed")
 		}
 	})
 	bad := testing.AllocsPerRun(1000, func() {
-		if fn(&h, 0, &prop, 0) == cudaSuccess {
+		if fn(&h, 0, &prop, 0).Code == cudaSuccess {
 			t.Fatal("fake succeeded")
 		}
 	})
@@ -101,22 +103,25 @@ func TestEveryEntryPointTraced(t *testing.T) {
 	d := &driver{bound: map[string]string{}, missing: map[string]error{}}
 	untraced := map[string]bool{"cuGetErrorName": true, "cuGetErrorString": true, "cuIpcOpenMemHandle_v2": true}
 	syms := d.symbols()
+	if err := binding.Validate(syms); err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range syms {
-		bindMissing(s.fn)
-		if (s.wrap == nil) != untraced[s.names[0]] {
-			t.Errorf("%s: traced=%v", s.names[0], s.wrap != nil)
+		bindMissing(s.Raw)
+		if (s.Bind == nil) != untraced[s.Name()] {
+			t.Errorf("%s: traced=%v", s.Name(), s.Bind != nil)
 		}
-		if s.wrap != nil {
-			s.wrap(s.names[0])
+		if s.Bind != nil {
+			s.Bind(s.Name())
 		}
 	}
 	trace.On()
 	t.Cleanup(trace.Off)
 	for _, s := range syms {
-		if s.wrap == nil {
+		if s.Bind == nil {
 			continue
 		}
-		fv := reflect.ValueOf(s.fn).Elem()
+		fv := reflect.ValueOf(s.Fn).Elem()
 		args := make([]reflect.Value, fv.Type().NumIn())
 		for i := range args {
 			args[i] = reflect.Zero(fv.Type().In(i))
@@ -124,8 +129,11 @@ func TestEveryEntryPointTraced(t *testing.T) {
 		seq := trace.Seq()
 		fv.Call(args)
 		recs := trace.Since(seq)
-		if len(recs) != 1 || recs[0].Name != s.names[0] || recs[0].CodeName != "symbol missing" || !recs[0].Err {
-			t.Errorf("%s: records %+v", s.names[0], recs)
+		if len(recs) != 1 || recs[0].Name != s.Name() || recs[0].CodeName != "symbol missing" || !recs[0].Err {
+			t.Errorf("%s: records %+v", s.Name(), recs)
+		}
+		if st := fv.Call(args)[0].Interface().(status); st.Call != s.Name() || st.Code != resultSymbolMissing {
+			t.Errorf("%s: returned %+v, want the symbol's name and its code", s.Name(), st)
 		}
 	}
 	// The IPC open is traced by its one caller.

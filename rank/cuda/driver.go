@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
+	"p2patomics/internal/binding"
 	"p2patomics/rank/backend"
 	"p2patomics/trace"
 )
@@ -69,126 +71,120 @@ type driver struct {
 	cuGetErrorName   func(code int32, pstr **byte) cuResult
 	cuGetErrorString func(code int32, pstr **byte) cuResult
 
-	cuInit             func(flags uint32) cuResult
-	cuDriverGetVersion func(v *int32) cuResult
+	cuInit             func(flags uint32) status
+	cuDriverGetVersion func(v *int32) status
 
-	cuDeviceGetCount          func(n *int32) cuResult
-	cuDeviceGet               func(dev *int32, ordinal int32) cuResult
-	cuDeviceGetName           func(name *byte, n int32, dev int32) cuResult
-	cuDeviceGetAttribute      func(v *int32, attr int32, dev int32) cuResult
-	cuDeviceGetUuid           func(u *cuUUID, dev int32) cuResult
-	cuDeviceTotalMem          func(b *uint64, dev int32) cuResult
-	cuDeviceCanAccessPeer     func(v *int32, dev, peer int32) cuResult
-	cuDeviceGetP2PAttribute   func(v *int32, attr int32, src, dst int32) cuResult
-	cuDevicePrimaryCtxRetain  func(ctx *uintptr, dev int32) cuResult
-	cuDevicePrimaryCtxRelease func(dev int32) cuResult
-	cuCtxSetCurrent           func(ctx uintptr) cuResult
-	cuCtxSynchronize          func() cuResult
+	cuDeviceGetCount          func(n *int32) status
+	cuDeviceGet               func(dev *int32, ordinal int32) status
+	cuDeviceGetName           func(name *byte, n int32, dev int32) status
+	cuDeviceGetAttribute      func(v *int32, attr int32, dev int32) status
+	cuDeviceGetUuid           func(u *cuUUID, dev int32) status
+	cuDeviceTotalMem          func(b *uint64, dev int32) status
+	cuDeviceCanAccessPeer     func(v *int32, dev, peer int32) status
+	cuDeviceGetP2PAttribute   func(v *int32, attr int32, src, dst int32) status
+	cuDevicePrimaryCtxRetain  func(ctx *uintptr, dev int32) status
+	cuDevicePrimaryCtxRelease func(dev int32) status
+	cuCtxSetCurrent           func(ctx uintptr) status
+	cuCtxSynchronize          func() status
 
-	cuMemGetInfo func(free, total *uint64) cuResult
-	cuMemAlloc   func(p *uint64, size uint64) cuResult
-	cuMemFree    func(p uint64) cuResult
+	cuMemGetInfo func(free, total *uint64) status
+	cuMemAlloc   func(p *uint64, size uint64) status
+	cuMemFree    func(p uint64) status
 
-	cuMemGetAllocationGranularity  func(g *uint64, prop *memAllocationProp, option int32) cuResult
-	cuMemCreate                    func(h *uint64, size uint64, prop *memAllocationProp, flags uint64) cuResult
-	cuMemRelease                   func(h uint64) cuResult
-	cuMemAddressReserve            func(p *uint64, size, align, addr, flags uint64) cuResult
-	cuMemAddressFree               func(p, size uint64) cuResult
-	cuMemMap                       func(p, size, offset, h, flags uint64) cuResult
-	cuMemUnmap                     func(p, size uint64) cuResult
-	cuMemSetAccess                 func(p, size uint64, desc *memAccessDesc, count uint64) cuResult
-	cuMemExportToShareableHandle   func(fd *int32, h uint64, typ int32, flags uint64) cuResult
-	cuMemImportFromShareableHandle func(h *uint64, osHandle uintptr, typ int32) cuResult
-	cuMemGetHandleForAddressRange  func(fd *int32, p, size uint64, typ int32, flags uint64) cuResult
+	cuMemGetAllocationGranularity  func(g *uint64, prop *memAllocationProp, option int32) status
+	cuMemCreate                    func(h *uint64, size uint64, prop *memAllocationProp, flags uint64) status
+	cuMemRelease                   func(h uint64) status
+	cuMemAddressReserve            func(p *uint64, size, align, addr, flags uint64) status
+	cuMemAddressFree               func(p, size uint64) status
+	cuMemMap                       func(p, size, offset, h, flags uint64) status
+	cuMemUnmap                     func(p, size uint64) status
+	cuMemSetAccess                 func(p, size uint64, desc *memAccessDesc, count uint64) status
+	cuMemExportToShareableHandle   func(fd *int32, h uint64, typ int32, flags uint64) status
+	cuMemImportFromShareableHandle func(h *uint64, osHandle uintptr, typ int32) status
+	cuMemGetHandleForAddressRange  func(fd *int32, p, size uint64, typ int32, flags uint64) status
 
-	cuIpcGetMemHandle func(h *ipcMemHandle, p uint64) cuResult
+	cuIpcGetMemHandle func(h *ipcMemHandle, p uint64) status
 	// cuIpcOpenMemHandleRaw is cuIpcOpenMemHandle_v2 declared word by word;
 	// call it only through ipcOpenMemHandle.
 	cuIpcOpenMemHandleRaw func(pdptr *uint64, flags uint32, pad1, pad2, pad3, pad4 uint64,
 		h0, h1, h2, h3, h4, h5, h6, h7 uint64) cuResult
-	cuIpcCloseMemHandle func(p uint64) cuResult
+	cuIpcCloseMemHandle func(p uint64) status
 
-	cuModuleLoadDataEx  func(mod *uintptr, image unsafe.Pointer, n uint32, opts, vals uintptr) cuResult
-	cuModuleGetFunction func(f *uintptr, mod uintptr, name string) cuResult
-	cuModuleUnload      func(mod uintptr) cuResult
-	cuLaunchKernel      func(f uintptr, gx, gy, gz, bx, by, bz, shmem uint32, stream uintptr, params, extra uintptr) cuResult
+	cuModuleLoadDataEx  func(mod *uintptr, image unsafe.Pointer, n uint32, opts, vals uintptr) status
+	cuModuleGetFunction func(f *uintptr, mod uintptr, name string) status
+	cuModuleUnload      func(mod uintptr) status
+	cuLaunchKernel      func(f uintptr, gx, gy, gz, bx, by, bz, shmem uint32, stream uintptr, params, extra uintptr) status
 
-	cuStreamCreate      func(s *uintptr, flags uint32) cuResult
-	cuStreamSynchronize func(s uintptr) cuResult
-	cuStreamDestroy     func(s uintptr) cuResult
-	cuEventCreate       func(e *uintptr, flags uint32) cuResult
-	cuEventRecord       func(e, s uintptr) cuResult
-	cuEventDestroy      func(e uintptr) cuResult
-	cuEventElapsedTime  func(ms *float32, start, end uintptr) cuResult
+	cuStreamCreate      func(s *uintptr, flags uint32) status
+	cuStreamSynchronize func(s uintptr) status
+	cuStreamDestroy     func(s uintptr) status
+	cuEventCreate       func(e *uintptr, flags uint32) status
+	cuEventRecord       func(e, s uintptr) status
+	cuEventDestroy      func(e uintptr) status
+	cuEventElapsedTime  func(ms *float32, start, end uintptr) status
 
-	cuMemcpyDtoH      func(dst unsafe.Pointer, src, n uint64) cuResult
-	cuMemcpyHtoD      func(dst uint64, src unsafe.Pointer, n uint64) cuResult
-	cuMemcpyDtoDAsync func(dst, src, n uint64, stream uintptr) cuResult
+	cuMemcpyDtoH      func(dst unsafe.Pointer, src, n uint64) status
+	cuMemcpyHtoD      func(dst uint64, src unsafe.Pointer, n uint64) status
+	cuMemcpyDtoDAsync func(dst, src, n uint64, stream uintptr) status
 }
 
-// symbol is one entry point: the names to try in order (the versioned one
-// first; checked calls use the first), the Go function variable to bind, and
-// wrap, which puts the bound function behind the trace point (calltrace.go;
-// nil for the few lookups left untraced).
-type symbol struct {
-	names []string
-	fn    any
-	wrap  func(boundName string)
-}
+// status is what a bound entry point returns: the CUresult and the name of
+// the symbol that returned it, so call sites name a symbol only in the table.
+type status = binding.Status[cuResult]
 
 // symbols is the binding table. The string before the names is the argSpec:
-// what the trace records of each argument (argspec.go).
-func (d *driver) symbols() []symbol {
-	return []symbol{
-		symUntraced(&d.cuGetErrorName, "cuGetErrorName"),
-		symUntraced(&d.cuGetErrorString, "cuGetErrorString"),
-		sym1(d, &d.cuInit, "flags:x", "cuInit"),
-		sym1(d, &d.cuDriverGetVersion, ">version", "cuDriverGetVersion"),
-		sym1(d, &d.cuDeviceGetCount, ">count", "cuDeviceGetCount"),
-		sym2(d, &d.cuDeviceGet, ">device ordinal", "cuDeviceGet"),
-		sym3(d, &d.cuDeviceGetName, ">name:s len dev", "cuDeviceGetName"),
-		sym3(d, &d.cuDeviceGetAttribute, ">value attrib dev", "cuDeviceGetAttribute"),
-		sym2(d, &d.cuDeviceGetUuid, ">uuid dev", "cuDeviceGetUuid_v2"),
-		sym2(d, &d.cuDeviceTotalMem, ">bytes dev", "cuDeviceTotalMem_v2"),
-		sym3(d, &d.cuDeviceCanAccessPeer, ">canAccessPeer dev peerDev", "cuDeviceCanAccessPeer"),
-		sym4(d, &d.cuDeviceGetP2PAttribute, ">value attrib srcDevice dstDevice", "cuDeviceGetP2PAttribute"),
-		sym2(d, &d.cuDevicePrimaryCtxRetain, ">pctx:x dev", "cuDevicePrimaryCtxRetain"),
-		sym1(d, &d.cuDevicePrimaryCtxRelease, "dev", "cuDevicePrimaryCtxRelease_v2"),
-		sym1(d, &d.cuCtxSetCurrent, "ctx:x", "cuCtxSetCurrent"),
-		sym0(d, &d.cuCtxSynchronize, "cuCtxSynchronize"),
-		sym2(d, &d.cuMemGetInfo, ">free >total", "cuMemGetInfo_v2"),
-		sym2(d, &d.cuMemAlloc, ">dptr:x bytesize", "cuMemAlloc_v2"),
-		sym1(d, &d.cuMemFree, "dptr:x", "cuMemFree_v2"),
-		sym3(d, &d.cuMemGetAllocationGranularity, ">granularity prop option", "cuMemGetAllocationGranularity"),
-		sym4(d, &d.cuMemCreate, ">handle:x size prop flags:x", "cuMemCreate"),
-		sym1(d, &d.cuMemRelease, "handle:x", "cuMemRelease"),
-		sym5(d, &d.cuMemAddressReserve, ">ptr:x size alignment addr:x flags:x", "cuMemAddressReserve"),
-		sym2(d, &d.cuMemAddressFree, "ptr:x size", "cuMemAddressFree"),
-		sym5(d, &d.cuMemMap, "ptr:x size offset handle:x flags:x", "cuMemMap"),
-		sym2(d, &d.cuMemUnmap, "ptr:x size", "cuMemUnmap"),
-		sym4(d, &d.cuMemSetAccess, "ptr:x size desc count", "cuMemSetAccess"),
-		sym4(d, &d.cuMemExportToShareableHandle, ">fd handle:x handleType flags:x", "cuMemExportToShareableHandle"),
-		sym3(d, &d.cuMemImportFromShareableHandle, ">handle:x osHandle shHandleType", "cuMemImportFromShareableHandle"),
-		sym5(d, &d.cuMemGetHandleForAddressRange, ">fd dptr:x size handleType flags:x", "cuMemGetHandleForAddressRange"),
-		sym2(d, &d.cuIpcGetMemHandle, ">handle dptr:x", "cuIpcGetMemHandle"),
-		symUntraced(&d.cuIpcOpenMemHandleRaw, "cuIpcOpenMemHandle_v2"), // traced in ipcOpenMemHandle
-		sym1(d, &d.cuIpcCloseMemHandle, "dptr:x", "cuIpcCloseMemHandle"),
-		sym5(d, &d.cuModuleLoadDataEx, ">module:x image numOptions options:x optionValues:x", "cuModuleLoadDataEx"),
-		sym3(d, &d.cuModuleGetFunction, ">hfunc:x hmod:x name", "cuModuleGetFunction"),
-		sym1(d, &d.cuModuleUnload, "hmod:x", "cuModuleUnload"),
-		symLaunch(d, &d.cuLaunchKernel, "cuLaunchKernel"),
-		sym2(d, &d.cuStreamCreate, ">stream:x flags:x", "cuStreamCreate"),
-		sym1(d, &d.cuStreamSynchronize, "stream:x", "cuStreamSynchronize"),
-		sym1(d, &d.cuStreamDestroy, "stream:x", "cuStreamDestroy_v2"),
-		sym2(d, &d.cuEventCreate, ">event:x flags:x", "cuEventCreate"),
-		sym2(d, &d.cuEventRecord, "event:x stream:x", "cuEventRecord"),
-		sym1(d, &d.cuEventDestroy, "event:x", "cuEventDestroy_v2"),
+// what the trace records of each argument (trace.ArgSpec).
+func (d *driver) symbols() []binding.Symbol {
+	return []binding.Symbol{
+		binding.Untraced(&d.cuGetErrorName, "cuGetErrorName"),
+		binding.Untraced(&d.cuGetErrorString, "cuGetErrorString"),
+		binding.Sym1(&d.cuInit, d.end, "flags:x", "cuInit"),
+		binding.Sym1(&d.cuDriverGetVersion, d.end, ">version", "cuDriverGetVersion"),
+		binding.Sym1(&d.cuDeviceGetCount, d.end, ">count", "cuDeviceGetCount"),
+		binding.Sym2(&d.cuDeviceGet, d.end, ">device ordinal", "cuDeviceGet"),
+		binding.Sym3(&d.cuDeviceGetName, d.end, ">name:s len dev", "cuDeviceGetName"),
+		binding.Sym3(&d.cuDeviceGetAttribute, d.end, ">value attrib dev", "cuDeviceGetAttribute"),
+		binding.Sym2(&d.cuDeviceGetUuid, d.end, ">uuid dev", "cuDeviceGetUuid_v2"),
+		binding.Sym2(&d.cuDeviceTotalMem, d.end, ">bytes dev", "cuDeviceTotalMem_v2"),
+		binding.Sym3(&d.cuDeviceCanAccessPeer, d.end, ">canAccessPeer dev peerDev", "cuDeviceCanAccessPeer"),
+		binding.Sym4(&d.cuDeviceGetP2PAttribute, d.end, ">value attrib srcDevice dstDevice", "cuDeviceGetP2PAttribute"),
+		binding.Sym2(&d.cuDevicePrimaryCtxRetain, d.end, ">pctx:x dev", "cuDevicePrimaryCtxRetain"),
+		binding.Sym1(&d.cuDevicePrimaryCtxRelease, d.end, "dev", "cuDevicePrimaryCtxRelease_v2"),
+		binding.Sym1(&d.cuCtxSetCurrent, d.end, "ctx:x", "cuCtxSetCurrent"),
+		binding.Sym0(&d.cuCtxSynchronize, d.end, "cuCtxSynchronize"),
+		binding.Sym2(&d.cuMemGetInfo, d.end, ">free >total", "cuMemGetInfo_v2"),
+		binding.Sym2(&d.cuMemAlloc, d.end, ">dptr:x bytesize", "cuMemAlloc_v2"),
+		binding.Sym1(&d.cuMemFree, d.end, "dptr:x", "cuMemFree_v2"),
+		binding.Sym3(&d.cuMemGetAllocationGranularity, d.end, ">granularity prop option", "cuMemGetAllocationGranularity"),
+		binding.Sym4(&d.cuMemCreate, d.end, ">handle:x size prop flags:x", "cuMemCreate"),
+		binding.Sym1(&d.cuMemRelease, d.end, "handle:x", "cuMemRelease"),
+		binding.Sym5(&d.cuMemAddressReserve, d.end, ">ptr:x size alignment addr:x flags:x", "cuMemAddressReserve"),
+		binding.Sym2(&d.cuMemAddressFree, d.end, "ptr:x size", "cuMemAddressFree"),
+		binding.Sym5(&d.cuMemMap, d.end, "ptr:x size offset handle:x flags:x", "cuMemMap"),
+		binding.Sym2(&d.cuMemUnmap, d.end, "ptr:x size", "cuMemUnmap"),
+		binding.Sym4(&d.cuMemSetAccess, d.end, "ptr:x size desc count", "cuMemSetAccess"),
+		binding.Sym4(&d.cuMemExportToShareableHandle, d.end, ">fd handle:x handleType flags:x", "cuMemExportToShareableHandle"),
+		binding.Sym3(&d.cuMemImportFromShareableHandle, d.end, ">handle:x osHandle shHandleType", "cuMemImportFromShareableHandle"),
+		binding.Sym5(&d.cuMemGetHandleForAddressRange, d.end, ">fd dptr:x size handleType flags:x", "cuMemGetHandleForAddressRange"),
+		binding.Sym2(&d.cuIpcGetMemHandle, d.end, ">handle dptr:x", "cuIpcGetMemHandle"),
+		binding.Untraced(&d.cuIpcOpenMemHandleRaw, "cuIpcOpenMemHandle_v2"), // traced in ipcOpenMemHandle
+		binding.Sym1(&d.cuIpcCloseMemHandle, d.end, "dptr:x", "cuIpcCloseMemHandle"),
+		binding.Sym5(&d.cuModuleLoadDataEx, d.end, ">module:x image numOptions options:x optionValues:x", "cuModuleLoadDataEx"),
+		binding.Sym3(&d.cuModuleGetFunction, d.end, ">hfunc:x hmod:x name", "cuModuleGetFunction"),
+		binding.Sym1(&d.cuModuleUnload, d.end, "hmod:x", "cuModuleUnload"),
+		binding.Launch(&d.cuLaunchKernel, d.end, "shmem", "params", "cuLaunchKernel"),
+		binding.Sym2(&d.cuStreamCreate, d.end, ">stream:x flags:x", "cuStreamCreate"),
+		binding.Sym1(&d.cuStreamSynchronize, d.end, "stream:x", "cuStreamSynchronize"),
+		binding.Sym1(&d.cuStreamDestroy, d.end, "stream:x", "cuStreamDestroy_v2"),
+		binding.Sym2(&d.cuEventCreate, d.end, ">event:x flags:x", "cuEventCreate"),
+		binding.Sym2(&d.cuEventRecord, d.end, "event:x stream:x", "cuEventRecord"),
+		binding.Sym1(&d.cuEventDestroy, d.end, "event:x", "cuEventDestroy_v2"),
 		// 13.0 headers map cuEventElapsedTime to _v2; older drivers only
 		// have the plain name, with the same signature.
-		sym3(d, &d.cuEventElapsedTime, ">ms start:x end:x", "cuEventElapsedTime_v2", "cuEventElapsedTime"),
-		sym3(d, &d.cuMemcpyDtoH, "dst srcDevice:x bytes", "cuMemcpyDtoH_v2"),
-		sym3(d, &d.cuMemcpyHtoD, "dstDevice:x src bytes", "cuMemcpyHtoD_v2"),
-		sym4(d, &d.cuMemcpyDtoDAsync, "dst:x src:x bytes stream:x", "cuMemcpyDtoDAsync_v2"),
+		binding.Sym3(&d.cuEventElapsedTime, d.end, ">ms start:x end:x", "cuEventElapsedTime_v2", "cuEventElapsedTime"),
+		binding.Sym3(&d.cuMemcpyDtoH, d.end, "dst srcDevice:x bytes", "cuMemcpyDtoH_v2"),
+		binding.Sym3(&d.cuMemcpyHtoD, d.end, "dstDevice:x src bytes", "cuMemcpyHtoD_v2"),
+		binding.Sym4(&d.cuMemcpyDtoDAsync, d.end, "dst:x src:x bytes stream:x", "cuMemcpyDtoDAsync_v2"),
 	}
 }
 
@@ -211,9 +207,7 @@ func loadDriver(path string) (*driver, error) {
 	// dlerror is per thread: keep dlopen and its dlerror on one thread.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	sp := trace.Begin("dlopen", func() string { return trace.KV("path", path, "flags", "RTLD_NOW|RTLD_GLOBAL") })
-	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-	sp.EndErr(err, func() string { return "handle=" + trace.Hex(h) })
+	h, err := binding.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL, "RTLD_NOW|RTLD_GLOBAL", true)
 	if err != nil {
 		msg := err.Error()
 		if !strings.HasPrefix(msg, path) {
@@ -221,31 +215,19 @@ func loadDriver(path string) (*driver, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", msg, backend.ErrNotSupported)
 	}
-	d := &driver{path: path, handle: h, bound: map[string]string{}, missing: map[string]error{}}
-	for _, s := range d.symbols() {
-		var lastErr error
-		for _, name := range s.names {
-			addr, err := purego.Dlsym(h, name)
-			if err != nil || addr == 0 {
-				lastErr = err
-				continue
-			}
-			purego.RegisterFunc(s.fn, addr)
-			d.bound[s.names[0]] = name
-			lastErr = nil
-			break
+	d := &driver{path: path, handle: h, missing: map[string]error{}}
+	table := d.symbols()
+	var missing []string
+	d.bound, missing = binding.Bind(h, table)
+	for _, s := range table {
+		if !slices.Contains(missing, s.Name()) {
+			continue
 		}
-		if lastErr != nil || d.bound[s.names[0]] == "" {
-			d.missing[s.names[0]] = fmt.Errorf("%s has no symbol %s (%v): %w",
-				path, strings.Join(s.names, " or "), lastErr, backend.ErrNotSupported)
-			bindMissing(s.fn)
-		}
-		if s.wrap != nil {
-			name := d.bound[s.names[0]]
-			if name == "" {
-				name = s.names[0]
-			}
-			s.wrap(name)
+		d.missing[s.Name()] = fmt.Errorf("%s has no symbol %s: %w",
+			path, strings.Join(s.Names, " or "), backend.ErrNotSupported)
+		bindMissing(s.Raw)
+		if s.Bind != nil {
+			s.Bind(s.Name())
 		}
 	}
 	return d, nil
@@ -266,7 +248,8 @@ func (d *driver) has(name string) bool { return d.bound[name] != "" }
 // ErrNotSupported naming the symbol for an absent one, a *backend.Fault for
 // a sticky error (the context is gone; the rank reports a GPU fault), and
 // an *Error otherwise.
-func (d *driver) check(call string, r cuResult) error {
+func (d *driver) check(st status) error {
+	call, r := st.Call, st.Code
 	switch {
 	case r == cudaSuccess:
 		return nil
@@ -357,10 +340,11 @@ func (d *driver) ipcOpenMemHandle(h ipcMemHandle, flags uint32) (uint64, error) 
 	}
 	w := ipcHandleWords(h)
 	var p uint64
-	sp := trace.Begin("cuIpcOpenMemHandle_v2", func() string {
+	const call = "cuIpcOpenMemHandle_v2"
+	sp := trace.Begin(call, func() string {
 		return trace.KV("handle", fmt.Sprintf("%x", h[:]), "flags", trace.Hex(flags))
 	})
 	r := d.cuIpcOpenMemHandleRaw(&p, flags, 0, 0, 0, 0, w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7])
 	d.end(sp, r, func() string { return "pdptr=" + trace.Hex(p) })
-	return p, d.check("cuIpcOpenMemHandle_v2", r)
+	return p, d.check(status{Call: call, Code: r})
 }

@@ -76,11 +76,11 @@ func offlineDriver() *driver {
 
 func TestCheckMapsResults(t *testing.T) {
 	d := offlineDriver()
-	if err := d.check("cuInit", 0); err != nil {
+	if err := d.check(status{Call: "cuInit", Code: 0}); err != nil {
 		t.Fatalf("CUDA_SUCCESS: %v", err)
 	}
 
-	err := d.check("cuMemGetHandleForAddressRange", cudaErrorNotSupported)
+	err := d.check(status{Call: "cuMemGetHandleForAddressRange", Code: cudaErrorNotSupported})
 	var e *Error
 	if !errors.As(err, &e) || e.Code != 801 || e.Name != "CUDA_ERROR_NOT_SUPPORTED" || e.Call != "cuMemGetHandleForAddressRange" {
 		t.Fatalf("801: got %#v", err)
@@ -92,12 +92,12 @@ func TestCheckMapsResults(t *testing.T) {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 
-	err = d.check("cuMemCreate", cudaErrorInvalidValue)
+	err = d.check(status{Call: "cuMemCreate", Code: cudaErrorInvalidValue})
 	if !errors.As(err, &e) || e.Name != "CUDA_ERROR_INVALID_VALUE" || errors.Is(err, backend.ErrNotSupported) {
 		t.Errorf("1: got %v (ErrNotSupported=%v)", err, errors.Is(err, backend.ErrNotSupported))
 	}
 
-	err = d.check("cuMemMap", 12345)
+	err = d.check(status{Call: "cuMemMap", Code: 12345})
 	if !errors.As(err, &e) || e.Name != "CUDA_ERROR_12345" {
 		t.Errorf("unknown code: got %v", err)
 	}
@@ -109,7 +109,7 @@ func TestCheckMapsResults(t *testing.T) {
 		718: "CUDA_ERROR_INVALID_PC", 719: "CUDA_ERROR_LAUNCH_FAILED",
 		214: "CUDA_ERROR_ECC_UNCORRECTABLE", 220: "CUDA_ERROR_NVLINK_UNCORRECTABLE",
 	} {
-		err := d.check("cuStreamSynchronize", cuResult(code))
+		err := d.check(status{Call: "cuStreamSynchronize", Code: cuResult(code)})
 		var f *backend.Fault
 		if !errors.As(err, &f) {
 			t.Errorf("%d: want *backend.Fault, got %T %v", code, err, err)
@@ -122,12 +122,12 @@ func TestCheckMapsResults(t *testing.T) {
 	}
 	// Not sticky: out of resources, not ready, peer access already enabled.
 	for _, code := range []int{2, 600, 701, 704, 999} {
-		if isFault(d.check("cuLaunchKernel", cuResult(code))) {
+		if isFault(d.check(status{Call: "cuLaunchKernel", Code: cuResult(code)})) {
 			t.Errorf("%d must not be a fault", code)
 		}
 	}
 
-	err = d.check("cuMemGetHandleForAddressRange", resultSymbolMissing)
+	err = d.check(status{Call: "cuMemGetHandleForAddressRange", Code: resultSymbolMissing})
 	if !errors.Is(err, backend.ErrNotSupported) || !strings.Contains(err.Error(), "cuMemGetHandleForAddressRange") {
 		t.Errorf("missing symbol: %v", err)
 	}
@@ -182,12 +182,12 @@ func TestMissingSymbols(t *testing.T) {
 	if len(d.bound) != 0 {
 		t.Errorf("libc.so.6 exported CUDA symbols? %v", d.bound)
 	}
-	err = d.check("cuInit", d.cuInit(0))
+	err = d.check(d.cuInit(0))
 	if !errors.Is(err, backend.ErrNotSupported) || !strings.Contains(err.Error(), "cuInit") {
 		t.Errorf("cuInit: %v", err)
 	}
 	var ms float32
-	err = d.check("cuEventElapsedTime_v2", d.cuEventElapsedTime(&ms, 0, 0))
+	err = d.check(d.cuEventElapsedTime(&ms, 0, 0))
 	if !errors.Is(err, backend.ErrNotSupported) || !strings.Contains(err.Error(), "cuEventElapsedTime_v2 or cuEventElapsedTime") {
 		t.Errorf("cuEventElapsedTime: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"p2patomics/internal/binding"
 	"p2patomics/trace"
 )
 
@@ -17,10 +18,12 @@ func fakeMemCreate(h *uintptr, size uint64, prop *allocProp, flags uint64) uint3
 	return errSuccess
 }
 
-func tracedFake() (*lib, func(*uintptr, uint64, *allocProp, uint64) uint32) {
+func tracedFake() (*lib, func(*uintptr, uint64, *allocProp, uint64) status) {
 	l := &lib{missing: map[string]string{}}
-	fn := fakeMemCreate
-	sym4(l, &fn, ">handle:x size prop flags:x", "hipMemCreate").wrap()
+	var fn func(*uintptr, uint64, *allocProp, uint64) status
+	s := binding.Sym4(&fn, l.end, ">handle:x size prop flags:x", "hipMemCreate")
+	*s.Raw.(*func(*uintptr, uint64, *allocProp, uint64) uint32) = fakeMemCreate
+	s.Bind(s.Name())
 	return l, fn
 }
 
@@ -74,13 +77,16 @@ func TestTraceRecordsCall(t *testing.T) {
 func TestEveryEntryPointTraced(t *testing.T) {
 	l := &lib{missing: map[string]string{}}
 	syms := l.symbols()
+	if err := binding.Validate(syms); err != nil {
+		t.Fatal(err)
+	}
 	if len(syms) != len(requiredSymbols)+len(optionalSymbols) {
 		t.Fatalf("%d symbols in the table", len(syms))
 	}
 	trace.On()
 	t.Cleanup(trace.Off)
 	for _, s := range syms {
-		fv := reflect.ValueOf(s.fn).Elem()
+		fv := reflect.ValueOf(s.Raw).Elem()
 		ft := fv.Type()
 		fv.Set(reflect.MakeFunc(ft, func([]reflect.Value) []reflect.Value {
 			out := make([]reflect.Value, ft.NumOut())
@@ -89,14 +95,15 @@ func TestEveryEntryPointTraced(t *testing.T) {
 			}
 			return out
 		}))
-		untraced := s.name == "hipGetErrorName" || s.name == "hipGetErrorString"
-		if (s.wrap == nil) != untraced {
-			t.Errorf("%s: traced=%v", s.name, s.wrap != nil)
+		untraced := s.Name() == "hipGetErrorName" || s.Name() == "hipGetErrorString"
+		if (s.Bind == nil) != untraced {
+			t.Errorf("%s: traced=%v", s.Name(), s.Bind != nil)
 		}
-		if s.wrap == nil {
+		if s.Bind == nil {
 			continue
 		}
-		s.wrap()
+		s.Bind(s.Name())
+		fv = reflect.ValueOf(s.Fn).Elem()
 		args := make([]reflect.Value, ft.NumIn())
 		for i := range args {
 			args[i] = reflect.Zero(ft.In(i))
@@ -104,8 +111,8 @@ func TestEveryEntryPointTraced(t *testing.T) {
 		seq := trace.Seq()
 		fv.Call(args)
 		recs := trace.Since(seq)
-		if len(recs) != 1 || recs[0].Name != s.name || recs[0].Err || recs[0].InFlight {
-			t.Errorf("%s: records %+v", s.name, recs)
+		if len(recs) != 1 || recs[0].Name != s.Name() || recs[0].Err || recs[0].InFlight {
+			t.Errorf("%s: records %+v", s.Name(), recs)
 		}
 	}
 }
@@ -154,10 +161,10 @@ func TestTraceRealRuntime(t *testing.T) {
 	for _, r := range recs {
 		t.Log(trace.Line(r, 0))
 	}
-	if len(recs) != 1 || recs[0].Name != "hipGetDeviceCount" || recs[0].Code != int64(st) {
-		t.Fatalf("records %+v (status %d)", recs, st)
+	if len(recs) != 1 || recs[0].Name != "hipGetDeviceCount" || recs[0].Code != int64(st.Code) || st.Call != "hipGetDeviceCount" {
+		t.Fatalf("records %+v (status %+v)", recs, st)
 	}
-	if st == errNoDevice && (recs[0].CodeName != "hipErrorNoDevice" || !recs[0].Err) {
+	if st.Code == errNoDevice && (recs[0].CodeName != "hipErrorNoDevice" || !recs[0].Err) {
 		t.Errorf("no device: %+v", recs[0])
 	}
 }

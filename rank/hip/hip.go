@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -49,15 +51,14 @@ const (
 	// register goes straight to hsa_amd_vmem_import_shareable_handle) and in
 	// hip-tests since rocm-systems PR #1564 (Oct 2025).
 	importValue
-	// importProbe: 7.0–7.1, unverified here. Try the pointer form first,
-	// with the int placed where its address's low 32 bits read as a NEGATIVE
-	// int, so a value-reading CLR gets an invalid fd and returns an error
-	// (never a crash, never someone else's fd); then the value form.
+	// importProbe: 7.0–7.1, unverified here: Open decides the convention
+	// once with a throw-away self export/import (decideImport) and every
+	// import then uses the answer.
 	importProbe
 )
 
 func (m importMode) String() string {
-	return [...]string{"pointer-to-fd", "fd-value", "probe(pointer,then value)"}[m]
+	return [...]string{"pointer-to-fd", "fd-value", "undecided"}[m]
 }
 
 // importModeFor picks the convention from HIP_VERSION.
@@ -108,16 +109,16 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 	}
 	b.l = l
 	var n int32
-	if st := l.getDeviceCount(&n); st != errSuccess {
-		if st == errNoDevice {
+	if st := l.getDeviceCount(&n); st.Code != errSuccess {
+		if st.Code == errNoDevice {
 			return backend.DeviceInfo{}, backend.NotSupportedf("no AMD GPU (hipErrorNoDevice from hipGetDeviceCount, %s)", l.name)
 		}
-		return backend.DeviceInfo{}, l.check("hipGetDeviceCount", st)
+		return backend.DeviceInfo{}, l.check(st)
 	}
 	if n == 0 {
 		return backend.DeviceInfo{}, backend.NotSupportedf("no AMD GPU (hipGetDeviceCount = 0)")
 	}
-	if err := l.check("hipRuntimeGetVersion", l.runtimeVersion(&b.version)); err != nil {
+	if err := l.check(l.runtimeVersion(&b.version)); err != nil {
 		return backend.DeviceInfo{}, err
 	}
 	if b.version < minExportVersion {
@@ -127,7 +128,7 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 	if cfg.Device < 0 || int(cfg.Device) >= int(n) {
 		return backend.DeviceInfo{}, fmt.Errorf("device %d out of range: %d HIP devices", cfg.Device, n)
 	}
-	if err := l.check("hipSetDevice", l.setDevice(int32(cfg.Device))); err != nil {
+	if err := l.check(l.setDevice(int32(cfg.Device))); err != nil {
 		return backend.DeviceInfo{}, err
 	}
 	var vmm int32
@@ -135,11 +136,18 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 	if vmm == 0 {
 		return backend.DeviceInfo{}, backend.NotSupportedf("hipDeviceAttributeVirtualMemoryManagementSupported is 0 on device %d", cfg.Device)
 	}
+	b.bufs = map[*buffer]bool{}
+	probed := b.mode == importProbe
+	if err := b.decideImport(); err != nil {
+		return backend.DeviceInfo{}, err
+	}
 	info := b.deviceInfo(int(n))
+	if probed {
+		info.Attrs["import_convention"] += " (decided at Open by a self export/import)"
+	}
 	if b.params, err = newCmem(maxParams * 16); err != nil {
 		return backend.DeviceInfo{}, err
 	}
-	b.bufs = map[*buffer]bool{}
 	b.funcs = map[string]uintptr{}
 	if err := b.loadModule(info.Attrs["gcnArchName"]); err != nil {
 		return backend.DeviceInfo{}, err
@@ -152,14 +160,14 @@ func (b *Backend) deviceInfo(count int) backend.DeviceInfo {
 	name, gcn, total, mp := "", "", uint64(0), int32(0)
 	var uuid string
 	b.l.beginProbe() // the R0600 struct first, else the old one
-	okR0600 := b.l.propsR0600 != nil && b.l.propsR0600(unsafe.Pointer(&buf[0]), int32(b.cfg.Device)) == errSuccess
+	okR0600 := b.l.propsR0600 != nil && b.l.propsR0600(unsafe.Pointer(&buf[0]), int32(b.cfg.Device)).Code == errSuccess
 	b.l.endProbe()
 	if okR0600 {
 		name, gcn = cstr(buf[propR0600Name:]), cstr(buf[propR0600GcnArch:])
 		total = binary.LittleEndian.Uint64(buf[propR0600TotalMem:])
 		mp = int32(binary.LittleEndian.Uint32(buf[propR0600MPCount:]))
 		uuid = fmt.Sprintf("GPU-%x", buf[propR0600UUID:propR0600UUID+16])
-	} else if b.l.propsOld(unsafe.Pointer(&buf[0]), int32(b.cfg.Device)) == errSuccess {
+	} else if b.l.propsOld(unsafe.Pointer(&buf[0]), int32(b.cfg.Device)).Code == errSuccess {
 		name, gcn = cstr(buf[propR0000Name:]), cstr(buf[propR0000GcnArch:])
 		total = binary.LittleEndian.Uint64(buf[propR0000TotalMem:])
 		mp = int32(binary.LittleEndian.Uint32(buf[propR0000MPCount:]))
@@ -167,7 +175,7 @@ func (b *Backend) deviceInfo(count int) backend.DeviceInfo {
 	var drv int32
 	b.l.driverVersion(&drv)
 	a, _, _ := strings.Cut(gcn, ":")
-	attrs := map[string]string{"gcnArchName": gcn, "import_convention": b.mode.String(), "library": b.l.name}
+	attrs := map[string]string{"gcnArchName": gcn, "import_convention": b.mode.String(), "library": b.l.path}
 	for peer := 0; peer < count; peer++ {
 		if peer == b.cfg.Device {
 			continue
@@ -204,7 +212,7 @@ func (b *Backend) loadModule(gcn string) error {
 		return err
 	}
 	copy(b.code, obj.Data)
-	return b.l.check("hipModuleLoadData("+obj.Target+")", b.l.moduleLoadData(&b.module, b.code.addr()))
+	return b.l.checkFor(obj.Target, b.l.moduleLoadData(&b.module, b.code.addr()))
 }
 
 func (b *Backend) prop(kind string) (allocProp, error) {
@@ -228,8 +236,15 @@ func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Expor
 		return nil, backend.Export{}, err
 	}
 	l := b.l
+	// The granularity is asked with a Pinned prop whatever the kind: CLR
+	// 6.x rejects every other type there (hipamd/src/hip_vm.cpp, rocm-6.2.0
+	// and 6.3.0.1: hipErrorInvalidValue), which would turn uncached's
+	// documented skip into an error, and no CLR's answer depends on the type
+	// (6.x returns the device's VMM granularity, 7.x picks by option alone).
+	gp := p
+	gp.Type = allocTypePinned
 	var g uint64
-	if err := l.check("hipMemGetAllocationGranularity", l.granularity(&g, &p, granularityRecommended)); err != nil {
+	if err := l.check(l.granularity(&g, &gp, granularityRecommended)); err != nil {
 		return nil, backend.Export{}, err
 	}
 	if g == 0 {
@@ -237,18 +252,18 @@ func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Expor
 	}
 	size = (size + g - 1) / g * g
 	buf := &buffer{size: size}
-	if st := l.memCreate(&buf.handle, size, &p, 0); st != errSuccess {
-		err := l.check("hipMemCreate", st)
-		if kind == kindUncached && (st == errInvalidValue || st == errNotSupported) {
+	if st := l.memCreate(&buf.handle, size, &p, 0); st.Code != errSuccess {
+		err := l.check(st)
+		if kind == kindUncached && (st.Code == errInvalidValue || st.Code == errNotSupported) {
 			return nil, backend.Export{}, backend.NotSupportedf("hipMemCreate rejected hipMemAllocationTypeUncached (0x40000000) on HIP %s: %v", versionString(b.version), err)
 		}
 		return nil, backend.Export{}, err
 	}
-	if err := l.check("hipMemAddressReserve", l.addressReserve(&buf.va, size, 0, 0, 0)); err != nil {
+	if err := l.check(l.addressReserve(&buf.va, size, 0, 0, 0)); err != nil {
 		b.release(buf)
 		return nil, backend.Export{}, err
 	}
-	if err := l.check("hipMemMap", l.memMap(buf.va, size, 0, buf.handle, 0)); err != nil {
+	if err := l.check(l.memMap(buf.va, size, 0, buf.handle, 0)); err != nil {
 		b.release(buf)
 		return nil, backend.Export{}, err
 	}
@@ -258,7 +273,7 @@ func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Expor
 		return nil, backend.Export{}, err
 	}
 	var fd int32 = -1
-	if err := l.check("hipMemExportToShareableHandle", l.memExport(unsafe.Pointer(&fd), buf.handle, handleTypePosixFD, 0)); err != nil {
+	if err := l.check(l.memExport(unsafe.Pointer(&fd), buf.handle, handleTypePosixFD, 0)); err != nil {
 		b.release(buf)
 		return nil, backend.Export{}, err
 	}
@@ -268,7 +283,7 @@ func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Expor
 
 func (b *Backend) setAccess(buf *buffer) error {
 	d := accessDesc{Location: memLocation{Type: locationTypeDevice, ID: int32(b.cfg.Device)}, Flags: accessProtReadWrite}
-	return b.l.check("hipMemSetAccess", b.l.memSetAccess(buf.va, buf.size, &d, 1))
+	return b.l.check(b.l.memSetAccess(buf.va, buf.size, &d, 1))
 }
 
 // Import: hipMemImportFromShareableHandle in the loaded runtime's
@@ -288,11 +303,11 @@ func (b *Backend) Import(kind string, exp backend.Export, grant bool) (backend.B
 		return nil, err
 	}
 	l := b.l
-	if err := l.check("hipMemAddressReserve", l.addressReserve(&buf.va, buf.size, 0, 0, 0)); err != nil {
+	if err := l.check(l.addressReserve(&buf.va, buf.size, 0, 0, 0)); err != nil {
 		b.release(buf)
 		return nil, err
 	}
-	if err := l.check("hipMemMap", l.memMap(buf.va, buf.size, 0, buf.handle, 0)); err != nil {
+	if err := l.check(l.memMap(buf.va, buf.size, 0, buf.handle, 0)); err != nil {
 		b.release(buf)
 		return nil, err
 	}
@@ -308,35 +323,129 @@ func (b *Backend) Import(kind string, exp backend.Export, grant bool) (backend.B
 }
 
 func (b *Backend) importFd(fd int32, h *uintptr) error {
-	const call = "hipMemImportFromShareableHandle"
 	switch b.mode {
 	case importValue:
-		return b.l.check(call+"(fd value)", b.l.memImport(h, uintptr(fd), handleTypePosixFD))
+		return b.l.checkFor("fd value", b.l.memImport(h, uintptr(fd), handleTypePosixFD))
 	case importPointer:
 		cell, err := b.cell()
 		if err != nil {
 			return err
 		}
 		*(*int32)(ptr(cell)) = fd
-		return b.l.check(call+"(int* fd)", b.l.memImport(h, cell, handleTypePosixFD))
+		return b.l.checkFor("int* fd", b.l.memImport(h, cell, handleTypePosixFD))
 	}
+	return fmt.Errorf("hip: import convention undecided (Open did not run decideImport)")
+}
+
+// decideImport settles, once at Open, how a HIP 7.0–7.1 runtime reads
+// hipMemImportFromShareableHandle's osHandle, with a throw-away export of
+// its own and an import of that fd. First the pointer form, the int placed
+// where its address's low 32 bits read as a NEGATIVE int: a pointer-reading
+// CLR imports it, a value-reading CLR gets an invalid fd and fails (never a
+// crash, never someone else's fd). If that fails, the cause is either the
+// value convention or an import that fails for another reason, and the
+// error code does not say which (both are hipErrorInvalidValue). The value
+// form is therefore tried only through dualFd: an fd number that is also the
+// address of an int holding that number, so a pointer-reading CLR reads the
+// same fd and fails again instead of dereferencing a small integer (the
+// SIGSEGV the old per-import retry could cause). A failure in both forms is
+// an error at Open, not a crash in a case.
+func (b *Backend) decideImport() error {
+	if b.mode != importProbe {
+		return nil
+	}
+	buf, exp, err := b.Alloc(kindPinned, 1)
+	if err != nil {
+		return fmt.Errorf("hip: import convention probe (self export): %w", err)
+	}
+	defer b.Free(buf)
+	defer syscall.Close(exp.Fd)
 	cell, err := b.cell()
 	if err != nil {
 		return err
 	}
-	*(*int32)(ptr(cell)) = fd
-	b.l.beginProbe() // the int* convention first; the fd value if it fails
-	st := b.l.memImport(h, cell, handleTypePosixFD)
+	*(*int32)(ptr(cell)) = int32(exp.Fd)
+	var h uintptr
+	b.l.beginProbe() // a failure here is an answer
+	st := b.l.memImport(&h, cell, handleTypePosixFD)
 	b.l.endProbe()
-	if st == errSuccess {
+	if st.Code == errSuccess {
+		b.l.memRelease(h)
 		b.mode = importPointer
 		return nil
 	}
-	if err := b.l.check(call+"(fd value, after int* failed)", b.l.memImport(h, uintptr(fd), handleTypePosixFD)); err != nil {
-		return err
+	f, undo, err := dualFd(exp.Fd)
+	if err != nil {
+		return fmt.Errorf("hip %s: cannot decide hipMemImportFromShareableHandle's fd convention safely (the pointer form failed: %v): %w",
+			versionString(b.version), b.l.check(st), err)
 	}
+	defer undo()
+	st = b.l.memImport(&h, uintptr(f), handleTypePosixFD)
+	if st.Code != errSuccess {
+		return fmt.Errorf("hip %s: a self export/import fails in both fd conventions: %w", versionString(b.version), b.l.checkFor("self import", st))
+	}
+	b.l.memRelease(h)
 	b.mode = importValue
 	return nil
+}
+
+// dualMinFd is the lowest fd number dualFd may use: vm.mmap_min_addr, the
+// lowest address a process may map (65536 on most distributions, 4096 on
+// some), rounded up to a page; 65536 if it cannot be read.
+func dualMinFd(page uintptr) uintptr {
+	min := uintptr(0x10000)
+	if b, err := os.ReadFile("/proc/sys/vm/mmap_min_addr"); err == nil {
+		if v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			min = uintptr(v)
+		}
+	}
+	return max((min+page-1)/page*page, page)
+}
+
+// mapFixedNoReplace is MAP_FIXED_NOREPLACE (Linux 4.17): map exactly there
+// or fail, never over an existing mapping. Older kernels take it as a hint
+// and map elsewhere, which dualFd sees and skips.
+const mapFixedNoReplace = 0x100000
+
+// dualFd dups fd onto a descriptor number F that is also the address of a
+// mapped int holding F, so (void*)F names fd F whether the runtime reads
+// osHandle as the fd itself or as an int* to it. F is the first page-aligned
+// number from dualMinFd, below RLIMIT_NOFILE (Go raises the soft limit to
+// the hard one at start), that is neither an open fd nor mapped. undo closes
+// F and unmaps the page. Where no such number exists (RLIMIT_NOFILE at or
+// below vm.mmap_min_addr) the error says so: raising `ulimit -n` fixes it.
+func dualFd(fd int) (int, func(), error) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, nil, fmt.Errorf("getrlimit(RLIMIT_NOFILE): %w", err)
+	}
+	page := uintptr(syscall.Getpagesize())
+	limit := uintptr(min(rl.Cur, 1<<22))
+	lo := dualMinFd(page)
+	for a := lo; a < limit; a += page {
+		if _, _, e := syscall.Syscall(syscall.SYS_FCNTL, a, syscall.F_GETFD, 0); e != syscall.EBADF {
+			continue // an open descriptor
+		}
+		p, _, e := syscall.Syscall6(syscall.SYS_MMAP, a, page, syscall.PROT_READ|syscall.PROT_WRITE,
+			syscall.MAP_PRIVATE|syscall.MAP_ANON|mapFixedNoReplace, ^uintptr(0), 0)
+		if e != 0 {
+			continue
+		}
+		if p != a {
+			syscall.Syscall(syscall.SYS_MUNMAP, p, page, 0)
+			continue
+		}
+		if err := syscall.Dup3(fd, int(a), syscall.O_CLOEXEC); err != nil {
+			syscall.Syscall(syscall.SYS_MUNMAP, a, page, 0)
+			return 0, nil, fmt.Errorf("dup3(%d, %#x): %w", fd, a, err)
+		}
+		*(*int32)(ptr(a)) = int32(a)
+		return int(a), func() {
+			syscall.Close(int(a))
+			syscall.Syscall(syscall.SYS_MUNMAP, a, page, 0)
+		}, nil
+	}
+	return 0, nil, fmt.Errorf("no descriptor number >= vm.mmap_min_addr %#x that is free and mappable below RLIMIT_NOFILE %d (raise ulimit -n above it)", lo, rl.Cur)
 }
 
 // cell returns the address of an int cell whose address, read as a C int
@@ -377,15 +486,15 @@ func cellOffset(base, page uintptr) uintptr {
 func (b *Backend) release(buf *buffer) error {
 	var errs []error
 	if buf.mapped {
-		errs = append(errs, b.l.check("hipMemUnmap", b.l.memUnmap(buf.va, buf.size)))
+		errs = append(errs, b.l.check(b.l.memUnmap(buf.va, buf.size)))
 		buf.mapped = false
 	}
 	if buf.va != 0 {
-		errs = append(errs, b.l.check("hipMemAddressFree", b.l.addressFree(buf.va, buf.size)))
+		errs = append(errs, b.l.check(b.l.addressFree(buf.va, buf.size)))
 		buf.va = 0
 	}
 	if buf.handle != 0 {
-		errs = append(errs, b.l.check("hipMemRelease", b.l.memRelease(buf.handle)))
+		errs = append(errs, b.l.check(b.l.memRelease(buf.handle)))
 		buf.handle = 0
 	}
 	return errors.Join(errs...)
@@ -409,27 +518,27 @@ func (b *Backend) Launch(k kernels.Kernel, grid, block uint32, args []uint64) (b
 	f, ok := b.funcs[k.Name]
 	if !ok {
 		name := append([]byte(k.Name), 0)
-		if err := b.l.check("hipModuleGetFunction("+k.Name+")", b.l.moduleGetFunc(&f, b.module, &name[0])); err != nil {
+		if err := b.l.checkFor(k.Name, b.l.moduleGetFunc(&f, b.module, &name[0])); err != nil {
 			return backend.LaunchResult{}, err
 		}
 		b.funcs[k.Name] = f
 	}
 	fillParams(b.params, args)
 	var start, stop uintptr
-	if err := b.l.check("hipEventCreate", b.l.eventCreate(&start)); err != nil {
+	if err := b.l.check(b.l.eventCreate(&start)); err != nil {
 		return backend.LaunchResult{}, err
 	}
 	defer b.l.eventDestroy(start)
-	if err := b.l.check("hipEventCreate", b.l.eventCreate(&stop)); err != nil {
+	if err := b.l.check(b.l.eventCreate(&stop)); err != nil {
 		return backend.LaunchResult{}, err
 	}
 	defer b.l.eventDestroy(stop)
 	b.l.eventRecord(start, 0)
-	if err := b.l.check("hipModuleLaunchKernel("+k.Name+")", b.l.moduleLaunch(f, grid, 1, 1, block, 1, 1, 0, 0, b.params.addr(), 0)); err != nil {
+	if err := b.l.checkFor(k.Name, b.l.moduleLaunch(f, grid, 1, 1, block, 1, 1, 0, 0, b.params.addr(), 0)); err != nil {
 		return backend.LaunchResult{}, b.fault(err)
 	}
 	b.l.eventRecord(stop, 0)
-	if err := b.l.check("hipEventSynchronize", b.l.eventSynchronize(stop)); err != nil {
+	if err := b.l.check(b.l.eventSynchronize(stop)); err != nil {
 		return backend.LaunchResult{}, b.fault(err)
 	}
 	var ms float32
@@ -466,7 +575,7 @@ func (b *Backend) Read(bb backend.Buffer, off uint64, p []byte) error {
 	if off+uint64(len(p)) > bb.Size() {
 		return fmt.Errorf("hip: range outside buffer")
 	}
-	return b.fault(b.l.check("hipMemcpyDtoH", b.l.memcpyDtoH(unsafe.Pointer(&p[0]), uintptr(bb.Addr()+off), uint64(len(p)))))
+	return b.fault(b.l.check(b.l.memcpyDtoH(unsafe.Pointer(&p[0]), uintptr(bb.Addr()+off), uint64(len(p)))))
 }
 
 func (b *Backend) Write(bb backend.Buffer, off uint64, p []byte) error {
@@ -476,7 +585,7 @@ func (b *Backend) Write(bb backend.Buffer, off uint64, p []byte) error {
 	if off+uint64(len(p)) > bb.Size() {
 		return fmt.Errorf("hip: range outside buffer")
 	}
-	return b.fault(b.l.check("hipMemcpyHtoD", b.l.memcpyHtoD(uintptr(bb.Addr()+off), unsafe.Pointer(&p[0]), uint64(len(p)))))
+	return b.fault(b.l.check(b.l.memcpyHtoD(uintptr(bb.Addr()+off), unsafe.Pointer(&p[0]), uint64(len(p)))))
 }
 
 func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, srcOff uint64, n uint64) (backend.LaunchResult, error) {
@@ -486,11 +595,11 @@ func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, sr
 	defer b.l.eventDestroy(start)
 	defer b.l.eventDestroy(stop)
 	b.l.eventRecord(start, 0)
-	if err := b.l.check("hipMemcpyDtoDAsync", b.l.memcpyDtoDAsync(uintptr(dst.Addr()+dstOff), uintptr(src.Addr()+srcOff), n, 0)); err != nil {
+	if err := b.l.check(b.l.memcpyDtoDAsync(uintptr(dst.Addr()+dstOff), uintptr(src.Addr()+srcOff), n, 0)); err != nil {
 		return backend.LaunchResult{}, b.fault(err)
 	}
 	b.l.eventRecord(stop, 0)
-	if err := b.l.check("hipEventSynchronize", b.l.eventSynchronize(stop)); err != nil {
+	if err := b.l.check(b.l.eventSynchronize(stop)); err != nil {
 		return backend.LaunchResult{}, b.fault(err)
 	}
 	var ms float32
@@ -502,7 +611,7 @@ func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, sr
 }
 
 func (b *Backend) MemInfo() (free, total uint64, err error) {
-	err = b.l.check("hipMemGetInfo", b.l.memGetInfo(&free, &total))
+	err = b.l.check(b.l.memGetInfo(&free, &total))
 	return
 }
 

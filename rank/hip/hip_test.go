@@ -101,7 +101,7 @@ func TestOpenWithoutGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Typed errors carry hipGetErrorName's text from the real library.
-	e := l.check("probe", errNoDevice).(*Error)
+	e := l.check(status{Call: "probe", Code: errNoDevice}).(*Error)
 	if e.Name != "hipErrorNoDevice" {
 		t.Fatalf("hipGetErrorName(100) = %q", e.Name)
 	}

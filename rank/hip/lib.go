@@ -2,7 +2,8 @@ package hip
 
 import (
 	"fmt"
-	"sort"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,8 +12,8 @@ import (
 
 	"github.com/ebitengine/purego"
 
+	"p2patomics/internal/binding"
 	"p2patomics/rank/backend"
-	"p2patomics/trace"
 )
 
 // libNames are tried in order: HIP's SOVERSION is its major version.
@@ -41,44 +42,45 @@ var optionalSymbols = map[string]string{
 // current device (hipSetDevice): every call must come from the OS thread
 // that called Open, which the rank server guarantees (LockOSThread).
 type lib struct {
-	name    string
+	name    string // the candidate that loaded (a soname or a path)
+	path    string // the file the process mapped for it (/proc/self/maps)
 	missing map[string]string
 	probing atomic.Int32 // > 0 inside beginProbe/endProbe
 
-	init_            func(flags uint32) uint32
-	getDeviceCount   func(n *int32) uint32
-	setDevice        func(dev int32) uint32
+	init_            func(flags uint32) status
+	getDeviceCount   func(n *int32) status
+	setDevice        func(dev int32) status
 	getErrorName     func(e uint32) uintptr
 	getErrorString   func(e uint32) uintptr
-	runtimeVersion   func(v *int32) uint32
-	driverVersion    func(v *int32) uint32
-	deviceAttribute  func(v *int32, attr uint32, dev int32) uint32
-	propsOld         func(p unsafe.Pointer, dev int32) uint32
-	propsR0600       func(p unsafe.Pointer, dev int32) uint32
-	granularity      func(g *uint64, prop *allocProp, option uint32) uint32
-	memCreate        func(h *uintptr, size uint64, prop *allocProp, flags uint64) uint32
-	memRelease       func(h uintptr) uint32
-	addressReserve   func(p *uintptr, size, align uint64, addr uintptr, flags uint64) uint32
-	addressFree      func(p uintptr, size uint64) uint32
-	memMap           func(p uintptr, size, offset uint64, h uintptr, flags uint64) uint32
-	memUnmap         func(p uintptr, size uint64) uint32
-	memSetAccess     func(p uintptr, size uint64, desc *accessDesc, n uint64) uint32
-	memExport        func(out unsafe.Pointer, h uintptr, typ uint32, flags uint64) uint32
-	memImport        func(h *uintptr, osHandle uintptr, typ uint32) uint32
-	moduleLoadData   func(m *uintptr, image uintptr) uint32
-	moduleGetFunc    func(f *uintptr, m uintptr, name *byte) uint32
-	moduleLaunch     func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params uintptr, extra uintptr) uint32
-	moduleUnload     func(m uintptr) uint32
-	eventCreate      func(e *uintptr) uint32
-	eventRecord      func(e uintptr, stream uintptr) uint32
-	eventSynchronize func(e uintptr) uint32
-	eventElapsed     func(ms *float32, start, stop uintptr) uint32
-	eventDestroy     func(e uintptr) uint32
-	memcpyDtoH       func(dst unsafe.Pointer, src uintptr, n uint64) uint32
-	memcpyHtoD       func(dst uintptr, src unsafe.Pointer, n uint64) uint32
-	memcpyDtoDAsync  func(dst, src uintptr, n uint64, stream uintptr) uint32
-	deviceSync       func() uint32
-	memGetInfo       func(free, total *uint64) uint32
+	runtimeVersion   func(v *int32) status
+	driverVersion    func(v *int32) status
+	deviceAttribute  func(v *int32, attr uint32, dev int32) status
+	propsOld         func(p unsafe.Pointer, dev int32) status
+	propsR0600       func(p unsafe.Pointer, dev int32) status
+	granularity      func(g *uint64, prop *allocProp, option uint32) status
+	memCreate        func(h *uintptr, size uint64, prop *allocProp, flags uint64) status
+	memRelease       func(h uintptr) status
+	addressReserve   func(p *uintptr, size, align uint64, addr uintptr, flags uint64) status
+	addressFree      func(p uintptr, size uint64) status
+	memMap           func(p uintptr, size, offset uint64, h uintptr, flags uint64) status
+	memUnmap         func(p uintptr, size uint64) status
+	memSetAccess     func(p uintptr, size uint64, desc *accessDesc, n uint64) status
+	memExport        func(out unsafe.Pointer, h uintptr, typ uint32, flags uint64) status
+	memImport        func(h *uintptr, osHandle uintptr, typ uint32) status
+	moduleLoadData   func(m *uintptr, image uintptr) status
+	moduleGetFunc    func(f *uintptr, m uintptr, name *byte) status
+	moduleLaunch     func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream uintptr, params uintptr, extra uintptr) status
+	moduleUnload     func(m uintptr) status
+	eventCreate      func(e *uintptr) status
+	eventRecord      func(e uintptr, stream uintptr) status
+	eventSynchronize func(e uintptr) status
+	eventElapsed     func(ms *float32, start, stop uintptr) status
+	eventDestroy     func(e uintptr) status
+	memcpyDtoH       func(dst unsafe.Pointer, src uintptr, n uint64) status
+	memcpyHtoD       func(dst uintptr, src unsafe.Pointer, n uint64) status
+	memcpyDtoDAsync  func(dst, src uintptr, n uint64, stream uintptr) status
+	deviceSync       func() status
+	memGetInfo       func(free, total *uint64) status
 }
 
 var (
@@ -87,104 +89,101 @@ var (
 	loadErr  error
 )
 
+// rocmLibDirs are searched after the loader's own path: AMD's install guide
+// leaves adding /opt/rocm/lib to the loader config as a manual step, so a
+// host that skipped it still finds the runtime ($ROCM_PATH first, as
+// Triton's AMD driver does).
+func rocmLibDirs() []string {
+	var dirs []string
+	if r := os.Getenv("ROCM_PATH"); r != "" {
+		dirs = append(dirs, filepath.Join(r, "lib"))
+	}
+	return append(dirs, "/opt/rocm/lib")
+}
+
 func load() (*lib, error) {
 	loadOnce.Do(func() {
 		var errs []string
-		for i, n := range libNames {
-			l, err := open(n, i == len(libNames)-1)
+		cands := binding.Candidates(libNames, rocmLibDirs())
+		for i, n := range cands {
+			l, err := open(n, i == len(cands)-1)
 			if err == nil {
 				loaded = l
 				return
 			}
 			errs = append(errs, err.Error())
 		}
-		loadErr = backend.NotSupportedf("no loadable libamdhip64 (no ROCm HIP runtime installed?): %s", strings.Join(errs, "; "))
+		loadErr = backend.NotSupportedf("no loadable libamdhip64 (no ROCm HIP runtime installed? searched the loader path, $ROCM_PATH/lib and /opt/rocm/lib): %s", strings.Join(errs, "; "))
 	})
 	return loaded, loadErr
 }
 
-// symbol is one entry point: its name, the Go function variable to bind,
-// and wrap, which puts the bound function behind the trace point
-// (calltrace.go; nil for the error-name lookups).
-type symbol struct {
-	name string
-	fn   any
-	wrap func()
-}
+// status is what a bound entry point returns: the hipError_t and the name of
+// the symbol that returned it, so call sites name a symbol only in the table.
+type status = binding.Status[uint32]
 
 // symbols is the binding table. The string before the name is the argSpec:
-// what the trace records of each argument (argspec.go).
-func (l *lib) symbols() []symbol {
-	return []symbol{
-		sym1(l, &l.init_, "flags:x", "hipInit"),
-		sym1(l, &l.getDeviceCount, ">count", "hipGetDeviceCount"),
-		sym1(l, &l.setDevice, "deviceId", "hipSetDevice"),
-		untraced(&l.getErrorName, "hipGetErrorName"),
-		untraced(&l.getErrorString, "hipGetErrorString"),
-		sym1(l, &l.runtimeVersion, ">runtimeVersion", "hipRuntimeGetVersion"),
-		sym1(l, &l.driverVersion, ">driverVersion", "hipDriverGetVersion"),
-		sym3(l, &l.deviceAttribute, ">pi attr deviceId", "hipDeviceGetAttribute"),
-		sym2(l, &l.propsOld, "prop deviceId", "hipGetDeviceProperties"),
-		sym2(l, &l.propsR0600, "prop deviceId", "hipGetDevicePropertiesR0600"),
-		sym3(l, &l.granularity, ">granularity prop option", "hipMemGetAllocationGranularity"),
-		sym4(l, &l.memCreate, ">handle:x size prop flags:x", "hipMemCreate"),
-		sym1(l, &l.memRelease, "handle:x", "hipMemRelease"),
-		sym5(l, &l.addressReserve, ">ptr:x size alignment addr:x flags:x", "hipMemAddressReserve"),
-		sym2(l, &l.addressFree, "devPtr:x size", "hipMemAddressFree"),
-		sym5(l, &l.memMap, "ptr:x size offset handle:x flags:x", "hipMemMap"),
-		sym2(l, &l.memUnmap, "ptr:x size", "hipMemUnmap"),
-		sym4(l, &l.memSetAccess, "ptr:x size desc count", "hipMemSetAccess"),
-		sym4(l, &l.memExport, ">shareableHandle:i32 handle:x handleType flags:x", "hipMemExportToShareableHandle"),
-		sym3(l, &l.memImport, ">handle:x osHandle:x shHandleType", "hipMemImportFromShareableHandle"),
-		sym2(l, &l.moduleLoadData, ">module:x image:x", "hipModuleLoadData"),
-		sym3(l, &l.moduleGetFunc, ">function:x module:x kname:s", "hipModuleGetFunction"),
-		symLaunch(l, &l.moduleLaunch, "hipModuleLaunchKernel"),
-		sym1(l, &l.moduleUnload, "module:x", "hipModuleUnload"),
-		sym1(l, &l.eventCreate, ">event:x", "hipEventCreate"),
-		sym2(l, &l.eventRecord, "event:x stream:x", "hipEventRecord"),
-		sym1(l, &l.eventSynchronize, "event:x", "hipEventSynchronize"),
-		sym3(l, &l.eventElapsed, ">ms start:x stop:x", "hipEventElapsedTime"),
-		sym1(l, &l.eventDestroy, "event:x", "hipEventDestroy"),
-		sym3(l, &l.memcpyDtoH, "dst src:x sizeBytes", "hipMemcpyDtoH"),
-		sym3(l, &l.memcpyHtoD, "dst:x src sizeBytes", "hipMemcpyHtoD"),
-		sym4(l, &l.memcpyDtoDAsync, "dst:x src:x sizeBytes stream:x", "hipMemcpyDtoDAsync"),
-		sym0(l, &l.deviceSync, "hipDeviceSynchronize"),
-		sym2(l, &l.memGetInfo, ">free >total", "hipMemGetInfo"),
+// what the trace records of each argument (trace.ArgSpec).
+func (l *lib) symbols() []binding.Symbol {
+	return []binding.Symbol{
+		binding.Sym1(&l.init_, l.end, "flags:x", "hipInit"),
+		binding.Sym1(&l.getDeviceCount, l.end, ">count", "hipGetDeviceCount"),
+		binding.Sym1(&l.setDevice, l.end, "deviceId", "hipSetDevice"),
+		binding.Untraced(&l.getErrorName, "hipGetErrorName"),
+		binding.Untraced(&l.getErrorString, "hipGetErrorString"),
+		binding.Sym1(&l.runtimeVersion, l.end, ">runtimeVersion", "hipRuntimeGetVersion"),
+		binding.Sym1(&l.driverVersion, l.end, ">driverVersion", "hipDriverGetVersion"),
+		binding.Sym3(&l.deviceAttribute, l.end, ">pi attr deviceId", "hipDeviceGetAttribute"),
+		binding.Sym2(&l.propsOld, l.end, "prop deviceId", "hipGetDeviceProperties"),
+		binding.Sym2(&l.propsR0600, l.end, "prop deviceId", "hipGetDevicePropertiesR0600"),
+		binding.Sym3(&l.granularity, l.end, ">granularity prop option", "hipMemGetAllocationGranularity"),
+		binding.Sym4(&l.memCreate, l.end, ">handle:x size prop flags:x", "hipMemCreate"),
+		binding.Sym1(&l.memRelease, l.end, "handle:x", "hipMemRelease"),
+		binding.Sym5(&l.addressReserve, l.end, ">ptr:x size alignment addr:x flags:x", "hipMemAddressReserve"),
+		binding.Sym2(&l.addressFree, l.end, "devPtr:x size", "hipMemAddressFree"),
+		binding.Sym5(&l.memMap, l.end, "ptr:x size offset handle:x flags:x", "hipMemMap"),
+		binding.Sym2(&l.memUnmap, l.end, "ptr:x size", "hipMemUnmap"),
+		binding.Sym4(&l.memSetAccess, l.end, "ptr:x size desc count", "hipMemSetAccess"),
+		binding.Sym4(&l.memExport, l.end, ">shareableHandle:i32 handle:x handleType flags:x", "hipMemExportToShareableHandle"),
+		binding.Sym3(&l.memImport, l.end, ">handle:x osHandle:x shHandleType", "hipMemImportFromShareableHandle"),
+		binding.Sym2(&l.moduleLoadData, l.end, ">module:x image:x", "hipModuleLoadData"),
+		binding.Sym3(&l.moduleGetFunc, l.end, ">function:x module:x kname:s", "hipModuleGetFunction"),
+		binding.Launch(&l.moduleLaunch, l.end, "sharedMemBytes", "kernelParams", "hipModuleLaunchKernel"),
+		binding.Sym1(&l.moduleUnload, l.end, "module:x", "hipModuleUnload"),
+		binding.Sym1(&l.eventCreate, l.end, ">event:x", "hipEventCreate"),
+		binding.Sym2(&l.eventRecord, l.end, "event:x stream:x", "hipEventRecord"),
+		binding.Sym1(&l.eventSynchronize, l.end, "event:x", "hipEventSynchronize"),
+		binding.Sym3(&l.eventElapsed, l.end, ">ms start:x stop:x", "hipEventElapsedTime"),
+		binding.Sym1(&l.eventDestroy, l.end, "event:x", "hipEventDestroy"),
+		binding.Sym3(&l.memcpyDtoH, l.end, "dst src:x sizeBytes", "hipMemcpyDtoH"),
+		binding.Sym3(&l.memcpyHtoD, l.end, "dst:x src sizeBytes", "hipMemcpyHtoD"),
+		binding.Sym4(&l.memcpyDtoDAsync, l.end, "dst:x src:x sizeBytes stream:x", "hipMemcpyDtoDAsync"),
+		binding.Sym0(&l.deviceSync, l.end, "hipDeviceSynchronize"),
+		binding.Sym2(&l.memGetInfo, l.end, ">free >total", "hipMemGetInfo"),
 	}
 }
 
 // open loads one candidate library; lastTry says whether a failure ends the
 // search (earlier candidates are probes: their failure is not marked).
 func open(name string, lastTry bool) (*lib, error) {
-	sp := trace.Begin("dlopen", func() string { return trace.KV("path", name, "flags", "RTLD_NOW|RTLD_LOCAL") })
-	h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	if err != nil {
-		sp.EndStatus(-1, err.Error(), lastTry, nil)
-	} else {
-		sp.End(0, "OK", func() string { return "handle=" + trace.Hex(h) })
-	}
+	h, err := binding.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL, "RTLD_NOW|RTLD_LOCAL", lastTry)
 	if err != nil {
 		return nil, err
 	}
-	l := &lib{name: name, missing: map[string]string{}}
+	l := &lib{name: name, path: binding.Loaded("libamdhip64.so"), missing: map[string]string{}}
+	if l.path == "" {
+		l.path = name
+	}
+	_, absent := binding.Bind(h, l.symbols())
 	var bad []string
-	for _, sym := range l.symbols() {
-		addr, err := purego.Dlsym(h, sym.name)
-		if err != nil || addr == 0 {
-			if v, ok := optionalSymbols[sym.name]; ok {
-				l.missing[sym.name] = v
-			} else {
-				bad = append(bad, sym.name)
-			}
-			continue // an absent optional symbol stays nil, untraced
-		}
-		purego.RegisterFunc(sym.fn, addr)
-		if sym.wrap != nil {
-			sym.wrap()
+	for _, n := range absent {
+		if v, ok := optionalSymbols[n]; ok {
+			l.missing[n] = v // an absent optional symbol stays nil
+		} else {
+			bad = append(bad, n)
 		}
 	}
 	if len(bad) > 0 {
-		sort.Strings(bad)
 		return nil, fmt.Errorf("%s lacks required symbols %v", name, bad)
 	}
 	return l, nil
@@ -202,11 +201,22 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s (%d): %s", e.Call, e.Name, e.Code, e.Text)
 }
 
-func (l *lib) check(call string, code uint32) error {
-	if code == errSuccess {
+// check turns a call's status into an error (nil for hipSuccess).
+func (l *lib) check(st status) error {
+	if st.Code == errSuccess {
 		return nil
 	}
-	return &Error{Call: call, Code: code, Name: cString(l.getErrorName(code)), Text: cString(l.getErrorString(code))}
+	return &Error{Call: st.Call, Code: st.Code, Name: cString(l.getErrorName(st.Code)), Text: cString(l.getErrorString(st.Code))}
+}
+
+// checkFor is check with what the call was about after its name, e.g.
+// hipModuleGetFunction(p2p_add_sys); the name is built only on failure.
+func (l *lib) checkFor(what string, st status) error {
+	if st.Code == errSuccess {
+		return nil
+	}
+	st.Call += "(" + what + ")"
+	return l.check(st)
 }
 
 func cString(p uintptr) string {

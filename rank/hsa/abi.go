@@ -28,6 +28,12 @@ const (
 	statusErrorException             = 0x1016
 	statusErrorInvalidISAName        = 0x1017
 	statusErrorFatal                 = 0x1026
+	// what ROCr passes to a queue's error callback (onQueueError)
+	statusErrorInvalidPacketFormat     = 0x1009
+	statusErrorMemoryApertureViolation = 41
+	statusErrorIllegalInstruction      = 42
+	statusErrorMemoryFault             = 43
+	statusErrorOutOfRegisters          = 45
 )
 
 // hsa_system_info_t
@@ -131,6 +137,9 @@ const (
 const (
 	eventMemoryFault    = 0
 	eventHWException    = 1
+	eventMemoryError    = 2
+	hwCauseGPUHang      = 1 << 0
+	hwCauseECC          = 1 << 1
 	faultPageNotPresent = 1 << 0
 	faultReadOnly       = 1 << 1
 	faultNX             = 1 << 2
@@ -203,6 +212,16 @@ type event struct {
 	_          uint32
 }
 
+// hwExceptionEvent mirrors the hw_exception arm of hsa_amd_event_t
+// (hsa_amd_gpu_hw_exception_info_t: agent, reset_type, reset_cause).
+type hwExceptionEvent struct {
+	EventType  uint32
+	_          uint32
+	Agent      uint64
+	ResetType  uint32
+	ResetCause uint32
+}
+
 // eventSize is sizeof(hsa_amd_event_t): the union's largest member decides
 // it; Go only reads the memory-fault arm, so it mirrors just the size.
 const eventSize = 32
@@ -216,6 +235,7 @@ func abiTable() amdabi.Table {
 	var d accessDesc
 	var l linkInfo
 	var e event
+	var hw hwExceptionEvent
 	t := amdabi.Table{
 		{Name: "sizeof.hsa_agent_t", Value: 8}, {Name: "sizeof.hsa_amd_memory_pool_t", Value: 8},
 		{Name: "sizeof.hsa_signal_t", Value: 8}, {Name: "sizeof.hsa_amd_vmem_alloc_handle_t", Value: 8},
@@ -270,11 +290,19 @@ func abiTable() amdabi.Table {
 		{Name: "offsetof.hsa_amd_event_t.memory_fault.agent", Value: u(unsafe.Offsetof(e.Agent))},
 		{Name: "offsetof.hsa_amd_event_t.memory_fault.virtual_address", Value: u(unsafe.Offsetof(e.Address))},
 		{Name: "offsetof.hsa_amd_event_t.memory_fault.fault_reason_mask", Value: u(unsafe.Offsetof(e.ReasonMask))},
+		{Name: "offsetof.hsa_amd_event_t.hw_exception.agent", Value: u(unsafe.Offsetof(hw.Agent))},
+		{Name: "offsetof.hsa_amd_event_t.hw_exception.reset_type", Value: u(unsafe.Offsetof(hw.ResetType))},
+		{Name: "offsetof.hsa_amd_event_t.hw_exception.reset_cause", Value: u(unsafe.Offsetof(hw.ResetCause))},
 	}
 	c := func(name string, v uint64) { t = append(t, amdabi.Item{Name: name, Value: v}) }
 	c("HSA_STATUS_SUCCESS", statusSuccess)
 	c("HSA_STATUS_INFO_BREAK", statusInfoBreak)
 	c("HSA_STATUS_ERROR", statusError)
+	c("HSA_STATUS_ERROR_INVALID_PACKET_FORMAT", statusErrorInvalidPacketFormat)
+	c("HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION", statusErrorMemoryApertureViolation)
+	c("HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION", statusErrorIllegalInstruction)
+	c("HSA_STATUS_ERROR_MEMORY_FAULT", statusErrorMemoryFault)
+	c("HSA_STATUS_ERROR_OUT_OF_REGISTERS", statusErrorOutOfRegisters)
 	c("HSA_STATUS_ERROR_INVALID_ARGUMENT", statusErrorInvalidArgument)
 	c("HSA_STATUS_ERROR_INVALID_ALLOCATION", statusErrorInvalidAllocation)
 	c("HSA_STATUS_ERROR_INVALID_AGENT", statusErrorInvalidAgent)
@@ -362,6 +390,9 @@ func abiTable() amdabi.Table {
 	c("HSA_WAIT_STATE_ACTIVE", waitStateActive)
 	c("HSA_AMD_GPU_MEMORY_FAULT_EVENT", eventMemoryFault)
 	c("HSA_AMD_GPU_HW_EXCEPTION_EVENT", eventHWException)
+	c("HSA_AMD_GPU_MEMORY_ERROR_EVENT", eventMemoryError)
+	c("HSA_AMD_HW_EXCEPTION_CAUSE_GPU_HANG", hwCauseGPUHang)
+	c("HSA_AMD_HW_EXCEPTION_CAUSE_ECC", hwCauseECC)
 	c("HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT", faultPageNotPresent)
 	c("HSA_AMD_MEMORY_FAULT_READ_ONLY", faultReadOnly)
 	c("HSA_AMD_MEMORY_FAULT_NX", faultNX)

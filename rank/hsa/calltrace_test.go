@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"p2patomics/internal/binding"
 	"p2patomics/trace"
 )
 
@@ -19,10 +20,12 @@ func fakeHandleCreate(pool uint64, size uint64, typ uint32, flags uint64, out *u
 	return statusSuccess
 }
 
-func tracedFake() (*lib, func(uint64, uint64, uint32, uint64, *uint64) uint32) {
+func tracedFake() (*lib, func(uint64, uint64, uint32, uint64, *uint64) status) {
 	l := &lib{missing: map[string]string{}}
-	fn := fakeHandleCreate
-	sym5(l, &fn, "pool:x size type flags:x >memory_handle:x", "hsa_amd_vmem_handle_create").wrap()
+	var fn func(uint64, uint64, uint32, uint64, *uint64) status
+	s := binding.Sym5(&fn, l.end, "pool:x size type flags:x >memory_handle:x", "hsa_amd_vmem_handle_create")
+	*s.Raw.(*func(uint64, uint64, uint32, uint64, *uint64) uint32) = fakeHandleCreate
+	s.Bind(s.Name())
 	return l, fn
 }
 
@@ -36,7 +39,7 @@ func TestTraceOffZeroAllocs(t *testing.T) {
 	bad := testing.AllocsPerRun(1000, func() { fn(0x1234, 0, 0, 0, &h) })
 	var sig int64
 	load := func(uint64) int64 { return sig }
-	value1(&load, "signal:x", "hsa_signal_load_relaxed").wrap()
+	binding.Value1(&load, "signal:x", "hsa_signal_load_relaxed").Bind("hsa_signal_load_relaxed")
 	val := testing.AllocsPerRun(1000, func() { load(7) })
 	if ok != 0 || bad != 0 || val != 0 {
 		t.Fatalf("tracing off: %v allocs per successful call, %v per failed call, %v per value call; want 0", ok, bad, val)
@@ -79,13 +82,16 @@ func TestTraceRecordsCall(t *testing.T) {
 func TestEveryEntryPointTraced(t *testing.T) {
 	l := &lib{missing: map[string]string{}}
 	syms := l.symbols()
+	if err := binding.Validate(syms); err != nil {
+		t.Fatal(err)
+	}
 	if len(syms) != len(requiredSymbols)+len(optionalSymbols) {
 		t.Fatalf("%d symbols in the table", len(syms))
 	}
 	trace.On()
 	t.Cleanup(trace.Off)
 	for _, s := range syms {
-		fv := reflect.ValueOf(s.fn).Elem()
+		fv := reflect.ValueOf(s.Raw).Elem()
 		ft := fv.Type()
 		fv.Set(reflect.MakeFunc(ft, func([]reflect.Value) []reflect.Value {
 			out := make([]reflect.Value, ft.NumOut())
@@ -94,13 +100,14 @@ func TestEveryEntryPointTraced(t *testing.T) {
 			}
 			return out
 		}))
-		if (s.wrap == nil) != (s.name == "hsa_status_string") {
-			t.Errorf("%s: traced=%v", s.name, s.wrap != nil)
+		if (s.Bind == nil) != (s.Name() == "hsa_status_string") {
+			t.Errorf("%s: traced=%v", s.Name(), s.Bind != nil)
 		}
-		if s.wrap == nil {
+		if s.Bind == nil {
 			continue
 		}
-		s.wrap()
+		s.Bind(s.Name())
+		fv = reflect.ValueOf(s.Fn).Elem()
 		args := make([]reflect.Value, ft.NumIn())
 		for i := range args {
 			args[i] = reflect.Zero(ft.In(i))
@@ -108,8 +115,8 @@ func TestEveryEntryPointTraced(t *testing.T) {
 		seq := trace.Seq()
 		fv.Call(args)
 		recs := trace.Since(seq)
-		if len(recs) != 1 || recs[0].Name != s.name || recs[0].Err || recs[0].InFlight {
-			t.Errorf("%s: records %+v", s.name, recs)
+		if len(recs) != 1 || recs[0].Name != s.Name() || recs[0].Err || recs[0].InFlight {
+			t.Errorf("%s: records %+v", s.Name(), recs)
 		}
 	}
 }
@@ -124,7 +131,7 @@ func TestTraceRealRuntime(t *testing.T) {
 	trace.On()
 	t.Cleanup(trace.Off)
 	seq := trace.Seq()
-	l, err := open(libName)
+	l, err := open(libName, true)
 	if err != nil {
 		t.Skipf("%s not installed: %v", libName, err)
 	}
@@ -134,7 +141,7 @@ func TestTraceRealRuntime(t *testing.T) {
 		t.Log(trace.Line(r, 0))
 	}
 	if len(recs) != 2 || recs[0].Name != "dlopen" || recs[1].Name != "hsa_init" ||
-		recs[1].Code != int64(st) || recs[1].CodeName != statusName(st) || recs[1].Err != (st != statusSuccess) {
+		recs[1].Code != int64(st.Code) || recs[1].CodeName != statusName(st.Code) || recs[1].Err != (st.Code != statusSuccess) {
 		t.Fatalf("records %+v (status 0x%x)", recs, st)
 	}
 	if !strings.HasPrefix(recs[1].CodeName, "HSA_STATUS_") {

@@ -40,6 +40,7 @@ const (
 type agent struct {
 	handle  uint64
 	gpu     bool
+	cpu     bool
 	node    uint32
 	isa     string // full ISA name, amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-
 	fine    uint64 // FINE_GRAINED global pool (0: none)
@@ -112,11 +113,16 @@ func (b *Backend) Kinds() []string { return []string{kindFine, kindCoarse} }
 
 // Open loads the runtime, checks the version gates and finds the agent.
 func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
-	b.cfg = cfg
 	l, err := load()
 	if err != nil {
 		return backend.DeviceInfo{}, err
 	}
+	return b.open(l, cfg)
+}
+
+// open is Open on a loaded library (the tests pass a fake one).
+func (b *Backend) open(l *lib, cfg backend.Config) (backend.DeviceInfo, error) {
+	b.cfg = cfg
 	b.l = l
 	if err := l.needVmem(); err != nil { // before hsa_init: cheap and GPU-free
 		return backend.DeviceInfo{}, err
@@ -125,7 +131,7 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 		return backend.DeviceInfo{}, err
 	}
 	var vm uint64
-	if err := l.check("hsa_system_get_info(VIRTUAL_MEM_API_SUPPORTED)", l.systemGetInfo(amdSystemInfoVirtualMemAPISupport, unsafe.Pointer(&vm))); err != nil {
+	if err := l.checkFor("VIRTUAL_MEM_API_SUPPORTED", l.systemGetInfo(amdSystemInfoVirtualMemAPISupport, unsafe.Pointer(&vm))); err != nil {
 		return backend.DeviceInfo{}, err
 	}
 	if vm&0xff == 0 {
@@ -150,18 +156,21 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 		nodeOf[a.handle] = a.node
 	}
 	nodeMu.Unlock()
-	if err := l.check("hsa_amd_register_system_event_handler", l.registerEventHandler(eventCallback(), 0)); err != nil {
+	if err := l.check(l.registerEventHandler(eventCallback(), 0)); err != nil {
 		return backend.DeviceInfo{}, err
 	}
 	var q uintptr
-	if err := l.check("hsa_queue_create", l.queueCreate(b.self.handle, queueSize, queueTypeSingle, 0, 0, ^uint32(0), ^uint32(0), &q)); err != nil {
+	// The error callback records a queue error as the fault the next
+	// Launch (or the running wait) returns; with none, ROCr's default
+	// handler prints "Queue at … inactivated" and aborts.
+	if err := l.check(l.queueCreate(b.self.handle, queueSize, queueTypeSingle, queueCallback(), 0, ^uint32(0), ^uint32(0), &q)); err != nil {
 		return backend.DeviceInfo{}, err
 	}
 	b.queue = q
-	if err := l.check("hsa_amd_memory_pool_allocate(staging)", l.poolAllocate(b.cpu.sysFine, stagingSize, 0, &b.staging)); err != nil {
+	if err := l.checkFor("staging", l.poolAllocate(b.cpu.sysFine, stagingSize, 0, &b.staging)); err != nil {
 		return backend.DeviceInfo{}, err
 	}
-	if err := l.check("hsa_amd_agents_allow_access(staging)", l.agentsAllowAccess(1, &b.self.handle, 0, b.staging)); err != nil {
+	if err := l.checkFor("staging", l.agentsAllowAccess(1, &b.self.handle, 0, b.staging)); err != nil {
 		return backend.DeviceInfo{}, err
 	}
 	b.bufs = map[*buffer]bool{}
@@ -177,18 +186,18 @@ func (b *Backend) discover() error {
 	iterMu.Lock()
 	defer iterMu.Unlock()
 	iterAgents = nil
-	if err := b.l.check("hsa_iterate_agents", b.l.iterateAgents(agentCB, 0)); err != nil {
+	if err := b.l.check(b.l.iterateAgents(agentCB, 0)); err != nil {
 		return err
 	}
 	for _, h := range append([]uint64(nil), iterAgents...) {
 		var dev uint32
-		if err := b.l.check("hsa_agent_get_info(DEVICE)", b.l.agentGetInfo(h, agentInfoDevice, unsafe.Pointer(&dev))); err != nil {
+		if err := b.l.checkFor("DEVICE", b.l.agentGetInfo(h, agentInfoDevice, unsafe.Pointer(&dev))); err != nil {
 			return err
 		}
-		a := &agent{handle: h, gpu: dev == deviceTypeGPU}
+		a := &agent{handle: h, gpu: dev == deviceTypeGPU, cpu: dev == deviceTypeCPU}
 		b.l.agentGetInfo(h, agentInfoNode, unsafe.Pointer(&a.node))
 		iterPools = nil
-		if err := b.l.check("hsa_amd_agent_iterate_memory_pools", b.l.iteratePools(h, poolCB, 0)); err != nil {
+		if err := b.l.check(b.l.iteratePools(h, poolCB, 0)); err != nil {
 			return err
 		}
 		for _, p := range append([]uint64(nil), iterPools...) {
@@ -223,19 +232,21 @@ func (b *Backend) discover() error {
 		}
 		if a.gpu {
 			iterISAs = nil
-			if err := b.l.check("hsa_agent_iterate_isas", b.l.agentIterateISAs(h, isaCB, 0)); err != nil {
+			if err := b.l.check(b.l.agentIterateISAs(h, isaCB, 0)); err != nil {
 				return err
 			}
 			if len(iterISAs) > 0 {
 				var n uint32
 				b.l.isaGetInfoAlt(iterISAs[0], isaInfoNameLength, unsafe.Pointer(&n))
 				name := make([]byte, n+1)
-				if n > 0 && b.l.isaGetInfoAlt(iterISAs[0], isaInfoName, unsafe.Pointer(&name[0])) == statusSuccess {
+				if n > 0 && b.l.isaGetInfoAlt(iterISAs[0], isaInfoName, unsafe.Pointer(&name[0])).Code == statusSuccess {
 					a.isa = goString(name)
 				}
 			}
 			b.agents = append(b.agents, a)
-		} else if b.cpu == nil {
+		} else if a.cpu && b.cpu == nil {
+			// The first CPU agent; other non-GPU agents (AIE, DSP) have
+			// no kernarg pool and are skipped.
 			b.cpu = a
 		}
 	}
@@ -258,7 +269,7 @@ func (b *Backend) agentString(h uint64, attr uint32) string {
 	buf := make([]byte, 256)
 	b.l.beginProbe() // an attribute this runtime lacks reads as ""
 	defer b.l.endProbe()
-	if b.l.agentGetInfo(h, attr, unsafe.Pointer(&buf[0])) != statusSuccess {
+	if b.l.agentGetInfo(h, attr, unsafe.Pointer(&buf[0])).Code != statusSuccess {
 		return ""
 	}
 	return goString(buf)
@@ -289,6 +300,12 @@ func (b *Backend) deviceInfo() backend.DeviceInfo {
 		"xnack":        fmt.Sprint(xnack&0xff != 0),
 		"fine_pool":    fmt.Sprint(a.fine != 0),
 		"extfine_pool": fmt.Sprint(a.extFine != 0),
+		"library":      b.l.path,
+	}
+	// Which pool serves kind fine on this agent (every fine buffer of the
+	// rank: the choice is per agent); each export's Meta says it too.
+	if _, name, err := b.pool(kindFine); err == nil {
+		attrs["fine_served_by"] = name
 	}
 	for i, p := range b.agents {
 		if p == a {
@@ -323,12 +340,12 @@ func (b *Backend) link(a, pool uint64) string {
 	b.l.beginProbe() // link details are optional facts
 	defer b.l.endProbe()
 	var hops uint32
-	if b.l.agentPoolGetInfo(a, pool, agentPoolInfoNumLinkHops, unsafe.Pointer(&hops)) != statusSuccess || hops == 0 {
+	if b.l.agentPoolGetInfo(a, pool, agentPoolInfoNumLinkHops, unsafe.Pointer(&hops)).Code != statusSuccess || hops == 0 {
 		return "no link"
 	}
 	hops = min(hops, 8)
 	infos := make([]linkInfo, hops)
-	if b.l.agentPoolGetInfo(a, pool, agentPoolInfoLinkInfo, unsafe.Pointer(&infos[0])) != statusSuccess {
+	if b.l.agentPoolGetInfo(a, pool, agentPoolInfoLinkInfo, unsafe.Pointer(&infos[0])).Code != statusSuccess {
 		return fmt.Sprintf("hops=%d", hops)
 	}
 	var parts []string
@@ -354,42 +371,52 @@ func linkName(t uint32) string {
 	return fmt.Sprintf("link%d", t)
 }
 
-// pool picks the vmem pool for kind on the rank's agent.
-func (b *Backend) pool(kind string) (uint64, error) {
+// Pool names, recorded per buffer (Export.Meta "pool"): fine is served by
+// the FINE_GRAINED pool where ROCr lists one (an XGMI hive, gfx12, or
+// HSA_FORCE_FINE_GRAIN_PCIE) and by EXTENDED_SCOPE_FINE_GRAINED otherwise,
+// so one case id can measure different memory on different machines.
+const (
+	poolFine    = "fine-grained"
+	poolExtFine = "extended-scope-fine-grained"
+	poolCoarse  = "coarse-grained"
+)
+
+// pool picks the vmem pool for kind on the rank's agent, and names it.
+func (b *Backend) pool(kind string) (uint64, string, error) {
 	switch kind {
 	case kindFine:
 		if b.self.fine != 0 {
-			return b.self.fine, nil
+			return b.self.fine, poolFine, nil
 		}
 		if b.self.extFine != 0 {
-			return b.self.extFine, nil
+			return b.self.extFine, poolExtFine, nil
 		}
-		return 0, backend.NotSupportedf("agent %s has no FINE_GRAINED or EXTENDED_SCOPE_FINE_GRAINED VRAM pool: ROCr exposes the fine-grained pool only in an XGMI hive; set HSA_FORCE_FINE_GRAIN_PCIE=1 on a PCIe system", b.self.isa)
+		return 0, "", backend.NotSupportedf("agent %s has no FINE_GRAINED or EXTENDED_SCOPE_FINE_GRAINED VRAM pool: ROCr exposes the fine-grained pool only in an XGMI hive; set HSA_FORCE_FINE_GRAIN_PCIE=1 on a PCIe system", b.self.isa)
 	case kindCoarse:
 		if b.self.coarse == 0 {
-			return 0, backend.NotSupportedf("agent %s has no COARSE_GRAINED pool", b.self.isa)
+			return 0, "", backend.NotSupportedf("agent %s has no COARSE_GRAINED pool", b.self.isa)
 		}
-		return b.self.coarse, nil
+		return b.self.coarse, poolCoarse, nil
 	}
-	return 0, fmt.Errorf("hsa: unknown kind %q (have %v)", kind, b.Kinds())
+	return 0, "", fmt.Errorf("hsa: unknown kind %q (have %v)", kind, b.Kinds())
 }
 
 func (b *Backend) granule(pool uint64) uint64 {
 	var g uint64
 	b.l.beginProbe() // the recommended granule is new; fall back to the minimum
 	defer b.l.endProbe()
-	if b.l.poolGetInfo(pool, poolInfoAllocRecGranule, unsafe.Pointer(&g)) != statusSuccess || g == 0 {
-		if b.l.poolGetInfo(pool, poolInfoAllocGranule, unsafe.Pointer(&g)) != statusSuccess || g == 0 {
+	if b.l.poolGetInfo(pool, poolInfoAllocRecGranule, unsafe.Pointer(&g)).Code != statusSuccess || g == 0 {
+		if b.l.poolGetInfo(pool, poolInfoAllocGranule, unsafe.Pointer(&g)).Code != statusSuccess || g == 0 {
 			g = 2 << 20
 		}
 	}
 	return g
 }
 
-// Alloc: reserve → handle_create → map → set_access(every GPU agent RW) →
+// Alloc: reserve → handle_create → map → set_access(own agent RW) →
 // export dma-buf fd. Any failure undoes the steps done, in reverse.
 func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Export, error) {
-	pool, err := b.pool(kind)
+	pool, poolName, err := b.pool(kind)
 	if err != nil {
 		return nil, backend.Export{}, err
 	}
@@ -397,33 +424,35 @@ func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Expor
 	size = (size + g - 1) / g * g
 	buf := &buffer{size: size}
 	l := b.l
-	if err := l.check("hsa_amd_vmem_address_reserve", l.vmemAddressReserve(&buf.va, size, 0, 0)); err != nil {
+	if err := l.check(l.vmemAddressReserve(&buf.va, size, 0, 0)); err != nil {
 		return nil, backend.Export{}, err
 	}
-	if err := l.check("hsa_amd_vmem_handle_create", l.vmemHandleCreate(pool, size, memoryTypeNone, 0, &buf.handle)); err != nil {
+	if err := l.check(l.vmemHandleCreate(pool, size, memoryTypeNone, 0, &buf.handle)); err != nil {
 		l.vmemAddressFree(buf.va, size)
 		return nil, backend.Export{}, err
 	}
-	if err := l.check("hsa_amd_vmem_map", l.vmemMap(buf.va, size, 0, buf.handle, 0)); err != nil {
+	if err := l.check(l.vmemMap(buf.va, size, 0, buf.handle, 0)); err != nil {
 		b.release(buf)
 		return nil, backend.Export{}, err
 	}
 	buf.mapped = true
-	descs := make([]accessDesc, 0, len(b.agents))
-	for _, a := range b.agents {
-		descs = append(descs, accessDesc{Permissions: accessPermissionRW, Agent: a.handle})
-	}
-	if err := l.check("hsa_amd_vmem_set_access", l.vmemSetAccess(buf.va, size, &descs[0], uint64(len(descs)))); err != nil {
+	// The owner grants only itself, as the CUDA and HIP backends do: each
+	// importer grants its own agent on its own mapping. ROCr exports,
+	// imports and maps the memory for every agent in the list, so granting
+	// all of them cost N maps per allocation and, on a PCIe host with one
+	// peer that cannot map it, failed every allocation.
+	desc := accessDesc{Permissions: accessPermissionRW, Agent: b.self.handle}
+	if err := l.check(l.vmemSetAccess(buf.va, size, &desc, 1)); err != nil {
 		b.release(buf)
 		return nil, backend.Export{}, err
 	}
 	var fd int32 = -1
-	if err := l.check("hsa_amd_vmem_export_shareable_handle", l.vmemExport(&fd, buf.handle, 0)); err != nil {
+	if err := l.check(l.vmemExport(&fd, buf.handle, 0)); err != nil {
 		b.release(buf)
 		return nil, backend.Export{}, err
 	}
 	b.bufs[buf] = true
-	return buf, backend.Export{Fd: int(fd), Size: size, Meta: map[string]string{"kind": kind, "export": "dma-buf"}}, nil
+	return buf, backend.Export{Fd: int(fd), Size: size, Meta: map[string]string{"kind": kind, "export": "dma-buf", "pool": poolName}}, nil
 }
 
 // Import: import_shareable_handle(fd) → reserve → map → set_access (own
@@ -436,7 +465,7 @@ func (b *Backend) Import(kind string, exp backend.Export, grant bool) (backend.B
 			syscall.Close(exp.Fd)
 		}
 	}()
-	if _, err := b.pool(kind); err != nil {
+	if _, _, err := b.pool(kind); err != nil {
 		return nil, err
 	}
 	if exp.Fd < 0 {
@@ -444,21 +473,21 @@ func (b *Backend) Import(kind string, exp backend.Export, grant bool) (backend.B
 	}
 	l := b.l
 	buf := &buffer{size: exp.Size, imported: true}
-	if err := l.check("hsa_amd_vmem_import_shareable_handle", l.vmemImport(int32(exp.Fd), &buf.handle)); err != nil {
+	if err := l.check(l.vmemImport(int32(exp.Fd), &buf.handle)); err != nil {
 		return nil, err
 	}
-	if err := l.check("hsa_amd_vmem_address_reserve", l.vmemAddressReserve(&buf.va, buf.size, 0, 0)); err != nil {
+	if err := l.check(l.vmemAddressReserve(&buf.va, buf.size, 0, 0)); err != nil {
 		l.vmemHandleRelease(buf.handle)
 		return nil, err
 	}
-	if err := l.check("hsa_amd_vmem_map", l.vmemMap(buf.va, buf.size, 0, buf.handle, 0)); err != nil {
+	if err := l.check(l.vmemMap(buf.va, buf.size, 0, buf.handle, 0)); err != nil {
 		b.release(buf)
 		return nil, err
 	}
 	buf.mapped = true
 	if grant {
 		d := accessDesc{Permissions: accessPermissionRW, Agent: b.self.handle}
-		if err := l.check("hsa_amd_vmem_set_access", l.vmemSetAccess(buf.va, buf.size, &d, 1)); err != nil {
+		if err := l.check(l.vmemSetAccess(buf.va, buf.size, &d, 1)); err != nil {
 			b.release(buf)
 			return nil, err
 		}
@@ -471,15 +500,15 @@ func (b *Backend) Import(kind string, exp backend.Export, grant bool) (backend.B
 func (b *Backend) release(buf *buffer) error {
 	var errs []error
 	if buf.mapped {
-		errs = append(errs, b.l.check("hsa_amd_vmem_unmap", b.l.vmemUnmap(buf.va, buf.size)))
+		errs = append(errs, b.l.check(b.l.vmemUnmap(buf.va, buf.size)))
 		buf.mapped = false
 	}
 	if buf.va != 0 {
-		errs = append(errs, b.l.check("hsa_amd_vmem_address_free", b.l.vmemAddressFree(buf.va, buf.size)))
+		errs = append(errs, b.l.check(b.l.vmemAddressFree(buf.va, buf.size)))
 		buf.va = 0
 	}
 	if buf.handle != 0 {
-		errs = append(errs, b.l.check("hsa_amd_vmem_handle_release", b.l.vmemHandleRelease(buf.handle)))
+		errs = append(errs, b.l.check(b.l.vmemHandleRelease(buf.handle)))
 		buf.handle = 0
 	}
 	return errors.Join(errs...)
@@ -512,16 +541,16 @@ func (b *Backend) loadKernels() error {
 	copy(mem, obj.Data)
 	b.code = mem
 	l := b.l
-	if err := l.check("hsa_code_object_reader_create_from_memory", l.readerCreate(uintptr(unsafe.Pointer(&mem[0])), uint64(len(mem)), &b.reader)); err != nil {
+	if err := l.check(l.readerCreate(uintptr(unsafe.Pointer(&mem[0])), uint64(len(mem)), &b.reader)); err != nil {
 		return err
 	}
-	if err := l.check("hsa_executable_create_alt", l.executableCreateAlt(profileFull, floatRoundingModeDefault, 0, &b.exe)); err != nil {
+	if err := l.check(l.executableCreateAlt(profileFull, floatRoundingModeDefault, 0, &b.exe)); err != nil {
 		return err
 	}
-	if err := l.check("hsa_executable_load_agent_code_object", l.executableLoadAgent(b.exe, b.self.handle, b.reader, 0, 0)); err != nil {
+	if err := l.check(l.executableLoadAgent(b.exe, b.self.handle, b.reader, 0, 0)); err != nil {
 		return fmt.Errorf("%w (code object for %s, agent ISA %s; LOADER_ENABLE_LOGGING=1 shows the loader's reason)", err, obj.Target, b.self.isa)
 	}
-	if err := l.check("hsa_executable_freeze", l.executableFreeze(b.exe, 0)); err != nil {
+	if err := l.check(l.executableFreeze(b.exe, 0)); err != nil {
 		return err
 	}
 	b.kerns = map[string]*kernelInfo{}
@@ -534,7 +563,7 @@ func (b *Backend) kernel(name string) (*kernelInfo, error) {
 	}
 	sym := append([]byte(name+".kd"), 0)
 	var s uint64
-	if err := b.l.check("hsa_executable_get_symbol_by_name("+name+".kd)", b.l.executableSymbol(b.exe, &sym[0], &b.self.handle, &s)); err != nil {
+	if err := b.l.checkFor(name+".kd", b.l.executableSymbol(b.exe, &sym[0], &b.self.handle, &s)); err != nil {
 		return nil, err
 	}
 	k := &kernelInfo{}
@@ -543,10 +572,10 @@ func (b *Backend) kernel(name string) (*kernelInfo, error) {
 	b.l.symbolGetInfo(s, symInfoGroupSegmentSize, unsafe.Pointer(&k.groupSize))
 	b.l.symbolGetInfo(s, symInfoPrivateSegmentSize, unsafe.Pointer(&k.privSize))
 	size := uint64(max(k.kernargSize, 16))
-	if err := b.l.check("hsa_amd_memory_pool_allocate(kernarg)", b.l.poolAllocate(b.cpu.kernarg, size, 0, &k.kernarg)); err != nil {
+	if err := b.l.checkFor("kernarg", b.l.poolAllocate(b.cpu.kernarg, size, 0, &k.kernarg)); err != nil {
 		return nil, err
 	}
-	if err := b.l.check("hsa_amd_agents_allow_access(kernarg)", b.l.agentsAllowAccess(1, &b.self.handle, 0, k.kernarg)); err != nil {
+	if err := b.l.checkFor("kernarg", b.l.agentsAllowAccess(1, &b.self.handle, 0, k.kernarg)); err != nil {
 		return nil, err
 	}
 	b.kerns[name] = k
@@ -570,7 +599,7 @@ func (b *Backend) Launch(k kernels.Kernel, grid, block uint32, args []uint64) (b
 		return backend.LaunchResult{}, err
 	}
 	var sig uint64
-	if err := b.l.check("hsa_signal_create", b.l.signalCreate(1, 0, 0, &sig)); err != nil {
+	if err := b.l.check(b.l.signalCreate(1, 0, 0, &sig)); err != nil {
 		return backend.LaunchResult{}, err
 	}
 	defer b.l.signalDestroy(sig)
@@ -669,13 +698,13 @@ func (b *Backend) transfer(bb backend.Buffer, off uint64, p []byte, write bool) 
 // completion signal; timing is the wall clock around it.
 func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, srcOff uint64, n uint64) (backend.LaunchResult, error) {
 	var sig uint64
-	if err := b.l.check("hsa_signal_create", b.l.signalCreate(1, 0, 0, &sig)); err != nil {
+	if err := b.l.check(b.l.signalCreate(1, 0, 0, &sig)); err != nil {
 		return backend.LaunchResult{}, err
 	}
 	defer b.l.signalDestroy(sig)
 	start := time.Now()
 	a := b.self.handle
-	if err := b.l.check("hsa_amd_memory_async_copy", b.l.asyncCopy(uintptr(dst.Addr()+dstOff), a, uintptr(src.Addr()+srcOff), a, n, 0, 0, sig)); err != nil {
+	if err := b.l.check(b.l.asyncCopy(uintptr(dst.Addr()+dstOff), a, uintptr(src.Addr()+srcOff), a, n, 0, 0, sig)); err != nil {
 		return backend.LaunchResult{}, err
 	}
 	if err := b.wait(sig, "hsa_amd_memory_async_copy"); err != nil {
@@ -692,10 +721,10 @@ func (b *Backend) MemInfo() (free, total uint64, err error) {
 	if pool == 0 {
 		pool = b.self.fine
 	}
-	if err := b.l.check("hsa_amd_memory_pool_get_info(SIZE)", b.l.poolGetInfo(pool, poolInfoSize, unsafe.Pointer(&total))); err != nil {
+	if err := b.l.checkFor("SIZE", b.l.poolGetInfo(pool, poolInfoSize, unsafe.Pointer(&total))); err != nil {
 		return 0, 0, err
 	}
-	if b.l.agentGetInfo(b.self.handle, amdAgentInfoMemoryAvail, unsafe.Pointer(&free)) != statusSuccess {
+	if b.l.agentGetInfo(b.self.handle, amdAgentInfoMemoryAvail, unsafe.Pointer(&free)).Code != statusSuccess {
 		free = total
 	}
 	return free, total, nil

@@ -4,15 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
 
+	"p2patomics/internal/binding"
 	"p2patomics/rank/backend"
-	"p2patomics/trace"
 )
 
 // libName is the HSA runtime's soname (SOVERSION 1 on every ROCm release).
@@ -61,53 +63,54 @@ var optionalSymbols = map[string]string{
 // does not matter; the rank server still calls from one locked thread.
 type lib struct {
 	handle  uintptr
+	path    string            // the file the process mapped (/proc/self/maps)
 	missing map[string]string // optional symbol -> ROCm version that adds it
 	probing atomic.Int32      // > 0 inside beginProbe/endProbe
 
-	init_                func() uint32
-	shutDown             func() uint32
+	init_                func() status
+	shutDown             func() status
 	statusString         func(st uint32, out *uintptr) uint32
-	systemGetInfo        func(attr uint32, value unsafe.Pointer) uint32
-	iterateAgents        func(cb uintptr, data uintptr) uint32
-	agentGetInfo         func(agent uint64, attr uint32, value unsafe.Pointer) uint32
-	agentIterateISAs     func(agent uint64, cb uintptr, data uintptr) uint32
-	isaGetInfoAlt        func(isa uint64, attr uint32, value unsafe.Pointer) uint32
-	iteratePools         func(agent uint64, cb uintptr, data uintptr) uint32
-	poolGetInfo          func(pool uint64, attr uint32, value unsafe.Pointer) uint32
-	agentPoolGetInfo     func(agent, pool uint64, attr uint32, value unsafe.Pointer) uint32
-	poolAllocate         func(pool uint64, size uint64, flags uint32, ptr *uintptr) uint32
-	poolFree             func(ptr uintptr) uint32
-	agentsAllowAccess    func(n uint32, agents *uint64, flags uintptr, ptr uintptr) uint32
-	asyncCopy            func(dst uintptr, dstAgent uint64, src uintptr, srcAgent uint64, size uint64, ndeps uint32, deps uintptr, completion uint64) uint32
-	signalCreate         func(initial int64, nconsumers uint32, consumers uintptr, out *uint64) uint32
-	signalDestroy        func(sig uint64) uint32
+	systemGetInfo        func(attr uint32, value unsafe.Pointer) status
+	iterateAgents        func(cb uintptr, data uintptr) status
+	agentGetInfo         func(agent uint64, attr uint32, value unsafe.Pointer) status
+	agentIterateISAs     func(agent uint64, cb uintptr, data uintptr) status
+	isaGetInfoAlt        func(isa uint64, attr uint32, value unsafe.Pointer) status
+	iteratePools         func(agent uint64, cb uintptr, data uintptr) status
+	poolGetInfo          func(pool uint64, attr uint32, value unsafe.Pointer) status
+	agentPoolGetInfo     func(agent, pool uint64, attr uint32, value unsafe.Pointer) status
+	poolAllocate         func(pool uint64, size uint64, flags uint32, ptr *uintptr) status
+	poolFree             func(ptr uintptr) status
+	agentsAllowAccess    func(n uint32, agents *uint64, flags uintptr, ptr uintptr) status
+	asyncCopy            func(dst uintptr, dstAgent uint64, src uintptr, srcAgent uint64, size uint64, ndeps uint32, deps uintptr, completion uint64) status
+	signalCreate         func(initial int64, nconsumers uint32, consumers uintptr, out *uint64) status
+	signalDestroy        func(sig uint64) status
 	signalStoreScrel     func(sig uint64, v int64)
 	signalStoreRelaxed   func(sig uint64, v int64)
 	signalWaitScacq      func(sig uint64, cond uint32, cmp int64, timeout uint64, state uint32) int64
 	signalLoadRelaxed    func(sig uint64) int64
-	queueCreate          func(agent uint64, size uint32, typ uint32, cb uintptr, data uintptr, private, group uint32, out *uintptr) uint32
-	queueDestroy         func(q uintptr) uint32
+	queueCreate          func(agent uint64, size uint32, typ uint32, cb uintptr, data uintptr, private, group uint32, out *uintptr) status
+	queueDestroy         func(q uintptr) status
 	queueAddWriteIndex   func(q uintptr, delta uint64) uint64
 	queueLoadReadIndex   func(q uintptr) uint64
-	readerCreate         func(code uintptr, size uint64, out *uint64) uint32
-	readerDestroy        func(r uint64) uint32
-	executableCreateAlt  func(profile, rounding uint32, options uintptr, out *uint64) uint32
-	executableLoadAgent  func(exe, agent, reader uint64, options uintptr, out uintptr) uint32
-	executableFreeze     func(exe uint64, options uintptr) uint32
-	executableSymbol     func(exe uint64, name *byte, agent *uint64, out *uint64) uint32
-	symbolGetInfo        func(sym uint64, attr uint32, value unsafe.Pointer) uint32
-	executableDestroy    func(exe uint64) uint32
-	registerEventHandler func(cb uintptr, data uintptr) uint32
+	readerCreate         func(code uintptr, size uint64, out *uint64) status
+	readerDestroy        func(r uint64) status
+	executableCreateAlt  func(profile, rounding uint32, options uintptr, out *uint64) status
+	executableLoadAgent  func(exe, agent, reader uint64, options uintptr, out uintptr) status
+	executableFreeze     func(exe uint64, options uintptr) status
+	executableSymbol     func(exe uint64, name *byte, agent *uint64, out *uint64) status
+	symbolGetInfo        func(sym uint64, attr uint32, value unsafe.Pointer) status
+	executableDestroy    func(exe uint64) status
+	registerEventHandler func(cb uintptr, data uintptr) status
 
-	vmemAddressReserve func(va *uintptr, size uint64, addr uint64, flags uint64) uint32
-	vmemAddressFree    func(va uintptr, size uint64) uint32
-	vmemHandleCreate   func(pool uint64, size uint64, typ uint32, flags uint64, out *uint64) uint32
-	vmemHandleRelease  func(h uint64) uint32
-	vmemMap            func(va uintptr, size uint64, offset uint64, h uint64, flags uint64) uint32
-	vmemUnmap          func(va uintptr, size uint64) uint32
-	vmemSetAccess      func(va uintptr, size uint64, desc *accessDesc, n uint64) uint32
-	vmemExport         func(fd *int32, h uint64, flags uint64) uint32
-	vmemImport         func(fd int32, out *uint64) uint32
+	vmemAddressReserve func(va *uintptr, size uint64, addr uint64, flags uint64) status
+	vmemAddressFree    func(va uintptr, size uint64) status
+	vmemHandleCreate   func(pool uint64, size uint64, typ uint32, flags uint64, out *uint64) status
+	vmemHandleRelease  func(h uint64) status
+	vmemMap            func(va uintptr, size uint64, offset uint64, h uint64, flags uint64) status
+	vmemUnmap          func(va uintptr, size uint64) status
+	vmemSetAccess      func(va uintptr, size uint64, desc *accessDesc, n uint64) status
+	vmemExport         func(fd *int32, h uint64, flags uint64) status
+	vmemImport         func(fd int32, out *uint64) status
 }
 
 var (
@@ -116,97 +119,118 @@ var (
 	loadErr  error
 )
 
-// load opens the library once per process.
+// rocmLibDirs are searched after the loader's own path: AMD's install guide
+// leaves adding /opt/rocm/lib to the loader config as a manual step, so a
+// host that skipped it still finds the runtime ($ROCM_PATH first, as
+// Triton's AMD driver does).
+func rocmLibDirs() []string {
+	var dirs []string
+	if r := os.Getenv("ROCM_PATH"); r != "" {
+		dirs = append(dirs, filepath.Join(r, "lib"))
+	}
+	return append(dirs, "/opt/rocm/lib")
+}
+
+// load opens the library once per process: the soname through the loader's
+// search, then in rocmLibDirs.
 func load() (*lib, error) {
-	loadOnce.Do(func() { loaded, loadErr = open(libName) })
+	loadOnce.Do(func() {
+		cands := binding.Candidates([]string{libName}, rocmLibDirs())
+		var errs []string
+		for i, c := range cands {
+			l, err := open(c, i == len(cands)-1)
+			if err == nil {
+				loaded, loadErr = l, nil
+				return
+			}
+			if !errors.Is(err, backend.ErrNotSupported) {
+				loadErr = err // it loaded but is broken: say so, do not look further
+				return
+			}
+			errs = append(errs, err.Error())
+		}
+		loadErr = backend.NotSupportedf("%s not loadable (no ROCm HSA runtime installed? searched the loader path, $ROCM_PATH/lib and /opt/rocm/lib): %s",
+			libName, strings.Join(errs, "; "))
+	})
 	return loaded, loadErr
 }
 
-// symbol is one entry point: its name, the Go function variable to bind,
-// and wrap, which puts the bound function behind the trace point
-// (calltrace.go; nil for hsa_status_string).
-type symbol struct {
-	name string
-	fn   any
-	wrap func()
-}
+// status is what a bound entry point returns: the hsa_status_t and the name
+// of the symbol that returned it, so call sites name a symbol only in the
+// table.
+type status = binding.Status[uint32]
 
 // symbols is the binding table. The string before the name is the argSpec:
-// what the trace records of each argument (argspec.go).
-func (l *lib) symbols() []symbol {
-	return []symbol{
-		sym0(l, &l.init_, "hsa_init"),
-		sym0(l, &l.shutDown, "hsa_shut_down"),
-		untraced(&l.statusString, "hsa_status_string"),
-		sym2(l, &l.systemGetInfo, "attribute:x value:x", "hsa_system_get_info"),
-		sym2(l, &l.iterateAgents, "callback:x data:x", "hsa_iterate_agents"),
-		sym3(l, &l.agentGetInfo, "agent:x attribute:x value:x", "hsa_agent_get_info"),
-		sym3(l, &l.agentIterateISAs, "agent:x callback:x data:x", "hsa_agent_iterate_isas"),
-		sym3(l, &l.isaGetInfoAlt, "isa:x attribute:x value:x", "hsa_isa_get_info_alt"),
-		sym3(l, &l.iteratePools, "agent:x callback:x data:x", "hsa_amd_agent_iterate_memory_pools"),
-		sym3(l, &l.poolGetInfo, "memory_pool:x attribute:x value:x", "hsa_amd_memory_pool_get_info"),
-		sym4(l, &l.agentPoolGetInfo, "agent:x memory_pool:x attribute:x value:x", "hsa_amd_agent_memory_pool_get_info"),
-		sym4(l, &l.poolAllocate, "memory_pool:x size flags:x >ptr:x", "hsa_amd_memory_pool_allocate"),
-		sym1(l, &l.poolFree, "ptr:x", "hsa_amd_memory_pool_free"),
-		sym4(l, &l.agentsAllowAccess, "num_agents agents:x flags:x ptr:x", "hsa_amd_agents_allow_access"),
-		sym8(l, &l.asyncCopy, "dst:x dst_agent:x src:x src_agent:x size num_dep_signals dep_signals:x completion_signal:x", "hsa_amd_memory_async_copy"),
-		sym4(l, &l.signalCreate, "initial_value num_consumers consumers:x >signal:x", "hsa_signal_create"),
-		sym1(l, &l.signalDestroy, "signal:x", "hsa_signal_destroy"),
-		void2(&l.signalStoreScrel, "signal:x value", "hsa_signal_store_screlease"),
-		void2(&l.signalStoreRelaxed, "signal:x value", "hsa_signal_store_relaxed"),
-		value5(&l.signalWaitScacq, "signal:x condition compare_value timeout_hint wait_state_hint", "hsa_signal_wait_scacquire"),
-		value1(&l.signalLoadRelaxed, "signal:x", "hsa_signal_load_relaxed"),
-		sym8(l, &l.queueCreate, "agent:x size type callback:x data:x private_segment_size group_segment_size >queue:x", "hsa_queue_create"),
-		sym1(l, &l.queueDestroy, "queue:x", "hsa_queue_destroy"),
-		value2(&l.queueAddWriteIndex, "queue:x value", "hsa_queue_add_write_index_scacq_screl"),
-		value1(&l.queueLoadReadIndex, "queue:x", "hsa_queue_load_read_index_scacquire"),
-		sym3(l, &l.readerCreate, "code_object:x size >code_object_reader:x", "hsa_code_object_reader_create_from_memory"),
-		sym1(l, &l.readerDestroy, "code_object_reader:x", "hsa_code_object_reader_destroy"),
-		sym4(l, &l.executableCreateAlt, "profile default_float_rounding_mode options:x >executable:x", "hsa_executable_create_alt"),
-		sym5(l, &l.executableLoadAgent, "executable:x agent:x code_object_reader:x options:x loaded_code_object:x", "hsa_executable_load_agent_code_object"),
-		sym2(l, &l.executableFreeze, "executable:x options:x", "hsa_executable_freeze"),
-		sym4(l, &l.executableSymbol, "executable:x symbol_name:s agent:x >symbol:x", "hsa_executable_get_symbol_by_name"),
-		sym3(l, &l.symbolGetInfo, "executable_symbol:x attribute:x value:x", "hsa_executable_symbol_get_info"),
-		sym1(l, &l.executableDestroy, "executable:x", "hsa_executable_destroy"),
-		sym2(l, &l.registerEventHandler, "callback:x data:x", "hsa_amd_register_system_event_handler"),
-		sym4(l, &l.vmemAddressReserve, ">va:x size address:x flags:x", "hsa_amd_vmem_address_reserve"),
-		sym2(l, &l.vmemAddressFree, "va:x size", "hsa_amd_vmem_address_free"),
-		sym5(l, &l.vmemHandleCreate, "pool:x size type flags:x >memory_handle:x", "hsa_amd_vmem_handle_create"),
-		sym1(l, &l.vmemHandleRelease, "memory_handle:x", "hsa_amd_vmem_handle_release"),
-		sym5(l, &l.vmemMap, "va:x size in_offset:x memory_handle:x flags:x", "hsa_amd_vmem_map"),
-		sym2(l, &l.vmemUnmap, "va:x size", "hsa_amd_vmem_unmap"),
-		sym4(l, &l.vmemSetAccess, "va:x size desc desc_cnt", "hsa_amd_vmem_set_access"),
-		sym3(l, &l.vmemExport, ">dmabuf_fd handle:x flags:x", "hsa_amd_vmem_export_shareable_handle"),
-		sym2(l, &l.vmemImport, "dmabuf_fd >handle:x", "hsa_amd_vmem_import_shareable_handle"),
+// what the trace records of each argument (trace.ArgSpec).
+func (l *lib) symbols() []binding.Symbol {
+	return []binding.Symbol{
+		binding.Sym0(&l.init_, l.end, "hsa_init"),
+		binding.Sym0(&l.shutDown, l.end, "hsa_shut_down"),
+		binding.Untraced(&l.statusString, "hsa_status_string"),
+		binding.Sym2(&l.systemGetInfo, l.end, "attribute:x value:x", "hsa_system_get_info"),
+		binding.Sym2(&l.iterateAgents, l.end, "callback:x data:x", "hsa_iterate_agents"),
+		binding.Sym3(&l.agentGetInfo, l.end, "agent:x attribute:x value:x", "hsa_agent_get_info"),
+		binding.Sym3(&l.agentIterateISAs, l.end, "agent:x callback:x data:x", "hsa_agent_iterate_isas"),
+		binding.Sym3(&l.isaGetInfoAlt, l.end, "isa:x attribute:x value:x", "hsa_isa_get_info_alt"),
+		binding.Sym3(&l.iteratePools, l.end, "agent:x callback:x data:x", "hsa_amd_agent_iterate_memory_pools"),
+		binding.Sym3(&l.poolGetInfo, l.end, "memory_pool:x attribute:x value:x", "hsa_amd_memory_pool_get_info"),
+		binding.Sym4(&l.agentPoolGetInfo, l.end, "agent:x memory_pool:x attribute:x value:x", "hsa_amd_agent_memory_pool_get_info"),
+		binding.Sym4(&l.poolAllocate, l.end, "memory_pool:x size flags:x >ptr:x", "hsa_amd_memory_pool_allocate"),
+		binding.Sym1(&l.poolFree, l.end, "ptr:x", "hsa_amd_memory_pool_free"),
+		binding.Sym4(&l.agentsAllowAccess, l.end, "num_agents agents:x flags:x ptr:x", "hsa_amd_agents_allow_access"),
+		binding.Sym8(&l.asyncCopy, l.end, "dst:x dst_agent:x src:x src_agent:x size num_dep_signals dep_signals:x completion_signal:x", "hsa_amd_memory_async_copy"),
+		binding.Sym4(&l.signalCreate, l.end, "initial_value num_consumers consumers:x >signal:x", "hsa_signal_create"),
+		binding.Sym1(&l.signalDestroy, l.end, "signal:x", "hsa_signal_destroy"),
+		binding.Void2(&l.signalStoreScrel, "signal:x value", "hsa_signal_store_screlease"),
+		binding.Void2(&l.signalStoreRelaxed, "signal:x value", "hsa_signal_store_relaxed"),
+		binding.Value5(&l.signalWaitScacq, "signal:x condition compare_value timeout_hint wait_state_hint", "hsa_signal_wait_scacquire"),
+		binding.Value1(&l.signalLoadRelaxed, "signal:x", "hsa_signal_load_relaxed"),
+		binding.Sym8(&l.queueCreate, l.end, "agent:x size type callback:x data:x private_segment_size group_segment_size >queue:x", "hsa_queue_create"),
+		binding.Sym1(&l.queueDestroy, l.end, "queue:x", "hsa_queue_destroy"),
+		binding.Value2(&l.queueAddWriteIndex, "queue:x value", "hsa_queue_add_write_index_scacq_screl"),
+		binding.Value1(&l.queueLoadReadIndex, "queue:x", "hsa_queue_load_read_index_scacquire"),
+		binding.Sym3(&l.readerCreate, l.end, "code_object:x size >code_object_reader:x", "hsa_code_object_reader_create_from_memory"),
+		binding.Sym1(&l.readerDestroy, l.end, "code_object_reader:x", "hsa_code_object_reader_destroy"),
+		binding.Sym4(&l.executableCreateAlt, l.end, "profile default_float_rounding_mode options:x >executable:x", "hsa_executable_create_alt"),
+		binding.Sym5(&l.executableLoadAgent, l.end, "executable:x agent:x code_object_reader:x options:x loaded_code_object:x", "hsa_executable_load_agent_code_object"),
+		binding.Sym2(&l.executableFreeze, l.end, "executable:x options:x", "hsa_executable_freeze"),
+		binding.Sym4(&l.executableSymbol, l.end, "executable:x symbol_name:s agent:x >symbol:x", "hsa_executable_get_symbol_by_name"),
+		binding.Sym3(&l.symbolGetInfo, l.end, "executable_symbol:x attribute:x value:x", "hsa_executable_symbol_get_info"),
+		binding.Sym1(&l.executableDestroy, l.end, "executable:x", "hsa_executable_destroy"),
+		binding.Sym2(&l.registerEventHandler, l.end, "callback:x data:x", "hsa_amd_register_system_event_handler"),
+		binding.Sym4(&l.vmemAddressReserve, l.end, ">va:x size address:x flags:x", "hsa_amd_vmem_address_reserve"),
+		binding.Sym2(&l.vmemAddressFree, l.end, "va:x size", "hsa_amd_vmem_address_free"),
+		binding.Sym5(&l.vmemHandleCreate, l.end, "pool:x size type flags:x >memory_handle:x", "hsa_amd_vmem_handle_create"),
+		binding.Sym1(&l.vmemHandleRelease, l.end, "memory_handle:x", "hsa_amd_vmem_handle_release"),
+		binding.Sym5(&l.vmemMap, l.end, "va:x size in_offset:x memory_handle:x flags:x", "hsa_amd_vmem_map"),
+		binding.Sym2(&l.vmemUnmap, l.end, "va:x size", "hsa_amd_vmem_unmap"),
+		binding.Sym4(&l.vmemSetAccess, l.end, "va:x size desc desc_cnt", "hsa_amd_vmem_set_access"),
+		binding.Sym3(&l.vmemExport, l.end, ">dmabuf_fd handle:x flags:x", "hsa_amd_vmem_export_shareable_handle"),
+		binding.Sym2(&l.vmemImport, l.end, "dmabuf_fd >handle:x", "hsa_amd_vmem_import_shareable_handle"),
 	}
 }
 
-func open(name string) (*lib, error) {
-	sp := trace.Begin("dlopen", func() string { return trace.KV("path", name, "flags", "RTLD_NOW|RTLD_LOCAL") })
-	h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL)
-	sp.EndErr(err, func() string { return "handle=" + trace.Hex(h) })
+// open loads one candidate; lastTry says whether a dlopen failure ends the
+// search (earlier candidates are probes: their failure is not marked).
+func open(name string, lastTry bool) (*lib, error) {
+	h, err := binding.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL, "RTLD_NOW|RTLD_LOCAL", lastTry)
 	if err != nil {
-		return nil, backend.NotSupportedf("%s not loadable (no ROCm HSA runtime installed?): %v", name, err)
+		return nil, backend.NotSupportedf("%v", err)
 	}
-	l := &lib{handle: h, missing: map[string]string{}}
+	l := &lib{handle: h, path: binding.Loaded("libhsa-runtime64.so"), missing: map[string]string{}}
+	if l.path == "" {
+		l.path = name
+	}
+	_, absent := binding.Bind(h, l.symbols())
 	var bad []string
-	for _, sym := range l.symbols() {
-		addr, err := purego.Dlsym(h, sym.name)
-		if err != nil || addr == 0 {
-			if v, ok := optionalSymbols[sym.name]; ok {
-				l.missing[sym.name] = v
-			} else {
-				bad = append(bad, sym.name)
-			}
-			continue // an absent optional symbol stays nil, untraced
-		}
-		purego.RegisterFunc(sym.fn, addr)
-		if sym.wrap != nil {
-			sym.wrap()
+	for _, n := range absent {
+		if v, ok := optionalSymbols[n]; ok {
+			l.missing[n] = v // an absent optional symbol stays nil
+		} else {
+			bad = append(bad, n)
 		}
 	}
 	if len(bad) > 0 {
-		sort.Strings(bad)
 		return nil, fmt.Errorf("%s lacks required symbols %v: broken or foreign ROCr install", name, bad)
 	}
 	return l, nil
@@ -245,11 +269,21 @@ func (e *StatusError) Error() string {
 func (e *StatusError) Is(target error) bool { return false }
 
 // check turns a status into an error (nil for SUCCESS and INFO_BREAK).
-func (l *lib) check(call string, st uint32) error {
-	if st == statusSuccess || st == statusInfoBreak {
+func (l *lib) check(st status) error {
+	if st.Code == statusSuccess || st.Code == statusInfoBreak {
 		return nil
 	}
-	return &StatusError{Call: call, Status: st, Text: l.text(st)}
+	return &StatusError{Call: st.Call, Status: st.Code, Text: l.text(st.Code)}
+}
+
+// checkFor is check with what the call was about after its name, e.g.
+// hsa_amd_memory_pool_allocate(kernarg); the name is built only on failure.
+func (l *lib) checkFor(what string, st status) error {
+	if st.Code == statusSuccess || st.Code == statusInfoBreak {
+		return nil
+	}
+	st.Call += "(" + what + ")"
+	return l.check(st)
 }
 
 func (l *lib) text(st uint32) string {
@@ -329,11 +363,11 @@ var (
 func hsaInit(l *lib) error {
 	initOnce.Do(func() {
 		st := l.init_()
-		if st == statusSuccess {
+		if st.Code == statusSuccess {
 			return
 		}
-		err := l.check("hsa_init", st)
-		if st == statusErrorOutOfResources {
+		err := l.check(st)
+		if st.Code == statusErrorOutOfResources {
 			if _, e := os.Stat("/dev/kfd"); errors.Is(e, os.ErrNotExist) {
 				initErr = backend.NotSupportedf("no /dev/kfd (no AMD GPU): %v", err)
 				return

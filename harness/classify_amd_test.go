@@ -1,0 +1,34 @@
+package harness_test
+
+import (
+	"testing"
+
+	"p2patomics/harness"
+	"p2patomics/harness/report"
+)
+
+// TestParseROCrFaultForms (issue 17, defect 8): the forms ROCr's default
+// VM-fault handler prints besides the precise one: an imprecise fault
+// ("%p%s" with "(may not be exact address)"), a NULL address or agent
+// handle as glibc prints it ("(nil)"), and older ROCr without the handle.
+func TestParseROCrFaultForms(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want report.Fault
+	}{
+		{"Memory access fault by GPU node-2 (Agent handle: 0x5581a0f0e2c0) on address 0x7f3a00001000(may not be exact address). Reason: Page not present or supervisor privilege.",
+			report.Fault{Vendor: "amd", Kind: "gpu", Name: "memory-access-fault", Node: "2", Address: "0x7f3a00001000",
+				Reason: "Page not present or supervisor privilege (may not be exact address)"}},
+		{"Memory access fault by GPU node-4 (Agent handle: 0x5581a0f0e2c0) on address (nil). Reason: Unknown.",
+			report.Fault{Vendor: "amd", Kind: "gpu", Name: "memory-access-fault", Node: "4", Address: "(nil)", Reason: "Unknown"}},
+		{"Memory access fault by GPU node-1 on address (nil)(may not be exact address). Reason: Unknown.",
+			report.Fault{Vendor: "amd", Kind: "gpu", Name: "memory-access-fault", Node: "1", Address: "(nil)", Reason: "Unknown (may not be exact address)"}},
+		{`p2patomics: gpu fault: vendor=amd kind=gpu code=1 name=HSA_AMD_GPU_HW_EXCEPTION_EVENT address= reason="HW exception, reset type 0x1: GPU Hang" node=3`,
+			report.Fault{Vendor: "amd", Kind: "gpu", Code: 1, Name: "HSA_AMD_GPU_HW_EXCEPTION_EVENT", Node: "3", Reason: "HW exception, reset type 0x1: GPU Hang"}},
+	} {
+		got := harness.ParseFault("junk\n" + c.line + "\nAborted (core dumped)\n")
+		if got == nil || *got != c.want {
+			t.Errorf("ParseFault(%q)\n got %+v\nwant %+v", c.line, got, c.want)
+		}
+	}
+}

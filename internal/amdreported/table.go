@@ -1,0 +1,114 @@
+// Package amdreported is the one table of what a first run on an MI300X
+// (gfx942, XGMI hive) is expected to show, per the field reports behind this
+// project: no AMD GPU has run it yet. expectations/amd-gfx942-reported/
+// fails.txt, the README's AMD lines and docs/AMD.md are generated from it
+// (TestInSync checks them; P2PAT_UPDATE=1 go test ./internal/amdreported
+// rewrites them).
+package amdreported
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Row is what one allocation path (backend.kind) is expected to do with
+// P2P atomics on gfx942.
+type Row struct {
+	Stack   string // backend.kind, the case ids' first two words
+	Outcome string // the outcome of its P2P-atomic cases: "crash" or "pass"
+	Summary string // the README/docs line (markdown)
+	Reason  string // the fails.txt comment: the report behind it (empty for pass)
+}
+
+// Table is the reported gfx942 behaviour, one row per AMD stack.
+var Table = []Row{
+	{Stack: "hsa.fine", Outcome: "pass",
+		Summary: "`hsa.fine` system-scope atomics pass across GPUs (the FINE_GRAINED VRAM pool of an XGMI hive)"},
+	{Stack: "hsa.coarse", Outcome: "crash",
+		Summary: "`hsa.coarse` P2P atomics end in a GPU-fault `crash`: the negative control, on the pool HIP VMem uses",
+		Reason: "HSA coarse-grained VRAM (the negative control): the same pool HIP VMem takes; P2P atomics on it\n" +
+			"page-fault the GPU like hip.pinned's. Reported, not measured: the first run decides."},
+	{Stack: "hip.pinned", Outcome: "crash",
+		Summary: "`hip.pinned` P2P atomics end in a GPU-fault `crash` (\"Memory access fault by GPU node-N … Reason: …\", parsed into `fault`): `hipMemCreate` always takes the coarse-grained pool",
+		Reason: "HIP VMem (hipMemCreate Pinned) always takes the coarse-grained VRAM pool in CLR (rocdevice.cpp\n" +
+			"deviceVmemAlloc uses gpuvm_segment_); P2P atomics on it page-fault the GPU (\"Memory access fault\n" +
+			"by GPU node-N ... Reason: ...\"), for agent and system scope alike. ROCm/iris issue #418;\n" +
+			"IRIS-FIX csrc/standalone/p2p_atomics_hip.cpp and README."},
+	{Stack: "hip.uncached", Outcome: "crash",
+		Summary: "`hip.uncached` (0x40000000) P2P atomics crash the same way: Uncached is honoured only on gfx12.0 by late-2026 ROCr (on ROCm 6.x `hipMemCreate` rejects it: a skip)",
+		Reason: "HIP VMem Uncached (0x40000000): honoured only on gfx12.0 by late-2026 ROCr, so on gfx942 it takes\n" +
+			"the coarse-grained pool as Pinned does and P2P atomics fault the same way (ROCm 6.x rejects the\n" +
+			"type in hipMemCreate: those runs skip). ROCm/iris issue #418."},
+}
+
+// P2PAtomic matches the case ids (after the stack) whose kernels run
+// atomics on memory that GPUs share: the counters, the patterns over
+// several GPUs, and the atomic perf cases.
+var P2PAtomic = regexp.MustCompile(`^(counter|allreduce|spread|pairs|alltoall)\.|^perf\.atomic_`)
+
+const failsHeader = `# stack: vendor=amd arch=gfx942
+# REPORTED, NOT MEASURED HERE: no AMD GPU has run this project yet. These lines
+# encode what the field reports say a first run on MI300X (gfx942) will show,
+# so that run is gated against them; replace them with --update-expectations
+# once it has run. Generated from internal/amdreported (the one table the
+# README and docs/AMD.md are generated from too): edit the table, then
+# P2PAT_UPDATE=1 go test ./internal/amdreported.
+`
+
+// Fails renders fails.txt from the table and the baseline's case ids.
+func Fails(cases []string) string {
+	var b strings.Builder
+	b.WriteString(failsHeader)
+	for _, r := range Table {
+		if r.Outcome == "pass" {
+			continue
+		}
+		var ids []string
+		for _, id := range cases {
+			rest, ok := strings.CutPrefix(id, r.Stack+".")
+			if ok && P2PAtomic.MatchString(rest) {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		sort.Strings(ids)
+		b.WriteString("\n")
+		for _, l := range strings.Split(r.Reason, "\n") {
+			b.WriteString("# " + l + "\n")
+		}
+		for _, id := range ids {
+			fmt.Fprintf(&b, "%s,%s\n", id, r.Outcome)
+		}
+	}
+	return b.String()
+}
+
+// Begin and End delimit the generated block in README.md and docs/AMD.md.
+const (
+	Begin = "<!-- amd-reported: generated from internal/amdreported; edit the table there -->"
+	End   = "<!-- amd-reported: end -->"
+)
+
+// Block is the markdown between Begin and End.
+func Block() string {
+	var b strings.Builder
+	b.WriteString("- **MI300X (gfx942, XGMI hive)**, gated by `expectations/amd-gfx942-reported/`:\n")
+	for _, r := range Table {
+		fmt.Fprintf(&b, "  - %s.\n", r.Summary)
+	}
+	return b.String()
+}
+
+// Splice replaces the block between Begin and End in doc; an error names a
+// missing or doubled marker.
+func Splice(doc, block string) (string, error) {
+	i, j := strings.Index(doc, Begin), strings.Index(doc, End)
+	if i < 0 || j < i || strings.Count(doc, Begin) != 1 || strings.Count(doc, End) != 1 {
+		return "", fmt.Errorf("want one %q line followed by one %q line", Begin, End)
+	}
+	return doc[:i+len(Begin)] + "\n" + block + doc[j:], nil
+}

@@ -1,0 +1,398 @@
+// Package binding is the purego plumbing every vendor binding (rank/cuda,
+// rank/hip, rank/hsa) shares: a symbol table whose entries name each C entry
+// point once, the traced dlopen, the dlsym loop that binds a table, and the
+// wrappers that put every bound function behind the trace point.
+//
+// Each backend still owns its library: its handle, its table, the Go types of
+// its entry points, how its status codes are named and what a failure
+// becomes (its check). This package knows no vendor and imports no backend.
+//
+// A status-returning entry point is bound in two layers: purego registers the
+// C address into a raw func(...) C (C the vendor's status type), the trace
+// wraps that, and the field the backend calls returns Status[C], the code
+// together with the symbol name it came from. A call site therefore reads
+// l.check(l.memCreate(...)): the name is spelled only in the table.
+package binding
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/ebitengine/purego"
+
+	"p2patomics/trace"
+)
+
+// Code is a C status enum as a binding declares it (CUresult,
+// hipError_t, hsa_status_t).
+type Code interface{ ~int32 | ~uint32 }
+
+// Status is what a bound status-returning entry point returns: the C status
+// and the name of the symbol that returned it (the name actually bound, e.g.
+// cuEventElapsedTime where the _v2 is absent).
+type Status[C Code] struct {
+	Call string
+	Code C
+}
+
+// Symbol is one entry of a binding table.
+type Symbol struct {
+	// Names are the symbols to try, in order; the first is the entry
+	// point's name in errors and in the table's missing list.
+	Names []string
+	// Raw is the *func(...) that purego.RegisterFunc binds the address to.
+	Raw any
+	// Fn is the *func(...) the backend calls: Raw itself for untraced and
+	// value-returning entries, the Status-returning field otherwise.
+	Fn any
+	// Bind puts Raw behind the trace point and fills Fn, under the name
+	// actually bound; nil for an untraced entry (Fn is Raw).
+	Bind func(bound string)
+}
+
+// Name is the entry point's first (preferred) name.
+func (s Symbol) Name() string { return s.Names[0] }
+
+// Untraced binds fn directly: the error-name lookups, which only word a
+// result for the trace and for errors.
+func Untraced(fn any, names ...string) Symbol { return Symbol{Names: names, Raw: fn, Fn: fn} }
+
+// status returns the Bind of a status entry: wrap raw with the trace (wrap
+// is one of trace.WrapN, already given the argSpec) and make fn return the
+// Status under the bound name.
+func status[R, F any](names []string, fn *F, mk func(raw *R, name string) F) Symbol {
+	raw := new(R)
+	return Symbol{Names: names, Raw: raw, Fn: fn, Bind: func(bound string) { *fn = mk(raw, bound) }}
+}
+
+// Sym0 … Sym8 are the table entries of status-returning entry points with N
+// arguments. spec is the trace.ArgSpec of the arguments; end names the
+// status the vendor's way and says whether it is a failure.
+
+func Sym0[C Code](fn *func() Status[C], end trace.Ender[C], names ...string) Symbol {
+	return status(names, fn, func(raw *func() C, name string) func() Status[C] {
+		trace.Wrap0(raw, name, end)
+		f := *raw
+		return func() Status[C] { return Status[C]{name, f()} }
+	})
+}
+
+func Sym1[A any, C Code](fn *func(A) Status[C], end trace.Ender[C], spec string, names ...string) Symbol {
+	p := trace.ParseArgs(spec)
+	return status(names, fn, func(raw *func(A) C, name string) func(A) Status[C] {
+		trace.Wrap1(raw, name, p, end)
+		f := *raw
+		return func(a A) Status[C] { return Status[C]{name, f(a)} }
+	})
+}
+
+func Sym2[A, B any, C Code](fn *func(A, B) Status[C], end trace.Ender[C], spec string, names ...string) Symbol {
+	p := trace.ParseArgs(spec)
+	return status(names, fn, func(raw *func(A, B) C, name string) func(A, B) Status[C] {
+		trace.Wrap2(raw, name, p, end)
+		f := *raw
+		return func(a A, b B) Status[C] { return Status[C]{name, f(a, b)} }
+	})
+}
+
+func Sym3[A, B, D any, C Code](fn *func(A, B, D) Status[C], end trace.Ender[C], spec string, names ...string) Symbol {
+	p := trace.ParseArgs(spec)
+	return status(names, fn, func(raw *func(A, B, D) C, name string) func(A, B, D) Status[C] {
+		trace.Wrap3(raw, name, p, end)
+		f := *raw
+		return func(a A, b B, d D) Status[C] { return Status[C]{name, f(a, b, d)} }
+	})
+}
+
+func Sym4[A, B, D, E any, C Code](fn *func(A, B, D, E) Status[C], end trace.Ender[C], spec string, names ...string) Symbol {
+	p := trace.ParseArgs(spec)
+	return status(names, fn, func(raw *func(A, B, D, E) C, name string) func(A, B, D, E) Status[C] {
+		trace.Wrap4(raw, name, p, end)
+		f := *raw
+		return func(a A, b B, d D, e E) Status[C] { return Status[C]{name, f(a, b, d, e)} }
+	})
+}
+
+func Sym5[A, B, D, E, F any, C Code](fn *func(A, B, D, E, F) Status[C], end trace.Ender[C], spec string, names ...string) Symbol {
+	p := trace.ParseArgs(spec)
+	return status(names, fn, func(raw *func(A, B, D, E, F) C, name string) func(A, B, D, E, F) Status[C] {
+		trace.Wrap5(raw, name, p, end)
+		f := *raw
+		return func(a A, b B, d D, e E, f5 F) Status[C] { return Status[C]{name, f(a, b, d, e, f5)} }
+	})
+}
+
+func Sym8[A, B, D, E, F, G, H, I any, C Code](fn *func(A, B, D, E, F, G, H, I) Status[C], end trace.Ender[C], spec string, names ...string) Symbol {
+	p := trace.ParseArgs(spec)
+	return status(names, fn, func(raw *func(A, B, D, E, F, G, H, I) C, name string) func(A, B, D, E, F, G, H, I) Status[C] {
+		trace.Wrap8(raw, name, p, end)
+		f := *raw
+		return func(a A, b B, d D, e E, f5 F, g G, h H, i I) Status[C] {
+			return Status[C]{name, f(a, b, d, e, f5, g, h, i)}
+		}
+	})
+}
+
+// Launch is the entry of a kernel launch with the CUDA/HIP shape (function,
+// grid and block triples, shared bytes, stream, params, extra): the trace
+// shows grid and block as triples under the vendor's argument names.
+func Launch[C Code](fn *func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream, params, extra uintptr) Status[C],
+	end trace.Ender[C], sharedName, paramsName string, names ...string) Symbol {
+	type launch = func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream, params, extra uintptr) C
+	type launchStatus = func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream, params, extra uintptr) Status[C]
+	return status(names, fn, func(raw *launch, name string) launchStatus {
+		f := *raw
+		return func(fu uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream, params, extra uintptr) Status[C] {
+			sp := trace.Begin(name, func() string {
+				return trace.KV("f", trace.Hex(fu), "grid", dim3(gx, gy, gz), "block", dim3(bx, by, bz),
+					sharedName, shared, "stream", trace.Hex(stream), paramsName, trace.Hex(params), "extra", trace.Hex(extra))
+			})
+			r := f(fu, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
+			end(sp, r, nil)
+			return Status[C]{name, r}
+		}
+	})
+}
+
+func dim3(x, y, z uint32) string { return fmt.Sprintf("(%d,%d,%d)", x, y, z) }
+
+// value wraps an entry point in place: for the ones that return a value,
+// not a status (HSA signal loads and waits, queue indices, signal stores).
+func value[F any](fn *F, names []string, mk func(f F, name string) F) Symbol {
+	return Symbol{Names: names, Raw: fn, Fn: fn, Bind: func(bound string) { *fn = mk(*fn, bound) }}
+}
+
+// Value1, Value2 and Value5 record the returned value after the inputs as
+// "returned=N"; the record's code is 0.
+
+func Value1[A any, R int64 | uint64](fn *func(A) R, spec string, names ...string) Symbol {
+	p := trace.ParseArgs(spec)
+	return value(fn, names, func(f func(A) R, name string) func(A) R {
+		return func(a A) R {
+			sp := trace.Begin(name, func() string { return p.Format(false, a) })
+			v := f(a)
+			sp.End(0, "", func() string { return "returned=" + fmt.Sprint(v) })
+			return v
+		}
+	})
+}
+
+func Value2[A, B any, R int64 | uint64](fn *func(A, B) R, spec string, names ...string) Symbol {
+	p := trace.ParseArgs(spec)
+	return value(fn, names, func(f func(A, B) R, name string) func(A, B) R {
+		return func(a A, b B) R {
+			sp := trace.Begin(name, func() string { return p.Format(false, a, b) })
+			v := f(a, b)
+			sp.End(0, "", func() string { return "returned=" + fmt.Sprint(v) })
+			return v
+		}
+	})
+}
+
+func Value5[A, B, C, D, E any, R int64 | uint64](fn *func(A, B, C, D, E) R, spec string, names ...string) Symbol {
+	p := trace.ParseArgs(spec)
+	return value(fn, names, func(f func(A, B, C, D, E) R, name string) func(A, B, C, D, E) R {
+		return func(a A, b B, c C, d D, e E) R {
+			sp := trace.Begin(name, func() string { return p.Format(false, a, b, c, d, e) })
+			v := f(a, b, c, d, e)
+			sp.End(0, "", func() string { return "returned=" + fmt.Sprint(v) })
+			return v
+		}
+	})
+}
+
+// Void2 is for a function without a result (hsa_signal_store_*).
+func Void2[A, B any](fn *func(A, B), spec string, names ...string) Symbol {
+	p := trace.ParseArgs(spec)
+	return value(fn, names, func(f func(A, B), name string) func(A, B) {
+		return func(a A, b B) {
+			sp := trace.Begin(name, func() string { return p.Format(false, a, b) })
+			f(a, b)
+			sp.End(0, "", nil)
+		}
+	})
+}
+
+// Dlopen opens path with the trace recording the attempt. lastTry says
+// whether a failure ends the search (earlier candidates are probes: their
+// failure is recorded but not marked as the failing call).
+func Dlopen(path string, flags int, flagNames string, lastTry bool) (uintptr, error) {
+	sp := trace.Begin("dlopen", func() string { return trace.KV("path", path, "flags", flagNames) })
+	h, err := purego.Dlopen(path, flags)
+	if err != nil {
+		sp.EndStatus(-1, err.Error(), lastTry, nil)
+		return 0, err
+	}
+	sp.End(0, "OK", func() string { return "handle=" + trace.Hex(h) })
+	return h, nil
+}
+
+// Candidates lists where to look for a library: each soname bare (the
+// loader's own search: LD_LIBRARY_PATH, ld.so.cache), then in each of dirs
+// that exists, in order. A ROCm install whose lib directory is not in the
+// loader config (AMD's install guide makes that a manual step) is found
+// through dirs ($ROCM_PATH/lib, /opt/rocm/lib), as Triton's AMD driver does.
+func Candidates(sonames, dirs []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, n := range sonames {
+		add(n)
+	}
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			continue
+		}
+		for _, n := range sonames {
+			add(filepath.Join(d, n))
+		}
+	}
+	return out
+}
+
+// Loaded is the file the process actually mapped for handle's library,
+// from /proc/self/maps (the soname alone does not say which install): the
+// first mapped path whose base name starts with base. "" if not found.
+func Loaded(base string) string {
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		i := strings.IndexByte(line, '/')
+		if i < 0 {
+			continue
+		}
+		p := line[i:]
+		if strings.HasPrefix(filepath.Base(p), base) {
+			return p
+		}
+	}
+	return ""
+}
+
+// Bind resolves every symbol of table in the library handle h: the first of
+// its Names that dlsym finds is registered into Raw and, for a traced entry,
+// Bind puts it behind the trace point under that name. It returns the names
+// bound (first name -> the name found) and, sorted, the first names of the
+// entries it could not find; what an absent entry means is the backend's
+// call (absent stand-in, optional feature, broken install).
+func Bind(h uintptr, table []Symbol) (bound map[string]string, missing []string) {
+	bound = map[string]string{}
+	for _, s := range table {
+		for _, name := range s.Names {
+			addr, err := purego.Dlsym(h, name)
+			if err != nil || addr == 0 {
+				continue
+			}
+			purego.RegisterFunc(s.Raw, addr)
+			bound[s.Name()] = name
+			if s.Bind != nil {
+				s.Bind(name)
+			}
+			break
+		}
+		if bound[s.Name()] == "" {
+			missing = append(missing, s.Name())
+		}
+	}
+	sort.Strings(missing)
+	return bound, missing
+}
+
+// BindFuncs binds table to Go functions instead of a library's addresses:
+// the tests' fakes of a binding's function table, which exercise a
+// backend's logic through the same wrappers and Status values a real
+// library gets. fns maps an entry's first name to a function of its Raw
+// type; every other entry gets a stand-in that calls unbound(name) and
+// returns zero values (a zero status is success in every vendor's enum, so
+// unbound should fail the test). A key that names no entry or a function of
+// the wrong type is an error.
+func BindFuncs(table []Symbol, fns map[string]any, unbound func(name string)) error {
+	left := map[string]bool{}
+	for k := range fns {
+		left[k] = true
+	}
+	for _, s := range table {
+		rv := reflect.ValueOf(s.Raw).Elem()
+		name := s.Name()
+		if f, ok := fns[name]; ok {
+			delete(left, name)
+			fv := reflect.ValueOf(f)
+			if fv.Type() != rv.Type() {
+				return fmt.Errorf("fake %s is a %s, the table binds a %s", name, fv.Type(), rv.Type())
+			}
+			rv.Set(fv)
+		} else {
+			t := rv.Type()
+			rv.Set(reflect.MakeFunc(t, func([]reflect.Value) []reflect.Value {
+				if unbound != nil {
+					unbound(name)
+				}
+				out := make([]reflect.Value, t.NumOut())
+				for i := range out {
+					out[i] = reflect.Zero(t.Out(i))
+				}
+				return out
+			}))
+		}
+		if s.Bind != nil {
+			s.Bind(name)
+		}
+	}
+	if len(left) > 0 {
+		names := make([]string, 0, len(left))
+		for k := range left {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		return fmt.Errorf("fakes for symbols not in the table: %v", names)
+	}
+	return nil
+}
+
+// Validate checks a table before anything is bound: every Raw is a pointer
+// to a func whose results purego can return (no struct: a Status-returning
+// Raw would panic in RegisterFunc on the first machine with the library),
+// every Fn a pointer to a func, and no first name twice.
+func Validate(table []Symbol) error {
+	seen := map[string]bool{}
+	for _, s := range table {
+		if len(s.Names) == 0 {
+			return fmt.Errorf("a table entry has no name")
+		}
+		n := s.Name()
+		if seen[n] {
+			return fmt.Errorf("%s is in the table twice", n)
+		}
+		seen[n] = true
+		for _, f := range []any{s.Raw, s.Fn} {
+			t := reflect.TypeOf(f)
+			if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Func {
+				return fmt.Errorf("%s: %v is not a pointer to a func", n, t)
+			}
+		}
+		rt := reflect.TypeOf(s.Raw).Elem()
+		for i := range rt.NumOut() {
+			if k := rt.Out(i).Kind(); k == reflect.Struct || k == reflect.String {
+				return fmt.Errorf("%s: the raw binding returns a %s, which purego cannot return", n, rt.Out(i))
+			}
+		}
+		if s.Bind == nil && s.Raw != s.Fn {
+			return fmt.Errorf("%s: untraced but its Fn is not its Raw", n)
+		}
+	}
+	return nil
+}

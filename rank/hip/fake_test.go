@@ -1,0 +1,232 @@
+package hip
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"p2patomics/internal/binding"
+	"p2patomics/rank/backend"
+)
+
+// fakeLib binds the binding table to Go fakes (by symbol name): the tests
+// below drive the backend's own logic through the same Status values a
+// real libamdhip64 gives. A call to a symbol without a fake fails the test.
+func fakeLib(t *testing.T, fns map[string]any) *lib {
+	t.Helper()
+	all := map[string]any{
+		"hipGetErrorName":   func(uint32) uintptr { return 0 },
+		"hipGetErrorString": func(uint32) uintptr { return 0 },
+	}
+	for k, v := range fns {
+		all[k] = v
+	}
+	l := &lib{name: "fake", path: "fake", missing: map[string]string{}}
+	if err := binding.BindFuncs(l.symbols(), all, func(n string) { t.Errorf("unexpected call to %s", n) }); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// vmmFakes is a HIP VMem that works: handles and addresses count up, the
+// export hands out a real fd (a pipe end) the test can close.
+func vmmFakes(t *testing.T, granularity func(*uint64, *allocProp, uint32) uint32, create func(*uintptr, uint64, *allocProp, uint64) uint32) map[string]any {
+	next := uintptr(0x1000)
+	return map[string]any{
+		"hipMemGetAllocationGranularity": granularity,
+		"hipMemCreate":                   create,
+		"hipMemAddressReserve": func(p *uintptr, size, align uint64, addr uintptr, flags uint64) uint32 {
+			next += 0x10000000
+			*p = next
+			return errSuccess
+		},
+		"hipMemMap":         func(p uintptr, size, off uint64, h uintptr, flags uint64) uint32 { return errSuccess },
+		"hipMemSetAccess":   func(p uintptr, size uint64, d *accessDesc, n uint64) uint32 { return errSuccess },
+		"hipMemUnmap":       func(p uintptr, size uint64) uint32 { return errSuccess },
+		"hipMemAddressFree": func(p uintptr, size uint64) uint32 { return errSuccess },
+		"hipMemRelease":     func(h uintptr) uint32 { return errSuccess },
+		"hipMemExportToShareableHandle": func(out unsafe.Pointer, h uintptr, typ uint32, flags uint64) uint32 {
+			var p [2]int
+			if err := syscall.Pipe(p[:]); err != nil {
+				t.Fatal(err)
+			}
+			syscall.Close(p[1])
+			*(*int32)(out) = int32(p[0])
+			return errSuccess
+		},
+	}
+}
+
+// clr6Granularity is CLR 6.2–6.4's hipMemGetAllocationGranularity: every
+// type but Pinned is hipErrorInvalidValue (hip_vm.cpp, rocm-6.2.0 188-196).
+func clr6Granularity(g *uint64, p *allocProp, opt uint32) uint32 {
+	if p.Type != allocTypePinned {
+		return errInvalidValue
+	}
+	*g = 2 << 20
+	return errSuccess
+}
+
+// TestUncachedOnCLR6IsASkip (issue 17, defect 1): on a CLR 6.x runtime
+// hip.uncached must end in ErrNotSupported (hipMemCreate rejects the type),
+// not in the granularity query's plain error.
+func TestUncachedOnCLR6IsASkip(t *testing.T) {
+	var created []uint32
+	create := func(h *uintptr, size uint64, p *allocProp, flags uint64) uint32 {
+		created = append(created, p.Type)
+		if p.Type != allocTypePinned {
+			return errInvalidValue
+		}
+		*h = 0x42
+		return errSuccess
+	}
+	b := &Backend{l: fakeLib(t, vmmFakes(t, clr6Granularity, create)), version: 60443484, bufs: map[*buffer]bool{}}
+	_, _, err := b.Alloc(kindUncached, 4096)
+	if !errors.Is(err, backend.ErrNotSupported) || !strings.Contains(err.Error(), "hipMemCreate rejected hipMemAllocationTypeUncached") {
+		t.Fatalf("uncached on CLR 6.4: %v, want the ErrNotSupported from hipMemCreate", err)
+	}
+	if len(created) != 1 || created[0] != allocTypeUncached {
+		t.Fatalf("hipMemCreate saw types %v, want one Uncached", created)
+	}
+	buf, exp, err := b.Alloc(kindPinned, 4096)
+	if err != nil || buf.Size() != 2<<20 {
+		t.Fatalf("pinned: %v (size %v)", err, buf)
+	}
+	syscall.Close(exp.Fd)
+	if err := b.Free(buf); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pointerReaderImport is a CLR that reads osHandle as an int* (6.x) and
+// whose first import fails for a reason of its own. It fails the test, and
+// does not dereference, if osHandle is a small integer (in the null page,
+// where every test fd lies): that is the SIGSEGV the old retry caused.
+func pointerReaderImport(t *testing.T, calls *[]uintptr, fails *int) func(*uintptr, uintptr, uint32) uint32 {
+	return func(h *uintptr, osHandle uintptr, typ uint32) uint32 {
+		*calls = append(*calls, osHandle)
+		if osHandle < 4096 {
+			t.Errorf("import passed %#x as osHandle: a pointer-reading CLR dereferences it (SIGSEGV)", osHandle)
+			return errInvalidValue
+		}
+		fd := *(*int32)(ptr(osHandle))
+		var st syscall.Stat_t
+		if err := syscall.Fstat(int(fd), &st); err != nil {
+			return errInvalidValue
+		}
+		if *fails > 0 {
+			*fails--
+			return errInvalidValue
+		}
+		*h = 0x77
+		return errSuccess
+	}
+}
+
+// valueReaderImport is a CLR that takes the fd by value (7.2).
+func valueReaderImport(calls *[]uintptr) func(*uintptr, uintptr, uint32) uint32 {
+	return func(h *uintptr, osHandle uintptr, typ uint32) uint32 {
+		*calls = append(*calls, osHandle)
+		fd := int32(uint32(osHandle))
+		var st syscall.Stat_t
+		if fd < 0 || syscall.Fstat(int(fd), &st) != nil {
+			return errInvalidValue
+		}
+		*h = 0x88
+		return errSuccess
+	}
+}
+
+// TestImportConventionDecidedAtOpen (issue 17, defect 6): on a 7.0/7.1
+// runtime the convention is decided once by a self export/import; a
+// pointer-reading runtime whose import fails is never handed a small
+// integer, and later imports use the decided form without a retry.
+func TestImportConventionDecidedAtOpen(t *testing.T) {
+	if _, err := (&Backend{}).cell(); err != nil {
+		t.Skipf("cannot reserve the fd cell here: %v", err)
+	}
+	for _, c := range []struct {
+		name  string
+		fails int
+		value bool
+		want  importMode
+		err   string
+	}{
+		{"pointer reader", 0, false, importPointer, ""},
+		{"value reader", 0, true, importValue, ""},
+		{"pointer reader whose imports fail", 99, false, importProbe, "fails in both fd conventions"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var calls []uintptr
+			fails := c.fails
+			fns := vmmFakes(t, clr6Granularity, func(h *uintptr, size uint64, p *allocProp, flags uint64) uint32 { *h = 0x42; return errSuccess })
+			if c.value {
+				fns["hipMemImportFromShareableHandle"] = valueReaderImport(&calls)
+			} else {
+				fns["hipMemImportFromShareableHandle"] = pointerReaderImport(t, &calls, &fails)
+			}
+			b := &Backend{l: fakeLib(t, fns), version: 70153211, mode: importModeFor(70153211), bufs: map[*buffer]bool{}}
+			err := b.decideImport()
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("decideImport: %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || b.mode != c.want {
+				t.Fatalf("decideImport: %v, mode %v, want %v", err, b.mode, c.want)
+			}
+			if len(b.bufs) != 0 {
+				t.Errorf("the probe's buffer was not freed")
+			}
+			// An import afterwards is one call in the decided form.
+			calls = nil
+			var p [2]int
+			syscall.Pipe(p[:])
+			defer syscall.Close(p[1])
+			buf, err := b.Import(kindPinned, backend.Export{Fd: p[0], Size: 2 << 20}, true)
+			if err != nil || len(calls) != 1 {
+				t.Fatalf("Import: %v after %d import calls", err, len(calls))
+			}
+			b.Free(buf)
+		})
+	}
+}
+
+// TestDualFd: the descriptor number is also the address of an int holding
+// it, and the descriptor is the same file.
+func TestDualFd(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "dual")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d, undo, err := dualFd(int(f.Fd()))
+	if err != nil {
+		t.Skipf("no dual fd here: %v", err)
+	}
+	defer undo()
+	if uintptr(d) < dualMinFd(4096) || *(*int32)(ptr(uintptr(d))) != int32(d) {
+		t.Fatalf("fd %#x, int at that address %#x", d, *(*int32)(ptr(uintptr(d))))
+	}
+	var a, b syscall.Stat_t
+	syscall.Fstat(int(f.Fd()), &a)
+	if err := syscall.Fstat(d, &b); err != nil || a.Ino != b.Ino {
+		t.Fatalf("fd %#x is not the same file: %v", d, err)
+	}
+}
+
+// TestROCmLibDirs (issue 17, defect 7): $ROCM_PATH/lib, then /opt/rocm/lib.
+func TestROCmLibDirs(t *testing.T) {
+	t.Setenv("ROCM_PATH", "/x/rocm-7.2")
+	if got := strings.Join(rocmLibDirs(), " "); got != "/x/rocm-7.2/lib /opt/rocm/lib" {
+		t.Fatal(got)
+	}
+	t.Setenv("ROCM_PATH", "")
+	if got := strings.Join(rocmLibDirs(), " "); got != "/opt/rocm/lib" {
+		t.Fatal(got)
+	}
+}

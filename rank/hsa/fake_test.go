@@ -1,0 +1,367 @@
+package hsa
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+
+	"p2patomics/internal/binding"
+	"p2patomics/kernels"
+	"p2patomics/rank/backend"
+)
+
+// fakeHSA is a small ROCr stand-in behind the binding table: agents, pools
+// and ISAs to discover, and vmem calls that succeed and are recorded. The
+// tests below drive the backend's own logic (Open, Alloc, the event and
+// queue handlers) through the same Status values a real runtime gives.
+type fakeHSA struct {
+	t       *testing.T
+	agents  []fakeAgent
+	queueCB uintptr
+	access  [][]accessDesc // each hsa_amd_vmem_set_access call's descriptors
+	mem     [][]byte       // mmap'd memory handed out, unmapped at cleanup
+}
+
+type fakeAgent struct {
+	handle uint64
+	dev    uint32
+	node   uint32
+	pools  map[uint64]uint32 // pool handle -> GLOBAL_FLAGS
+	isa    string
+}
+
+func (f *fakeHSA) agent(h uint64) *fakeAgent {
+	for i := range f.agents {
+		if f.agents[i].handle == h {
+			return &f.agents[i]
+		}
+	}
+	return nil
+}
+
+func (f *fakeHSA) poolFlags(p uint64) (uint32, bool) {
+	for _, a := range f.agents {
+		if fl, ok := a.pools[p]; ok {
+			return fl, true
+		}
+	}
+	return 0, false
+}
+
+func (f *fakeHSA) alloc(n int) uintptr {
+	m, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.mem = append(f.mem, m)
+	return uintptr(unsafe.Pointer(&m[0]))
+}
+
+// mi300 is two XGMI GPUs (FINE pools listed), a CPU and, listed first, a
+// non-GPU agent that is not a CPU either (an AIE-like accelerator, device
+// type 2) with one fine pool and no kernarg pool.
+func mi300(t *testing.T) *fakeHSA {
+	return &fakeHSA{t: t, agents: []fakeAgent{
+		{handle: 0x100, dev: 2, node: 9, pools: map[uint64]uint32{0x1001: globalFlagFineGrained}},
+		{handle: 0x200, dev: deviceTypeCPU, node: 0, pools: map[uint64]uint32{
+			0x2001: globalFlagFineGrained | globalFlagKernargInit, 0x2002: globalFlagFineGrained, 0x2003: globalFlagCoarseGrained}},
+		{handle: 0x300, dev: deviceTypeGPU, node: 2, isa: "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-", pools: map[uint64]uint32{
+			0x3001: globalFlagCoarseGrained, 0x3002: globalFlagExtScopeFine, 0x3003: globalFlagFineGrained}},
+		{handle: 0x400, dev: deviceTypeGPU, node: 3, isa: "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-", pools: map[uint64]uint32{
+			0x4001: globalFlagCoarseGrained, 0x4002: globalFlagExtScopeFine, 0x4003: globalFlagFineGrained}},
+	}}
+}
+
+// lib binds the fake into a lib. A call to a symbol without a fake fails
+// the test.
+func (f *fakeHSA) lib() *lib {
+	ok := func() uint32 { return statusSuccess }
+	put := func(v unsafe.Pointer, x uint64, size int) {
+		switch size {
+		case 1:
+			*(*uint8)(v) = uint8(x)
+		case 2:
+			*(*uint16)(v) = uint16(x)
+		case 4:
+			*(*uint32)(v) = uint32(x)
+		default:
+			*(*uint64)(v) = x
+		}
+	}
+	fns := map[string]any{
+		"hsa_init":          ok,
+		"hsa_status_string": func(uint32, *uintptr) uint32 { return statusError },
+		"hsa_system_get_info": func(attr uint32, v unsafe.Pointer) uint32 {
+			switch attr {
+			case amdSystemInfoVirtualMemAPISupport:
+				put(v, 1, 1)
+			case systemInfoTimestampFrequency:
+				put(v, 1e8, 8)
+			case amdSystemInfoBuildVersion:
+				put(v, 0, 8)
+			case amdSystemInfoXnackEnabled:
+				put(v, 0, 1)
+			default:
+				put(v, 1, 2)
+			}
+			return statusSuccess
+		},
+		"hsa_iterate_agents": func(cb, data uintptr) uint32 {
+			for _, a := range f.agents {
+				purego.SyscallN(cb, uintptr(a.handle), data)
+			}
+			return statusSuccess
+		},
+		"hsa_agent_get_info": func(h uint64, attr uint32, v unsafe.Pointer) uint32 {
+			a := f.agent(h)
+			if a == nil {
+				return statusErrorInvalidAgent
+			}
+			switch attr {
+			case agentInfoDevice:
+				put(v, uint64(a.dev), 4)
+			case agentInfoNode:
+				put(v, uint64(a.node), 4)
+			case amdAgentInfoCUCount:
+				put(v, 304, 4)
+			case amdAgentInfoMemoryAvail:
+				put(v, 1<<30, 8)
+			default:
+				return statusErrorInvalidArgument // names, UUID: "" is fine
+			}
+			return statusSuccess
+		},
+		"hsa_amd_agent_iterate_memory_pools": func(h uint64, cb, data uintptr) uint32 {
+			a := f.agent(h)
+			for _, p := range sortedPools(a.pools) {
+				purego.SyscallN(cb, uintptr(p), data)
+			}
+			return statusSuccess
+		},
+		"hsa_amd_memory_pool_get_info": func(p uint64, attr uint32, v unsafe.Pointer) uint32 {
+			fl, known := f.poolFlags(p)
+			if !known {
+				return statusErrorInvalidArgument
+			}
+			switch attr {
+			case poolInfoSegment:
+				put(v, segmentGlobal, 4)
+			case poolInfoGlobalFlags:
+				put(v, uint64(fl), 4)
+			case poolInfoAllocAllowed:
+				put(v, 1, 1)
+			case poolInfoSize:
+				put(v, 192<<30, 8)
+			case poolInfoAllocRecGranule, poolInfoAllocGranule:
+				put(v, 2<<20, 8)
+			default:
+				return statusErrorInvalidArgument
+			}
+			return statusSuccess
+		},
+		"hsa_amd_agent_memory_pool_get_info": func(a, p uint64, attr uint32, v unsafe.Pointer) uint32 {
+			return statusErrorInvalidArgument // no link facts
+		},
+		"hsa_agent_iterate_isas": func(h uint64, cb, data uintptr) uint32 {
+			purego.SyscallN(cb, uintptr(h+1), data) // ISA handle = agent + 1
+			return statusSuccess
+		},
+		"hsa_isa_get_info_alt": func(isa uint64, attr uint32, v unsafe.Pointer) uint32 {
+			name := f.agent(isa - 1).isa
+			switch attr {
+			case isaInfoNameLength:
+				put(v, uint64(len(name)), 4)
+			case isaInfoName:
+				copy(unsafe.Slice((*byte)(v), len(name)), name)
+			}
+			return statusSuccess
+		},
+		"hsa_amd_register_system_event_handler": func(cb, data uintptr) uint32 { return statusSuccess },
+		"hsa_queue_create": func(agent uint64, size, typ uint32, cb, data uintptr, priv, group uint32, out *uintptr) uint32 {
+			f.queueCB = cb
+			*out = f.alloc(4096)
+			return statusSuccess
+		},
+		"hsa_amd_memory_pool_allocate": func(pool, size uint64, flags uint32, out *uintptr) uint32 {
+			*out = f.alloc(int(size))
+			return statusSuccess
+		},
+		"hsa_amd_agents_allow_access":               func(n uint32, agents *uint64, flags, p uintptr) uint32 { return statusSuccess },
+		"hsa_code_object_reader_create_from_memory": func(code uintptr, size uint64, out *uint64) uint32 { *out = 1; return statusSuccess },
+		"hsa_executable_create_alt":                 func(profile, rounding uint32, opts uintptr, out *uint64) uint32 { *out = 2; return statusSuccess },
+		"hsa_executable_load_agent_code_object":     func(exe, agent, reader uint64, opts, out uintptr) uint32 { return statusSuccess },
+		"hsa_executable_freeze":                     func(exe uint64, opts uintptr) uint32 { return statusSuccess },
+		"hsa_amd_vmem_address_reserve": func(va *uintptr, size, addr, flags uint64) uint32 {
+			*va = 0x7f0000000000
+			return statusSuccess
+		},
+		"hsa_amd_vmem_handle_create": func(pool, size uint64, typ uint32, flags uint64, out *uint64) uint32 {
+			*out = pool<<8 | 1
+			return statusSuccess
+		},
+		"hsa_amd_vmem_map": func(va uintptr, size, off, h, flags uint64) uint32 { return statusSuccess },
+		"hsa_amd_vmem_set_access": func(va uintptr, size uint64, d *accessDesc, n uint64) uint32 {
+			f.access = append(f.access, append([]accessDesc(nil), unsafe.Slice(d, n)...))
+			return statusSuccess
+		},
+		"hsa_amd_vmem_export_shareable_handle": func(fd *int32, h, flags uint64) uint32 {
+			var p [2]int
+			syscall.Pipe(p[:])
+			syscall.Close(p[1])
+			*fd = int32(p[0])
+			return statusSuccess
+		},
+		"hsa_amd_vmem_unmap":          func(va uintptr, size uint64) uint32 { return statusSuccess },
+		"hsa_amd_vmem_address_free":   func(va uintptr, size uint64) uint32 { return statusSuccess },
+		"hsa_amd_vmem_handle_release": func(h uint64) uint32 { return statusSuccess },
+	}
+	l := &lib{path: "fake", missing: map[string]string{}}
+	if err := binding.BindFuncs(l.symbols(), fns, func(n string) { f.t.Errorf("unexpected call to %s", n) }); err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() {
+		for _, m := range f.mem {
+			syscall.Munmap(m)
+		}
+	})
+	return l
+}
+
+func sortedPools(m map[uint64]uint32) []uint64 {
+	var ps []uint64
+	for p := range m {
+		ps = append(ps, p)
+	}
+	for i := range ps {
+		for j := i + 1; j < len(ps); j++ {
+			if ps[j] < ps[i] {
+				ps[i], ps[j] = ps[j], ps[i]
+			}
+		}
+	}
+	return ps
+}
+
+// openFake runs Open's logic against f for device ordinal dev.
+func openFake(t *testing.T, f *fakeHSA, dev int) (*Backend, backend.DeviceInfo) {
+	t.Helper()
+	// hsa_init is once per process; another test may have run the real one.
+	initOnce, initErr = sync.Once{}, nil
+	t.Cleanup(func() { initOnce, initErr = sync.Once{}, nil })
+	b := &Backend{}
+	info, err := b.open(f.lib(), backend.Config{Rank: dev, Ranks: 2, Device: dev})
+	if err != nil {
+		t.Fatalf("Open on the fake runtime: %v", err)
+	}
+	return b, info
+}
+
+// TestOpenPicksTheCPUAgent (issue 17, defect 8): a non-GPU agent that is
+// not a CPU (listed first here) is not taken as the CPU agent.
+func TestOpenPicksTheCPUAgent(t *testing.T) {
+	b, info := openFake(t, mi300(t), 1)
+	if b.cpu == nil || b.cpu.handle != 0x200 || b.self.handle != 0x400 {
+		t.Fatalf("cpu %+v self %+v", b.cpu, b.self)
+	}
+	if info.Arch != "gfx942" || info.Attrs["node"] != "3" {
+		t.Errorf("device info %+v", info)
+	}
+}
+
+// TestQueueErrorIsAFault (issue 17, defect 5): the queue gets an error
+// callback, and a queue error it reports is the fault the next Launch
+// returns.
+func TestQueueErrorIsAFault(t *testing.T) {
+	f := mi300(t)
+	b, _ := openFake(t, f, 0)
+	if f.queueCB == 0 {
+		t.Fatal("hsa_queue_create got no error callback: ROCr's default handler aborts the rank")
+	}
+	faultSlot.Store(nil)
+	t.Cleanup(func() { faultSlot.Store(nil) })
+	quietStderr(t)
+	purego.SyscallN(f.queueCB, statusErrorMemoryApertureViolation, 0, 0) // as ROCr calls it
+	_, err := b.Launch(kernels.MustLookup(copyKernel), 1, 1, make([]uint64, 5))
+	var fault *backend.Fault
+	if !errors.As(err, &fault) || fault.Name != "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION" ||
+		fault.Code != statusErrorMemoryApertureViolation || !strings.Contains(fault.Reason, "aperture violation") {
+		t.Fatalf("Launch after a queue error: %v", err)
+	}
+}
+
+// TestAllocGrantsOwnerOnlyAndNamesPool (issue 17, defect 8): the exporter
+// grants its own agent only, and the export says which pool served it.
+func TestAllocGrantsOwnerOnlyAndNamesPool(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		hideFG bool
+		kind   string
+		pool   string
+	}{
+		{"fine in a hive", false, kindFine, poolFine},
+		{"fine over PCIe", true, kindFine, poolExtFine},
+		{"coarse", false, kindCoarse, poolCoarse},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := mi300(t)
+			if c.hideFG { // ROCr lists no FINE VRAM pool outside a hive
+				delete(f.agents[2].pools, 0x3003)
+				delete(f.agents[3].pools, 0x4003)
+			}
+			b, info := openFake(t, f, 0)
+			buf, exp, err := b.Alloc(c.kind, 4096)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer syscall.Close(exp.Fd)
+			if len(f.access) != 1 || len(f.access[0]) != 1 || f.access[0][0].Agent != 0x300 || f.access[0][0].Permissions != accessPermissionRW {
+				t.Fatalf("set_access descriptors %+v, want the owner (0x300) alone, RW", f.access)
+			}
+			if exp.Meta["pool"] != c.pool {
+				t.Errorf("export meta %v, want pool %s", exp.Meta, c.pool)
+			}
+			if c.kind == kindFine && info.Attrs["fine_served_by"] != c.pool {
+				t.Errorf("device attrs %v, want fine_served_by %s", info.Attrs, c.pool)
+			}
+			if err := b.Free(buf); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// quietStderr sends the handlers' stderr line to a pipe for the test.
+func quietStderr(t *testing.T) func() string {
+	r, w, _ := os.Pipe()
+	old := os.Stderr
+	os.Stderr = w
+	t.Cleanup(func() { os.Stderr = old })
+	return func() string {
+		w.Close()
+		b := make([]byte, 4096)
+		n, _ := r.Read(b)
+		return string(b[:n])
+	}
+}
+
+// TestROCmLibDirs (issue 17, defect 7): after the loader's own search,
+// $ROCM_PATH/lib, then /opt/rocm/lib.
+func TestROCmLibDirs(t *testing.T) {
+	t.Setenv("ROCM_PATH", "/x/rocm-6.4.3")
+	if got := strings.Join(rocmLibDirs(), " "); got != "/x/rocm-6.4.3/lib /opt/rocm/lib" {
+		t.Fatal(got)
+	}
+	dir := t.TempDir()
+	t.Setenv("ROCM_PATH", dir)
+	os.Mkdir(dir+"/lib", 0o755)
+	c := binding.Candidates([]string{libName}, rocmLibDirs())
+	if len(c) < 2 || c[0] != libName || c[1] != dir+"/lib/"+libName {
+		t.Fatalf("candidates %v", c)
+	}
+}
