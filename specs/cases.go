@@ -43,11 +43,17 @@ type builder struct {
 	cases   []*harness.Case
 }
 
-func (b *builder) add(spec, variant string, ranks int, expected report.Outcome, labels []string, timeout time.Duration, run func(*harness.Ctx) error) *harness.Case {
+// fullID is the id add gives a case.
+func (b *builder) fullID(spec, variant string, ranks int) string {
 	id := fmt.Sprintf("%s.%s.%s.%s", b.backend, b.kind, spec, variant)
 	if ranks != 2 {
 		id += fmt.Sprintf(".r%d", ranks)
 	}
+	return id
+}
+
+func (b *builder) add(spec, variant string, ranks int, expected report.Outcome, labels []string, timeout time.Duration, run func(*harness.Ctx) error) *harness.Case {
+	id := b.fullID(spec, variant, ranks)
 	c := &harness.Case{
 		ID: id, Backend: b.backend, Kind: b.kind, Spec: spec, Variant: variant, Ranks: ranks,
 		Labels:   dedupe(append([]string{b.backend, b.kind, spec}, labels...)),

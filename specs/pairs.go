@@ -2,6 +2,8 @@ package specs
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"p2patomics/harness"
@@ -15,21 +17,197 @@ import (
 // a different peer at once. On 8 GPUs the interesting failures are per
 // pair, so each pair is its own case (label pair=<s>-<d>, id r<s>r<d>) and
 // the report's pair matrix is built from them.
+//
+// One pair at a time, the pair cases grow with the square of the rank
+// count; by default (--pairs=rounds) they run in the rounds of a
+// round-robin tournament instead: each round's disjoint pairs run at once
+// on one world (every pair one way, then every pair the other way), and
+// each ordered pair still gets its own case and verdict (harness.Round).
 func (b *builder) pairs() {
 	k := kernels.MustLookup("add_u64_relaxed_sys")
 	n := b.o.Ranks
+	id := func(s, d int) string { return fmt.Sprintf("%s.r%dr%d", k.Name, s, d) }
+	rounds := map[[2]int]*harness.Round{}
+	if b.o.Pairs != "alone" {
+		for i, pairs := range harness.Tournament(n) {
+			rd := pairRound(b, k, fmt.Sprintf("round %d of %d", i+1, len(harness.Tournament(n))), pairs, nil)
+			for _, p := range pairs {
+				rounds[p] = rd
+			}
+		}
+	}
 	for s := 0; s < n; s++ {
 		for d := 0; d < n; d++ {
 			if s == d {
 				continue
 			}
-			b.add("pairs", fmt.Sprintf("%s.r%dr%d", k.Name, s, d), n, report.Pass,
-				[]string{"atomics", "pairs", string(k.Scope), fmt.Sprintf("pair=%d-%d", s, d)}, 60*time.Second,
-				func(c *harness.Ctx) error { return runPair(c, k, s, d) })
+			run := func(c *harness.Ctx) error { return runPair(c, k, s, d) }
+			if rd := rounds[[2]int{min(s, d), max(s, d)}]; rd != nil {
+				full := b.fullID("pairs", id(s, d), n)
+				run = func(c *harness.Ctx) error { return rd.Take(c, full) }
+			}
+			b.add("pairs", id(s, d), n, report.Pass,
+				[]string{"atomics", "pairs", string(k.Scope), fmt.Sprintf("pair=%d-%d", s, d)}, 60*time.Second, run)
 		}
 	}
+	// The round's planted bug: one pair of a round runs a non-atomic
+	// increment; the round must blame that pair and no other.
+	b.plantedRound(k)
 	b.add("alltoall", k.Name, n, report.Pass, []string{"atomics", "pairs", "alltoall", string(k.Scope)}, 120*time.Second,
 		func(c *harness.Ctx) error { return runAllToAll(c, k) })
+	b.add("alltoall", k.Name+".stress", n, report.Pass, []string{"atomics", "pairs", "alltoall", "stress", string(k.Scope)}, 120*time.Second,
+		func(c *harness.Ctx) error { return runAllToAllStress(c, k) })
+	b.add("alltoall", "copy_kernel", n, report.Pass, []string{"perf", "bandwidth", "alltoall", "kernel"}, 300*time.Second,
+		func(c *harness.Ctx) error { return runAllToAllCopy(c) })
+}
+
+// pairRound is one round of the tournament as a harness.Round: its members
+// are both directions of every pair; planted names ordered pairs whose
+// source and destination run the racy kernel instead.
+func pairRound(b *builder, k kernels.Kernel, name string, pairs [][2]int, planted map[[2]int]bool) *harness.Round {
+	n := b.o.Ranks
+	var ordered [][2]int
+	for _, p := range pairs {
+		ordered = append(ordered, p)
+	}
+	for _, p := range pairs {
+		ordered = append(ordered, [2]int{p[1], p[0]})
+	}
+	rd := &harness.Round{Name: name}
+	byID := map[string][2]int{}
+	for _, p := range ordered {
+		id := b.fullID("pairs", fmt.Sprintf("%s.r%dr%d", k.Name, p[0], p[1]), n)
+		rd.Members = append(rd.Members, id)
+		byID[id] = p
+	}
+	rd.Body = func(c *harness.Ctx, parts []*harness.Part) error {
+		return runPairRound(c, k, name, ordered, parts, planted)
+	}
+	rd.Alone = func(c *harness.Ctx, id string) error {
+		p := byID[id]
+		return runPair(c, k, p[0], p[1])
+	}
+	return rd
+}
+
+// plantedRound adds the control of the round schedule: the first round of
+// the tournament with the ordered pair (a→b) of its first pair racy. The
+// case passes its expected outcome (fail) only when exactly that pair lost
+// updates; a round that blames another pair, or none, is the harness's bug.
+func (b *builder) plantedRound(k kernels.Kernel) {
+	rounds := harness.Tournament(b.o.Ranks)
+	pairs := rounds[0]
+	bad := pairs[0]
+	b.add("pairs", "racy_pair_in_round", b.o.Ranks, report.Fail, []string{"pairs", "control", "planted"}, 60*time.Second,
+		func(c *harness.Ctx) error {
+			rd := pairRound(b, k, "planted round", pairs, map[[2]int]bool{bad: true})
+			want := rd.Members[0]
+			parts := make([]*harness.Part, len(rd.Members))
+			for i, m := range rd.Members {
+				parts[i] = &harness.Part{ID: m}
+			}
+			if err := rd.Body(c, parts); err != nil {
+				return err
+			}
+			var caught string
+			var blamed []string
+			for _, p := range parts {
+				if p.Err == nil {
+					continue
+				}
+				if p.ID == want {
+					caught = p.Err.Error()
+					continue
+				}
+				blamed = append(blamed, p.ID+": "+p.Err.Error())
+			}
+			if blamed != nil {
+				return fmt.Errorf("the round blamed pairs that were not planted: %v", blamed)
+			}
+			if caught == "" {
+				c.Note("planted racy pair r%dr%d was not caught among %d pairs run at once", bad[0], bad[1], len(parts))
+				return nil
+			}
+			return harness.Failf("planted racy pair r%dr%d caught, %d other pairs exact: %s", bad[0], bad[1], len(parts)-1, caught)
+		})
+}
+
+// runPairRound runs the ordered pairs of one round: the first half (one
+// direction of every pair of the round) all at once, then the second half
+// (the other direction). Each ordered pair (s, d) is runPair's shape: s
+// adds to a word of d's memory through its mapping while d adds to the same
+// word locally; each word belongs to one pair, so a lost update names it.
+func runPairRound(c *harness.Ctx, k kernels.Kernel, name string, ordered [][2]int, parts []*harness.Part, planted map[[2]int]bool) error {
+	if err := c.NeedPeer(true); err != nil {
+		return err
+	}
+	mems, err := c.SharedAll(1 << 20)
+	if err != nil {
+		return err
+	}
+	racy := kernels.MustLookup("racy_u64_plain_sys")
+	sz := sizing(c, k.Op)
+	half := len(ordered) / 2
+	for phase, lo := range []int{0, half} {
+		// Each rank owns one word per phase, a page apart.
+		off := uint64(phase) * 4096
+		var ls []harness.Launch
+		want := map[int]uint64{}
+		for i := lo; i < lo+half; i++ {
+			s, d := ordered[i][0], ordered[i][1]
+			if err := c.PutU64(d, mems[d].Bufs[d], off, counterInit(k)); err != nil {
+				return err
+			}
+			if planted[ordered[i]] {
+				rz, pause := sizing(c, kernels.OpRacy), uint64(2000)
+				if c.Vendor() == "host" {
+					rz, pause = size{1, 2, 20000}, 200
+				} else {
+					rz.iters = min(rz.iters, 20)
+				}
+				if err := c.PutU64(d, mems[d].Bufs[d], off+8, 0); err != nil {
+					return err
+				}
+				for _, r := range []int{s, d} {
+					ls = append(ls, harness.Launch{Rank: r, Kernel: racy.Name, Grid: rz.grid, Block: rz.block, Args: map[string]wireArg{
+						"target": harness.P(mems[d].Bufs[r], off), "bar": harness.P(mems[d].Bufs[r], off+8), "iters": harness.V(rz.iters),
+						"block": harness.V(uint64(rz.block)), "pause": harness.V(pause), "parties": harness.V(2 * uint64(rz.grid)),
+						"timeout_ns": harness.V(uint64(time.Second))}})
+				}
+				want[i] = 2 * rz.threads() * rz.iters
+				continue
+			}
+			for _, r := range []int{s, d} {
+				ls = append(ls, counterLaunch(r, k, sz, harness.P(mems[d].Bufs[r], off), counterOperand(k)))
+			}
+			want[i] = counterExpect(k, 2, sz.threads(), sz.iters)
+		}
+		el, err := c.Run(ls...)
+		if err != nil {
+			return err
+		}
+		for i := lo; i < lo+half; i++ {
+			s, d := ordered[i][0], ordered[i][1]
+			p := parts[i]
+			p.Note("%s: %d pairs at once", name, half)
+			if j := 2 * (i - lo); el[j] > 0 && !planted[ordered[i]] {
+				p.Metric("pair_atomic_rate", "Mops/s", fmt.Sprintf("rank %d's launch elapsed, both ranks' ops (one word of rank %d's memory), %d pairs at once", s, d, half),
+					float64(2*sz.threads()*sz.iters)/el[j].Seconds()/1e6)
+			}
+			for _, r := range []int{d, s} {
+				got, err := c.U64(r, mems[d].Bufs[r], off)
+				if err != nil {
+					return err
+				}
+				if got != want[i] {
+					p.Err = harness.Failf("rank %d reads %#x, expected %#x (ranks %d and %d at once with %d other pairs); lost updates: %d",
+						r, got, want[i], s, d, half-1, int64(want[i]-got))
+					break
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // runPair: rank s adds to a word of rank d's memory through its mapping
@@ -115,6 +293,159 @@ func runAllToAll(c *harness.Ctx, k kernels.Kernel) error {
 		return harness.Failf("expected %#x in every rank's word after %d rounds: %v", want, n-1, bad)
 	}
 	c.Note("%d rounds, every ordered pair loaded", n-1)
+	return nil
+}
+
+// runAllToAllStress loads every link at once with a word per ordered pair:
+// in step t every rank r adds to its own word in rank (r+t) mod n's memory,
+// all ranks at once (each rank sends to one peer and receives from
+// another), so after n−1 steps every ordered pair ran its atomics while
+// every other rank did the same. A rank runs one launch at a time and a
+// counter kernel has one target, so this is the most ordered pairs one
+// launch per rank can load together (n of n·(n−1)). The source's threads
+// all contend on the pair's word through the link: an atomic that the link
+// breaks into a read and a write loses updates even with one source.
+func runAllToAllStress(c *harness.Ctx, k kernels.Kernel) error {
+	if err := c.NeedPeer(true); err != nil {
+		return err
+	}
+	n := c.N()
+	mems, err := c.SharedAll(uint64(n) * 4096)
+	if err != nil {
+		return err
+	}
+	sz := sizing(c, k.Op)
+	word := func(s int) uint64 { return uint64(s) * 4096 } // rank s's word in any owner, a page apart
+	for d := 0; d < n; d++ {
+		for s := 0; s < n; s++ {
+			if s != d {
+				if err := c.PutU64(d, mems[d].Bufs[d], word(s), counterInit(k)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for t := 1; t < n; t++ {
+		ls := make([]harness.Launch, n)
+		for r := range ls {
+			d := (r + t) % n
+			ls[r] = counterLaunch(r, k, sz, harness.P(mems[d].Bufs[r], word(r)), counterOperand(k))
+		}
+		el, err := c.Run(ls...)
+		if err != nil {
+			return err
+		}
+		slowest := slices.Max(el)
+		if slowest > 0 {
+			c.Metric("alltoall_atomic_rate", "Mops/s", fmt.Sprintf("every rank's ops in one step (%d ordered pairs at once) over the slowest rank's launch elapsed", n),
+				float64(uint64(n)*sz.threads()*sz.iters)/slowest.Seconds()/1e6)
+		}
+	}
+	want := counterExpect(k, 1, sz.threads(), sz.iters)
+	var bad []string
+	for d := 0; d < n; d++ {
+		for s := 0; s < n; s++ {
+			if s == d {
+				continue
+			}
+			got, err := c.U64(d, mems[d].Bufs[d], word(s))
+			if err != nil {
+				return err
+			}
+			if got != want {
+				bad = append(bad, fmt.Sprintf("r%dr%d %#x (lost %d)", s, d, got, int64(want-got)))
+			}
+		}
+	}
+	if bad != nil {
+		return harness.Failf("expected %#x in every ordered pair's word after %d steps of %d pairs at once: %s", want, n-1, n, strings.Join(bad, ", "))
+	}
+	c.Note("%d steps of %d ordered pairs at once, all %d ordered pairs exact", n-1, n, n*(n-1))
+	return nil
+}
+
+// runAllToAllCopy is nvbandwidth's all-to-all shape with one launch per
+// rank: in step t every rank's copy kernel writes its local buffer into
+// rank (r+t) mod n's memory, all at once, so every GPU sends and receives
+// at once; the metric is the step's total bytes over its slowest copy.
+// Every destination is checked by its own device.
+func runAllToAllCopy(c *harness.Ctx) error {
+	if err := c.NeedPeer(false); err != nil {
+		return err
+	}
+	n := c.N()
+	size := copySize(c)
+	if c.Vendor() == "host" {
+		// Goroutine copies and sums of n×16 MiB per step took 16 s at 8
+		// ranks; 2 MiB still moves every page through every mapping.
+		size = 2 << 20
+	}
+	mems, err := c.SharedAll(size)
+	if err != nil {
+		return err
+	}
+	locals := make([]int, n)
+	scratch := make([]int, n)
+	for r := range locals {
+		if locals[r], err = c.Local(r, size); err != nil {
+			return err
+		}
+		if scratch[r], err = c.Local(r, 64); err != nil {
+			return err
+		}
+	}
+	copyK := kernels.MustLookup("copy_b128_plain_dev")
+	grid, block := uint32(c.Units(0)*4), uint32(256)
+	if c.Vendor() == "host" {
+		grid, block = 1, 2
+	}
+	nthreads := uint64(grid) * uint64(block)
+	val := func(r int) uint64 { return 0x0101010101010101 * uint64(r+1) }
+	for r := range locals {
+		if err := fillU64(c, r, locals[r], val(r), size, grid, block); err != nil {
+			return err
+		}
+	}
+	launches := func(t int) []harness.Launch {
+		ls := make([]harness.Launch, n)
+		for r := range ls {
+			d := (r + t) % n
+			ls[r] = harness.Launch{Rank: r, Kernel: copyK.Name, Grid: grid, Block: block, Args: map[string]wireArg{
+				"dst": harness.P(mems[d].Bufs[r], 0), "src": harness.P(locals[r], 0), "nbytes": harness.V(size),
+				"block": harness.V(uint64(block)), "nthreads": harness.V(nthreads)}}
+		}
+		return ls
+	}
+	for t := 1; t < n; t++ {
+		for r := range mems {
+			if err := fillU64(c, r, mems[r].Bufs[r], 0, size, grid, block); err != nil {
+				return err
+			}
+		}
+		// An untimed copy first warms the peer mappings' TLB entries, as
+		// in the per-pair copies (runCopyOpts).
+		if _, err := c.Run(launches(t)...); err != nil {
+			return err
+		}
+		el, err := c.Run(launches(t)...)
+		if err != nil {
+			return err
+		}
+		for d := range mems {
+			s := (d - t + n) % n
+			sum, err := deviceSum(c, d, mems[d].Bufs[d], scratch[d], size, grid, block)
+			if err != nil {
+				return err
+			}
+			if want := val(s) * (size / 8); sum != want {
+				return harness.Failf("all-to-all copy step %d: rank %d's buffer (written by rank %d) sums to %#x, expected %#x", t, d, s, sum, want)
+			}
+		}
+		if slowest := slices.Max(el); slowest > 0 {
+			c.Metric("bw_alltoall_kernel_gbps", "GB/s", fmt.Sprintf("copy kernel, TLB-warm, %d MiB per rank, %d ranks each writing a peer at once (total bytes over the slowest copy)", size>>20, n),
+				float64(uint64(n)*size)/slowest.Seconds()/1e9)
+		}
+	}
 	return nil
 }
 

@@ -42,6 +42,7 @@ type Options struct {
 	Repeat             int
 	Duration           time.Duration
 	Clocks             string
+	Pairs              string
 	kindFlags          map[string]*bool
 }
 
@@ -67,6 +68,7 @@ var FlagTable = []flagDef{
 	{"repeat", "1", "run the selection N times (soak)"},
 	{"duration", "0s", "repeat the selection until this much time has passed (soak)"},
 	{"clocks", "1ms", "how often perf cases sample each device's clock and throttle reasons, or off"},
+	{"pairs", "rounds", "rounds|alone: per-pair correctness cases run a round of disjoint pairs at once, or one pair at a time"},
 }
 
 // EnvName is the environment variable for a flag.
@@ -91,6 +93,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.IntVar(&o.Repeat, "repeat", 1, FlagTable[12].Usage)
 	fs.DurationVar(&o.Duration, "duration", 0, FlagTable[13].Usage)
 	fs.StringVar(&o.Clocks, "clocks", "1ms", FlagTable[14].Usage)
+	fs.StringVar(&o.Pairs, "pairs", "rounds", FlagTable[15].Usage)
 	o.kindFlags = map[string]*bool{}
 	for _, k := range allKinds() {
 		o.kindFlags[k] = fs.Bool(k, false, "shorthand for --alloc="+k)
@@ -207,6 +210,9 @@ func (o *Options) Validate() error {
 	if o.Out == "" {
 		return usagef("--out: empty directory name")
 	}
+	if o.Pairs != "rounds" && o.Pairs != "alone" {
+		return usagef("--pairs=%s: want rounds or alone", o.Pairs)
+	}
 	if _, err := rank.ClockPeriod(o.Clocks); err != nil {
 		return usagef("--clocks=%s: %v", o.Clocks, err)
 	}
@@ -230,6 +236,9 @@ func Repro(o *Options, backend, kind, id string, ranks int) string {
 	s := fmt.Sprintf("./specs.test --backend=%s --alloc=%s --case=%s --seed=%d", backend, kind, id, o.Seed)
 	if ranks != 2 {
 		s += " --ranks=" + strconv.Itoa(ranks)
+	}
+	if o.Pairs == "alone" {
+		s += " --pairs=alone"
 	}
 	return s
 }
