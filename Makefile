@@ -9,7 +9,7 @@ OUT   := $(CURDIR)/out
 ABI   := $(CURDIR)/.cache/amd-headers/abi
 export CGO_ENABLED := 0
 
-.PHONY: run test check-go deps kernels vet unit suite cli gate firstrun schema bench device-build amd-first-run
+.PHONY: run test check-go deps kernels vet unit suite cli gate firstrun schema rounds bench device-build amd-first-run
 
 check-go:
 	@command -v $(GO) >/dev/null 2>&1 || { echo "p2patomics: Go >= 1.26 is not on PATH (install it from go.dev/dl, add /usr/local/go/bin to PATH)" >&2; exit 1; }
@@ -72,7 +72,11 @@ amd-first-run: bin/specs.test
 schema: check-go
 	P2PAT_RESULTS=$$(ls $(CURDIR)/results/*/results.json | paste -sd:) $(GO) test -count=1 -run Schema ./harness/report
 
-test: deps vet unit suite cli gate firstrun schema
+# Per-pair cases in rounds give the verdicts of one pair at a time (8 ranks).
+rounds: bin/specs.test
+	bash scripts/check-rounds.sh ./bin/specs.test $(OUT)/rounds
+
+test: deps vet unit suite cli gate firstrun schema rounds
 
 bench: check-go
 	$(GO) test -run '^$$' -bench . -benchtime=20x ./harness ./wire ./rank/host ./trace

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"p2patomics/harness/report"
+)
+
+// writeNode writes rep as node name's results.json under dir.
+func writeNode(t *testing.T, dir, name string, rep *report.Report) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.Write(filepath.Join(p, "results.json")); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func load(t *testing.T, p string) *report.Report {
+	t.Helper()
+	r, err := report.Read(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// scaleMetric multiplies one case's metric (median and samples' range).
+func scaleMetric(rep *report.Report, id, name string, f float64) {
+	for i := range rep.Results {
+		if rep.Results[i].ID == id {
+			m := rep.Results[i].Metrics[name]
+			m.Median, m.Min, m.Max = m.Median*f, m.Min*f, m.Max*f
+			rep.Results[i].Metrics[name] = m
+		}
+	}
+}
+
+func setOutcome(rep *report.Report, id string, o report.Outcome, detail string) {
+	for i := range rep.Results {
+		if rep.Results[i].ID == id {
+			rep.Results[i].Outcome, rep.Results[i].Detail = o, detail
+		}
+	}
+}
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestHostFleet: a host run made here and copies of it under other stacks
+// (the environment rewritten, as a canary node after a kernel upgrade):
+// stacks are grouped, a case failing on one node only is listed, a planted
+// slow node is flagged on the bad side, and the copies that only differ in
+// stack flag nothing.
+func TestHostFleet(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join("testdata", "host-a", "results.json")
+	var nodes []string
+	for _, n := range []string{"node-a", "node-b", "node-c"} {
+		nodes = append(nodes, writeNode(t, dir, n, load(t, base)))
+	}
+	canary := load(t, base)
+	canary.Environment["os"].(map[string]any)["kernel"] = "6.19.0-canary"
+	const flaky = "host.memfd.counter.add_u64_relaxed_sys"
+	setOutcome(canary, flaky, report.Fail, "expected 0x50000, got 0x4fff0; lost updates: 16")
+	// A 5x drop on a metric whose samples are tight on every node.
+	slowID, slowMetric := "host.memfd.counter.add_u32_relaxed_dev", "atomic_rate"
+	scaleMetric(canary, slowID, slowMetric, 0.2)
+	nodes = append(nodes, writeNode(t, dir, "canary-1", canary))
+
+	jsonPath, htmlPath := filepath.Join(dir, "fleet.json"), filepath.Join(dir, "fleet.html")
+	code, out, errs := runCLI(t, append([]string{"--gate", "--json=" + jsonPath, "--html=" + htmlPath}, nodes...)...)
+	if code != 1 || errs != "" {
+		t.Fatalf("exit %d, stderr %q; want 1 (the gate fails on the canary)", code, errs)
+	}
+	var f Fleet
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatalf("--json is not one JSON document: %v", err)
+	}
+	if len(f.Stacks) != 2 || !slices.Equal(f.Stacks[1].Nodes, []string{"canary-1"}) || f.Stacks[1].Stack.Kernel != "6.19.0-canary" {
+		t.Errorf("stacks %+v: want the three copies in one group and the canary alone", f.Stacks)
+	}
+	if len(f.Inconsistent) != 1 || f.Inconsistent[0].ID != flaky || !slices.Equal(f.Inconsistent[0].Failing, []string{"canary-1"}) ||
+		len(f.Inconsistent[0].Passing) != 3 {
+		t.Errorf("inconsistent %+v: want only %s, failing on canary-1", f.Inconsistent, flaky)
+	}
+	var bad []string
+	for _, m := range f.Metrics {
+		for _, v := range m.Nodes {
+			if v.Outlier != "" {
+				bad = append(bad, m.Case+" "+m.Metric+" "+v.Node+" "+v.Outlier)
+			}
+		}
+	}
+	if want := []string{slowID + " " + slowMetric + " canary-1 low"}; !slices.Equal(bad, want) {
+		t.Errorf("outliers %q, want %q", bad, want)
+	}
+	for _, want := range []string{"canary-1", "6.19.0-canary", flaky, "fleet: FAIL", "low (bad side)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the text report lacks %q:\n%s", want, out)
+		}
+	}
+	page, err := os.ReadFile(htmlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<!DOCTYPE html>", "canary-1", flaky, "dot out"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the HTML page lacks %q", want)
+		}
+	}
+	for _, ext := range []string{"<script", "src=", "<link"} {
+		if strings.Contains(string(page), ext) {
+			t.Errorf("the HTML page is not self-contained: it has %q", ext)
+		}
+	}
+	// The three identical nodes alone: a fleet that passes, exit 0.
+	if code, out, _ := runCLI(t, append([]string{"--gate"}, nodes[:3]...)...); code != 0 || !strings.Contains(out, "fleet: PASS") {
+		t.Errorf("three identical nodes: exit %d\n%s", code, out)
+	}
+}
+
+// TestGPUFleet: the committed 2xH200 run as four nodes: two unchanged, one
+// after a driver upgrade, one whose NVLink copy bandwidth sits at half.
+// Only the slow node's bandwidth is flagged, and the driver upgrade makes
+// its own stack group.
+func TestGPUFleet(t *testing.T) {
+	base := filepath.Join("..", "..", "results", "h200x2-580.159.04", "results.json")
+	rep := load(t, base)
+	var bwID string
+	for _, r := range rep.Results {
+		if m, ok := r.Metrics["bw_ce_write_gbps"]; ok && slices.Contains(r.Labels, "perf") && m.N > 2 {
+			bwID = r.ID
+			break
+		}
+	}
+	if bwID == "" {
+		t.Fatal("the committed run has no copy-engine bandwidth metric")
+	}
+	dir := t.TempDir()
+	var nodes []string
+	for _, n := range []string{"gpu-01", "gpu-02"} {
+		nodes = append(nodes, writeNode(t, dir, n, load(t, base)))
+	}
+	up := load(t, base)
+	up.Environment["nvidia"].(map[string]any)["driver"] = "590.48.01"
+	nodes = append(nodes, writeNode(t, dir, "gpu-03", up))
+	slow := load(t, base)
+	scaleMetric(slow, bwID, "bw_ce_write_gbps", 0.5)
+	nodes = append(nodes, writeNode(t, dir, "gpu-04", slow))
+	var ns []Node
+	for _, p := range nodes {
+		ns = append(ns, Node{Name: filepath.Base(p), File: p, Report: load(t, filepath.Join(p, "results.json"))})
+	}
+	f := Merge(ns)
+	var flagged []string
+	for _, m := range f.Metrics {
+		for _, v := range m.Nodes {
+			if v.Outlier != "" {
+				flagged = append(flagged, m.Case+" "+m.Metric+" "+v.Node+" "+v.Outlier)
+			}
+		}
+	}
+	if want := []string{bwID + " bw_ce_write_gbps gpu-04 low"}; !slices.Equal(flagged, want) {
+		t.Errorf("outliers %q, want %q", flagged, want)
+	}
+	if len(f.Stacks) != 2 || f.Stacks[1].Stack.Driver != "590.48.01" || !strings.Contains(f.Stacks[0].Stack.GPU, "NVIDIA H200 ×2") {
+		t.Errorf("stacks %+v: want 580.159.04 (3 nodes) and 590.48.01 (gpu-03), NVIDIA H200 ×2", f.Stacks)
+	}
+	if len(f.Inconsistent) != 0 {
+		t.Errorf("copies of one run differ in %d cases", len(f.Inconsistent))
+	}
+	// The committed 4-GPU run merges with them (another shape: its case
+	// ids carry .r4, so no case is compared across the two shapes).
+	ns = append(ns, Node{Name: "h200x4", Report: load(t, filepath.Join("..", "..", "results", "h200x4-580.159.04", "results.json"))})
+	if f := Merge(ns); len(f.Stacks) != 3 || len(f.Inconsistent) != 0 {
+		t.Errorf("with the 4-GPU run: %d stacks, %d inconsistent; want 3 and 0", len(f.Stacks), len(f.Inconsistent))
+	}
+}
+
+// TestJudgeUsesSpread: the same 20% drop is an outlier where every node's
+// samples are tight and is not one where a node's own samples spread
+// that wide; a flat threshold could not tell the two apart.
+func TestJudgeUsesSpread(t *testing.T) {
+	mk := func(half float64) MetricDist {
+		d := MetricDist{Unit: "GB/s", Better: "higher"}
+		for i, v := range []float64{100, 101, 99, 100, 80} {
+			d.Nodes = append(d.Nodes, NodeValue{Node: string(rune('a' + i)), Median: v, Min: v - half, Max: v + half, N: 6})
+		}
+		return d
+	}
+	tight, wide := mk(0.5), mk(25)
+	judge(&tight)
+	judge(&wide)
+	if tight.Nodes[4].Outlier != "low" || !tight.Nodes[4].Bad || tight.Outliers != 1 {
+		t.Errorf("tight samples: node e %+v (outliers %d), want the only low outlier", tight.Nodes[4], tight.Outliers)
+	}
+	if wide.Outliers != 0 {
+		t.Errorf("wide samples: %d outliers, want none (node e's own samples reach the fleet median)", wide.Outliers)
+	}
+	// A time that rises is the bad side; one that falls is flagged but good.
+	lat := mk(0.5)
+	lat.Unit, lat.Better = "us", "lower"
+	judge(&lat)
+	if lat.Nodes[4].Outlier != "low" || lat.Nodes[4].Bad {
+		t.Errorf("a faster latency was judged bad: %+v", lat.Nodes[4])
+	}
+	two := MetricDist{Better: "higher", Nodes: []NodeValue{{Median: 1, Min: 1, Max: 1}, {Median: 9, Min: 9, Max: 9}}}
+	judge(&two)
+	if two.Outliers != 0 {
+		t.Error("two nodes have no majority, yet one was flagged")
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	dir := t.TempDir()
+	bogus := filepath.Join(dir, "n1")
+	os.MkdirAll(bogus, 0o755)
+	os.WriteFile(filepath.Join(bogus, "results.json"), []byte("{not json"), 0o644)
+	a := writeNode(t, dir, "a", load(t, filepath.Join("testdata", "host-a", "results.json")))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "no node results"},
+		{[]string{"--bogus"}, "flag provided but not defined"},
+		{[]string{filepath.Join(dir, "absent")}, "no such file"},
+		{[]string{bogus}, "results.json"},
+		{[]string{a, a}, "given twice"},
+		{[]string{"--json=" + filepath.Join(dir, "no", "such", "dir.json"), a}, "no such file"},
+	} {
+		code, _, errs := runCLI(t, c.args...)
+		if code != 2 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line naming %q", c.args, code, errs, c.want)
+		}
+	}
+	if code, out, _ := runCLI(t, "--json=-", a); code != 0 || !strings.Contains(out, `"nodes"`) {
+		t.Errorf("--json=- : exit %d", code)
+	}
+}
