@@ -91,9 +91,12 @@ func pairRound(b *builder, k kernels.Kernel, name string, pairs [][2]int, plante
 }
 
 // plantedRound adds the control of the round schedule: the first round of
-// the tournament with the ordered pair (a→b) of its first pair racy. The
-// case passes its expected outcome (fail) only when exactly that pair lost
-// updates; a round that blames another pair, or none, is the harness's bug.
+// the tournament with the ordered pair (a→b) of its first pair racy. It
+// meets its expected outcome (fail) only when that pair lost updates: a
+// round that hands a pair's outcome to another member leaves the planted
+// pair passing. Where the path itself is not atomic across GPUs (vmm-host)
+// the other pairs lose updates too; they are named, and the planted pair
+// still has to be among them.
 func (b *builder) plantedRound(k kernels.Kernel) {
 	rounds := harness.Tournament(b.o.Ranks)
 	pairs := rounds[0]
@@ -110,7 +113,7 @@ func (b *builder) plantedRound(k kernels.Kernel) {
 				return err
 			}
 			var caught string
-			var blamed []string
+			var others []string
 			for _, p := range parts {
 				if p.Err == nil {
 					continue
@@ -119,14 +122,15 @@ func (b *builder) plantedRound(k kernels.Kernel) {
 					caught = p.Err.Error()
 					continue
 				}
-				blamed = append(blamed, p.ID+": "+p.Err.Error())
-			}
-			if blamed != nil {
-				return fmt.Errorf("the round blamed pairs that were not planted: %v", blamed)
+				others = append(others, p.ID)
 			}
 			if caught == "" {
 				c.Note("planted racy pair r%dr%d was not caught among %d pairs run at once", bad[0], bad[1], len(parts))
 				return nil
+			}
+			if others != nil {
+				return harness.Failf("planted racy pair r%dr%d caught: %s; %d unplanted pairs lost updates too (this path is not atomic across devices): %v",
+					bad[0], bad[1], caught, len(others), others)
 			}
 			return harness.Failf("planted racy pair r%dr%d caught, %d other pairs exact: %s", bad[0], bad[1], len(parts)-1, caught)
 		})
