@@ -25,6 +25,7 @@ check 2 --case=Bad/Id
 check 2 --pinned --uncached
 check 2 --repeat=0
 check 2 --clocks=fast
+check 2 --pairs=sometimes
 check 2 --clocks=-1ms
 P2PAT_CLOCKS=sometimes check 2
 check 2 --update-expectations

@@ -251,7 +251,12 @@ func TestCLIErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and one line naming %q", c.args, code, errs, c.want)
 		}
 	}
-	if code, out, _ := runCLI(t, "--json=-", a); code != 0 || !strings.Contains(out, `"nodes"`) {
-		t.Errorf("--json=- : exit %d", code)
+	code, out, _ := runCLI(t, "--json=-", a)
+	var f Fleet
+	if err := json.Unmarshal([]byte(out), &f); code != 0 || err != nil || len(f.Nodes) != 1 {
+		t.Errorf("--json=- : exit %d, stdout is not one JSON document: %v", code, err)
+	}
+	if code, _, errs := runCLI(t, "--json=-", "--html=-", a); code != 2 || !strings.Contains(errs, "both want stdout") {
+		t.Errorf("--json=- --html=-: exit %d, %q", code, errs)
 	}
 }

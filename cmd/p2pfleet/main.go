@@ -10,7 +10,8 @@
 // A node is named by the folder its results.json is in (the scripts under
 // scripts/fleet write <shared>/<hostname>/results.json). The text report
 // goes to stdout; --json and --html write the same report as one JSON
-// document and one self-contained HTML page ("-" is stdout).
+// document and one self-contained HTML page ("-" is stdout, which then
+// carries that document alone).
 //
 // Outliers are judged per metric from the nodes' own samples, not from a
 // flat threshold: the fleet's centre is the median of the node medians;
@@ -65,6 +66,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+	if *jsonOut == "-" && *htmlOut == "-" {
+		fmt.Fprintf(stderr, "p2pfleet: --json=- and --html=- both want stdout; give one a file\n")
+		return 2
+	}
 	if len(pos) == 0 {
 		fmt.Fprintf(stderr, "p2pfleet: no node results given (%s)\n", usage)
 		return 2
@@ -90,7 +95,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		nodes = append(nodes, Node{Name: name, File: file, Report: rep})
 	}
 	f := Merge(nodes)
-	f.WriteText(stdout)
+	if *jsonOut != "-" && *htmlOut != "-" {
+		// stdout carries the text report unless a document goes there.
+		f.WriteText(stdout)
+	}
 	for _, w := range []struct {
 		path  string
 		write func(io.Writer) error
