@@ -66,6 +66,13 @@ const (
 	OpFill Op = "fill"
 	// OpSum adds n words into out[0] (the copy cases' data check).
 	OpSum Op = "sum"
+	// Parallel testing environments (docs/LITMUS.md): many instances of a
+	// litmus shape per launch with stress; each strong kernel names its
+	// mutants. OpTally counts one shape's weak outcomes afterwards.
+	OpPMP   Op = "pmp"
+	OpPSB   Op = "psb"
+	OpPLB   Op = "plb"
+	OpTally Op = "tally"
 )
 
 // Type is the word type the kernel operates on.
@@ -137,7 +144,12 @@ type Kernel struct {
 	// Info marks informational kernels whose result is reported but does not
 	// decide a verdict (f32 add on fine-grained peer memory).
 	Info bool
-	Doc  string
+	// Mutants (strong litmus kernels): the weakened twins that must show
+	// the shape's weak outcome on this machine before a pass of this kernel
+	// counts as strong evidence. Mutation (on a mutant): what was weakened.
+	Mutants  []string
+	Mutation string
+	Doc      string
 }
 
 // ArgIndex returns the position of the named argument, or -1.
@@ -232,6 +244,7 @@ func init() {
 		Doc: "role 0: x[i]=1; role 1: y[i]=1; role 2 (block>=2): thread 0 reads x[i] then y[i], thread 1 reads y[i] then x[i], " +
 			"each waiting (bounded) for its first read to see 1; out[2i+t] = second value read (+2 if the wait timed out); " +
 			"forbidden: out[2i]==0 && out[2i+1]==0"})
+	addLitmusEnvs()
 	ppArgs := []Arg{p("flag"), p("peer"), p("out"), v("n"), v("role"), v("timeout_ns"), v("places"), v("stride")}
 	ppDoc := "each side polls its own flag and writes the other's: round i, side 0 waits (acquire) mine==i then stores " +
 		"(release) other=i+1; side 1 waits mine==i+1 then stores other=i+1. role 0/1: one thread, mine=flag, other=peer; " +
@@ -260,6 +273,51 @@ func init() {
 		Args: []Arg{p("src"), p("out"), v("n"), v("block"), v("nthreads")},
 		Doc:  "out[0] += sum of src[j] for j = g; j < n; j += nthreads (one relaxed device-scope add per thread; 64-bit wrap-around)"})
 	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+}
+
+// LitmusWeak is the tally of a litmus environment shape: res[2k], res[2k+1]
+// of an instance that showed the shape's weak outcome (kernels.cu).
+var LitmusWeak = map[Op][2]uint64{OpPMP: {1, 3}, OpPSB: {1, 1}, OpPLB: {2, 2}}
+
+// LitmusEnvArgs are the arguments of every parallel-testing-environment kernel.
+var LitmusEnvArgs = []Arg{p("mem"), p("res"), v("n"), v("iters"), v("role"), v("block"), v("tblocks"),
+	v("parties"), v("seed"), v("spread"), v("stress"), v("timeout_ns")}
+
+// LitmusEnvWords is how many u32 words a litmus environment's mem spans:
+// x and y slots, 32 sync words, 4096 hot (stress) words.
+func LitmusEnvWords(n, iters, spread uint64) uint64 { return 2*n*iters*spread + 32 + 4096 }
+
+func addLitmusEnvs() {
+	envDoc := "parallel testing environment (docs/LITMUS.md): n instances per round, iters rounds; role 2 = both roles in " +
+		"one launch (threads [0,n) role 0, [n,2n) role 1), role 0/1 = that role; blocks >= tblocks stress 4096 hot words " +
+		"stress times; rounds aligned on mem's sync word across parties blocks (timeout adds sync[1]); res[2k+role] = 1 + read. "
+	shapes := []struct {
+		op     Op
+		strong Order
+		doc    string
+		relax  string
+	}{
+		{OpPMP, AcqRel, "MP: role 0 x=1 (relaxed), y=1 (release); role 1 ry=y (acquire), rx=x (relaxed), res=1+2ry+rx; weak: ry=1, rx=0",
+			"relaxed flag store and load instead of release/acquire"},
+		{OpPSB, SeqCst, "SB: role r stores 1 to its word (seq_cst) then reads the other's (seq_cst); weak: both read 0",
+			"no fence: relaxed store and load instead of fence.sc + seq_cst"},
+		{OpPLB, AcqRel, "LB: role 0 reads x (acquire) then y=1 (release), role 1 reads y then x=1; weak: both read 1",
+			"relaxed load and store instead of acquire/release"},
+	}
+	for _, sh := range shapes {
+		strong := Name(sh.op, U32, sh.strong, Sys)
+		relaxed := Name(sh.op, U32, Relaxed, Sys)
+		dev := Name(sh.op, U32, sh.strong, Dev)
+		add(Kernel{Name: strong, Op: sh.op, Type: U32, Order: sh.strong, Scope: Sys, Args: LitmusEnvArgs, Spins: true,
+			Mutants: []string{relaxed, dev}, Doc: envDoc + sh.doc})
+		add(Kernel{Name: relaxed, Op: sh.op, Type: U32, Order: Relaxed, Scope: Sys, Args: LitmusEnvArgs, Spins: true, Info: true,
+			Mutation: sh.relax, Doc: "mutant of " + strong + ": " + sh.relax})
+		add(Kernel{Name: dev, Op: sh.op, Type: U32, Order: sh.strong, Scope: Dev, Args: LitmusEnvArgs, Spins: true, Info: true,
+			Mutation: "device (agent) scope instead of system scope", Doc: "mutant of " + strong + ": every access at device scope"})
+	}
+	add(Kernel{Name: Name(OpTally, U32, Relaxed, Dev), Op: OpTally, Type: U32, Order: Relaxed, Scope: Dev,
+		Args: []Arg{p("res"), p("out"), v("n"), v("want0"), v("want1"), v("block"), v("nthreads")},
+		Doc:  "for i = g; i < n; i += nthreads: out[0] += (res[2i],res[2i+1]) == (want0,want1); out[1] += res[2i]==0 || res[2i+1]==0 (u64 out, relaxed device adds)"})
 }
 
 // All returns every manifest entry, sorted by name.

@@ -253,6 +253,35 @@ func checkPTXKernel(k Kernel, body []string) []string {
 		} else {
 			only("atom." + sem)
 		}
+	case k.Op == OpPMP || k.Op == OpPSB || k.Op == OpPLB:
+		// The round barrier is a relaxed atom plus relaxed polls; the
+		// stress is volatile; the tested pair carries the kernel's order.
+		need("atom.relaxed", 1)
+		switch {
+		case k.Order == Relaxed: // the mutant: nothing ordered at all
+			only("atom.relaxed", "ld.relaxed", "st.relaxed")
+		case k.Op == OpPSB:
+			if count["fence.sc"] != 2 || count["ld.acquire"] != 1 {
+				bad("want exactly 2 fence.sc and 1 ld.acquire (seq_cst store and load), have %d and %d", count["fence.sc"], count["ld.acquire"])
+			}
+			only("atom.relaxed", "ld.relaxed", "st.relaxed", "fence.sc", "ld.acquire")
+			for i, m := range ops {
+				if m.kind == "fence" && (i+1 == len(ops) || (ops[i+1].kind+"."+ops[i+1].sem != "st.relaxed" && ops[i+1].kind+"."+ops[i+1].sem != "ld.acquire")) {
+					bad("fence.sc not followed by the seq_cst store or load: %s", m.text)
+				}
+				if m.kind == "ld" && m.sem == "acquire" && (i == 0 || ops[i-1].kind != "fence") {
+					bad("seq_cst ld not preceded by fence.sc: %s", m.text)
+				}
+			}
+		default: // mp, lb: exactly one release store and one acquire load
+			if count["st.release"] != 1 || count["ld.acquire"] != 1 {
+				bad("want exactly 1 st.release and 1 ld.acquire, have %d and %d", count["st.release"], count["ld.acquire"])
+			}
+			only("atom.relaxed", "ld.relaxed", "st.relaxed", "st.release", "ld.acquire")
+		}
+	case k.Op == OpTally:
+		need("atom.relaxed", 1)
+		only("atom.relaxed")
 	case k.Op == OpSpread || k.Op == OpAllReduce || k.Op == OpSum:
 		need("atom.relaxed", 1)
 		only("atom.relaxed")
@@ -346,6 +375,12 @@ func TestPTXCheckerRejects(t *testing.T) {
 		{"min_s64_relaxed_dev", []string{"atom.relaxed.gpu.global.min.u64 %rd1, [%rd2], %rd3;"}, "signedness"},
 		{"mp_u32_acqrel_sys", []string{"st.relaxed.sys.global.u32 [%rd1], %r1;", "st.release.gpu.global.u32 [%rd2], %r2;", "ld.acquire.sys.global.u32 %r3, [%rd2];"}, "non-system st"},
 		{"sb_u32_seqcst_sys", []string{"fence.sc.sys;", "st.relaxed.sys.global.u32 [%rd1], %r1;", "ld.acquire.sys.global.u32 %r2, [%rd2];"}, "not preceded by fence.sc"},
+		{"pmp_u32_acqrel_sys", []string{"atom.relaxed.sys.global.add.u32 %r1, [%rd1], %r2;", "st.relaxed.sys.global.u32 [%rd1], %r1;", "st.relaxed.sys.global.u32 [%rd2], %r2;", "ld.acquire.sys.global.u32 %r3, [%rd2];"}, "exactly 1 st.release"},
+		{"pmp_u32_acqrel_dev", []string{"atom.relaxed.gpu.global.add.u32 %r1, [%rd1], %r2;", "st.release.sys.global.u32 [%rd2], %r2;", "ld.acquire.gpu.global.u32 %r3, [%rd2];"}, "system-scope st"},
+		{"pmp_u32_relaxed_sys", []string{"atom.relaxed.sys.global.add.u32 %r1, [%rd1], %r2;", "st.release.sys.global.u32 [%rd2], %r2;"}, "unexpected st.release"},
+		{"psb_u32_seqcst_sys", []string{"atom.relaxed.sys.global.add.u32 %r1, [%rd1], %r2;", "fence.sc.sys;", "st.relaxed.sys.global.u32 [%rd1], %r1;", "ld.acquire.sys.global.u32 %r2, [%rd2];"}, "exactly 2 fence.sc"},
+		{"psb_u32_relaxed_sys", []string{"atom.relaxed.sys.global.add.u32 %r1, [%rd1], %r2;", "fence.sc.sys;", "st.relaxed.sys.global.u32 [%rd1], %r1;"}, "unexpected fence.sc"},
+		{"plb_u32_acqrel_sys", []string{"atom.relaxed.sys.global.add.u32 %r1, [%rd1], %r2;", "ld.relaxed.sys.global.u32 %r2, [%rd2];", "st.release.sys.global.u32 [%rd2], %r2;"}, "exactly 1 st.release and 1 ld.acquire"},
 		{"wait_u32_acquire_sys", []string{"ld.relaxed.sys.global.u32 %r1, [%rd1];"}, "ld.acquire"},
 		{"pingpong_u64_acqrel_dev", []string{"ld.acquire.sys.global.u64 %rd1, [%rd2];", "st.release.gpu.global.u64 [%rd2], %rd3;"}, "system-scope ld"},
 	}

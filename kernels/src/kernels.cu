@@ -302,3 +302,134 @@ P2P_KERNEL void sum_u64_relaxed_dev(const u64 *src, u64 *out, u64 n, u64 block, 
 P2P_KERNEL void fill_u64_plain_dev(u64 *dst, u64 value, u64 n, u64 block, u64 nthreads) {
   for (u64 j = p2p_gid(block); j < n; j += nthreads) dst[j] = value;
 }
+
+// ------------------------------------------------------ litmus environments
+// Parallel testing environments (MC Mutants, Levine et al. ASPLOS 2023;
+// GPUHarbor): many instances of one litmus shape per launch, the two roles of
+// an instance in different blocks (writer j in the first half of the testing
+// blocks, the reader of instance j elsewhere by a seeded permutation), x and y
+// of each instance on random distinct slots `spread` words apart (spread 32 =
+// one 128-byte line each), and blocks past `tblocks` hammering a few hot lines
+// (memory stress) while the testers run. See docs/LITMUS.md.
+//
+// mem holds [x: total*spread words][y: total*spread][sync: 32][hot: 4096],
+// total = n*iters, a power of two (the slot permutation is a bijection modulo
+// a power of two). role 2: threads [0,n) play role 0 and [n,2n) role 1 in one
+// launch; role 0/1: threads [0,n) play that role (the other rank plays the
+// other). Each of iters rounds first aligns every testing block of every
+// launch on sync[0] (parties blocks; relaxed atomics at the kernel's scope,
+// bounded by timeout_ns; a timeout adds 1 to sync[1] and stops aligning), so
+// the two roles of a round run together even in two processes on two GPUs.
+// res[2k + role] = 1 + what that role read (0 = never ran); tally_u32 counts.
+P2P_FN u64 p2p_slot(u64 k, u64 seed, u64 mask) {
+  // Odd multipliers, an added constant and a right xorshift are each a
+  // bijection on [0, mask+1), so x (or y) slots never collide.
+  k = (k * 0x9E3779B97F4A7C15ull + seed) & mask;
+  k ^= k >> 7;
+  return (k * 0xBF58476D1CE4E5B9ull) & mask;
+}
+
+#define P2P_K_LITMUS(shape, o, s, BODY)                                                   \
+  P2P_KERNEL void shape##_u32_##o##_##s(u32 *mem, u32 *res, u64 n, u64 iters, u64 role,   \
+                                        u64 block, u64 tblocks, u64 parties, u64 seed,    \
+                                        u64 spread, u64 stress, u64 timeout_ns) {         \
+    const u64 b = p2p_bid(), t = p2p_tid();                                               \
+    const u64 total = n * iters, mask = total - 1;                                        \
+    u32 *xs = mem, *ys = mem + total * spread, *sync = ys + total * spread;               \
+    u32 *hot = sync + 32;                                                                 \
+    if (b >= tblocks) {                                                                   \
+      /* memory stress: relaxed stores/loads at the kernel's scope on 128 hot lines */    \
+      u64 h = (seed ^ (b * block + t)) * 0x9E3779B97F4A7C15ull;                           \
+      for (u64 k = 0; k < stress; k++) {                                                  \
+        h = h * 6364136223846793005ull + 1442695040888963407ull;                          \
+        const u64 w = (h >> 33) & 4095;                                                   \
+        if (k & 1) p2p_st_relaxed_u32_##s(&hot[w], (u32)k);                               \
+        else (void)p2p_ld_relaxed_u32_##s(&hot[w]);                                       \
+      }                                                                                   \
+      return;                                                                             \
+    }                                                                                     \
+    const u64 g = b * block + t;                                                          \
+    const u64 me = role == 2 ? (g >= n) : role;                                           \
+    const u64 j = role == 2 && g >= n ? g - n : g;                                        \
+    const u64 pa = (seed >> 17) | 1;                                                      \
+    bool gave_up = false;                                                                 \
+    for (u64 r = 0; r < iters; r++) {                                                     \
+      if (parties != 0) {                                                                 \
+        if (t == 0 && !gave_up) {                                                         \
+          p2p_add_u32_relaxed_##s(&sync[0], 1u);                                          \
+          const u64 want = parties * (r + 1), start = p2p_now_ns();                       \
+          while (p2p_ld_relaxed_u32_##s(&sync[0]) < (u32)want) {                          \
+            if (p2p_expired(start, timeout_ns)) {                                         \
+              gave_up = true;                                                             \
+              p2p_add_u32_relaxed_##s(&sync[1], 1u);                                      \
+              break;                                                                      \
+            }                                                                             \
+          }                                                                               \
+        }                                                                                 \
+        p2p_exec_barrier();                                                               \
+      }                                                                                   \
+      if (j >= n) continue;                                                               \
+      const u64 idx = me == 0 ? j : ((j * pa + r * 0x9E3779B97F4A7C15ull + seed) & (n - 1)); \
+      const u64 k = r * n + idx;                                                          \
+      u32 *x = xs + p2p_slot(k, seed, mask) * spread;                                     \
+      u32 *y = ys + p2p_slot(k, seed ^ 0x5bd1e995ull, mask) * spread;                     \
+      u32 v;                                                                              \
+      BODY                                                                                \
+      res[2 * k + me] = v;                                                                \
+    }                                                                                     \
+  }
+
+// MP: role 0 stores x=1 then the flag y=1; role 1 reads y then x.
+// res = 1 for the writer, 1 + 2*y + x for the reader; weak: y=1, x=0 (3).
+#define P2P_MP_BODY(ST_Y, LD_Y, s)                                                        \
+  if (me == 0) {                                                                          \
+    p2p_st_relaxed_u32_##s(x, 1u);                                                        \
+    ST_Y(y, 1u);                                                                          \
+    v = 1;                                                                                \
+  } else {                                                                                \
+    const u32 ry = LD_Y(y);                                                               \
+    const u32 rx = p2p_ld_relaxed_u32_##s(x);                                             \
+    v = 1 + 2 * ry + rx;                                                                  \
+  }
+// SB: role r stores 1 to its own word, then reads the other's; res = 1 + read;
+// weak: both read 0 (1, 1).
+#define P2P_SB_BODY(ST, LD)                                                               \
+  {                                                                                       \
+    u32 *mine = me == 0 ? x : y, *theirs = me == 0 ? y : x;                               \
+    ST(mine, 1u);                                                                         \
+    v = 1 + LD(theirs);                                                                   \
+  }
+// LB: role r reads one word, then stores 1 to the other (role 0 reads x
+// and writes y, role 1 reads y and writes x); res = 1 + read; weak: both
+// read 1 (2, 2).
+#define P2P_LB_BODY(LD, ST)                                                               \
+  {                                                                                       \
+    u32 *in = me == 0 ? x : y, *outw = me == 0 ? y : x;                                   \
+    v = 1 + LD(in);                                                                       \
+    ST(outw, 1u);                                                                         \
+  }
+
+// Strong kernels and their mutants (kernels/manifest.go names them).
+P2P_K_LITMUS(pmp, acqrel, sys, P2P_MP_BODY(p2p_st_release_u32_sys, p2p_ld_acquire_u32_sys, sys))
+P2P_K_LITMUS(pmp, relaxed, sys, P2P_MP_BODY(p2p_st_relaxed_u32_sys, p2p_ld_relaxed_u32_sys, sys))
+P2P_K_LITMUS(pmp, acqrel, dev, P2P_MP_BODY(p2p_st_release_u32_dev, p2p_ld_acquire_u32_dev, dev))
+P2P_K_LITMUS(psb, seqcst, sys, P2P_SB_BODY(p2p_st_seqcst_u32_sys, p2p_ld_seqcst_u32_sys))
+P2P_K_LITMUS(psb, relaxed, sys, P2P_SB_BODY(p2p_st_relaxed_u32_sys, p2p_ld_relaxed_u32_sys))
+P2P_K_LITMUS(psb, seqcst, dev, P2P_SB_BODY(p2p_st_seqcst_u32_dev, p2p_ld_seqcst_u32_dev))
+P2P_K_LITMUS(plb, acqrel, sys, P2P_LB_BODY(p2p_ld_acquire_u32_sys, p2p_st_release_u32_sys))
+P2P_K_LITMUS(plb, relaxed, sys, P2P_LB_BODY(p2p_ld_relaxed_u32_sys, p2p_st_relaxed_u32_sys))
+P2P_K_LITMUS(plb, acqrel, dev, P2P_LB_BODY(p2p_ld_acquire_u32_dev, p2p_st_release_u32_dev))
+
+// Tally: out[0] += instances with res = (want0, want1) (the weak outcome),
+// out[1] += instances a role never recorded (0). u64 out, relaxed device adds.
+P2P_KERNEL void tally_u32_relaxed_dev(const u32 *res, u64 *out, u64 n, u64 want0, u64 want1,
+                                      u64 block, u64 nthreads) {
+  u64 weak = 0, missing = 0;
+  for (u64 i = p2p_gid(block); i < n; i += nthreads) {
+    const u32 a = res[2 * i], b = res[2 * i + 1];
+    weak += a == (u32)want0 && b == (u32)want1;
+    missing += a == 0 || b == 0;
+  }
+  if (weak) p2p_add_u64_relaxed_dev(&out[0], weak);
+  if (missing) p2p_add_u64_relaxed_dev(&out[1], missing);
+}

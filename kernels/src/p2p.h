@@ -50,6 +50,8 @@ P2P_FN u64 p2p_now_ns(void) {
 }
 // Block barrier with CTA-scope ordering (bar.sync orders memory within the CTA).
 P2P_FN void p2p_block_barrier(void) { asm volatile("bar.sync 0;" ::: "memory"); }
+// Execution-only barrier (timing alignment, no ordering promised).
+P2P_FN void p2p_exec_barrier(void) { asm volatile("bar.sync 0;" ::: "memory"); }
 
 #define P2P_SEM_relaxed "relaxed"
 #define P2P_SEM_acquire "acquire"
@@ -145,6 +147,10 @@ P2P_FN void p2p_block_barrier(void) {
   __builtin_amdgcn_s_barrier();
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
+// Execution-only barrier (timing alignment): s_barrier without the
+// workgroup fences, so the litmus kernels' only cache maintenance is the
+// tested pair's.
+P2P_FN void p2p_exec_barrier(void) { __builtin_amdgcn_s_barrier(); }
 
 #define P2P_ORD_relaxed __ATOMIC_RELAXED
 #define P2P_ORD_acquire __ATOMIC_ACQUIRE
