@@ -166,6 +166,9 @@ func TestPlantedScopeBugIsRejected(t *testing.T) {
 		{"spread_u64_relaxed_sys", "p2p_add_u64_relaxed_sys(&target[g], operand)", "p2p_add_u64_relaxed_dev(&target[g], operand)"},
 		// a release store: message passing's flag
 		{"mp_u32_acqrel_sys", "P2P_K_MP(acqrel, p2p_st_release_u32_sys,", "P2P_K_MP(acqrel, p2p_st_release_u32_dev,"},
+		// a removed fence: the store-buffering environment's seq_cst store
+		// becomes a relaxed one (the strong kernel with its fence.sc gone)
+		{"psb_u32_seqcst_sys", "P2P_SB_BODY(p2p_st_seqcst_u32_sys,", "P2P_SB_BODY(p2p_st_relaxed_u32_sys,"},
 	}
 	for _, p := range plants {
 		t.Run(p.kernel, func(t *testing.T) {
