@@ -2,6 +2,7 @@ package host
 
 import (
 	"encoding/binary"
+	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -31,3 +32,7 @@ func closeFd(fd int) error {
 }
 
 func le(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
+
+const goarch = runtime.GOARCH
+
+var x86 = goarch == "amd64" || goarch == "386"

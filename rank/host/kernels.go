@@ -425,6 +425,33 @@ func (h *Backend) body(k kernels.Kernel, ptr map[string]unsafe.Pointer, val map[
 			w64.store(o, done)
 			w64.store(at(o, 2, 8), w64.load(last))
 		}, nil
+	case kernels.OpPMP, kernels.OpPSB, kernels.OpPLB:
+		if err := need("mem", "res"); err != nil {
+			return nil, err
+		}
+		return litmusEnv(k, ptr["mem"], ptr["res"], val, block, nthreads)
+	case kernels.OpTally:
+		if err := need("res", "out"); err != nil {
+			return nil, err
+		}
+		res, n, w0, w1, nt := ptr["res"], val["n"], val["want0"], val["want1"], val["nthreads"]
+		if nt == 0 {
+			nt = nthreads
+		}
+		return func(g uint64) {
+			var weak, missing uint64
+			for i := g; i < n; i += nt {
+				a, b := w32.load(at(res, 2*i, 4)), w32.load(at(res, 2*i+1, 4))
+				if a == w32.mask(w0) && b == w32.mask(w1) {
+					weak++
+				}
+				if a == 0 || b == 0 {
+					missing++
+				}
+			}
+			w64.add(out, weak)
+			w64.add(at(out, 1, 8), missing)
+		}, nil
 	case kernels.OpCopy:
 		if err := need("dst", "src"); err != nil {
 			return nil, err
@@ -535,6 +562,15 @@ func needBytes(k kernels.Kernel, val map[string]uint64, nthreads uint64) map[str
 		return map[string]uint64{"dst": mul(n, 8), "src": mul(n, 8)}
 	case kernels.OpMP:
 		return map[string]uint64{"x": mul(n, 4), "y": mul(n, 4), "out": 16}
+	case kernels.OpPMP, kernels.OpPSB, kernels.OpPLB:
+		total := mul(n, val["iters"])
+		words := kernels.LitmusEnvWords(n, val["iters"], val["spread"])
+		if total == math.MaxUint64 || mul(total, val["spread"]) == math.MaxUint64 {
+			words = math.MaxUint64
+		}
+		return map[string]uint64{"mem": mul(words, 4), "res": mul(total, 8)}
+	case kernels.OpTally:
+		return map[string]uint64{"res": mul(n, 8), "out": 16}
 	case kernels.OpSB:
 		return map[string]uint64{"x": mul(n, 4), "y": mul(n, 4), "out": mul(n, 4)}
 	case kernels.OpIRIW:

@@ -1,0 +1,84 @@
+package host
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"p2patomics/kernels"
+)
+
+// runEnv runs one litmus environment in one launch (role 2) on the host and
+// tallies it: weak outcomes, unrecorded instances, barrier timeouts.
+func runEnv(t *testing.T, name string, n, iters uint64) (weak, missing, late uint64) {
+	t.Helper()
+	h := open(t)
+	const spread = 16
+	words := kernels.LitmusEnvWords(n, iters, spread)
+	size := words*4 + n*iters*8 + 16
+	b, exp, err := h.Alloc(Kind, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Free(b)
+	_ = closeFd(exp.Fd)
+	mem, res, out := b.Addr(), b.Addr()+words*4, b.Addr()+words*4+n*iters*8
+	k := kernels.MustLookup(name)
+	// One thread per block: 2n testing blocks, each its own barrier party.
+	args := []uint64{mem, res, n, iters, 2, 1, 2 * n, 2 * n, 12345, spread, 0, uint64(5 * time.Second)}
+	if _, err := h.Launch(k, uint32(2*n), 1, args); err != nil {
+		t.Fatal(err)
+	}
+	want := kernels.LitmusWeak[k.Op]
+	tally := kernels.MustLookup("tally_u32_relaxed_dev")
+	if _, err := h.Launch(tally, 1, 2, []uint64{res, out, n * iters, want[0], want[1], 2, 2}); err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, 16)
+	h.Read(b, words*4+n*iters*8, p)
+	s := make([]byte, 8)
+	h.Read(b, 2*n*iters*spread*4, s)
+	return le(p[:8]), le(p[8:]), uint64(binary.LittleEndian.Uint32(s[4:]))
+}
+
+// Both directions of the store-buffering environment on x86-TSO: the
+// mutant without a fence (plain MOVs) shows both reads 0, the strong kernel
+// (sync/atomic: XCHG stores) never does; every instance is recorded.
+func TestLitmusSBMutantKilledStrongHolds(t *testing.T) {
+	if !x86 {
+		t.Skip("the store-buffer reordering of plain accesses is an x86-TSO property; this is " + goarch)
+	}
+	var got []uint64
+	for try := 0; try < 5; try++ {
+		weak, missing, _ := runEnv(t, "psb_u32_relaxed_sys", 2, 1<<14)
+		if missing != 0 {
+			t.Fatalf("mutant: %d instances unrecorded", missing)
+		}
+		if got = append(got, weak); weak > 0 {
+			break
+		}
+	}
+	if got[len(got)-1] == 0 {
+		t.Fatalf("SB mutant (plain accesses) never showed both reads 0 in %d tries of 32768 instances", len(got))
+	}
+	t.Logf("SB mutant weak outcomes per try: %v", got)
+	for try := 0; try < 3; try++ {
+		if weak, missing, _ := runEnv(t, "psb_u32_seqcst_sys", 2, 1<<14); weak != 0 || missing != 0 {
+			t.Fatalf("strong SB: %d weak, %d unrecorded", weak, missing)
+		}
+	}
+}
+
+// MP and LB record every instance, and their strong kernels show no weak
+// outcome; the tally counts exactly the pattern it is given.
+func TestLitmusMPLBRecordEveryInstance(t *testing.T) {
+	for _, name := range []string{"pmp_u32_acqrel_sys", "pmp_u32_relaxed_sys", "plb_u32_acqrel_sys", "plb_u32_relaxed_sys"} {
+		weak, missing, late := runEnv(t, name, 4, 1<<10)
+		if missing != 0 || late != 0 {
+			t.Errorf("%s: %d unrecorded, %d barrier timeouts", name, missing, late)
+		}
+		if kernels.MustLookup(name).Order != kernels.Relaxed && weak != 0 {
+			t.Errorf("%s: %d weak outcomes from a strong kernel", name, weak)
+		}
+	}
+}
