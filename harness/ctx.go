@@ -29,6 +29,9 @@ type Ctx struct {
 	owned  []owned // freed at teardown
 	mu     sync.Mutex
 	notes  []string
+	// Evidence grades the case's pass (report.Result.Evidence); only
+	// mutation-scored cases set it, and the runner keeps it on a pass only.
+	Evidence report.Evidence
 }
 
 type owned struct{ rank, buf int }
@@ -67,6 +70,16 @@ func (c *Ctx) Units(r int) int {
 		return int(u)
 	}
 	return 1
+}
+
+// SameDevice reports whether ranks a and b run on one device, by the UUIDs
+// their hellos reported; false when either has none (host ranks, a failed
+// query). Two processes' kernels on one GPU are time-sliced, never resident
+// together, so a spec that needs them concurrent must know.
+func (c *Ctx) SameDevice(a, b int) bool {
+	ua, _ := c.W.Infos[a]["uuid"].(string)
+	ub, _ := c.W.Infos[b]["uuid"].(string)
+	return ua != "" && ua == ub
 }
 
 // Vendor is rank 0's device vendor.

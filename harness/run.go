@@ -231,6 +231,9 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 			res.Outcome, res.Detail = report.Fail, "leak: "+leak
 		}
 	}
+	if res.Outcome == report.Pass {
+		res.Evidence = ctx.Evidence
+	}
 	res.Metrics = summarize(ctx.Metrics)
 	res.Ranks = evidence(w)
 	r.endWatch(c, w, cw, &res)

@@ -214,7 +214,21 @@ type Result struct {
 	Metrics   map[string]Metric `json:"metrics,omitempty"`
 	Repro     string            `json:"repro,omitempty"`
 	KernelLog []string          `json:"kernel_log,omitempty"`
+	// Evidence grades a pass of a mutation-scored case (the litmus
+	// environments): "strong" when one of its mutants showed its weak
+	// outcome on this machine in this run, "weak" when none did, so the
+	// pass could not have told a broken ordering from a working one.
+	// Empty for cases without mutants. Never set on an outcome but pass.
+	Evidence Evidence `json:"evidence,omitempty"`
 }
+
+// Evidence is what a pass is worth (Result.Evidence).
+type Evidence string
+
+const (
+	EvidenceStrong Evidence = "strong"
+	EvidenceWeak   Evidence = "weak"
+)
 
 // Met reports whether the outcome is what the case expects.
 func (r Result) Met() bool { return r.Outcome == r.Expected }

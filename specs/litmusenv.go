@@ -1,0 +1,306 @@
+package specs
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"p2patomics/harness"
+	"p2patomics/harness/report"
+	"p2patomics/kernels"
+)
+
+// The mutation-scored litmus environments (docs/LITMUS.md). One case per
+// strong kernel runs its mutants first, each until it shows the shape's weak
+// outcome or its share of the budget is spent, then the strong kernel for at
+// least as many instances. A weak outcome of the strong kernel fails the
+// case; a pass is "strong" evidence only when a mutant was killed in this
+// run, otherwise "weak" (report.Result.Evidence).
+
+// envShape is one launch's shape: instances per round, rounds, threads per
+// block, stress blocks per launch and stress iterations, slot spread.
+type envShape struct {
+	n, iters, block, sblocks, stress, spread uint64
+	budget                                   time.Duration // per kernel
+	maxInstances                             uint64        // per kernel
+}
+
+func litmusEnvShape(c *harness.Ctx) envShape {
+	if c.Vendor() == "host" {
+		// One goroutine per block; no stress goroutines (a 2-core CI
+		// machine has no spare core for them). 4096 rounds of 2 instances
+		// per launch (about 0.5 s across two processes on 2 loaded cores).
+		return envShape{n: 2, iters: 1 << 12, block: 1, spread: 16, budget: time.Second, maxInstances: 1 << 14}
+	}
+	// 32768 instances per round (128 blocks of 256 per role), 32 rounds:
+	// 1 M instances per launch; stress: one block per SM. The 13.5 M
+	// instances of the probe cost 77 ms of kernel time on H200.
+	return envShape{n: 1 << 15, iters: 32, block: 256, sblocks: uint64(c.Units(0)), stress: 1 << 12, spread: 32,
+		budget: 700 * time.Millisecond, maxInstances: 1 << 25}
+}
+
+// envRun is what one kernel showed over its launches.
+type envRun struct {
+	kernel                   string
+	instances, weak, missing uint64
+	launches, lateBarriers   uint64
+	stressAtKill             uint64
+	killed                   bool
+	oneLaunch                bool
+	elapsed                  time.Duration
+}
+
+func (r envRun) perMillion() float64 { return float64(r.weak) * 1e6 / float64(max(r.instances, 1)) }
+
+// litmusEnvCase runs kernel name in the environment until it shows the weak
+// outcome (stopAtWeak) or the budget or instance cap is reached (or at least
+// minInstances for a strong kernel).
+type litmusEnv struct {
+	c        *harness.Ctx
+	sh       envShape
+	mem      *harness.Mem
+	out      int
+	words    uint64
+	oneRank  bool
+	seed     uint64
+	rng      *rand.Rand
+	timeout  time.Duration
+	memBytes uint64
+}
+
+func newLitmusEnv(c *harness.Ctx) (*litmusEnv, error) {
+	sh := litmusEnvShape(c)
+	e := &litmusEnv{c: c, sh: sh, seed: uint64(c.Seed), rng: rand.New(rand.NewPCG(uint64(c.Seed), 0x11745)), timeout: 5 * time.Second}
+	// Ranks on one GPU are time-sliced: their kernels are never resident
+	// together, so both roles run in one launch of rank 1 on the memory it
+	// imported from rank 0 (the allocation path is still the cross-process
+	// one). Elsewhere each rank plays one role.
+	e.oneRank = c.SameDevice(0, 1)
+	e.words = kernels.LitmusEnvWords(sh.n, sh.iters, sh.spread)
+	e.memBytes = e.words*4 + sh.n*sh.iters*8
+	var err error
+	if e.mem, err = c.Shared(0, e.memBytes, true); err != nil {
+		return nil, err
+	}
+	if e.out, err = c.Local(0, 64); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *litmusEnv) mode() string {
+	if e.oneRank {
+		return "one-rank (both roles in rank 1's launch on memory imported from rank 0; ranks share a device)"
+	}
+	return "cross-rank (role 0 in rank 0, role 1 in rank 1, on one shared allocation)"
+}
+
+// clear zeroes the arena and results with the owner's fill kernel.
+func (e *litmusEnv) clear() error {
+	grid, block := uint32(max(e.c.Units(0), 1)), uint32(256)
+	if e.c.Vendor() == "host" {
+		grid, block = 1, 2
+	}
+	nw := (e.memBytes + 7) / 8
+	_, err := e.c.Run(harness.Launch{Rank: 0, Kernel: "fill_u64_plain_dev", Grid: grid, Block: block, Args: map[string]wireArg{
+		"dst": harness.P(e.mem.Bufs[0], 0), "value": harness.V(0), "n": harness.V(nw), "block": harness.V(uint64(block)),
+		"nthreads": harness.V(uint64(grid) * uint64(block))}})
+	if err != nil {
+		return err
+	}
+	return e.c.Zero(0, e.out, 0, 16)
+}
+
+// launch runs one launch of kernel name (both roles) and tallies it.
+func (e *litmusEnv) launch(name string, stress uint64) (weak, missing, late uint64, el time.Duration, err error) {
+	if err = e.clear(); err != nil {
+		return
+	}
+	k := kernels.MustLookup(name)
+	sh := e.sh
+	seed := e.rng.Uint64()
+	args := func(rank int, role, tblocks, parties uint64) map[string]wireArg {
+		return map[string]wireArg{"mem": harness.P(e.mem.Bufs[rank], 0), "res": harness.P(e.mem.Bufs[rank], e.words*4),
+			"n": harness.V(sh.n), "iters": harness.V(sh.iters), "role": harness.V(role), "block": harness.V(sh.block),
+			"tblocks": harness.V(tblocks), "parties": harness.V(parties), "seed": harness.V(seed), "spread": harness.V(sh.spread),
+			"stress": harness.V(stress), "timeout_ns": harness.V(uint64(e.timeout))}
+	}
+	var ls []harness.Launch
+	if e.oneRank {
+		tb := 2 * sh.n / sh.block
+		ls = []harness.Launch{{Rank: 1, Kernel: name, Grid: uint32(tb + sh.sblocks), Block: uint32(sh.block), Args: args(1, 2, tb, tb)}}
+	} else {
+		tb := sh.n / sh.block
+		for r := 0; r < 2; r++ {
+			ls = append(ls, harness.Launch{Rank: r, Kernel: name, Grid: uint32(tb + sh.sblocks), Block: uint32(sh.block),
+				Args: args(r, uint64(r), tb, 2*tb)})
+		}
+	}
+	ts, err := e.c.Run(ls...)
+	if err != nil {
+		return
+	}
+	for _, t := range ts {
+		el = max(el, t)
+	}
+	want := kernels.LitmusWeak[k.Op]
+	grid, block := uint32(max(e.c.Units(0), 1)), uint32(256)
+	if e.c.Vendor() == "host" {
+		grid, block = 1, 2
+	}
+	total := sh.n * sh.iters
+	if _, err = e.c.Run(harness.Launch{Rank: 0, Kernel: "tally_u32_relaxed_dev", Grid: grid, Block: block, Args: map[string]wireArg{
+		"res": harness.P(e.mem.Bufs[0], e.words*4), "out": harness.P(e.out, 0), "n": harness.V(total),
+		"want0": harness.V(want[0]), "want1": harness.V(want[1]), "block": harness.V(uint64(block)),
+		"nthreads": harness.V(uint64(grid) * uint64(block))}}); err != nil {
+		return
+	}
+	o, err := e.c.Read(0, e.out, 0, 16)
+	if err != nil {
+		return
+	}
+	s, err := e.c.Read(0, e.mem.Bufs[0], 2*total*sh.spread*4, 8)
+	if err != nil {
+		return
+	}
+	return binary.LittleEndian.Uint64(o), binary.LittleEndian.Uint64(o[8:]), uint64(binary.LittleEndian.Uint32(s[4:])), el, nil
+}
+
+// run launches name until it is killed (stopAtWeak), the budget is spent or
+// maxInstances ran, and at least minInstances ran. Stress cycles through
+// none, the base and four times the base, so a mutant that only shows under
+// one of them still gets each.
+func (e *litmusEnv) run(name string, stopAtWeak bool, minInstances uint64) (envRun, error) {
+	r := envRun{kernel: name}
+	t0 := time.Now()
+	levels := []uint64{e.sh.stress, 0, 4 * e.sh.stress}
+	for {
+		stress := levels[int(r.launches)%len(levels)]
+		if e.sh.sblocks == 0 {
+			stress = 0
+		}
+		weak, missing, late, el, err := e.launch(name, stress)
+		if err != nil {
+			return r, err
+		}
+		r.launches++
+		r.instances += e.sh.n * e.sh.iters
+		r.weak += weak
+		r.missing += missing
+		r.lateBarriers += late
+		r.elapsed += el
+		if weak > 0 && !r.killed {
+			r.killed, r.stressAtKill = true, stress
+		}
+		if r.instances < minInstances {
+			continue
+		}
+		if (stopAtWeak && r.killed) || r.missing > 0 || time.Since(t0) >= e.sh.budget || r.instances >= e.sh.maxInstances {
+			return r, nil
+		}
+	}
+}
+
+func (e *litmusEnv) note(r envRun) string {
+	return fmt.Sprintf("%s: %d weak in %d instances (%.3g per million, %d launches, %.1f ms of kernel time, %d barrier timeouts)",
+		r.kernel, r.weak, r.instances, r.perMillion(), r.launches, float64(r.elapsed)/1e6, r.lateBarriers)
+}
+
+func (e *litmusEnv) params() string {
+	sh := e.sh
+	return fmt.Sprintf("%s; n=%d instances per round, %d rounds per launch, block %d, %d stress blocks x %d iterations (cycled x0, x1, x4), spread %d words, seed %d",
+		e.mode(), sh.n, sh.iters, sh.block, sh.sblocks, sh.stress, sh.spread, e.seed)
+}
+
+func (e *litmusEnv) metric(prefix string, r envRun) {
+	e.c.Metric(prefix+"weak_per_million", "1/M", "tally", r.perMillion())
+	e.c.Metric(prefix+"instances", "count", "tally", float64(r.instances))
+}
+
+func shapeLabel(op kernels.Op) string { return strings.TrimPrefix(string(op), "p") }
+
+func (b *builder) litmusEnvs() {
+	for _, name := range []string{"pmp_u32_acqrel_sys", "psb_u32_seqcst_sys", "plb_u32_acqrel_sys"} {
+		k := kernels.MustLookup(name)
+		b.add("litmus", k.Name, b.o.Ranks, report.Pass, []string{"litmus", shapeLabel(k.Op), "mutation"}, 120*time.Second, func(c *harness.Ctx) error {
+			if err := c.NeedPeer(false); err != nil {
+				return err
+			}
+			e, err := newLitmusEnv(c)
+			if err != nil {
+				return err
+			}
+			c.Note("%s", e.params())
+			var killed []string
+			var most uint64
+			for _, m := range k.Mutants {
+				r, err := e.run(m, true, 0)
+				if err != nil {
+					return err
+				}
+				e.metric("mutant."+m+".", r)
+				c.Note("mutant %s", e.note(r))
+				if r.missing > 0 {
+					return harness.Failf("mutant %s: %d instances never recorded a result", m, r.missing)
+				}
+				if r.killed {
+					killed = append(killed, fmt.Sprintf("%s (%s, %.3g per million)", m, kernels.MustLookup(m).Mutation, r.perMillion()))
+				}
+				most = max(most, r.instances)
+			}
+			r, err := e.run(k.Name, false, most)
+			if err != nil {
+				return err
+			}
+			e.metric("", r)
+			c.Note("strong %s", e.note(r))
+			if r.missing > 0 {
+				return harness.Failf("%d of %d instances never recorded a result", r.missing, r.instances)
+			}
+			if r.weak > 0 {
+				return harness.Failf("forbidden outcome: %d of %d instances showed %s's weak outcome (%.3g per million)",
+					r.weak, r.instances, shapeLabel(k.Op), r.perMillion())
+			}
+			if len(killed) > 0 {
+				c.Evidence = report.EvidenceStrong
+				c.Note("evidence strong: killed %s", strings.Join(killed, ", "))
+			} else {
+				c.Evidence = report.EvidenceWeak
+				c.Note("evidence weak: no mutant showed the weak outcome in this run, so this pass cannot tell a working ordering from a broken one")
+			}
+			return nil
+		})
+	}
+	// The planted bug: a strong kernel with its fence (or release/acquire)
+	// removed, judged as if it were the strong one, must fail. The shape is
+	// the one whose weak outcome this backend can show: MP on GPUs (about 3
+	// per million on H200), SB on the host (x86-TSO never reorders MP).
+	b.add("litmus", "planted-nofence", b.o.Ranks, report.Fail, []string{"litmus", "planted", "mutation"}, 120*time.Second, func(c *harness.Ctx) error {
+		if err := c.NeedPeer(false); err != nil {
+			return err
+		}
+		e, err := newLitmusEnv(c)
+		if err != nil {
+			return err
+		}
+		name := "pmp_u32_relaxed_sys"
+		if c.Vendor() == "host" {
+			name = "psb_u32_relaxed_sys"
+		}
+		e.sh.budget *= 2
+		c.Note("planted %s judged as its strong kernel; %s", name, e.params())
+		r, err := e.run(name, true, 0)
+		if err != nil {
+			return err
+		}
+		e.metric("", r)
+		c.Note("%s", e.note(r))
+		if r.weak > 0 {
+			return harness.Failf("forbidden outcome: %d of %d instances showed the weak outcome (%.3g per million): the planted bug is caught",
+				r.weak, r.instances, r.perMillion())
+		}
+		return nil
+	})
+}
