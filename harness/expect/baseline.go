@@ -67,7 +67,7 @@ func WriteBaseline(dir string, rep *report.Report, reasons map[string]string) er
 	}
 
 	groups := map[string][]string{}
-	var ids []string
+	var ids, strong []string
 	seen := map[string]bool{}
 	for _, r := range rep.Results {
 		if r.Verdict == report.Missing || seen[r.ID] {
@@ -75,6 +75,9 @@ func WriteBaseline(dir string, rep *report.Report, reasons map[string]string) er
 		}
 		seen[r.ID] = true
 		ids = append(ids, r.ID)
+		if r.Outcome == report.Pass && r.Evidence == report.EvidenceStrong {
+			strong = append(strong, r.ID)
+		}
 		if r.Outcome == r.Expected {
 			continue
 		}
@@ -125,6 +128,26 @@ func WriteBaseline(dir string, rep *report.Report, reasons map[string]string) er
 
 	if err := writeAtomic(filepath.Join(dir, FailsFile), fails.Bytes()); err != nil {
 		return err
+	}
+	sort.Strings(strong)
+	ev := filepath.Join(dir, EvidenceFile)
+	if len(strong) == 0 {
+		// Nothing to hold this stack to: no file (an old one would hold it
+		// to kills this run no longer shows).
+		if err := os.Remove(ev); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("expectations: %w", err)
+		}
+	} else {
+		var b bytes.Buffer
+		b.WriteString(header)
+		b.WriteString("# Mutation-scored cases whose pass had strong evidence (a mutant showed its weak outcome);\n")
+		b.WriteString("# a later pass of one without it is a regression (docs/LITMUS.md).\n")
+		for _, id := range strong {
+			b.WriteString(id + "\n")
+		}
+		if err := writeAtomic(ev, b.Bytes()); err != nil {
+			return err
+		}
 	}
 	return writeAtomic(filepath.Join(dir, CasesFile), cases.Bytes())
 }

@@ -9,6 +9,9 @@
 //	flakes.txt  one Go regexp per line (matched against the whole id)
 //	skips.txt   one Go regexp per line (matched against the whole id)
 //	cases.txt   every case id the baseline ran
+//	evidence.txt  ids whose baseline pass had strong evidence (a mutant
+//	            was killed, docs/LITMUS.md); a pass of one of them with weak
+//	            evidence is a regression of the test's power
 //
 // Any of them may carry a "# stack: vendor=… arch=… driver=…" header. A
 // comment block (consecutive "#" lines) is the reason for every entry below
@@ -36,6 +39,9 @@ const (
 	FlakesFile = "flakes.txt"
 	SkipsFile  = "skips.txt"
 	CasesFile  = "cases.txt"
+	// EvidenceFile lists the mutation-scored cases whose baseline pass had
+	// strong evidence (report.EvidenceStrong).
+	EvidenceFile = "evidence.txt"
 )
 
 // idRe is DESIGN.md's case id alphabet.
@@ -56,6 +62,7 @@ type Set struct {
 	Flakes  []Pattern
 	Skips   []Pattern
 	Cases   map[string]bool   // ids the baseline ran
+	Strong  map[string]bool   // ids whose baseline pass had strong evidence (evidence.txt)
 	Stack   map[string]string // from "# stack:" headers; empty when none
 	Sources []string          // files read, in order
 
@@ -68,6 +75,7 @@ func NewSet() *Set {
 		Fails:   map[string]report.Outcome{},
 		Reasons: map[string]string{},
 		Cases:   map[string]bool{},
+		Strong:  map[string]bool{},
 		Stack:   map[string]string{},
 		where:   map[string]string{},
 	}
@@ -114,7 +122,7 @@ func (s *Set) Baseline(r report.Result) report.Outcome {
 
 // kindOf types a file by its name's ending.
 func kindOf(name string) string {
-	for _, k := range []string{FailsFile, FlakesFile, SkipsFile, CasesFile} {
+	for _, k := range []string{FailsFile, FlakesFile, SkipsFile, CasesFile, EvidenceFile} {
 		if strings.HasSuffix(name, k) {
 			return k
 		}
@@ -123,8 +131,8 @@ func kindOf(name string) string {
 }
 
 // Load reads expectation folders and single files. A folder contributes
-// every file in it whose name ends in fails.txt, flakes.txt, skips.txt or
-// cases.txt (at least one must exist). Errors read "file:line: reason".
+// every file in it whose name ends in fails.txt, flakes.txt, skips.txt,
+// cases.txt or evidence.txt (at least one must exist). Errors read "file:line: reason".
 func Load(paths []string) (*Set, error) {
 	s := NewSet()
 	if len(paths) == 0 {
@@ -142,7 +150,7 @@ func Load(paths []string) (*Set, error) {
 		if !st.IsDir() {
 			k := kindOf(filepath.Base(p))
 			if k == "" {
-				return nil, fmt.Errorf("%s: not an expectation file (name must end in %s, %s, %s or %s)", p, FailsFile, FlakesFile, SkipsFile, CasesFile)
+				return nil, fmt.Errorf("%s: not an expectation file (name must end in %s, %s, %s, %s or %s)", p, FailsFile, FlakesFile, SkipsFile, CasesFile, EvidenceFile)
 			}
 			if err := s.loadFile(p, k); err != nil {
 				return nil, err
@@ -243,15 +251,19 @@ func (s *Set) loadFile(path, kind string) error {
 			if why != "" {
 				s.Reasons[id] = why
 			}
-		case CasesFile:
+		case CasesFile, EvidenceFile:
 			if !idRe.MatchString(line) {
 				return fmt.Errorf("%s: bad case id %q (want lowercase [a-z0-9._-])", at, line)
 			}
-			if prev, dup := s.where["cases:"+line]; dup {
+			if prev, dup := s.where[kind+":"+line]; dup {
 				return fmt.Errorf("%s: duplicate case %s (first at %s)", at, line, prev)
 			}
-			s.where["cases:"+line] = at
-			s.Cases[line] = true
+			s.where[kind+":"+line] = at
+			if kind == CasesFile {
+				s.Cases[line] = true
+			} else {
+				s.Strong[line] = true
+			}
 		case FlakesFile, SkipsFile:
 			re, err := regexp.Compile(`^(?:` + line + `)$`)
 			if err != nil {

@@ -465,3 +465,64 @@ func TestWriteBaselineHost(t *testing.T) {
 		t.Errorf("malformed fails.txt: %v", err)
 	}
 }
+
+// A mutation-scored case whose baseline pass had strong evidence: a pass
+// with weak (or no) evidence now is a regression, a rerun that regains the
+// kill makes it a flake, a strong pass is expected; cases not listed in
+// evidence.txt are judged by outcome alone.
+func TestEvidenceRegression(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "evidence.txt", "# stack: vendor=nvidia arch=sm_90 driver=580\ncuda.vmm.litmus.pmp_u32_acqrel_sys\n")
+	s, err := Load([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := func(id string, o report.Outcome, e report.Evidence) report.Result {
+		return report.Result{ID: id, Outcome: o, Expected: report.Pass, Evidence: e}
+	}
+	const id = "cuda.vmm.litmus.pmp_u32_acqrel_sys"
+	strong, weak := res(id, report.Pass, report.EvidenceStrong), res(id, report.Pass, report.EvidenceWeak)
+	for _, c := range []struct {
+		r     report.Result
+		rerun *report.Result
+		want  report.Verdict
+	}{
+		{strong, nil, report.Expected},
+		{weak, nil, report.Regression},
+		{res(id, report.Pass, ""), nil, report.Regression},
+		{weak, &strong, report.Flake},
+		{weak, &weak, report.Regression},
+		{res(id, report.Fail, ""), nil, report.Regression},
+		{res("cuda.vmm.litmus.plb_u32_acqrel_sys", report.Pass, report.EvidenceWeak), nil, report.Expected},
+	} {
+		if got := Judge(c.r, s, c.rerun); got != c.want {
+			t.Errorf("%s %s evidence %q (rerun %v): verdict %s, want %s", c.r.ID, c.r.Outcome, c.r.Evidence, c.rerun != nil, got, c.want)
+		}
+	}
+	weak.Verdict = Judge(weak, s, nil)
+	if r := Reason(weak, s); !strings.Contains(r, "weak evidence") {
+		t.Errorf("reason %q does not say the evidence was lost", r)
+	}
+	// WriteBaseline keeps strong-evidence passes only, and removes the file
+	// when there are none.
+	out := t.TempDir()
+	rep := &report.Report{Environment: map[string]any{}, Results: []report.Result{strong,
+		res("cuda.vmm.litmus.psb_u32_seqcst_sys", report.Pass, report.EvidenceWeak)}}
+	if err := WriteBaseline(out, rep, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, EvidenceFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), id+"\n") || strings.Contains(string(b), "psb") {
+		t.Errorf("evidence.txt:\n%s", b)
+	}
+	rep.Results = rep.Results[1:]
+	if err := WriteBaseline(out, rep, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out, EvidenceFile)); !os.IsNotExist(err) {
+		t.Errorf("evidence.txt kept without strong passes: %v", err)
+	}
+}

@@ -38,6 +38,17 @@ func Judge(r report.Result, s *Set, rerun *report.Result) report.Verdict {
 			return report.Expected
 		}
 	}
+	if got == b && lostEvidence(r, s) {
+		// The pass is the baseline's, but no mutant was killed this time:
+		// the case could no longer have failed on a broken ordering.
+		if _, ok := s.Flaky(r.ID); ok {
+			return report.KnownFlake
+		}
+		if rerun != nil && rerun.Outcome == b && !lostEvidence(*rerun, s) {
+			return report.Flake
+		}
+		return report.Regression
+	}
 	if got == b {
 		if _, listed := s.listed(r.ID); listed && b != report.Pass {
 			return report.ExpectedFail
@@ -57,6 +68,12 @@ func Judge(r report.Result, s *Set, rerun *report.Result) report.Verdict {
 		return report.Flake
 	}
 	return report.Regression
+}
+
+// lostEvidence: a pass of a case whose baseline pass had strong evidence
+// (evidence.txt) came with less than strong evidence now.
+func lostEvidence(r report.Result, s *Set) bool {
+	return s != nil && r.Outcome == report.Pass && s.Strong[r.ID] && r.Evidence != report.EvidenceStrong
 }
 
 func (s *Set) listed(id string) (report.Outcome, bool) {
@@ -147,6 +164,9 @@ func Reason(r report.Result, s *Set) string {
 	const update = " (update the baseline with --update-expectations)"
 	switch r.Verdict {
 	case report.Regression:
+		if lostEvidence(r, s) {
+			return fmt.Sprintf("regression: %s passed with %s evidence (no mutant killed); the baseline's pass had strong evidence", r.ID, evidenceWord(r.Evidence))
+		}
 		return fmt.Sprintf("regression: %s went %s → %s", r.ID, b, r.Outcome)
 	case report.UnexpectedPass:
 		return fmt.Sprintf("unexpected pass: %s went %s → %s%s", r.ID, b, r.Outcome, update)
@@ -155,6 +175,9 @@ func Reason(r report.Result, s *Set) string {
 	case report.Missing:
 		return fmt.Sprintf("missing: %s ran in the baseline but not now", r.ID)
 	case report.Flake:
+		if lostEvidence(r, s) {
+			return fmt.Sprintf("flake: %s passed without strong evidence and regained it on rerun", r.ID)
+		}
 		return fmt.Sprintf("flake: %s went %s → %s and met the baseline on rerun", r.ID, b, r.Outcome)
 	case report.KnownFlake:
 		return fmt.Sprintf("known flake: %s went %s → %s", r.ID, b, r.Outcome)
@@ -203,4 +226,11 @@ func CheckStack(stack map[string]string, env map[string]any, allowMismatch bool)
 	}
 	return fmt.Errorf("stack mismatch: expectations say %s; this run is %s (%s; pass --allow-stack-mismatch to gate anyway)",
 		FormatStack(stack), FormatStack(cur), strings.Join(bad, ", "))
+}
+
+func evidenceWord(e report.Evidence) string {
+	if e == "" {
+		return "no"
+	}
+	return string(e)
 }
