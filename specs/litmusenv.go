@@ -3,6 +3,7 @@ package specs
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -232,7 +233,14 @@ func (b *builder) litmusEnvs() {
 			if err != nil {
 				return err
 			}
-			c.Note("%s", e.params())
+			// The detail leads with the evidence (a table cuts it short);
+			// the parameters and per-kernel counts follow in run order.
+			lines := []string{e.params()}
+			defer func() {
+				for _, l := range lines {
+					c.Note("%s", l)
+				}
+			}()
 			var killed []string
 			var most uint64
 			for _, m := range k.Mutants {
@@ -241,7 +249,7 @@ func (b *builder) litmusEnvs() {
 					return err
 				}
 				e.metric("mutant."+m+".", r)
-				c.Note("mutant %s", e.note(r))
+				lines = append(lines, "mutant "+e.note(r))
 				if r.missing > 0 {
 					return harness.Failf("mutant %s: %d instances never recorded a result", m, r.missing)
 				}
@@ -255,7 +263,7 @@ func (b *builder) litmusEnvs() {
 				return err
 			}
 			e.metric("", r)
-			c.Note("strong %s", e.note(r))
+			lines = append(lines, "strong "+e.note(r))
 			if r.missing > 0 {
 				return harness.Failf("%d of %d instances never recorded a result", r.missing, r.instances)
 			}
@@ -289,7 +297,12 @@ func (b *builder) litmusEnvs() {
 		if c.Vendor() == "host" {
 			name = "psb_u32_relaxed_sys"
 		}
-		e.sh.budget *= 2
+		// A planted bug that goes unseen is an unexpected pass: give it
+		// four times a mutant's budget and no instance cap (on a loaded
+		// host the two ranks share few cores; on H200 the first launch
+		// kills it).
+		e.sh.budget *= 4
+		e.sh.maxInstances = math.MaxUint64
 		c.Note("planted %s judged as its strong kernel; %s", name, e.params())
 		r, err := e.run(name, true, 0)
 		if err != nil {
