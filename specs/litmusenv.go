@@ -31,9 +31,9 @@ type envShape struct {
 func litmusEnvShape(c *harness.Ctx) envShape {
 	if c.Vendor() == "host" {
 		// One goroutine per block; no stress goroutines (a 2-core CI
-		// machine has no spare core for them). 4096 rounds of 2 instances
-		// per launch (about 0.5 s across two processes on 2 loaded cores).
-		return envShape{n: 2, iters: 1 << 12, block: 1, spread: 16, budget: time.Second, maxInstances: 1 << 14}
+		// machine has no spare core for them). 2048 rounds of 2 instances
+		// per launch, about 0.3 s across two processes on 2 loaded cores.
+		return envShape{n: 2, iters: 1 << 11, block: 1, spread: 16, budget: 500 * time.Millisecond, maxInstances: 1 << 13}
 	}
 	// 32768 instances per round (128 blocks of 256 per role), 32 rounds:
 	// 1 M instances per launch; stress: one block per SM. The 13.5 M

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"p2patomics/kernels"
 )
 
@@ -77,6 +79,7 @@ func litmusEnv(k kernels.Kernel, mem, res unsafe.Pointer, val map[string]uint64,
 				me, j = 1, g-n
 			}
 		}
+		pinRole(me)
 		gaveUp := false
 		for r := uint64(0); r < iters; r++ {
 			if parties != 0 {
@@ -144,6 +147,29 @@ func litmusSlot(k, seed, mask uint64) uint64 {
 	k = (k*0x9E3779B97F4A7C15 + seed) & mask
 	k ^= k >> 7
 	return (k * 0xBF58476D1CE4E5B9) & mask
+}
+
+// pinRole keeps the two roles on two different CPUs: the thread running
+// this goroutine is locked to it and pinned to the role's CPU among those
+// the process may use. Two roles that the OS placed on one core (seen on
+// the loaded 2-core CI machine) take turns and never race, so SB's mutant
+// survived whole runs. The goroutine ends locked, so Go retires the thread
+// and its pinning with it. With one usable CPU nothing is pinned.
+func pinRole(role uint64) {
+	var cur unix.CPUSet
+	if unix.SchedGetaffinity(0, &cur) != nil || cur.Count() < 2 {
+		return
+	}
+	var cpus []int
+	for c := 0; c < len(cur)*64; c++ {
+		if cur.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	runtime.LockOSThread()
+	var one unix.CPUSet
+	one.Set(cpus[int(role)%len(cpus)])
+	_ = unix.SchedSetaffinity(0, &one) // best effort: unpinned, the test still runs
 }
 
 // startTogether narrows the skew between the threads leaving a round's
