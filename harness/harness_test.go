@@ -309,3 +309,23 @@ func TestOverrunCaseDoesNotPoisonTheNext(t *testing.T) {
 		t.Fatalf("next: %s %s", res.Outcome, res.Detail)
 	}
 }
+
+// A case's evidence grade reaches the result on a pass only: a failing
+// mutation-scored case must not read as "strong" anything.
+func TestEvidenceOnPassOnly(t *testing.T) {
+	r := harness.NewRunner("host", false, 1)
+	defer r.Close()
+	for _, c := range []struct {
+		err  error
+		want report.Evidence
+	}{{nil, report.EvidenceStrong}, {harness.Failf("weak outcome"), ""}} {
+		res := r.Run(&harness.Case{ID: "ev", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
+			Run: func(ctx *harness.Ctx) error {
+				ctx.Evidence = report.EvidenceStrong
+				return c.err
+			}})
+		if res.Evidence != c.want {
+			t.Errorf("outcome %s: evidence %q, want %q", res.Outcome, res.Evidence, c.want)
+		}
+	}
+}
