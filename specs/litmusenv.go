@@ -49,15 +49,15 @@ type envRun struct {
 	launches, lateBarriers   uint64
 	stressAtKill             uint64
 	killed                   bool
-	oneLaunch                bool
 	elapsed                  time.Duration
 }
 
 func (r envRun) perMillion() float64 { return float64(r.weak) * 1e6 / float64(max(r.instances, 1)) }
 
-// litmusEnvCase runs kernel name in the environment until it shows the weak
-// outcome (stopAtWeak) or the budget or instance cap is reached (or at least
-// minInstances for a strong kernel).
+// litmusEnv is one case's environment: one allocation of rank 0 holding the
+// arena (x and y slots, sync and hot words) and the results, imported by rank
+// 1; the tally's out buffer; the placement; and the RNG (from --seed) that
+// draws each launch's seed.
 type litmusEnv struct {
 	c        *harness.Ctx
 	sh       envShape
@@ -205,8 +205,12 @@ func (e *litmusEnv) run(name string, stopAtWeak bool, minInstances uint64) (envR
 }
 
 func (e *litmusEnv) note(r envRun) string {
-	return fmt.Sprintf("%s: %d weak in %d instances (%.3g per million, %d launches, %.1f ms of kernel time, %d barrier timeouts)",
-		r.kernel, r.weak, r.instances, r.perMillion(), r.launches, float64(r.elapsed)/1e6, r.lateBarriers)
+	kill := ""
+	if r.killed {
+		kill = fmt.Sprintf(", first weak outcome at stress %d", r.stressAtKill)
+	}
+	return fmt.Sprintf("%s: %d weak in %d instances (%.3g per million, %d launches, %.1f ms of kernel time, %d barrier timeouts%s)",
+		r.kernel, r.weak, r.instances, r.perMillion(), r.launches, float64(r.elapsed)/1e6, r.lateBarriers, kill)
 }
 
 func (e *litmusEnv) params() string {
