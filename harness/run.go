@@ -385,7 +385,11 @@ func summarize(ms map[string]Metric) map[string]report.Metric {
 		if len(s)%2 == 0 {
 			med = (s[len(s)/2-1] + s[len(s)/2]) / 2
 		}
-		out[name] = report.Metric{Unit: m.Unit, Median: round(med), Min: round(s[0]), Max: round(s[len(s)-1]), N: len(s), Method: m.Method, Clock: m.Clock, Ceiling: m.Ceiling.At(round(med))}
+		taken := make([]float64, len(m.Samples)) // in the order taken, for p2pcompare's U test
+		for i, v := range m.Samples {
+			taken[i] = round(v)
+		}
+		out[name] = report.Metric{Unit: m.Unit, Median: round(med), Min: round(s[0]), Max: round(s[len(s)-1]), N: len(s), Method: m.Method, Clock: m.Clock, Ceiling: m.Ceiling.At(round(med)), Samples: taken}
 	}
 	return out
 }

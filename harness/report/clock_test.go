@@ -1,6 +1,9 @@
 package report
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // TestClockAdd: ranges widen over devices, reasons collect once, and only a
 // reason that lowers the clock marks the metric throttled.
@@ -24,12 +27,15 @@ func TestClockAdd(t *testing.T) {
 // is one vote), the smallest min, the largest max, every sample counted.
 func TestSoakMetrics(t *testing.T) {
 	run := func(med, lo, hi float64) map[string]Metric {
-		return map[string]Metric{"case_wall_ms": {Unit: "ms", Median: med, Min: lo, Max: hi, N: 1, Method: "wall"}}
+		return map[string]Metric{"case_wall_ms": {Unit: "ms", Median: med, Min: lo, Max: hi, N: 1, Method: "wall", Samples: []float64{med}}}
 	}
 	got := SoakMetrics([]map[string]Metric{run(14.8, 14.8, 14.8), run(5.5, 5.1, 5.9), run(5.6, 5.6, 5.6), nil})
 	m := got["case_wall_ms"]
 	if m.Median != 5.6 || m.Min != 5.1 || m.Max != 14.8 || m.N != 3 || m.Unit != "ms" {
 		t.Fatalf("got %+v", m)
+	}
+	if fmt.Sprint(m.Samples) != "[14.8 5.5 5.6]" {
+		t.Fatalf("samples %v: want every run's samples, in run order", m.Samples)
 	}
 	if SoakMetrics([]map[string]Metric{nil, nil}) != nil {
 		t.Fatal("no metrics must give nil")

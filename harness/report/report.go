@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -123,6 +124,11 @@ type Metric struct {
 	// bytes cross, read from the machine (absent where nothing could be
 	// read: the host backend, or a GPU whose NVML did not answer).
 	Ceiling *Ceiling `json:"ceiling,omitempty"`
+	// Samples are the timed samples the median, min and max summarise, in
+	// the order taken, so a comparison can judge a change against the
+	// spread (p2pcompare's Mann-Whitney U test) instead of a bare median.
+	// Runs written before samples were kept have none.
+	Samples []float64 `json:"samples,omitempty"`
 }
 
 // Ceiling is a bandwidth metric's physical limit: Value in the metric's
@@ -245,6 +251,29 @@ type Report struct {
 	// Timing is what growing the world costs: each world's start and the
 	// suite's wall clock.
 	Timing *Timing `json:"timing,omitempty"`
+	// Matrices are the per-pair metrics in the shape of nvbandwidth's JSON
+	// output (one square matrix per metric and case family, null where no
+	// pair was measured), so scripts written for nvbandwidth read ours.
+	Matrices []PairMatrix `json:"matrices,omitempty"`
+}
+
+// PairMatrix is one metric over every ordered pair of ranks of one case
+// family. Matrix[row][column] holds the median of the case that measured
+// the pair (row = the case's first rank, column = its second); Direction
+// says which way the data moved, in nvbandwidth's words ("GPU(row) ->
+// GPU(column)", "GPU(row) <- GPU(column)", ...). Sum, Min, Max and Average
+// are over the measured cells only.
+type PairMatrix struct {
+	Name        string       `json:"name"`
+	Metric      string       `json:"metric"`
+	Unit        string       `json:"unit"`
+	Direction   string       `json:"direction"`
+	Description string       `json:"description"`
+	Matrix      [][]*float64 `json:"matrix"`
+	Sum         float64      `json:"sum"`
+	Min         float64      `json:"min"`
+	Max         float64      `json:"max"`
+	Average     float64      `json:"average"`
 }
 
 // PairRow summarises one ordered pair of ranks for one backend and kind:
@@ -339,6 +368,9 @@ func SoakMetrics(runs []map[string]Metric) map[string]Metric {
 			}
 			acc.Min, acc.Max = min(acc.Min, m.Min), max(acc.Max, m.Max)
 			acc.N += m.N
+			if seen {
+				acc.Samples = append(slices.Clone(acc.Samples), m.Samples...)
+			}
 			out[name] = acc
 		}
 	}

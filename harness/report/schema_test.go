@@ -210,6 +210,7 @@ func validateJSON(t *testing.T, schema map[string]any, doc []byte) []string {
 
 func goodReport() *report.Report {
 	zero, one := 0, 1
+	twelve := 12.0
 	return &report.Report{
 		Schema:      report.Schema,
 		Environment: map[string]any{"vendor": "host", "goarch": "amd64", "gpus": []any{map[string]any{"name": "cpu"}}},
@@ -219,7 +220,7 @@ func goodReport() *report.Report {
 				Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected, Detail: "13500000 adds summed exactly",
 				Duration: 0.0123,
 				Ranks:    []report.Rank{{Rank: 0, Pid: 100, Device: 0, ExitCode: nil, GoDump: false}, {Rank: 1, Pid: 101, Device: 0, ExitCode: &zero}},
-				Metrics:  map[string]report.Metric{"bw_copy_gbps": {Unit: "GB/s", Median: 12.5, Min: 12, Max: 13, N: 5, Method: "wall"}},
+				Metrics:  map[string]report.Metric{"bw_copy_gbps": {Unit: "GB/s", Median: 12.5, Min: 12, Max: 13, N: 5, Method: "wall", Samples: []float64{12.5, 13, 12, 12.5, 12.6}}},
 				Repro:    "./specs.test --backend=host --case=host.memfd.counter.add_u64_relaxed_sys",
 			},
 			{
@@ -232,6 +233,9 @@ func goodReport() *report.Report {
 			{ID: "host.memfd.gone", Labels: []string{}, Outcome: report.Skip, Expected: report.Pass, Verdict: report.Missing, Ranks: []report.Rank{}},
 		},
 		Gate: &report.Gate{Pass: false, Reasons: []string{"missing: host.memfd.gone ran in the baseline but not now"}},
+		Matrices: []report.PairMatrix{{Name: "host.memfd.perf.copy_ce_read", Metric: "bw_ce_read_gbps", Unit: "GB/s",
+			Direction: "GPU(row) <- GPU(column)", Description: "bw_ce_read_gbps (GB/s), data moves GPU(row) <- GPU(column)",
+			Matrix: [][]*float64{{nil, &twelve}, {&twelve, nil}}, Sum: 24, Min: 12, Max: 12, Average: 12}},
 	}
 }
 
@@ -275,6 +279,11 @@ func TestSchemaRejectsPlanted(t *testing.T) {
 		}, `/results/1/fault/code: type string`},
 		{"gate without reasons", func(m map[string]any) { delete(m["gate"].(map[string]any), "reasons") }, `/gate: missing required "reasons"`},
 		{"environment array", func(m map[string]any) { m["environment"] = []any{} }, `/environment: type array, want object`},
+		{"sample string", func(m map[string]any) { metric(m)["samples"] = []any{12.5, "13"} }, `/results/0/metrics/bw_copy_gbps/samples/1: type string, want number`},
+		{"matrix cell string", func(m map[string]any) {
+			m["matrices"].([]any)[0].(map[string]any)["matrix"].([]any)[0].([]any)[1] = "12"
+		}, `/matrices/0/matrix/0/1: type string`},
+		{"matrix without direction", func(m map[string]any) { delete(m["matrices"].([]any)[0].(map[string]any), "direction") }, `/matrices/0: missing required "direction"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -318,6 +327,7 @@ func TestSchemaMatchesModel(t *testing.T) {
 		"rank":   {reflect.TypeFor[report.Rank](), defs["rank"].(map[string]any)},
 		"metric": {reflect.TypeFor[report.Metric](), defs["metric"].(map[string]any)},
 		"gate":   {reflect.TypeFor[report.Gate](), defs["gate"].(map[string]any)},
+		"matrix": {reflect.TypeFor[report.PairMatrix](), defs["matrix"].(map[string]any)},
 	}
 	for name, o := range objs {
 		var fields, required []string
