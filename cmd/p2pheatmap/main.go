@@ -1,11 +1,14 @@
-// Command p2pheatmap renders one SVG heatmap per per-pair metric of a
-// results.json (rows = source GPU, columns = destination GPU), plus an
-// index.html that shows them all.
+// Command p2pheatmap renders a results.json's pictures as SVG files: the
+// verdict matrices (verdict.svg, verdict.<backend>.<kind>.pairs.svg) and
+// one heatmap per per-pair metric (<family>.<metric>.svg; row = the case's
+// first GPU, column = its second, the data's direction in the caption),
+// plus an index.html that shows them all. p2preport puts the same
+// pictures in one self-contained report.html.
 //
 //	p2pheatmap --out DIR results.json
 //
 // Pair convention and file names: see package p2patomics/harness/heatmap.
-// Exit status: 0 on success (also when the run has no per-pair metrics,
+// Exit status: 0 on success (also when the run has no results,
 // which it says on stderr), 2 on a usage error or an unreadable results.json.
 package main
 
@@ -60,7 +63,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if len(files) == 0 {
-		fmt.Fprintf(stderr, "p2pheatmap: %s has no per-pair metrics (label cases pair=<src>-<dst>); nothing written\n", pos[0])
+		fmt.Fprintf(stderr, "p2pheatmap: %s has no results; nothing written\n", pos[0])
 		return 0
 	}
 	for _, f := range files {

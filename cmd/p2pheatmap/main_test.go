@@ -25,7 +25,7 @@ func TestRun(t *testing.T) {
 	if rc := run([]string{in, "--out", out}, &so, &se); rc != 0 {
 		t.Fatalf("rc %d: %s", rc, se.String())
 	}
-	b, err := os.ReadFile(filepath.Join(out, "bw_copy_gbps.svg"))
+	b, err := os.ReadFile(filepath.Join(out, "host.memfd.bw.copy.bw_copy_gbps.svg"))
 	if err != nil || !strings.Contains(string(b), "12.5") {
 		t.Fatalf("svg: %v %s", err, b)
 	}

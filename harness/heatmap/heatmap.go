@@ -1,5 +1,8 @@
-// Package heatmap renders per-GPU-pair metrics as SVG heatmaps (rows =
-// source GPU, columns = destination GPU), in pure Go.
+// Package heatmap draws a run's pictures as SVG, in pure Go: the verdict
+// matrices (which kinds, spec families and GPU pairs met their expected
+// outcome) and one heatmap per per-pair metric (row = the case's first
+// GPU, column = its second; which way the data moved is in each caption,
+// in nvbandwidth's "GPU(row) <- GPU(column)" form).
 //
 // Pair convention. A case measures one ordered pair of GPUs and says which
 // with the label "pair=<src>-<dst>" (e.g. "pair=0-1"). Also accepted, in
@@ -13,8 +16,8 @@
 // from labels only and the id has no such segment, in which case the family
 // is the id minus its last segment. (cuda.vmm.bw.ce_write.g0g1 and
 // cuda.vmm.bw.ce_write.g1g0 are one family; cuda.ipc.bw.ce_write.g0g1 is
-// another.) Files are named <metric>.svg when a metric name occurs in one
-// family only, else <family>.<metric>.svg for each family.
+// another.) Files are named <family>.<metric>.svg, always; the verdict
+// matrices are verdict.svg and verdict.<backend>.<kind>.pairs.svg.
 package heatmap
 
 import (
@@ -27,6 +30,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"p2patomics/harness/report"
 )
@@ -50,6 +54,8 @@ type Cell struct {
 	Src, Dst int
 	Metric   report.Metric
 	Case     string // case id
+	Outcome  report.Outcome
+	State    State
 }
 
 // Matrix is one heatmap.
@@ -59,7 +65,7 @@ type Matrix struct {
 	Unit   string
 	Size   int // max(GPU index)+1
 	Cells  map[[2]int]Cell
-	File   string // file name WriteAll uses
+	File   string // file name WriteAll uses: <family>.<metric>.svg
 }
 
 var (
@@ -126,7 +132,9 @@ func Family(r report.Result) string {
 
 // Matrices builds every heatmap the results hold, sorted by file name.
 // Results without pair information or metrics are ignored; a later result
-// for the same cell replaces an earlier one.
+// for the same cell replaces an earlier one. Every file is named
+// <family>.<metric>.svg, whether the run holds one family or many, so a
+// single-family run and the whole suite name a picture alike.
 func Matrices(results []report.Result) []*Matrix {
 	byKey := map[[2]string]*Matrix{}
 	for _, r := range results {
@@ -145,23 +153,15 @@ func Matrices(results []report.Result) []*Matrix {
 				mx = &Matrix{Metric: name, Family: fam, Unit: m.Unit, Cells: map[[2]int]Cell{}}
 				byKey[k] = mx
 			}
-			mx.Cells[[2]int{src, dst}] = Cell{Src: src, Dst: dst, Metric: m, Case: r.ID}
+			mx.Cells[[2]int{src, dst}] = Cell{Src: src, Dst: dst, Metric: m, Case: r.ID, Outcome: r.Outcome, State: Classify(r)}
 			if n := max(src, dst) + 1; n > mx.Size {
 				mx.Size = n
 			}
 		}
 	}
-	families := map[string]int{}
-	for k := range byKey {
-		families[k[0]]++
-	}
 	out := make([]*Matrix, 0, len(byKey))
-	for k, mx := range byKey {
-		if families[k[0]] == 1 {
-			mx.File = safe(mx.Metric) + ".svg"
-		} else {
-			mx.File = safe(mx.Family) + "." + safe(mx.Metric) + ".svg"
-		}
+	for _, mx := range byKey {
+		mx.File = safe(mx.Family) + "." + safe(mx.Metric) + ".svg"
 		out = append(out, mx)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
@@ -178,42 +178,93 @@ func safe(s string) string {
 	return s
 }
 
-// WriteAll renders every heatmap of rep into dir (created if needed) and an
-// index.html that shows them all; it returns the files written (SVGs, then
-// index.html). With no per-pair metrics it writes nothing and returns nil.
-func WriteAll(dir string, rep *report.Report) ([]string, error) {
-	ms := Matrices(rep.Results)
-	if len(ms) == 0 {
-		return nil, nil
+// Flow says which way a matrix's data moved, in nvbandwidth's words:
+// dir is the short form nvbandwidth puts in its descriptions ("GPU(row) ->
+// GPU(column)", "GPU(row) <- GPU(column)"), text says it in a sentence.
+// Row is always the case's first rank (r<s> in r<s>r<d>, pair=<s>-<d>),
+// column its second; what moves depends on the spec: a copy_*_write moves
+// data s → d, a copy_*_read moves it d → s (s reads the peer's memory),
+// a bidir copy moves both ways at once and exists once per unordered pair.
+func (m *Matrix) Flow() (dir, text string) {
+	key := strings.ToLower(m.Family + "." + m.Metric)
+	switch {
+	case strings.Contains(key, "bidir"):
+		return "GPU(row) <-> GPU(column)", "both ways at once: the row's GPU writes into the column's while the column's writes into the row's; one case per pair (upper triangle)"
+	case strings.Contains(key, "read"):
+		return "GPU(row) <- GPU(column)", "data moves from the column's GPU into the row's: the row's GPU reads the column's memory"
+	case strings.Contains(key, "write"):
+		return "GPU(row) -> GPU(column)", "data moves from the row's GPU into the column's: the row's GPU writes the column's memory"
+	case strings.Contains(key, "pingpong") || strings.Contains(key, "latency") || strings.Contains(key, "rtt"):
+		return "GPU(row) <-> GPU(column)", "round trip: the row's GPU starts the chain and times it, the column's answers"
+	case strings.Contains(key, "pair") || strings.Contains(key, "atomic"):
+		return "GPU(row) -> GPU(column)", "the row's GPU runs atomics on the column's memory while the column's GPU runs them locally"
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("heatmap: %w", err)
-	}
-	title := ""
-	if rep.Environment != nil {
-		title = envTitle(rep.Environment)
-	}
-	var files []string
-	var idx strings.Builder
-	idx.WriteString("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>p2patomics heatmaps</title></head><body>\n")
-	fmt.Fprintf(&idx, "<h1>p2patomics heatmaps</h1>\n<p>%s</p>\n", esc(title))
-	for _, m := range ms {
-		p := filepath.Join(dir, m.File)
-		if err := os.WriteFile(p, []byte(m.SVG(title)), 0o644); err != nil {
-			return files, fmt.Errorf("heatmap: %w", err)
-		}
-		files = append(files, p)
-		fmt.Fprintf(&idx, "<div><img src=\"%s\" alt=\"%s\"></div>\n", esc(m.File), esc(m.Metric))
-	}
-	idx.WriteString("</body></html>\n")
-	p := filepath.Join(dir, "index.html")
-	if err := os.WriteFile(p, []byte(idx.String()), 0o644); err != nil {
-		return files, fmt.Errorf("heatmap: %w", err)
-	}
-	return append(files, p), nil
+	return "GPU(row) -> GPU(column)", "row: the case's first rank, column: its second"
 }
 
-func envTitle(env map[string]any) string {
+// arrows renders a Flow direction with the arrows people read.
+func arrows(dir string) string {
+	return strings.NewReplacer("<->", "↔", "<-", "←", "->", "→").Replace(dir)
+}
+
+// bidir reports whether the matrix holds one case per unordered pair.
+func (m *Matrix) bidir() bool {
+	d, _ := m.Flow()
+	return strings.Contains(d, "<->") && strings.Contains(strings.ToLower(m.Family), "bidir")
+}
+
+// ScaleMax is the value the colour scale ends at; it starts at zero, so a
+// 2% spread between cells looks like 2%. It is the largest value any cell
+// saw (its max, not only its median).
+func (m *Matrix) ScaleMax() float64 {
+	hi := 0.0
+	for _, c := range m.Cells {
+		hi = math.Max(hi, math.Max(c.Metric.Max, c.Metric.Median))
+	}
+	return hi
+}
+
+// Export is the matrices in nvbandwidth's JSON shape, for results.json's
+// "matrices" section: the medians, null where no case measured a pair,
+// and sum/min/max/average over the measured cells.
+func Export(results []report.Result) []report.PairMatrix {
+	var out []report.PairMatrix
+	for _, m := range Matrices(results) {
+		dir, text := m.Flow()
+		pm := report.PairMatrix{Name: m.Family, Metric: m.Metric, Unit: m.Unit, Direction: dir,
+			Description: fmt.Sprintf("%s (%s), median per cell; %s: %s", m.Metric, m.Unit, dir, text),
+			Matrix:      make([][]*float64, m.Size)}
+		n := 0
+		for i := range m.Size {
+			pm.Matrix[i] = make([]*float64, m.Size)
+			for j := range m.Size {
+				c, ok := m.Cells[[2]int{i, j}]
+				if !ok {
+					continue
+				}
+				v := c.Metric.Median
+				pm.Matrix[i][j] = &v
+				if n == 0 || v < pm.Min {
+					pm.Min = v
+				}
+				if n == 0 || v > pm.Max {
+					pm.Max = v
+				}
+				pm.Sum += v
+				n++
+			}
+		}
+		if n > 0 {
+			pm.Average = math.Round(pm.Sum/float64(n)*1000) / 1000
+			pm.Sum = math.Round(pm.Sum*1000) / 1000
+		}
+		out = append(out, pm)
+	}
+	return out
+}
+
+// Title is the run's machine in a few words (vendor, GPUs, driver).
+func Title(env map[string]any) string {
 	var parts []string
 	if v, ok := env["vendor"].(string); ok {
 		parts = append(parts, v)
@@ -231,6 +282,61 @@ func envTitle(env map[string]any) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Picture is one SVG the run's pictures hold: the file name WriteAll gives
+// it, a caption, and its text.
+type Picture struct {
+	File, Caption, SVG string
+}
+
+// Pictures renders every picture of a run, verdict matrices first (the
+// kinds × spec families overview, then each kind's pairs × specs), then
+// the heatmaps.
+func Pictures(rep *report.Report) []Picture {
+	title := Title(rep.Environment)
+	var ps []Picture
+	if v := VerdictMatrix(rep.Results); v != nil {
+		ps = append(ps, Picture{File: "verdict.svg", Caption: "verdict matrix: kinds × spec families", SVG: v.SVG(title)})
+	}
+	for _, pv := range PairVerdicts(rep.Results) {
+		ps = append(ps, Picture{File: pv.File, Caption: "pair verdicts: " + pv.Kind, SVG: pv.SVG(title)})
+	}
+	for _, m := range Matrices(rep.Results) {
+		ps = append(ps, Picture{File: m.File, Caption: m.Family + ": " + m.Metric, SVG: m.SVG(title)})
+	}
+	return ps
+}
+
+// WriteAll renders every picture of rep into dir (created if needed) and
+// an index.html that shows them all; it returns the files written (SVGs,
+// then index.html). A run without results writes nothing and returns nil.
+func WriteAll(dir string, rep *report.Report) ([]string, error) {
+	ps := Pictures(rep)
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("heatmap: %w", err)
+	}
+	var files []string
+	var idx strings.Builder
+	idx.WriteString("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>p2patomics pictures</title></head><body>\n")
+	fmt.Fprintf(&idx, "<h1>p2patomics pictures</h1>\n<p>%s</p>\n<p>The whole report, with the unexpected cases: <a href=\"../report.html\">report.html</a></p>\n", esc(Title(rep.Environment)))
+	for _, p := range ps {
+		path := filepath.Join(dir, p.File)
+		if err := os.WriteFile(path, []byte(p.SVG), 0o644); err != nil {
+			return files, fmt.Errorf("heatmap: %w", err)
+		}
+		files = append(files, path)
+		fmt.Fprintf(&idx, "<div><img src=\"%s\" alt=\"%s\"></div>\n", esc(p.File), esc(p.Caption))
+	}
+	idx.WriteString("</body></html>\n")
+	path := filepath.Join(dir, "index.html")
+	if err := os.WriteFile(path, []byte(idx.String()), 0o644); err != nil {
+		return files, fmt.Errorf("heatmap: %w", err)
+	}
+	return append(files, path), nil
 }
 
 // Format prints a value with three significant digits or more for large
@@ -258,14 +364,15 @@ func trimZeros(s string) string {
 	return s
 }
 
-// palette runs from poor (light) to good (dark) — a viridis-like ramp
-// reversed so that the best cell stands out.
+// palette runs from zero (light) to the scale's top (dark) — viridis,
+// whose lightness rises monotonically, so it reads in a grey-scale print
+// and to colour-blind eyes.
 var palette = [][3]float64{
 	{253, 231, 37}, {94, 201, 98}, {33, 145, 140}, {59, 82, 139}, {68, 1, 84},
 }
 
 func color(t float64) (string, bool) {
-	if t < 0 {
+	if t < 0 || math.IsNaN(t) {
 		t = 0
 	}
 	if t > 1 {
@@ -290,97 +397,196 @@ func esc(s string) string {
 	return r.Replace(s)
 }
 
-// SVG renders the matrix. subtitle (may be empty) is printed under the title.
+// textW estimates the width in pixels of s in a sans-serif font of the
+// given size (bold a little wider), so canvases are sized from their text
+// instead of clipping it.
+func textW(s string, size float64, bold bool) int {
+	f := 0.6
+	if bold {
+		f = 0.66
+	}
+	return int(math.Ceil(float64(utf8.RuneCountInString(s)) * size * f))
+}
+
+// svgOpen starts an SVG document of the given size with the shared
+// definitions: the hatches that mark unmet and expected-fail cells.
+func svgOpen(b *strings.Builder, w, h int, title string) {
+	fmt.Fprintf(b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="DejaVu Sans, Verdana, sans-serif" font-size="13">`+"\n", w, h, w, h)
+	fmt.Fprintf(b, "<title>%s</title>\n", esc(title))
+	b.WriteString(`<defs>` +
+		`<pattern id="hatch-unmet" width="8" height="8" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="8" height="8" fill="#d55e00"/><line x1="0" y1="0" x2="0" y2="8" stroke="#ffffff" stroke-width="3"/></pattern>` +
+		`<pattern id="hatch-xfail" width="10" height="10" patternUnits="userSpaceOnUse" patternTransform="rotate(-45)"><rect width="10" height="10" fill="#f0e442"/><line x1="0" y1="0" x2="0" y2="10" stroke="#8a7f00" stroke-width="1.5"/></pattern>` +
+		`</defs>` + "\n")
+	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
+}
+
+// SVG renders the heatmap. subtitle (may be empty) names the machine.
+//
+// Cells show the median and, under it, the min–max of the samples; the
+// colour runs from zero, so neighbouring values look alike; a cell whose
+// case missed its expected outcome is hatched, framed and names the
+// outcome, whatever its value; pairs no case measured say so.
 func (m *Matrix) SVG(subtitle string) string {
-	const (
-		cw, ch    = 96, 44
-		left      = 110
-		top       = 96
-		legendW   = 20
-		legendGap = 36
-	)
 	n := m.Size
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, c := range m.Cells {
-		lo = math.Min(lo, c.Metric.Median)
-		hi = math.Max(hi, c.Metric.Median)
-	}
-	dir := Direction(m.Unit)
-	norm := func(v float64) float64 {
-		if hi <= lo {
-			return 1
-		}
-		t := (v - lo) / (hi - lo)
-		if dir < 0 {
-			t = 1 - t
-		}
-		return t
-	}
-	width := left + n*cw + legendGap + legendW + 90
-	if width < 520 {
-		width = 520
-	}
-	height := top + n*ch + 70
-	var b strings.Builder
-	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="13">`+"\n", width, height, width, height)
+	dir, flowText := m.Flow()
 	unit := m.Unit
 	if unit == "" {
 		unit = "no unit"
 	}
-	fmt.Fprintf(&b, `<title>%s (%s)</title>`+"\n", esc(m.Metric), esc(unit))
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="10" y="24" font-size="17" font-weight="bold">%s (%s)</text>`+"\n", esc(m.Metric), esc(unit))
+	better := map[int]string{1: "higher is better", -1: "lower is better", 0: "direction unknown"}[Direction(m.Unit)]
+	hi := m.ScaleMax()
+	title := fmt.Sprintf("%s (%s)", m.Metric, unit)
 	sub := m.Family
 	if subtitle != "" {
 		sub += " — " + subtitle
 	}
-	fmt.Fprintf(&b, `<text x="10" y="44" fill="#444">%s</text>`+"\n", esc(sub))
-	better := map[int]string{1: "higher is better", -1: "lower is better", 0: "direction unknown"}[dir]
-	fmt.Fprintf(&b, `<text x="10" y="62" fill="#444">rows: source GPU, columns: destination GPU; median per cell; %s</text>`+"\n", better)
-	for j := range n {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">dst %d</text>`+"\n", left+j*cw+cw/2, top-8, j)
+	lines := []string{
+		fmt.Sprintf("%s: %s", arrows(dir), flowText),
+		fmt.Sprintf("cell: median, min–max below; colour from 0 to %s %s; %s", Format(hi), m.Unit, better),
 	}
+	bidir := m.bidir()
+	// Cell text decides the cell width.
+	type cellText struct {
+		lines []string
+		fill  string
+		ink   string
+		state State
+		tip   string
+	}
+	texts := map[[2]int]cellText{}
+	cw := 84
 	for i := range n {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">src %d</text>`+"\n", left-8, top+i*ch+ch/2+5, i)
 		for j := range n {
-			x, y := left+j*cw, top+i*ch
 			c, ok := m.Cells[[2]int{i, j}]
-			if !ok {
-				fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="#eeeeee" stroke="white"/>`+"\n", x, y, cw, ch)
-				fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#999">—</text>`+"\n", x+cw/2, y+ch/2+5)
-				continue
+			var t cellText
+			switch {
+			case ok:
+				spread := Spread(c.Metric)
+				t.tip = fmt.Sprintf("%s: %s; median %s, min %s, max %s %s, n=%d, %s", c.Case, c.State, Format(c.Metric.Median), Format(c.Metric.Min), Format(c.Metric.Max), c.Metric.Unit, c.Metric.N, c.Metric.Method)
+				t.state = c.State
+				switch c.State {
+				case Unmet:
+					t.lines = []string{strings.ToUpper(string(c.Outcome)), Format(c.Metric.Median), spread}
+					t.fill, t.ink = "url(#hatch-unmet)", "black"
+				default:
+					fill, dark := color(safeDiv(c.Metric.Median, hi))
+					t.lines = []string{Format(c.Metric.Median), spread}
+					t.fill, t.ink = fill, "black"
+					if dark {
+						t.ink = "white"
+					}
+					if c.State == ExpectedFail {
+						t.lines = []string{"expected-fail", Format(c.Metric.Median), spread}
+					}
+				}
+			case i == j:
+				t.lines, t.fill, t.ink = []string{"self", "not measured"}, "#f4f4f4", "#777777"
+			case bidir && i > j:
+				t.lines, t.fill, t.ink = []string{fmt.Sprintf("see %d↔%d", j, i), "(one case)"}, "#f4f4f4", "#777777"
+			default:
+				t.lines, t.fill, t.ink = []string{"not run"}, "#f4f4f4", "#777777"
 			}
-			fill, dark := color(norm(c.Metric.Median))
-			txt := "black"
-			if dark {
-				txt = "white"
+			for _, l := range t.lines {
+				cw = max(cw, textW(l, 13, true)+16)
 			}
-			fmt.Fprintf(&b, `<g><title>%s: median %s, min %s, max %s %s, n=%d, %s</title>`, esc(c.Case), Format(c.Metric.Median), Format(c.Metric.Min), Format(c.Metric.Max), esc(c.Metric.Unit), c.Metric.N, esc(c.Metric.Method))
-			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="white"/>`, x, y, cw, ch, fill)
-			fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="%s">%s</text></g>`+"\n", x+cw/2, y+ch/2+5, txt, Format(c.Metric.Median))
+			texts[[2]int{i, j}] = t
 		}
 	}
-	// Legend: a vertical ramp, best at the top.
-	lx, ly, lh := left+n*cw+legendGap, top, max(n*ch, 120)
-	b.WriteString(`<defs><linearGradient id="ramp" x1="0" y1="1" x2="0" y2="0">`)
+	const ch = 58
+	rowLabel := "GPU(row) 00"
+	left := textW(rowLabel, 13, false) + 24
+	top := 44 + 18*len(lines) + 50
+	legendW := 18
+	gridW := n * cw
+	legendX := left + gridW + 28
+	legendLabelW := max(textW(Format(hi), 12, false), textW(m.Unit, 12, false), textW("0", 12, false)) + 8
+	width := legendX + legendW + 6 + legendLabelW + 12
+	width = max(width, 20+textW(title, 17, true), 20+textW(sub, 13, false))
+	const keyText = "unmet: the case missed its expected outcome (named in the cell)"
+	for _, l := range append(lines, keyText) {
+		width = max(width, 48+textW(l, 12, false))
+	}
+	gridH := n * ch
+	legendH := max(gridH, 120)
+	height := top + legendH + 58
+	var b strings.Builder
+	svgOpen(&b, width, height, title)
+	fmt.Fprintf(&b, `<text x="10" y="24" font-size="17" font-weight="bold">%s</text>`+"\n", esc(title))
+	fmt.Fprintf(&b, `<text x="10" y="44" fill="#333">%s</text>`+"\n", esc(sub))
+	for k, l := range lines {
+		fmt.Fprintf(&b, `<text x="10" y="%d" font-size="12" fill="#333">%s</text>`+"\n", 44+18*(k+1), esc(l))
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" font-size="12" fill="#333">column: GPU</text>`+"\n", left+gridW/2, top-26)
+	for j := range n {
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">GPU %d</text>`+"\n", left+j*cw+cw/2, top-8, j)
+	}
+	for i := range n {
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">GPU(row) %d</text>`+"\n", left-8, top+i*ch+ch/2+5, i)
+		for j := range n {
+			x, y := left+j*cw, top+i*ch
+			t := texts[[2]int{i, j}]
+			b.WriteString("<g>")
+			if t.tip != "" {
+				fmt.Fprintf(&b, "<title>%s</title>", esc(t.tip))
+			}
+			stroke, sw := "white", 1
+			if t.state == Unmet {
+				stroke, sw = "black", 3
+			}
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="%s" stroke-width="%d"/>`, x, y, cw, ch, t.fill, stroke, sw)
+			y0 := y + ch/2 - (len(t.lines)-1)*8 + 4
+			for k, l := range t.lines {
+				attr := `font-size="11"`
+				if k == 0 {
+					attr = `font-size="13" font-weight="bold"`
+				}
+				if t.state == Unmet {
+					// Text on the hatch sits on a white band so it reads.
+					fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="14" fill="white" opacity="0.85"/>`, x+cw/2-textW(l, 13, true)/2-3, y0+k*16-11, textW(l, 13, true)+6)
+				}
+				fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="%s" %s>%s</text>`, x+cw/2, y0+k*16, t.ink, attr, esc(l))
+			}
+			b.WriteString("</g>\n")
+		}
+	}
+	// Legend: a vertical ramp from 0 (bottom) to the scale's top.
+	gid := "ramp-" + safe(m.File+m.Family+m.Metric)
+	fmt.Fprintf(&b, `<defs><linearGradient id="%s" x1="0" y1="1" x2="0" y2="0">`, esc(gid))
 	for k := range palette {
 		cc, _ := color(float64(k) / float64(len(palette)-1))
 		fmt.Fprintf(&b, `<stop offset="%.2f" stop-color="%s"/>`, float64(k)/float64(len(palette)-1), cc)
 	}
 	b.WriteString("</linearGradient></defs>\n")
-	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="url(#ramp)" stroke="#888"/>`+"\n", lx, ly, legendW, lh)
-	best, worst := hi, lo
-	if dir < 0 {
-		best, worst = lo, hi
+	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="url(#%s)" stroke="#888"/>`+"\n", legendX, top, legendW, legendH, esc(gid))
+	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12">%s</text>`+"\n", legendX+legendW+6, top+10, Format(hi))
+	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12">0</text>`+"\n", legendX+legendW+6, top+legendH)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12" fill="#333">%s</text>`+"\n", legendX, top+legendH+18, esc(m.Unit))
+	// Key to the marks.
+	ky := top + max(gridH, legendH) + 36
+	fmt.Fprintf(&b, `<rect x="10" y="%d" width="22" height="14" fill="url(#hatch-unmet)" stroke="black" stroke-width="2"/>`, ky-11)
+	fmt.Fprintf(&b, `<text x="38" y="%d" font-size="12">%s</text>`+"\n", ky, keyText)
+	return b.String() + "</svg>\n"
+}
+
+// Spread says how far a metric's samples ranged: "min–max", "min = max"
+// when they agree to the printed digits, "n=1" for a single sample.
+func Spread(m report.Metric) string {
+	lo, hi := Format(m.Min), Format(m.Max)
+	switch {
+	case m.N == 1:
+		return "n=1"
+	case lo == hi:
+		return fmt.Sprintf("min = max (n=%d)", m.N)
 	}
-	if len(m.Cells) > 0 {
-		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`+"\n", lx+legendW+6, ly+10, Format(best))
-		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`+"\n", lx+legendW+6, ly+lh, Format(worst))
+	return lo + "–" + hi
+}
+
+func safeDiv(a, b float64) float64 {
+	if b <= 0 {
+		return 0
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#444">%s</text>`+"\n", lx, ly+lh+20, esc(m.Unit))
-	b.WriteString("</svg>\n")
-	return b.String()
+	return a / b
 }
 
 // PairRows builds the report's pair matrix: for each backend, kind and

@@ -72,7 +72,9 @@ func TestMatrices(t *testing.T) {
 	for _, m := range ms {
 		files = append(files, m.File)
 	}
-	want := []string{"cuda.ipc.bw.ce_write.bw_ce_write_gbps.svg", "cuda.vmm.bw.ce_write.bw_ce_write_gbps.svg", "lat_rt_us.svg"}
+	// One naming scheme: <family>.<metric>.svg even where a metric occurs
+	// in one family only (a single-family run names files as the suite does).
+	want := []string{"cuda.ipc.bw.ce_write.bw_ce_write_gbps.svg", "cuda.vmm.bw.ce_write.bw_ce_write_gbps.svg", "cuda.vmm.bw.ce_write.lat_rt_us.svg"}
 	if strings.Join(files, " ") != strings.Join(want, " ") {
 		t.Fatalf("files = %v", files)
 	}
@@ -118,15 +120,17 @@ func parse(t *testing.T, svg string) string {
 func TestSVG(t *testing.T) {
 	ms := Matrices(sample())
 	text := parse(t, ms[1].SVG("nvidia, 2× NVIDIA H200 <test>"))
-	for _, want := range []string{"bw_ce_write_gbps (GB/s)", "396", "392", "1800", "src 0", "dst 1", "higher is better", "nvidia, 2× NVIDIA H200 <test>", "median 396, min 395, max 397 GB/s, n=5, cuda-events", "—"} {
+	for _, want := range []string{"bw_ce_write_gbps (GB/s)", "396", "392", "1800", "GPU(row) 0", "GPU 1", "higher is better",
+		"nvidia, 2× NVIDIA H200 <test>", "median 396, min 395, max 397 GB/s, n=5, cuda-events", "395–397", "1799–1801",
+		"GPU(row) → GPU(column): data moves from the row's GPU into the column's", "colour from 0 to 1801 GB/s", "self"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("SVG text lacks %q:\n%s", want, text)
 		}
 	}
 	lat := parse(t, ms[2].SVG(""))
-	for _, want := range []string{"lat_rt_us (us)", "0.91", "0.93", "lower is better"} {
+	for _, want := range []string{"lat_rt_us (us)", "0.91", "0.93", "lower is better", "0.9–0.95", "self"} {
 		if !strings.Contains(lat, want) {
-			t.Errorf("latency SVG lacks %q", want)
+			t.Errorf("latency SVG lacks %q:\n%s", want, lat)
 		}
 	}
 	// Odd names are escaped, not injected.
@@ -136,25 +140,109 @@ func TestSVG(t *testing.T) {
 	}
 }
 
+// TestSVGUnmet: a cell whose case missed its expected outcome names the
+// outcome and is hatched and framed, whatever its value; met cells are not.
+func TestSVGUnmet(t *testing.T) {
+	rs := sample()[:2]
+	rs[1].Outcome = report.Fail // planted: 1→0 lost updates
+	m := Matrices(rs)[0]
+	svg := m.SVG("")
+	text := parse(t, svg)
+	if !strings.Contains(text, "FAIL") || !strings.Contains(text, "unmet") {
+		t.Errorf("unmet cell does not say FAIL:\n%s", text)
+	}
+	if strings.Count(svg, `fill="url(#hatch-unmet)" stroke="black" stroke-width="3"`) != 1 {
+		t.Errorf("want exactly one hatched, framed cell:\n%s", svg)
+	}
+	rs[1].Outcome = report.Pass
+	if svg := Matrices(rs)[0].SVG(""); strings.Contains(parse(t, svg), "FAIL") || strings.Contains(svg, `stroke="black" stroke-width="3"`) {
+		t.Error("a met cell is marked unmet")
+	}
+}
+
+// TestScaleFromZero: the colour scale starts at zero, so 381 and 390 GB/s
+// get nearly the same colour (a min-to-max scale would give them the two
+// ends of the ramp).
+func TestScaleFromZero(t *testing.T) {
+	rs := []report.Result{
+		bw("x.y.perf.copy.r0r1", nil, map[string]report.Metric{"bw": {Unit: "GB/s", Median: 381, Min: 380, Max: 382, N: 5}}),
+		bw("x.y.perf.copy.r1r0", nil, map[string]report.Metric{"bw": {Unit: "GB/s", Median: 390, Min: 389, Max: 390, N: 5}}),
+	}
+	m := Matrices(rs)[0]
+	if m.ScaleMax() != 390 {
+		t.Fatalf("scale max %v", m.ScaleMax())
+	}
+	a, _ := color(safeDiv(381, m.ScaleMax()))
+	b, _ := color(safeDiv(390, m.ScaleMax()))
+	lo, _ := color(0)
+	if a == lo || !strings.Contains(m.SVG(""), a) || !strings.Contains(m.SVG(""), b) {
+		t.Errorf("colours %s %s (zero is %s)", a, b, lo)
+	}
+	// Nearly equal values, nearly equal colours: compare the red channel.
+	var ra, rb int
+	fmt.Sscanf(a[1:3], "%x", &ra)
+	fmt.Sscanf(b[1:3], "%x", &rb)
+	if d := ra - rb; d > 12 || d < -12 {
+		t.Errorf("381 and 390 look far apart: %s vs %s", a, b)
+	}
+}
+
+// TestFlow: every copy direction is captioned the way its data moves.
+func TestFlow(t *testing.T) {
+	for fam, want := range map[string]string{
+		"cuda.vmm.perf.copy_ce_read.r4":      "GPU(row) <- GPU(column)",
+		"cuda.vmm.perf.copy_kernel_write":    "GPU(row) -> GPU(column)",
+		"cuda.vmm.perf.copy_ce_bidir":        "GPU(row) <-> GPU(column)",
+		"cuda.vmm.perf.pingpong_latency":     "GPU(row) <-> GPU(column)",
+		"cuda.vmm.pairs.add_u64_relaxed_sys": "GPU(row) -> GPU(column)",
+	} {
+		if got, _ := (&Matrix{Family: fam}).Flow(); got != want {
+			t.Errorf("%s: %s, want %s", fam, got, want)
+		}
+	}
+}
+
+// TestBidirAndOneCell: a bidirectional map says its lower triangle is the
+// same case as the upper, and a one-cell map still fits its text.
+func TestBidirAndOneCell(t *testing.T) {
+	rs := []report.Result{bw("c.k.perf.copy_ce_bidir.r0r1", nil, map[string]report.Metric{"bw_ce_bidir_gbps": gbps(680)})}
+	text := parse(t, Matrices(rs)[0].SVG(""))
+	if !strings.Contains(text, "see 0↔1") || strings.Contains(text, "not run") {
+		t.Errorf("bidir lower triangle:\n%s", text)
+	}
+	one := Matrices([]report.Result{bw("c.k.perf.pingpong_latency_local", []string{"pair=0-0"}, map[string]report.Metric{"rtt_dev_us": {Unit: "us", Median: 1.13, Min: 1.13, Max: 1.14, N: 5}})})[0]
+	svg := one.SVG("nvidia, 4× NVIDIA H200, driver 580.159.04")
+	var w int
+	fmt.Sscanf(svg[strings.Index(svg, "<svg"):], `<svg xmlns="http://www.w3.org/2000/svg" width="%d"`, &w)
+	if need := textW("c.k.perf.pingpong_latency_local — nvidia, 4× NVIDIA H200, driver 580.159.04", 13, false); w < need {
+		t.Errorf("1×1 canvas %d px, subtitle needs %d", w, need)
+	}
+}
+
 func TestWriteAll(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
 	files, err := WriteAll(dir, &report.Report{Schema: 1, Environment: map[string]any{"vendor": "nvidia"}, Results: sample()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 4 || filepath.Base(files[3]) != "index.html" {
-		t.Fatalf("files = %v", files)
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f))
 	}
-	for _, f := range files[:3] {
+	want := "verdict.svg verdict.cuda.vmm.pairs.svg verdict.cuda.ipc.pairs.svg cuda.ipc.bw.ce_write.bw_ce_write_gbps.svg cuda.vmm.bw.ce_write.bw_ce_write_gbps.svg cuda.vmm.bw.ce_write.lat_rt_us.svg index.html"
+	if strings.Join(names, " ") != want {
+		t.Fatalf("files = %v", names)
+	}
+	for _, f := range files[:len(files)-1] {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		parse(t, string(b))
 	}
-	files, err = WriteAll(filepath.Join(t.TempDir(), "none"), &report.Report{Results: sample()[4:]})
+	files, err = WriteAll(filepath.Join(t.TempDir(), "none"), &report.Report{})
 	if err != nil || files != nil {
-		t.Errorf("no metrics: %v %v", files, err)
+		t.Errorf("no results: %v %v", files, err)
 	}
 }
 
