@@ -1,0 +1,298 @@
+// Package htmlreport writes a run's report.html: one self-contained page
+// (inline SVG and CSS, no script, nothing fetched from the network) that
+// opens with the run's verdict line, the machine and its stack, then the
+// verdict matrix, the unexpected cases with links to their evidence
+// folders (cases/<id>/) and repro lines, each allocation path's pair
+// verdicts, the heatmaps, and the pair table.
+//
+// The page sits beside results.json in the run's folder, so the links
+// cases/<id>/ resolve there; a case without a folder says so instead of
+// linking nowhere.
+package htmlreport
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"p2patomics/harness/fingerprint"
+	"p2patomics/harness/heatmap"
+	"p2patomics/harness/report"
+)
+
+// File is the report's name inside the run's folder.
+const File = "report.html"
+
+// WriteHTML writes outDir/report.html for rep (atomically: temp file and
+// rename, so a reader never sees half a page).
+func WriteHTML(outDir string, rep *report.Report) error {
+	var b bytes.Buffer
+	if err := Render(&b, rep, outDir); err != nil {
+		return err
+	}
+	path := filepath.Join(outDir, File)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("htmlreport: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("htmlreport: %w", err)
+	}
+	return nil
+}
+
+// Verdict is the run's verdict line, in the suite's words: PASS when the
+// gate passed (gated) or when no case is unmet (ungated; a skip for a
+// capability the machine lacks counts as met), else FAIL naming the first
+// unexpected cases.
+func Verdict(rep *report.Report) (pass bool, line string) {
+	var unexpected []string
+	ns := 0
+	for _, r := range rep.Results {
+		switch heatmap.Classify(r) {
+		case heatmap.Unmet:
+			unexpected = append(unexpected, r.ID)
+		case heatmap.NotSupported:
+			ns++
+		}
+	}
+	pass = len(unexpected) == 0
+	if rep.Gate != nil {
+		pass = rep.Gate.Pass
+	}
+	word := map[bool]string{true: "PASS", false: "FAIL"}[pass]
+	line = fmt.Sprintf("p2patomics: %s — %d cases, %d unexpected", word, len(rep.Results), len(unexpected))
+	if ns > 0 {
+		line += fmt.Sprintf(", %d not supported", ns)
+	}
+	if rep.Gate != nil {
+		line += " (gated)"
+	}
+	if len(unexpected) > 0 {
+		first := unexpected[:min(3, len(unexpected))]
+		line += ": " + strings.Join(first, ", ")
+		if len(unexpected) > len(first) {
+			line += fmt.Sprintf(" and %d more", len(unexpected)-len(first))
+		}
+	}
+	return pass, line
+}
+
+// Machine describes the run's machine and stack in one line each.
+func Machine(env map[string]any) (machine, stack string) {
+	machine = heatmap.Title(env)
+	if osi, ok := env["os"].(map[string]any); ok {
+		for _, k := range []string{"release", "kernel"} {
+			if v, ok := osi[k].(string); ok && v != "" {
+				machine += ", " + v
+			}
+		}
+	}
+	st := fingerprint.Stack(env)
+	keys := make([]string, 0, len(st))
+	for k := range st {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, k+"="+st[k])
+	}
+	stack = strings.Join(parts, " ")
+	if h, ok := env["harness"].(map[string]any); ok {
+		if c, ok := h["commit"].(string); ok && c != "" {
+			stack += ", harness " + c
+		}
+	}
+	return machine, stack
+}
+
+const style = `body{font-family:DejaVu Sans,Verdana,sans-serif;margin:1.5em;color:#111;max-width:1600px}
+h1{font-size:1.4em;margin:0 0 .3em}h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid #ccc}
+.verdict{font-size:1.2em;font-weight:bold;padding:.5em .8em;border:3px solid;display:inline-block}
+.pass{border-color:#0072b2;background:#e3eef8}.fail{border-color:#000;background:repeating-linear-gradient(45deg,#f7d3bd,#f7d3bd 8px,#fff 8px,#fff 16px)}
+table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #bbb;padding:.25em .5em;text-align:left;vertical-align:top}
+th{background:#eee}td.num{text-align:right;font-variant-numeric:tabular-nums}code{font-size:.9em}
+figure{margin:1em 0}figcaption{font-size:.85em;color:#444}.unmet{font-weight:bold}`
+
+// Render writes the page. outDir is the run's folder (where cases/<id>/
+// lives); "" skips the check for evidence folders and links every case.
+func Render(w io.Writer, rep *report.Report, outDir string) error {
+	e := html.EscapeString
+	pass, line := Verdict(rep)
+	machine, stack := Machine(rep.Environment)
+	var b strings.Builder
+	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n")
+	fmt.Fprintf(&b, "<title>%s</title>\n<style>%s</style></head><body>\n", e(line), style)
+	fmt.Fprintf(&b, "<h1>p2patomics report</h1>\n<p id=\"verdict\" class=\"verdict %s\">%s</p>\n", map[bool]string{true: "pass", false: "fail"}[pass], e(line))
+	fmt.Fprintf(&b, "<p id=\"machine\">Machine: %s<br>Stack: %s</p>\n", e(machine), e(stack))
+	if rep.Gate != nil {
+		b.WriteString("<p>Gate: " + map[bool]string{true: "PASS", false: "FAIL"}[rep.Gate.Pass])
+		for _, r := range rep.Gate.Reasons {
+			b.WriteString("<br>" + e(r))
+		}
+		b.WriteString("</p>\n")
+	}
+
+	pics := heatmap.Pictures(rep)
+	byFile := map[string]heatmap.Picture{}
+	for _, p := range pics {
+		byFile[p.File] = p
+	}
+	figure := func(p heatmap.Picture) {
+		fmt.Fprintf(&b, "<figure id=\"pic-%s\" class=\"picture\">\n%s<figcaption>%s (%s)</figcaption></figure>\n", e(p.File), inline(p.SVG), e(p.Caption), e(p.File))
+	}
+	b.WriteString("<h2 id=\"matrix\">Verdict matrix</h2>\n")
+	if p, ok := byFile["verdict.svg"]; ok {
+		figure(p)
+	} else {
+		b.WriteString("<p>No results.</p>\n")
+	}
+
+	b.WriteString("<h2 id=\"unexpected\">Unexpected cases</h2>\n")
+	var unmet, notSup []report.Result
+	for _, r := range rep.Results {
+		switch heatmap.Classify(r) {
+		case heatmap.Unmet:
+			unmet = append(unmet, r)
+		case heatmap.NotSupported:
+			notSup = append(notSup, r)
+		}
+	}
+	if len(unmet) == 0 {
+		b.WriteString("<p>None: every case met its expected outcome.</p>\n")
+	} else {
+		b.WriteString("<table><tr><th>case</th><th>outcome</th><th>expected</th><th>detail</th><th>repro</th></tr>\n")
+		for _, r := range unmet {
+			link := "cases/" + r.ID + "/"
+			cell := fmt.Sprintf("<a href=\"%s\">%s</a>", e(link), e(r.ID))
+			if outDir != "" {
+				if _, err := os.Stat(filepath.Join(outDir, "cases", r.ID)); err != nil {
+					cell = e(r.ID) + " <small>(no evidence folder)</small>"
+				}
+			}
+			outcome := string(r.Outcome)
+			if r.Verdict != "" {
+				outcome += " (" + string(r.Verdict) + ")"
+			}
+			fmt.Fprintf(&b, "<tr class=\"unmet\"><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td><code>%s</code></td></tr>\n",
+				cell, e(outcome), e(string(r.Expected)), e(firstLine(r.Detail)), e(r.Repro))
+		}
+		b.WriteString("</table>\n")
+	}
+	if len(notSup) > 0 {
+		b.WriteString("<p>Not supported on this machine (counted as met):</p><ul>\n")
+		for _, r := range notSup {
+			fmt.Fprintf(&b, "<li><code>%s</code>: %s</li>\n", e(r.ID), e(firstLine(r.Detail)))
+		}
+		b.WriteString("</ul>\n")
+	}
+
+	b.WriteString("<h2 id=\"pairs-verdict\">Verdicts per GPU pair</h2>\n")
+	n := 0
+	for _, p := range pics {
+		if strings.HasPrefix(p.File, "verdict.") && p.File != "verdict.svg" {
+			figure(p)
+			n++
+		}
+	}
+	if n == 0 {
+		b.WriteString("<p>No case names a pair of GPUs.</p>\n")
+	}
+	b.WriteString("<h2 id=\"heatmaps\">Heatmaps</h2>\n")
+	n = 0
+	for _, p := range pics {
+		if !strings.HasPrefix(p.File, "verdict.") {
+			figure(p)
+			n++
+		}
+	}
+	if n == 0 {
+		b.WriteString("<p>No per-pair metrics.</p>\n")
+	}
+	b.WriteString("<h2 id=\"pair-table\">Pair table</h2>\n")
+	rows := rep.Pairs
+	if rows == nil {
+		rows = heatmap.PairRows(rep.Results)
+	}
+	writePairTable(&b, rows)
+	b.WriteString("</body></html>\n")
+	_, err := io.WriteString(w, b.String())
+	if err != nil {
+		return fmt.Errorf("htmlreport: %w", err)
+	}
+	return nil
+}
+
+// inline drops the XML declaration, which may not appear inside HTML.
+func inline(svg string) string {
+	if strings.HasPrefix(svg, "<?xml") {
+		if i := strings.Index(svg, "?>"); i >= 0 {
+			svg = strings.TrimLeft(svg[i+2:], "\n")
+		}
+	}
+	return svg
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// writePairTable is the stdout pair table as HTML: a table per backend and
+// kind, a row per ordered pair, the medians of its metrics.
+func writePairTable(b *strings.Builder, rows []report.PairRow) {
+	e := html.EscapeString
+	if len(rows) == 0 {
+		b.WriteString("<p>No case names a pair of GPUs.</p>\n")
+		return
+	}
+	for i := 0; i < len(rows); {
+		j := i
+		for j < len(rows) && rows[j].Backend == rows[i].Backend && rows[j].Kind == rows[i].Kind {
+			j++
+		}
+		group := rows[i:j]
+		units := map[string]string{}
+		for _, r := range group {
+			for n, m := range r.Metrics {
+				units[n] = m.Unit
+			}
+		}
+		names := make([]string, 0, len(units))
+		for n := range units {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(b, "<h3>%s.%s</h3>\n<table class=\"pairs\"><tr><th>pair</th><th>cases</th><th>unmet</th><th>worst</th>", e(rows[i].Backend), e(rows[i].Kind))
+		for _, n := range names {
+			fmt.Fprintf(b, "<th>%s<br><small>%s, median (min–max)</small></th>", e(n), e(units[n]))
+		}
+		b.WriteString("</tr>\n")
+		for _, r := range group {
+			cls := ""
+			if r.Unmet > 0 {
+				cls = " class=\"unmet\""
+			}
+			fmt.Fprintf(b, "<tr%s><td>%d→%d</td><td class=\"num\">%d</td><td class=\"num\">%d</td><td>%s</td>", cls, r.Src, r.Dst, r.Cases, r.Unmet, e(string(r.Worst)))
+			for _, n := range names {
+				if m, ok := r.Metrics[n]; ok {
+					fmt.Fprintf(b, "<td class=\"num\">%s <small>(%s)</small></td>", heatmap.Format(m.Median), e(heatmap.Spread(m)))
+				} else {
+					b.WriteString("<td>—</td>")
+				}
+			}
+			b.WriteString("</tr>\n")
+		}
+		b.WriteString("</table>\n")
+		i = j
+	}
+}
