@@ -9,6 +9,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"golang.org/x/perf/benchmath"
+
+	"p2patomics/harness/expect"
 	"p2patomics/harness/fingerprint"
 	"p2patomics/harness/heatmap"
 	"p2patomics/harness/report"
@@ -22,16 +25,40 @@ type Change struct {
 	Detail string         `json:"detail,omitempty"`
 }
 
-// MetricChange is one metric's median in the two runs.
+// MetricChange is one metric in the two runs and how its change was judged.
 type MetricChange struct {
 	ID     string  `json:"id"`
 	Metric string  `json:"metric"`
 	Unit   string  `json:"unit"`
-	Old    float64 `json:"old"`
+	Old    float64 `json:"old"` // medians
 	New    float64 `json:"new"`
 	Rel    float64 `json:"rel"`    // (new-old)/|old|; 0 when old is 0
 	Better string  `json:"better"` // "higher", "lower" or "unknown"
-	Note   string  `json:"note,omitempty"`
+	// Judged says how: "u-test" (Mann-Whitney U on both runs' samples,
+	// as benchstat does) or "ranges" (a run without samples: a change
+	// counts only when the two min–max ranges do not overlap).
+	Judged string  `json:"judged,omitempty"`
+	P      float64 `json:"p,omitempty"`
+	N1     int     `json:"n1,omitempty"`
+	N2     int     `json:"n2,omitempty"`
+	// Delta is the change as printed: "+5.1% (p=0.008, n=5+5)", "~ (p=0.69,
+	// n=5+5)", "~ (no samples)".
+	Delta string `json:"delta"`
+	Note  string `json:"note,omitempty"`
+}
+
+// Options are p2pcompare's judgement settings.
+type Options struct {
+	// Threshold is the smallest relative change of a median that counts,
+	// even when significant: a real 0.5% shift is not a regression.
+	Threshold float64
+	// Alpha is the U test's significance level (benchstat's 0.05).
+	Alpha float64
+	// Flakes holds the baseline's flakes.txt (nil: none): a case matching
+	// it that changes outcome is listed as flaky, not as a regression.
+	Flakes *expect.Set
+	// FlakesFrom names where Flakes came from, for the table.
+	FlakesFrom string
 }
 
 // Comparison is p2pcompare's whole answer (also its --json output).
@@ -41,14 +68,18 @@ type Comparison struct {
 	OldStack           map[string]string `json:"old_stack"`
 	NewStack           map[string]string `json:"new_stack"`
 	Threshold          float64           `json:"metric_threshold"`
+	Alpha              float64           `json:"alpha"`
+	FlakesFrom         string            `json:"flakes_from,omitempty"`
 	Regressions        []Change          `json:"regressions"`
 	Fixes              []Change          `json:"fixes"`
 	Changes            []Change          `json:"changes"`
 	Enabled            []Change          `json:"enabled"`
 	Disabled           []Change          `json:"disabled"`
+	Flaky              []Change          `json:"flaky"`
 	MetricRegressions  []MetricChange    `json:"metric_regressions"`
 	MetricImprovements []MetricChange    `json:"metric_improvements"`
 	MetricChanges      []MetricChange    `json:"metric_changes"`
+	MetricsUnchanged   int               `json:"metrics_unchanged"`
 	Regressed          bool              `json:"regressed"`
 }
 
@@ -70,19 +101,29 @@ func faultSig(f *report.Fault) string {
 // Compare applies piglit's rules with DESIGN.md's severity order:
 // regression = outcome more severe than before, fix = less severe, change =
 // same outcome but a different expected outcome or GPU fault, enabled /
-// disabled = case only in the new / old run. A metric (same case, same
-// name) regresses when its median moves the wrong way by more than
-// threshold (relative): a drop for rates (GB/s, Mops/s), a rise for times
-// (us, ns). Metrics of unknown direction are only listed as changes, and so
-// are metrics of cases without the perf label: a counter case's atomic rate
-// comes from one short launch and moved by ±20% between two runs on one
-// machine and driver (results/h200x2-580.159.04 against its run-d9c5274/);
-// only perf cases are measured to be compared.
-func Compare(oldRep, newRep *report.Report, threshold float64) *Comparison {
+// disabled = case only in the new / old run. A case that changed outcome
+// and is a known flake (the baseline's flakes.txt, or a flake / known-flake
+// verdict in the old run) is listed as flaky instead: a flake that fails
+// is what flakes.txt says it does.
+//
+// Metrics (same case, same name) are judged against their spread, not a
+// flat threshold on the median: with samples in both runs, by the
+// Mann-Whitney U test (p < alpha) and a median moved by more than the
+// threshold; without samples (runs written before samples were kept), only
+// when the two min–max ranges do not overlap and the median moved by more
+// than the threshold — otherwise "~ (no samples)". A significant change
+// is a metric regression when it goes the wrong way (a drop for rates, a
+// rise for times) on a perf case of a GPU backend; on other cases it is
+// informational: a counter case's rate comes from one short launch, and
+// the host backend times Go code on a shared CPU.
+func Compare(oldRep, newRep *report.Report, opt Options) *Comparison {
+	if opt.Alpha == 0 {
+		opt.Alpha = 0.05
+	}
 	c := &Comparison{
 		OldStack: fingerprint.Stack(oldRep.Environment), NewStack: fingerprint.Stack(newRep.Environment),
-		Threshold:   threshold,
-		Regressions: []Change{}, Fixes: []Change{}, Changes: []Change{}, Enabled: []Change{}, Disabled: []Change{},
+		Threshold: opt.Threshold, Alpha: opt.Alpha, FlakesFrom: opt.FlakesFrom,
+		Regressions: []Change{}, Fixes: []Change{}, Changes: []Change{}, Enabled: []Change{}, Disabled: []Change{}, Flaky: []Change{},
 		MetricRegressions: []MetricChange{}, MetricImprovements: []MetricChange{}, MetricChanges: []MetricChange{},
 	}
 	olds := index(oldRep.Results)
@@ -99,7 +140,16 @@ func Compare(oldRep, newRep *report.Report, threshold float64) *Comparison {
 			continue
 		}
 		ch := Change{ID: id, Old: o.Outcome, New: n.Outcome}
-		switch so, sn := severity(o.Outcome), severity(n.Outcome); {
+		so, sn := severity(o.Outcome), severity(n.Outcome)
+		if so != sn {
+			if why, flaky := knownFlake(opt.Flakes, o); flaky {
+				ch.Detail = why
+				c.Flaky = append(c.Flaky, ch)
+				c.compareMetrics(id, o, n, opt)
+				continue
+			}
+		}
+		switch {
 		case sn > so:
 			ch.Detail = firstLine(n.Detail)
 			c.Regressions = append(c.Regressions, ch)
@@ -118,13 +168,72 @@ func Compare(oldRep, newRep *report.Report, threshold float64) *Comparison {
 				c.Changes = append(c.Changes, ch)
 			}
 		}
-		c.compareMetrics(id, o.Metrics, n.Metrics, slices.Contains(o.Labels, "perf") || slices.Contains(n.Labels, "perf"))
+		c.compareMetrics(id, o, n, opt)
 	}
 	c.Regressed = len(c.Regressions) > 0 || len(c.MetricRegressions) > 0
 	return c
 }
 
-func (c *Comparison) compareMetrics(id string, om, nm map[string]report.Metric, gated bool) {
+// knownFlake says whether the baseline knows o's case as a flake, and why.
+func knownFlake(set *expect.Set, o report.Result) (string, bool) {
+	if set != nil {
+		if why, ok := set.Flaky(o.ID); ok {
+			return "flakes.txt: " + firstLine(why), true
+		}
+	}
+	if o.Verdict == report.KnownFlake || o.Verdict == report.Flake {
+		return "the old run's verdict: " + string(o.Verdict), true
+	}
+	return "", false
+}
+
+// gated: metric changes of this case can regress the comparison.
+func gated(o, n report.Result) bool {
+	perf := slices.Contains(o.Labels, "perf") || slices.Contains(n.Labels, "perf")
+	backend, _, _ := strings.Cut(n.ID, ".")
+	return perf && backend != "host"
+}
+
+// Judge compares one metric of the two runs (see Compare).
+func Judge(o, n report.Metric, opt Options) MetricChange {
+	mc := MetricChange{Unit: n.Unit, Old: o.Median, New: n.Median}
+	if o.Median != 0 {
+		mc.Rel = (n.Median - o.Median) / math.Abs(o.Median)
+	}
+	big := math.Abs(mc.Rel) > opt.Threshold
+	pct := fmt.Sprintf("%+.1f%%", mc.Rel*100)
+	if len(o.Samples) >= 2 && len(n.Samples) >= 2 {
+		th := benchmath.DefaultThresholds
+		th.CompareAlpha = opt.Alpha
+		cmp := benchmath.AssumeNothing.Compare(benchmath.NewSample(o.Samples, &th), benchmath.NewSample(n.Samples, &th))
+		mc.Judged, mc.P, mc.N1, mc.N2 = "u-test", cmp.P, cmp.N1, cmp.N2
+		stat := fmt.Sprintf("p=%.3f, n=%d+%d", cmp.P, cmp.N1, cmp.N2)
+		if cmp.P < opt.Alpha && big {
+			mc.Delta = pct + " (" + stat + ")"
+		} else {
+			mc.Delta = "~ (" + stat + ")"
+			if cmp.P < opt.Alpha {
+				mc.Delta = fmt.Sprintf("~ (%s; %s is within %.0f%%)", stat, pct, opt.Threshold*100)
+			}
+		}
+		return mc
+	}
+	mc.Judged = "ranges"
+	apart := n.Max < o.Min || n.Min > o.Max
+	if apart && big && o.Median != 0 {
+		mc.Delta = fmt.Sprintf("%s (no samples; ranges %s–%s and %s–%s do not overlap)", pct,
+			heatmap.Format(o.Min), heatmap.Format(o.Max), heatmap.Format(n.Min), heatmap.Format(n.Max))
+	} else {
+		mc.Delta = "~ (no samples)"
+	}
+	return mc
+}
+
+// Significant reports whether Judge found a change that counts.
+func (m MetricChange) Significant() bool { return !strings.HasPrefix(m.Delta, "~") }
+
+func (c *Comparison) compareMetrics(id string, o, n report.Result, opt Options) {
+	om, nm := o.Metrics, n.Metrics
 	names := map[string]bool{}
 	for k := range om {
 		names[k] = true
@@ -137,44 +246,40 @@ func (c *Comparison) compareMetrics(id string, om, nm map[string]report.Metric, 
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	isGated := gated(o, n)
 	for _, k := range keys {
-		o, inOld := om[k]
-		n, inNew := nm[k]
-		mc := MetricChange{ID: id, Metric: k, Unit: n.Unit, Old: o.Median, New: n.Median}
+		ov, inOld := om[k]
+		nv, inNew := nm[k]
+		unit := nv.Unit
 		if !inNew {
-			mc.Unit = o.Unit
+			unit = ov.Unit
 		}
-		dir := heatmap.Direction(mc.Unit)
-		mc.Better = map[int]string{1: "higher", -1: "lower", 0: "unknown"}[dir]
+		dir := heatmap.Direction(unit)
+		better := map[int]string{1: "higher", -1: "lower", 0: "unknown"}[dir]
 		switch {
 		case !inOld:
-			mc.Note = "new metric"
-			c.MetricChanges = append(c.MetricChanges, mc)
+			c.MetricChanges = append(c.MetricChanges, MetricChange{ID: id, Metric: k, Unit: unit, New: nv.Median, Better: better, Note: "new metric", Delta: "new"})
 			continue
 		case !inNew:
-			mc.Note = "metric gone"
-			c.MetricChanges = append(c.MetricChanges, mc)
+			c.MetricChanges = append(c.MetricChanges, MetricChange{ID: id, Metric: k, Unit: unit, Old: ov.Median, Better: better, Note: "metric gone", Delta: "gone"})
 			continue
-		case o.Unit != n.Unit:
-			mc.Note = fmt.Sprintf("unit changed %s → %s", o.Unit, n.Unit)
-			c.MetricChanges = append(c.MetricChanges, mc)
-			continue
-		case o.Median == 0:
-			if n.Median != 0 {
-				mc.Note = "was 0"
-				c.MetricChanges = append(c.MetricChanges, mc)
-			}
+		case ov.Unit != nv.Unit:
+			c.MetricChanges = append(c.MetricChanges, MetricChange{ID: id, Metric: k, Unit: unit, Old: ov.Median, New: nv.Median, Better: better,
+				Note: fmt.Sprintf("unit changed %s → %s", ov.Unit, nv.Unit), Delta: "unit changed"})
 			continue
 		}
-		mc.Rel = (n.Median - o.Median) / math.Abs(o.Median)
-		if math.Abs(mc.Rel) <= c.Threshold {
-			continue
-		}
+		mc := Judge(ov, nv, opt)
+		mc.ID, mc.Metric, mc.Better = id, k, better
 		switch {
+		case ov.Median == 0 && nv.Median != 0:
+			mc.Note, mc.Delta = "was 0", "was 0"
+			c.MetricChanges = append(c.MetricChanges, mc)
+		case !mc.Significant():
+			c.MetricsUnchanged++
 		case dir == 0:
 			c.MetricChanges = append(c.MetricChanges, mc)
-		case !gated:
-			mc.Note = "not a perf case: informational"
+		case !isGated:
+			mc.Note = "informational: not a perf case of a GPU backend"
 			c.MetricChanges = append(c.MetricChanges, mc)
 		case float64(dir)*mc.Rel < 0:
 			c.MetricRegressions = append(c.MetricRegressions, mc)
@@ -232,9 +337,28 @@ func plural(n int, one string) string {
 	return fmt.Sprintf("%d %ss", n, one)
 }
 
-// WriteTable prints the comparison for people.
-func (c *Comparison) WriteTable(w io.Writer) {
+// VerdictLine is the comparison's answer in one line, printed first.
+func (c *Comparison) VerdictLine() string {
+	word := "no regression"
+	if c.Regressed {
+		word = "REGRESSED"
+	}
+	return fmt.Sprintf("p2pcompare: %s — %s, %s", word, plural(len(c.Regressions), "case regression"), plural(len(c.MetricRegressions), "metric regression"))
+}
+
+// WriteTable prints the comparison for people: the verdict first, then
+// what decided it (case and metric regressions), then one line counting
+// everything else; verbose lists that too (fixes, changes, enabled,
+// disabled, known flakes, improvements, informational metric changes).
+func (c *Comparison) WriteTable(w io.Writer, verbose bool) {
+	fmt.Fprintln(w, c.VerdictLine())
 	fmt.Fprintf(w, "old: %s (%s)\nnew: %s (%s)\n", c.Old, stackLine(c.OldStack), c.New, stackLine(c.NewStack))
+	flakes := "flakes: none read (no expectation folder for the old run's stack; --expectations=PATH names one)"
+	if c.FlakesFrom != "" {
+		flakes = "flakes: " + c.FlakesFrom
+	}
+	fmt.Fprintf(w, "%s; the old run's flake verdicts count too\n", flakes)
+	fmt.Fprintf(w, "metrics: Mann-Whitney U at alpha %.2g and a median moved more than %.0f%%; without samples, only min–max ranges that do not overlap\n", c.Alpha, c.Threshold*100)
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	section := func(title string, cs []Change, line func(Change) string) {
 		if len(cs) == 0 {
@@ -252,24 +376,12 @@ func (c *Comparison) WriteTable(w io.Writer) {
 		}
 		return s
 	}
-	section("regressions", c.Regressions, arrow)
-	section("fixes", c.Fixes, arrow)
-	section("changes", c.Changes, arrow)
-	section("enabled (only in new)", c.Enabled, func(ch Change) string { return string(ch.New) })
-	section("disabled (only in old)", c.Disabled, func(ch Change) string { return "was " + string(ch.Old) })
 	msection := func(title string, ms []MetricChange) {
 		if len(ms) == 0 {
 			return
 		}
-		fmt.Fprintf(tw, "\n%s (%d, threshold %s):\n", title, len(ms), pct(c.Threshold))
+		fmt.Fprintf(tw, "\n%s (%d):\n", title, len(ms))
 		for _, m := range ms {
-			rel := pct(m.Rel)
-			if m.Rel > 0 {
-				rel = "+" + rel
-			}
-			if m.Note != "" {
-				rel = m.Note
-			}
 			ov, nv := heatmap.Format(m.Old), heatmap.Format(m.New)
 			switch m.Note {
 			case "new metric":
@@ -281,24 +393,34 @@ func (c *Comparison) WriteTable(w io.Writer) {
 			if m.Better == "unknown" {
 				better = "(direction unknown)"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s → %s %s\t%s\t%s\n", m.ID, m.Metric, ov, nv, m.Unit, rel, better)
+			note := ""
+			if m.Note != "" && m.Note != "new metric" && m.Note != "metric gone" {
+				note = "\t" + m.Note
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s → %s %s\t%s\t%s%s\n", m.ID, m.Metric, ov, nv, m.Unit, m.Delta, better, note)
 		}
 	}
+	section("case regressions", c.Regressions, arrow)
 	msection("metric regressions", c.MetricRegressions)
-	msection("metric improvements", c.MetricImprovements)
-	msection("metric changes", c.MetricChanges)
-	tw.Flush()
-	verdict := "no regression"
-	if c.Regressed {
-		verdict = "REGRESSED"
+	if verbose {
+		section("fixes", c.Fixes, arrow)
+		section("changes", c.Changes, arrow)
+		section("known flakes that changed outcome (not regressions)", c.Flaky, arrow)
+		section("enabled (only in new)", c.Enabled, func(ch Change) string { return string(ch.New) })
+		section("disabled (only in old)", c.Disabled, func(ch Change) string { return "was " + string(ch.Old) })
+		msection("metric improvements", c.MetricImprovements)
+		msection("metric changes (informational)", c.MetricChanges)
 	}
-	fmt.Fprintf(w, "\nsummary: %s, %s, %s, %s enabled, %s disabled, %s, %s: %s\n",
-		plural(len(c.Regressions), "regression"), plural(len(c.Fixes), "fix"), plural(len(c.Changes), "change"),
-		fmt.Sprint(len(c.Enabled)), fmt.Sprint(len(c.Disabled)),
-		plural(len(c.MetricRegressions), "metric regression"), plural(len(c.MetricImprovements), "metric improvement"), verdict)
+	tw.Flush()
+	rest := fmt.Sprintf("%s, %s, %s, %d enabled, %d disabled, %s, %s, %d metrics unchanged (~)",
+		plural(len(c.Fixes), "fix"), plural(len(c.Changes), "change"), plural(len(c.Flaky), "known flake"),
+		len(c.Enabled), len(c.Disabled), plural(len(c.MetricImprovements), "metric improvement"),
+		plural(len(c.MetricChanges), "informational metric change"), c.MetricsUnchanged)
+	if !verbose {
+		rest += "; -v lists them"
+	}
+	fmt.Fprintf(w, "\nalso: %s\n", rest)
 }
-
-func pct(f float64) string { return fmt.Sprintf("%.1f%%", f*100) }
 
 func stackLine(st map[string]string) string {
 	var parts []string

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"p2patomics/harness/expect"
 	"p2patomics/harness/report"
 )
 
@@ -80,7 +81,7 @@ func metrics(ms []MetricChange) string {
 
 func TestCompare(t *testing.T) {
 	old, neu := runs()
-	c := Compare(old, neu, 0.1)
+	c := Compare(old, neu, Options{Threshold: 0.1})
 	checks := []struct{ name, got, want string }{
 		{"regressions", ids(c.Regressions), "cuda.ipc.counter.add_u64_relaxed_sys cuda.vmm.counter.add_u64_relaxed_sys"},
 		{"fixes", ids(c.Fixes), "cuda.vmm-host.counter.add_u64_relaxed_sys"},
@@ -104,17 +105,17 @@ func TestCompare(t *testing.T) {
 		t.Errorf("change detail = %q", c.Changes[0].Detail)
 	}
 	// A looser threshold hides the metric regressions; the case regressions stay.
-	if c := Compare(old, neu, 0.5); len(c.MetricRegressions) != 0 || !c.Regressed {
+	if c := Compare(old, neu, Options{Threshold: 0.5}); len(c.MetricRegressions) != 0 || !c.Regressed {
 		t.Errorf("threshold 0.5: %+v", c.MetricRegressions)
 	}
 	// Only a metric regression: still regressed.
 	o2, n2 := runs()
 	o2.Results, n2.Results = o2.Results[5:6], n2.Results[5:6]
-	if c := Compare(o2, n2, 0.1); !c.Regressed || len(c.Regressions) != 0 {
+	if c := Compare(o2, n2, Options{Threshold: 0.1}); !c.Regressed || len(c.Regressions) != 0 {
 		t.Error("metric-only regression not flagged")
 	}
 	// Identical runs: nothing.
-	if c := Compare(old, old, 0.1); c.Regressed || len(c.Fixes)+len(c.Changes)+len(c.MetricChanges) != 0 {
+	if c := Compare(old, old, Options{Threshold: 0.1}); c.Regressed || len(c.Fixes)+len(c.Changes)+len(c.MetricChanges) != 0 {
 		t.Errorf("self-compare: %+v", c)
 	}
 }
@@ -136,20 +137,36 @@ func files(t *testing.T) (string, string, string) {
 func TestRunTable(t *testing.T) {
 	_, po, pn := files(t)
 	var so, se bytes.Buffer
-	if rc := run([]string{po, pn}, &so, &se); rc != 1 {
+	if rc := run([]string{"--metric-threshold=0.1", po, pn}, &so, &se); rc != 1 {
 		t.Fatalf("rc = %d, stderr %s", rc, se.String())
 	}
 	out := so.String()
 	t.Log("\n" + out)
+	if first, _, _ := strings.Cut(out, "\n"); first != "p2pcompare: REGRESSED — 2 case regressions, 2 metric regressions" {
+		t.Errorf("first line %q: the verdict comes first", first)
+	}
 	for _, want := range []string{
-		"regressions (2):", "cuda.vmm.counter.add_u64_relaxed_sys", "pass → fail", "pass → skip",
-		"fixes (1):", "crash → pass", "changes (1):", "enabled (only in new) (1):", "disabled (only in old) (1):",
-		"metric regressions (2, threshold 10.0%):", "396 → 300 GB/s", "-24.2%", "(higher is better)", "+33.3%",
+		"case regressions (2):", "cuda.vmm.counter.add_u64_relaxed_sys", "pass → fail", "pass → skip",
+		"metric regressions (2):", "396 → 300 GB/s", "-24.2% (no samples; ranges 396–396 and 300–300 do not overlap)", "(higher is better)", "+33.3%",
 		"driver=570.86.15", "driver=580.159.04",
-		"summary: 2 regressions, 1 fix, 1 change, 1 enabled, 1 disabled, 2 metric regressions, 2 metric improvements: REGRESSED",
+		"also: 1 fix, 1 change, 0 known flakes, 1 enabled, 1 disabled, 2 metric improvements, 4 informational metric changes, 1 metrics unchanged (~); -v lists them",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	// Informational sections only with -v.
+	for _, quiet := range []string{"fixes (1):", "enabled (only in new)", "metric improvements (", "metric changes ("} {
+		if strings.Contains(out, quiet) {
+			t.Errorf("without -v the table lists %q", quiet)
+		}
+	}
+	so.Reset()
+	run([]string{"-v", "--metric-threshold=0.1", po, pn}, &so, &se)
+	for _, want := range []string{"fixes (1):", "crash → pass", "changes (1):", "enabled (only in new) (1):", "disabled (only in old) (1):",
+		"metric improvements (2):", "metric changes (informational) (4):", "informational: not a perf case of a GPU backend"} {
+		if !strings.Contains(so.String(), want) {
+			t.Errorf("-v lacks %q:\n%s", want, so.String())
 		}
 	}
 	if se.Len() != 0 {
@@ -157,8 +174,98 @@ func TestRunTable(t *testing.T) {
 	}
 	// Same run twice: exit 0.
 	so.Reset()
-	if rc := run([]string{"--metric-threshold=0.2", pn, pn}, &so, &se); rc != 0 || !strings.Contains(so.String(), "no regression") {
+	if rc := run([]string{pn, pn}, &so, &se); rc != 0 || !strings.HasPrefix(so.String(), "p2pcompare: no regression") {
 		t.Errorf("self rc = %d: %s", rc, so.String())
+	}
+}
+
+// samples returns n samples around v, spread by ±spread (deterministic).
+func samples(v, spread float64, n int) report.Metric {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = v + spread*(float64(i%5)-2)/2
+	}
+	mm := report.Metric{Unit: "GB/s", Samples: s, N: n, Method: "cuda-events", Median: v, Min: v - spread, Max: v + spread}
+	return mm
+}
+
+// TestJudge: the U test on samples, ranges without them.
+func TestJudge(t *testing.T) {
+	opt := Options{Threshold: 0.05, Alpha: 0.05}
+	// A real drop: five samples each, no overlap → p=0.008 (the smallest a
+	// 5+5 U test can give), -10%.
+	if mc := Judge(samples(390, 2, 5), samples(351, 2, 5), opt); mc.Delta != "-10.0% (p=0.008, n=5+5)" || !mc.Significant() {
+		t.Errorf("drop: %+v", mc)
+	}
+	// Noise: the same distribution shifted by less than its spread.
+	if mc := Judge(samples(390, 8, 5), samples(391, 8, 5), opt); !strings.HasPrefix(mc.Delta, "~ (p=") || mc.Significant() {
+		t.Errorf("noise: %+v", mc)
+	}
+	// Significant but small: within the threshold, so ~.
+	if mc := Judge(samples(390, 0.2, 5), samples(392, 0.2, 5), opt); mc.Significant() || !strings.Contains(mc.Delta, "is within 5%") {
+		t.Errorf("small: %+v", mc)
+	}
+	// No samples: overlapping ranges are ~ however far the medians moved…
+	o, n := report.Metric{Median: 100, Min: 80, Max: 120, N: 5}, report.Metric{Median: 115, Min: 100, Max: 130, N: 5}
+	if mc := Judge(o, n, opt); mc.Delta != "~ (no samples)" {
+		t.Errorf("overlap: %+v", mc)
+	}
+	// …and ranges apart count.
+	n = report.Metric{Median: 60, Min: 55, Max: 65, N: 5}
+	if mc := Judge(o, n, opt); mc.Delta != "-40.0% (no samples; ranges 80–120 and 55–65 do not overlap)" {
+		t.Errorf("apart: %+v", mc)
+	}
+	// One run with samples, one without: judged by ranges.
+	if mc := Judge(samples(390, 2, 5), report.Metric{Median: 389, Min: 380, Max: 395, N: 5}, opt); mc.Judged != "ranges" || mc.Significant() {
+		t.Errorf("mixed: %+v", mc)
+	}
+}
+
+// TestFlakes: a case that changed outcome and is a known flake (flakes.txt
+// or the old run's verdict) is not a regression.
+func TestFlakes(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "flakes.txt"), []byte("# spread: timing decides\ncuda\\.vmm\\.counter\\..*\n"), 0o644)
+	set, err := expect.Load([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, neu := runs()
+	c := Compare(old, neu, Options{Threshold: 0.1, Flakes: set, FlakesFrom: dir})
+	if ids(c.Regressions) != "cuda.ipc.counter.add_u64_relaxed_sys" || ids(c.Flaky) != "cuda.vmm.counter.add_u64_relaxed_sys" {
+		t.Errorf("regressions %q flaky %q", ids(c.Regressions), ids(c.Flaky))
+	}
+	if !strings.Contains(c.Flaky[0].Detail, "spread: timing decides") {
+		t.Errorf("flaky detail %q", c.Flaky[0].Detail)
+	}
+	old.Results[1].Verdict = report.KnownFlake
+	c = Compare(old, neu, Options{Threshold: 0.1, Flakes: set})
+	if len(c.Regressions) != 0 || len(c.Flaky) != 2 {
+		t.Errorf("old verdict known-flake: regressions %q flaky %q", ids(c.Regressions), ids(c.Flaky))
+	}
+}
+
+// TestCommittedRuns: the two committed 2xH200 runs of one driver (no
+// samples; four vmm-host cases that flakes.txt lists changed outcome) are
+// not a regression; without flakes.txt the flakes would say REGRESSED.
+func TestCommittedRuns(t *testing.T) {
+	root := filepath.Join("..", "..")
+	oldp := filepath.Join(root, "results", "h200x2-580.159.04", "run-d9c5274", "results.json")
+	newp := filepath.Join(root, "results", "h200x2-580.159.04", "results.json")
+	if _, err := os.Stat(oldp); err != nil {
+		t.Skipf("committed runs absent: %v", err)
+	}
+	var so, se bytes.Buffer
+	exps := "--expectations=" + filepath.Join(root, "expectations", "nvidia-sm_90-580")
+	if rc := run([]string{exps, oldp, newp}, &so, &se); rc != 0 || !strings.HasPrefix(so.String(), "p2pcompare: no regression — 0 case regressions, 0 metric regressions") {
+		t.Errorf("rc %d:\n%s%s", rc, so.String(), se.String())
+	}
+	if strings.Count(so.String(), "\n") > 8 {
+		t.Errorf("not quiet (%d lines):\n%s", strings.Count(so.String(), "\n"), so.String())
+	}
+	so.Reset()
+	if rc := run([]string{"--expectations=none", oldp, newp}, &so, &se); rc != 1 {
+		t.Errorf("without flakes.txt: rc %d (the two flaky vmm-host cases should regress)", rc)
 	}
 }
 
@@ -172,7 +279,7 @@ func TestRunJSON(t *testing.T) {
 	if err := json.Unmarshal(so.Bytes(), &c); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, so.String())
 	}
-	if len(c.Regressions) != 2 || len(c.MetricRegressions) != 2 || !c.Regressed || c.Old != po || c.Threshold != 0.1 {
+	if len(c.Regressions) != 2 || len(c.MetricRegressions) != 3 || !c.Regressed || c.Old != po || c.Threshold != 0.05 || c.Alpha != 0.05 {
 		t.Errorf("json = %+v", c)
 	}
 }
@@ -187,6 +294,8 @@ func TestRunUsage(t *testing.T) {
 		{po, po, po},
 		{"--metric-threshold=abc", po, po},
 		{"--metric-threshold=-1", po, po},
+		{"--alpha=1.5", po, po},
+		{"--expectations=" + filepath.Join(dir, "nowhere"), po, po},
 		{"--nope", po, po},
 		{po, filepath.Join(dir, "missing.json")},
 		{po, bad},
