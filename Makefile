@@ -25,10 +25,12 @@ run: bin/specs.test
 	./bin/specs.test --backend=auto --out=$(OUT) $(ARGS)
 
 # Debian packages the checks need: the pinned clang-19 for the kernel
-# rebuild check, and the ROCm headers/libraries for the AMD ABI checks.
+# rebuild check, the ROCm headers/libraries for the AMD ABI checks, and
+# Chromium for the report's browser test (it skips without one).
 deps: check-go
 	@bash scripts/install-clang.sh
 	@bash scripts/amd-headers.sh | tail -n 1
+	@bash scripts/install-chromium.sh
 
 kernels: check-go
 	bash scripts/build-kernels.sh
