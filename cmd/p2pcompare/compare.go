@@ -35,8 +35,9 @@ type MetricChange struct {
 	Rel    float64 `json:"rel"`    // (new-old)/|old|; 0 when old is 0
 	Better string  `json:"better"` // "higher", "lower" or "unknown"
 	// Judged says how: "u-test" (Mann-Whitney U on both runs' samples,
-	// as benchstat does) or "ranges" (a run without samples: a change
-	// counts only when the two min–max ranges do not overlap).
+	// as benchstat does), "ranges" (a run without samples: a change
+	// counts only when the two min–max ranges do not overlap) or
+	// "too-few" (a run measured once: never counts).
 	Judged string  `json:"judged,omitempty"`
 	P      float64 `json:"p,omitempty"`
 	N1     int     `json:"n1,omitempty"`
@@ -111,7 +112,8 @@ func faultSig(f *report.Fault) string {
 // Mann-Whitney U test (p < alpha) and a median moved by more than the
 // threshold; without samples (runs written before samples were kept), only
 // when the two min–max ranges do not overlap and the median moved by more
-// than the threshold — otherwise "~ (no samples)". A significant change
+// than the threshold — otherwise "~ (no samples)"; a metric measured once
+// in either run has no spread and never counts. A significant change
 // is a metric regression when it goes the wrong way (a drop for rates, a
 // rise for times) on a perf case of a GPU backend; on other cases it is
 // informational: a counter case's rate comes from one short launch, and
@@ -216,6 +218,12 @@ func Judge(o, n report.Metric, opt Options) MetricChange {
 				mc.Delta = fmt.Sprintf("~ (%s; %s is within %.0f%%)", stat, pct, opt.Threshold*100)
 			}
 		}
+		return mc
+	}
+	if o.N < 2 || n.N < 2 {
+		// One sample has no spread to judge a change against.
+		mc.Judged, mc.N1, mc.N2 = "too-few", o.N, n.N
+		mc.Delta = fmt.Sprintf("~ (n=%d+%d: too few samples to judge)", o.N, n.N)
 		return mc
 	}
 	mc.Judged = "ranges"

@@ -219,6 +219,10 @@ func TestJudge(t *testing.T) {
 	if mc := Judge(samples(390, 2, 5), report.Metric{Median: 389, Min: 380, Max: 395, N: 5}, opt); mc.Judged != "ranges" || mc.Significant() {
 		t.Errorf("mixed: %+v", mc)
 	}
+	// One sample: no spread, never a change.
+	if mc := Judge(report.Metric{Median: 7.53, Min: 7.53, Max: 7.53, N: 1}, report.Metric{Median: 5.8, Min: 5.8, Max: 5.8, N: 1, Samples: []float64{5.8}}, opt); mc.Delta != "~ (n=1+1: too few samples to judge)" {
+		t.Errorf("n=1: %+v", mc)
+	}
 }
 
 // TestFlakes: a case that changed outcome and is a known flake (flakes.txt
