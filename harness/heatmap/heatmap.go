@@ -297,7 +297,7 @@ func Pictures(rep *report.Report) []Picture {
 	title := Title(rep.Environment)
 	var ps []Picture
 	if v := VerdictMatrix(rep.Results); v != nil {
-		ps = append(ps, Picture{File: "verdict.svg", Caption: "verdict matrix: kinds × spec families", SVG: v.SVG(title)})
+		ps = append(ps, Picture{File: "verdict.svg", Caption: "verdict matrix: spec families × allocation paths", SVG: v.SVG(title)})
 	}
 	for _, pv := range PairVerdicts(rep.Results) {
 		ps = append(ps, Picture{File: pv.File, Caption: "pair verdicts: " + pv.Kind, SVG: pv.SVG(title)})
