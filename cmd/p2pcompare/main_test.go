@@ -201,6 +201,10 @@ func TestJudge(t *testing.T) {
 	if mc := Judge(samples(390, 8, 5), samples(391, 8, 5), opt); !strings.HasPrefix(mc.Delta, "~ (p=") || mc.Significant() {
 		t.Errorf("noise: %+v", mc)
 	}
+	// A median 7.7% up, inside a ±15% spread: the U test says noise.
+	if mc := Judge(samples(390, 60, 5), samples(420, 60, 5), opt); !strings.HasPrefix(mc.Delta, "~ (p=") || mc.Significant() || mc.P < 0.1 {
+		t.Errorf("wide noise: %+v", mc)
+	}
 	// Significant but small: within the threshold, so ~.
 	if mc := Judge(samples(390, 0.2, 5), samples(392, 0.2, 5), opt); mc.Significant() || !strings.Contains(mc.Delta, "is within 5%") {
 		t.Errorf("small: %+v", mc)
