@@ -214,14 +214,31 @@ func (m *Matrix) bidir() bool {
 }
 
 // ScaleMax is the value the colour scale ends at; it starts at zero, so a
-// 2% spread between cells looks like 2%. It is the largest value any cell
-// saw (its max, not only its median).
+// 2% spread between cells looks like 2%. It is the physical ceiling when
+// the cells carry one (the largest, for cells whose bytes cross different
+// resources), so a cell's colour says how close it came; else the largest
+// value any cell saw (its max, not only its median). A sample above a
+// ceiling is a measurement error, and the scale still reaches it.
 func (m *Matrix) ScaleMax() float64 {
 	hi := 0.0
 	for _, c := range m.Cells {
 		hi = math.Max(hi, math.Max(c.Metric.Max, c.Metric.Median))
 	}
+	if v, _ := m.Ceiling(); v > hi {
+		return v
+	}
 	return hi
+}
+
+// Ceiling is the largest physical ceiling among the cells and what it is
+// (its basis); 0 and "" when no cell has one.
+func (m *Matrix) Ceiling() (value float64, basis string) {
+	for _, c := range m.Cells {
+		if cl := c.Metric.Ceiling; cl != nil && cl.Value > value {
+			value, basis = cl.Value, cl.Basis
+		}
+	}
+	return value, basis
 }
 
 // Export is the matrices in nvbandwidth's JSON shape, for results.json's
@@ -445,6 +462,13 @@ func (m *Matrix) SVG(subtitle string) string {
 		fmt.Sprintf("%s: %s", arrows(dir), flowText),
 		fmt.Sprintf("cell: median, min–max below; colour from 0 to %s %s; %s", Format(hi), m.Unit, better),
 	}
+	if cv, basis := m.Ceiling(); cv > 0 {
+		if len(basis) > 110 {
+			basis = basis[:110] + "…"
+		}
+		lines[1] = fmt.Sprintf("cell: median, min–max below; colour from 0 to the ceiling %s %s; %s", Format(cv), m.Unit, better)
+		lines = append(lines, "ceiling: "+basis)
+	}
 	bidir := m.bidir()
 	// Cell text decides the cell width.
 	type cellText struct {
@@ -500,7 +524,7 @@ func (m *Matrix) SVG(subtitle string) string {
 	legendW := 18
 	gridW := n * cw
 	legendX := left + gridW + 28
-	legendLabelW := max(textW(Format(hi), 12, false), textW(m.Unit, 12, false), textW("0", 12, false)) + 8
+	legendLabelW := max(textW(Format(hi)+" ceiling", 12, false), textW(m.Unit, 12, false)) + 8
 	width := legendX + legendW + 6 + legendLabelW + 12
 	width = max(width, 20+textW(title, 17, true), 20+textW(sub, 13, false))
 	const keyText = "unmet: the case missed its expected outcome (named in the cell)"
@@ -559,7 +583,11 @@ func (m *Matrix) SVG(subtitle string) string {
 	}
 	b.WriteString("</linearGradient></defs>\n")
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="url(#%s)" stroke="#888"/>`+"\n", legendX, top, legendW, legendH, esc(gid))
-	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12">%s</text>`+"\n", legendX+legendW+6, top+10, Format(hi))
+	topLabel := Format(hi)
+	if cv, _ := m.Ceiling(); cv > 0 && cv >= hi {
+		topLabel += " ceiling"
+	}
+	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12">%s</text>`+"\n", legendX+legendW+6, top+10, topLabel)
 	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12">0</text>`+"\n", legendX+legendW+6, top+legendH)
 	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12" fill="#333">%s</text>`+"\n", legendX, top+legendH+18, esc(m.Unit))
 	// Key to the marks.

@@ -185,6 +185,26 @@ func TestScaleFromZero(t *testing.T) {
 	if d := ra - rb; d > 12 || d < -12 {
 		t.Errorf("381 and 390 look far apart: %s vs %s", a, b)
 	}
+	// With a physical ceiling the scale ends there: 390 of 478 GB/s is not
+	// the darkest colour, and the caption names the ceiling's basis.
+	for i := range rs {
+		mm := rs[i].Metrics["bw"]
+		mm.Ceiling = &report.Ceiling{Value: 478, Basis: "18 NVLink links x 26.56 GB/s"}
+		rs[i].Metrics["bw"] = mm
+	}
+	m = Matrices(rs)[0]
+	if m.ScaleMax() != 478 {
+		t.Fatalf("scale max with a ceiling: %v", m.ScaleMax())
+	}
+	text := parse(t, m.SVG(""))
+	if c, _ := color(390.0 / 478); !strings.Contains(m.SVG(""), `fill="`+c+`"`) {
+		t.Errorf("390 of a 478 ceiling painted as the top colour")
+	}
+	for _, want := range []string{"colour from 0 to the ceiling 478 GB/s", "ceiling: 18 NVLink links x 26.56 GB/s", "478 ceiling"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("ceiling SVG lacks %q:\n%s", want, text)
+		}
+	}
 }
 
 // TestFlow: every copy direction is captioned the way its data moves.
