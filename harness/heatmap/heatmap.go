@@ -66,6 +66,9 @@ type Matrix struct {
 	Size   int // max(GPU index)+1
 	Cells  map[[2]int]Cell
 	File   string // file name WriteAll uses: <family>.<metric>.svg
+	// Shared: some cell's two ranks ran on one GPU (a run with more ranks
+	// than GPUs), so rows and columns are ranks, not GPUs.
+	Shared bool
 }
 
 var (
@@ -154,6 +157,9 @@ func Matrices(results []report.Result) []*Matrix {
 				byKey[k] = mx
 			}
 			mx.Cells[[2]int{src, dst}] = Cell{Src: src, Dst: dst, Metric: m, Case: r.ID, Outcome: r.Outcome, State: Classify(r)}
+			if sharedGPU(r, src, dst) {
+				mx.Shared = true
+			}
 			if n := max(src, dst) + 1; n > mx.Size {
 				mx.Size = n
 			}
@@ -469,6 +475,14 @@ func (m *Matrix) SVG(subtitle string) string {
 		lines[1] = fmt.Sprintf("cell: median, min–max below; colour from 0 to the ceiling %s %s; %s", Format(cv), m.Unit, better)
 		lines = append(lines, "ceiling: "+basis)
 	}
+	// Rows and columns are ranks; they name GPUs only when each rank had
+	// its own.
+	who := "GPU"
+	if m.Shared {
+		who = "rank"
+		lines = append(lines, "rows and columns are ranks: some pairs of ranks shared one GPU, so their bytes crossed that GPU's memory, not a link")
+		lines[0] = strings.ReplaceAll(lines[0], "GPU", "rank")
+	}
 	bidir := m.bidir()
 	// Cell text decides the cell width.
 	type cellText struct {
@@ -518,7 +532,7 @@ func (m *Matrix) SVG(subtitle string) string {
 		}
 	}
 	const ch = 58
-	rowLabel := "GPU(row) 00"
+	rowLabel := who + "(row) 00"
 	left := textW(rowLabel, 13, false) + 24
 	top := 44 + 18*len(lines) + 50
 	legendW := 18
@@ -541,12 +555,12 @@ func (m *Matrix) SVG(subtitle string) string {
 	for k, l := range lines {
 		fmt.Fprintf(&b, `<text x="10" y="%d" font-size="12" fill="#333">%s</text>`+"\n", 44+18*(k+1), esc(l))
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" font-size="12" fill="#333">column: GPU</text>`+"\n", left+gridW/2, top-26)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" font-size="12" fill="#333">column: %s</text>`+"\n", left+gridW/2, top-26, who)
 	for j := range n {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">GPU %d</text>`+"\n", left+j*cw+cw/2, top-8, j)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s %d</text>`+"\n", left+j*cw+cw/2, top-8, who, j)
 	}
 	for i := range n {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">GPU(row) %d</text>`+"\n", left-8, top+i*ch+ch/2+5, i)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s(row) %d</text>`+"\n", left-8, top+i*ch+ch/2+5, who, i)
 		for j := range n {
 			x, y := left+j*cw, top+i*ch
 			t := texts[[2]int{i, j}]

@@ -222,6 +222,23 @@ func TestFlow(t *testing.T) {
 	}
 }
 
+// TestSharedGPU: when two ranks of a pair ran on one GPU the axes say
+// rank, and the caption says why; with a GPU each they say GPU.
+func TestSharedGPU(t *testing.T) {
+	r := bw("cuda.vmm.perf.copy_ce_write.r0r1", []string{"pair=0-1"}, map[string]report.Metric{"bw_ce_write_gbps": gbps(2045)})
+	r.Ranks = []report.Rank{{Rank: 0, Device: 0}, {Rank: 1, Device: 0}}
+	text := parse(t, Matrices([]report.Result{r})[0].SVG(""))
+	for _, want := range []string{"rank(row) 0", "rank 1", "column: rank", "rows and columns are ranks: some pairs of ranks shared one GPU", "rank(row) → rank(column)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("shared GPU SVG lacks %q:\n%s", want, text)
+		}
+	}
+	r.Ranks[1].Device = 1
+	if text := parse(t, Matrices([]report.Result{r})[0].SVG("")); strings.Contains(text, "rank(row)") || !strings.Contains(text, "GPU(row) 0") {
+		t.Errorf("a GPU each: axes must say GPU")
+	}
+}
+
 // TestBidirAndOneCell: a bidirectional map says its lower triangle is the
 // same case as the upper, and a one-cell map still fits its text.
 func TestBidirAndOneCell(t *testing.T) {
