@@ -2,7 +2,8 @@
 # The committed device run: the full default suite on the GPU machine, the
 # standalone CUDA reference program in the same session (when nvcc exists),
 # GPU clocks and throttle reasons sampled throughout, and the case folders
-# and heatmaps packed into one archive. Everything lands in $OUT.
+# and heatmaps packed into one archive, report.html beside results.json.
+# Everything lands in $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0
@@ -16,7 +17,7 @@ if command -v nvidia-smi >/dev/null; then
 fi
 OUT=$work bash scripts/device-run.sh "$@" >/dev/null 2>&1
 [ -n "$smi" ] && kill "$smi" 2>/dev/null
-cp "$work/results.json" "$work/junit.xml" "$work/run.log" "$out/" 2>/dev/null
+cp "$work/results.json" "$work/junit.xml" "$work/run.log" "$work/report.html" "$out/" 2>/dev/null
 tar -C "$work" -czf "$out/evidence.tgz" cases heatmaps 2>/dev/null
 if [ -z "${P2PAT_NO_REF:-}" ] && { command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; }; then
   nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
