@@ -538,7 +538,11 @@ func (m *Matrix) SVG(subtitle string) string {
 	legendW := 18
 	gridW := n * cw
 	legendX := left + gridW + 28
-	legendLabelW := max(textW(Format(hi)+" ceiling", 12, false), textW(m.Unit, 12, false)) + 8
+	topLabel := Format(hi)
+	if cv, _ := m.Ceiling(); cv > 0 && cv >= hi {
+		topLabel += " ceiling"
+	}
+	legendLabelW := max(textW(topLabel, 12, false), textW(m.Unit, 12, false)) + 8
 	width := legendX + legendW + 6 + legendLabelW + 12
 	width = max(width, 20+textW(title, 17, true), 20+textW(sub, 13, false))
 	const keyText = "unmet: the case missed its expected outcome (named in the cell)"
@@ -597,10 +601,6 @@ func (m *Matrix) SVG(subtitle string) string {
 	}
 	b.WriteString("</linearGradient></defs>\n")
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="url(#%s)" stroke="#888"/>`+"\n", legendX, top, legendW, legendH, esc(gid))
-	topLabel := Format(hi)
-	if cv, _ := m.Ceiling(); cv > 0 && cv >= hi {
-		topLabel += " ceiling"
-	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12">%s</text>`+"\n", legendX+legendW+6, top+10, topLabel)
 	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12">0</text>`+"\n", legendX+legendW+6, top+legendH)
 	fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12" fill="#333">%s</text>`+"\n", legendX, top+legendH+18, esc(m.Unit))
