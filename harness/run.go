@@ -214,6 +214,11 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 			}
 		}
 	}
+	// A rank that died between the case's start and now makes the case a
+	// crash whatever the body returned: a body that only talked to the
+	// other ranks returns nil while its world is dead, and teardown (the
+	// only other request) is skipped for a dead world.
+	err = diedDuring(w, ping(w, err))
 	res.Outcome, res.Detail, res.Fault = r.judge(c, w, err)
 	if len(ctx.notes) > 0 {
 		if res.Detail != "" {
@@ -227,6 +232,11 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 		case lerr != nil:
 			fatal = lerr
 			res.Outcome, res.Detail = report.Error, "leak check: "+lerr.Error()
+			if derr := diedDuring(w, nil); derr != nil {
+				// The leak check's requests found a rank dead: the same
+				// death, one step later.
+				res.Outcome, res.Detail, res.Fault = r.judge(c, w, derr)
+			}
 		case leak != "":
 			res.Outcome, res.Detail = report.Fail, "leak: "+leak
 		}
@@ -248,6 +258,55 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 		w.Close()
 	}
 	return res
+}
+
+// diedDuring returns err unless a rank of w has died without the case
+// asking for it (Proc.Sacrifice) and err does not already say so; then it
+// returns a DeadError for the first such rank, naming what the body
+// returned, which judge turns into a crash classified from the rank's
+// wait status and stderr.
+func diedDuring(w *World, err error) error {
+	var de *DeadError
+	var re *RemoteError
+	if errors.As(err, &de) || (errors.As(err, &re) && re.Fault != nil) {
+		return err
+	}
+	for _, p := range w.Procs {
+		if !p.hungUp() || p.sacrificed.Load() {
+			continue
+		}
+		// The kernel closes a dead rank's socket before the reaper sees the
+		// exit: wait for the wait status so the classification names it.
+		p.WaitExit(3 * time.Second)
+		body := "nil"
+		if err != nil {
+			body = err.Error()
+		}
+		return &DeadError{Rank: p.Rank, What: "the case (its body returned " + body + ")"}
+	}
+	return err
+}
+
+// ping makes one round trip to every rank before the judgement. A signal
+// sent to a rank just before its body returned may not have taken it yet:
+// a rank that answers a request after the signal was sent has survived it,
+// and one that was killed never answers (its socket hangs up, diedDuring
+// sees it). A rank that does not answer at all while the body said nil is
+// the case's timeout.
+func ping(w *World, err error) error {
+	if isWorldFatal(err) || !w.Alive() {
+		return err
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, p := range w.Procs {
+		_, perr := p.call(wire.TMemInfo, nil, deadline, nil)
+		var te *TimeoutError
+		if errors.As(perr, &te) && err == nil {
+			te.What = "the liveness check after the case's body"
+			return te
+		}
+	}
+	return err
 }
 
 // isWorldFatal: after these the ranks' state is unknown.
