@@ -123,6 +123,14 @@ func (r *Runner) world(n int, deadline time.Time) (*World, error) {
 	return w, nil
 }
 
+// DeviceInfos returns the device facts of the first world's ranks (safe
+// while cases run, for a checkpoint's fingerprint).
+func (r *Runner) DeviceInfos() []map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.Infos
+}
+
 // Close ends every world.
 func (r *Runner) Close() {
 	r.mu.Lock()

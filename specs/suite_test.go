@@ -40,6 +40,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "p2patomics: ginkgo -p is refused: ranks own GPUs and the suite serialises them itself")
 		os.Exit(2)
 	}
+	if !suiteCfg.DryRun {
+		// --out (locked, previous run kept aside, a first results.json) and
+		// the signal handler, before NewRun probes the GPU backends.
+		if err := suite.Prepare(&opts); err != nil {
+			fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+			os.Exit(suite.ExitUsage)
+		}
+	}
 	r, err := suite.NewRun(&opts, suiteCfg.LabelFilter, Catalogue)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)

@@ -296,14 +296,7 @@ func (r *Report) Write(path string) error {
 	if err != nil {
 		return fmt.Errorf("report: encode: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	return nil
+	return WriteAtomic(path, append(b, '\n'))
 }
 
 // Read loads a results.json.

@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/onsi/ginkgo/v2/types"
@@ -41,6 +39,14 @@ type Run struct {
 	finishOnce  sync.Once
 	exitCode    int
 	t0          time.Time // when the run was planned: the suite's wall clock starts here
+	// checkpoint state (lifecycle.go): when results.json was last
+	// rewritten, what that cost, the fingerprint it used.
+	ckptMu   sync.Mutex
+	ckptLast time.Time
+	ckptCost time.Duration
+	ckptSaid bool
+	ckptEnv  map[string]any
+	ckptEnvN int
 }
 
 // Catalogue builds every case for one backend and kind (package specs).
@@ -281,31 +287,18 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 	}
 	r.current = ""
 	r.mu.Unlock()
+	r.checkpoint()
 	return res
 }
 
-// WatchSignals makes SIGINT/SIGTERM kill every rank and still write the
-// reports, with unfinished cases marked incomplete.
+// WatchSignals makes SIGINT/SIGTERM/SIGHUP kill every rank and still
+// write the reports, with unfinished cases marked incomplete. The handler
+// itself is installed by Prepare, before the backend probe; this hands it
+// the plan, and writes the first checkpoint (every case incomplete).
 func (r *Run) WatchSignals() {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		sig := <-ch
-		fmt.Fprintf(os.Stderr, "p2patomics: %s: stopping ranks, writing results\n", sig)
-		r.mu.Lock()
-		cur := r.current
-		if cur != "" {
-			r.results[cur] = report.Result{ID: cur, Outcome: report.Incomplete, Expected: r.expected(cur),
-				Detail: "interrupted by " + sig.String() + " while running", Ranks: []report.Rank{}}
-		}
-		r.finished = true // no result written after this point
-		runners := r.runnerList()
-		r.mu.Unlock()
-		for _, rn := range runners {
-			rn.KillAll()
-		}
-		os.Exit(r.Finish())
-	}()
+	catchSignals(r.Opts)
+	active.Store(r)
+	r.checkpoint()
 }
 
 // runnerList copies the runners; call with r.mu held.
@@ -383,12 +376,20 @@ func (r *Run) finish() int {
 	} else if gcode >= 0 {
 		code = gcode
 	}
+	// results.json first: it is the record, and the heatmaps, junit.xml
+	// and the case folders must not take the space it needs.
+	out := r.Opts.Out
+	if err := rep.Write(filepath.Join(out, "results.json")); err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		code = ExitNoReport
+	}
 	PrintTable(os.Stdout, rep.Results, events)
 	PrintMatrices(os.Stdout, rep.Results)
 	heatmap.WritePairTable(os.Stdout, rep.Pairs)
 	printTiming(os.Stdout, timing)
 	if files, err := heatmap.WriteAll(filepath.Join(r.Opts.Out, "heatmaps"), rep); err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: heatmaps: %v\n", err)
+		code = ExitNoReport
 	} else if len(files) > 0 {
 		fmt.Printf("heatmaps: %s\n", filepath.Join(r.Opts.Out, "heatmaps", "index.html"))
 	}
@@ -398,14 +399,9 @@ func (r *Run) finish() int {
 		}
 		fmt.Printf("gate: %s\n", map[bool]string{true: "PASS", false: "FAIL"}[rep.Gate.Pass])
 	}
-	out := r.Opts.Out
-	if err := rep.Write(filepath.Join(out, "results.json")); err != nil {
-		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
-		code = max(code, 1)
-	}
 	if err := WriteJUnit(filepath.Join(out, "junit.xml"), rep.Results); err != nil {
-		fmt.Fprintf(os.Stderr, "p2patomics: junit: %v\n", err)
-		code = max(code, 1)
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		code = ExitNoReport
 	}
 	fmt.Printf("results: %s\n", filepath.Join(out, "results.json"))
 	return code
