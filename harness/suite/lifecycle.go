@@ -105,11 +105,15 @@ func sigName(sig os.Signal) string {
 	return sig.String()
 }
 
+// ckptCheap: a checkpoint that costs less is never skipped.
+const ckptCheap = 20 * time.Millisecond
+
 // checkpoint rewrites results.json as it would stand if the suite died now:
 // finished cases as they ended, the rest incomplete. It runs after every
-// case, except that rewriting is kept under a tenth of the run's time: a
-// checkpoint waits until ten times the last one's cost has passed (at tens
-// of thousands of cases a rewrite takes long enough to matter). A failure
+// case, except that once a rewrite costs more than ckptCheap (tens of
+// thousands of cases) rewriting is kept under a tenth of the run's time: a
+// checkpoint waits until ten times the last one's cost has passed, and a
+// parent killed then loses the cases finished since the last rewrite. A failure
 // is remembered and said once; Finish's own write decides the exit status.
 func (r *Run) checkpoint() {
 	if r.Opts.Out == "" || prepared == nil {
@@ -117,11 +121,11 @@ func (r *Run) checkpoint() {
 	}
 	r.ckptMu.Lock()
 	defer r.ckptMu.Unlock()
-	if time.Since(r.ckptLast) < 10*r.ckptCost {
+	if r.ckptCost > ckptCheap && time.Since(r.ckptLast) < 10*r.ckptCost {
 		return
 	}
-	t0 := time.Now()
 	rep := &report.Report{Schema: report.Schema, Environment: r.envNow(), Results: r.Results()}
+	t0 := time.Now()
 	if err := rep.Write(filepath.Join(r.Opts.Out, "results.json")); err != nil && !r.ckptSaid {
 		r.ckptSaid = true
 		fmt.Fprintf(os.Stderr, "p2patomics: %v (results.json is rewritten at the end)\n", err)
