@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -244,7 +245,11 @@ func (w *World) lockDevices(deadline time.Time) error {
 		seen[id] = true
 		// Keyed by the device alone: a hip and an hsa suite on one GPU
 		// must exclude each other too.
-		path := filepath.Join(os.TempDir(), "p2patomics-gpu-"+sanitize(id)+".lock")
+		dir, err := LockDir()
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(dir, "gpu-"+sanitize(id)+".lock")
 		if err := acquire(path, id, deadline); err != nil {
 			return err
 		}
@@ -260,9 +265,9 @@ func acquire(path, id string, deadline time.Time) error {
 		l.refs++
 		return nil
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
+	f, err := openLock(path)
 	if err != nil {
-		return fmt.Errorf("device lock %s: %w", path, err)
+		return err
 	}
 	for {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
@@ -270,8 +275,12 @@ func acquire(path, id string, deadline time.Time) error {
 			break
 		}
 		if time.Now().After(deadline) {
+			holder := "another process"
+			if pid := FlockHolder(f); pid > 0 {
+				holder = "pid " + strconv.Itoa(pid)
+			}
 			f.Close()
-			return fmt.Errorf("device %s is locked by another p2patomics suite (%s)", id, path)
+			return fmt.Errorf("device %s is locked by another p2patomics suite (%s, %s)", id, holder, path)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

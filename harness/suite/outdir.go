@@ -1,7 +1,6 @@
 package suite
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"p2patomics/harness"
 )
 
 // OutMarker is the file every --out folder the suite creates holds: only a
@@ -117,7 +118,7 @@ func lockDir(path string) (*os.File, error) {
 	d := os.NewFile(uintptr(fd), path)
 	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		holder := "another process"
-		if pid := flockHolder(d); pid > 0 {
+		if pid := harness.FlockHolder(d); pid > 0 {
 			holder = "pid " + strconv.Itoa(pid)
 		}
 		d.Close()
@@ -127,32 +128,6 @@ func lockDir(path string) (*os.File, error) {
 		return nil, fmt.Errorf("--out=%s: lock: %v", quote(path), err)
 	}
 	return d, nil
-}
-
-// flockHolder finds the pid holding a flock on f in /proc/locks
-// ("1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"); 0 if unknown.
-func flockHolder(f *os.File) int {
-	var st unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &st) != nil {
-		return 0
-	}
-	want := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
-	locks, err := os.Open("/proc/locks")
-	if err != nil {
-		return 0
-	}
-	defer locks.Close()
-	sc := bufio.NewScanner(locks)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		// A blocked waiter's line has "->" after the index.
-		if len(fs) >= 6 && fs[1] == "FLOCK" && fs[5] == want {
-			if pid, err := strconv.Atoi(fs[4]); err == nil && pid != os.Getpid() {
-				return pid
-			}
-		}
-	}
-	return 0
 }
 
 // ours reports whether a folder may be moved aside or removed: it holds
