@@ -101,8 +101,10 @@ func Main() int {
 	}
 	// Every vendor call is traced into the parent's ring (about 0.1 µs a
 	// call), so a failing case always has its call sequence.
-	// P2PAT_TRACE=off leaves it off (used to measure what tracing costs).
-	if os.Getenv("P2PAT_TRACE") != "off" {
+	// P2PAT_TRACE_RING=off leaves it off (used only to measure what
+	// tracing costs). P2PAT_TRACE is --trace's environment form and means
+	// only that: keep traces of passing cases too.
+	if os.Getenv("P2PAT_TRACE_RING") != "off" {
 		if err := trace.AttachShared(TraceFd); err == nil {
 			trace.On()
 		}

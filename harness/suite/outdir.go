@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -157,4 +158,27 @@ func quote(s string) string {
 		return s
 	}
 	return strconv.Quote(s)
+}
+
+var ansi = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
+
+// oneLine folds a library's multi-line, coloured message (Ginkgo's label
+// filter errors) into one plain line.
+func oneLine(s string) string {
+	var parts []string
+	for _, l := range strings.Split(ansi.ReplaceAllString(s, ""), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "Learn more at") {
+			parts = append(parts, l)
+		}
+	}
+	return quoteControls(strings.Join(parts, "; "))
+}
+
+// quoteControls escapes control bytes left in a message.
+func quoteControls(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }

@@ -78,7 +78,7 @@ func NewRun(o *Options, userFilter string, cat Catalogue) (*Run, error) {
 	if r.LabelFilter != "" {
 		f, err := types.ParseLabelFilter(r.LabelFilter)
 		if err != nil {
-			return nil, fmt.Errorf("label filter %q: %v", r.LabelFilter, err)
+			return nil, fmt.Errorf("label filter %s: %s", quote(r.LabelFilter), oneLine(err.Error()))
 		}
 		match = f
 	}
