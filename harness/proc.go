@@ -163,6 +163,10 @@ func Spawn(r, dev int) (*Proc, error) {
 	return res.p, res.err
 }
 
+// startCmd starts a rank's process; tests replace it to inject a fork
+// failure (EAGAIN under a process limit) or a death during world start.
+var startCmd = (*exec.Cmd).Start
+
 func startRank(r, dev int) (*Proc, error) {
 	ps, cs, err := wire.Socketpair()
 	if err != nil {
@@ -203,7 +207,7 @@ func startRank(r, dev int) (*Proc, error) {
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startCmd(cmd); err != nil {
 		unix.Close(ps)
 		tf.Close()
 		errR.Close()

@@ -64,6 +64,12 @@ type Runner struct {
 	Starts   []report.WorldStart
 	health   health.Snapshot
 	kmsgSaid bool
+	// errStreak counts each live world's consecutive error outcomes.
+	errStreak map[*World]int
+	// startStreak counts cases in a row whose world did not start;
+	// startBroken, once set, ends every later case at once.
+	startStreak int
+	startBroken string
 	// unavailable is set once the backend failed to open for want of a
 	// capability: every later case skips with the same reason at once.
 	unavailable *SkipError
@@ -173,17 +179,30 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 		timeout = 30 * time.Second
 	}
 	deadline := time.Now().Add(timeout)
-	w, err := r.world(c.Ranks, time.Now().Add(max(timeout, 60*time.Second)))
+	w, err := r.startWorld(c, timeout)
 	if err != nil {
 		var se *SkipError
-		if errors.As(err, &se) {
+		var st *StartError
+		switch {
+		case errors.As(err, &se):
 			res.Outcome, res.Detail = report.Skip, se.Reason
-			return res
+		case errors.As(err, &st):
+			// A rank died while the world started, twice: a rank death
+			// like any other (signal, stderr, evidence folder), said to
+			// be the world start's.
+			res.Outcome, res.Detail, res.Fault = st.Outcome(), "world start (tried twice): "+st.Error(), st.Death.Fault
+			res.Ranks = evidence(st.World)
+			r.endWatch(c, st.World, &caseWatch{seqs: make([]uint64, len(st.World.Procs))}, &res)
+			st.World.Close()
+		default:
+			res.Outcome, res.Detail = report.Error, "world start: "+err.Error()
 		}
-		res.Outcome, res.Detail = report.Error, "world start: "+err.Error()
 		return res
 	}
-	ctx := &Ctx{W: w, Kind: c.Kind, Seed: r.Seed, Deadline: deadline, Clocks: slices.Contains(c.Labels, "perf")}
+	// The leak baseline is not the case's: it gets its own deadline (a
+	// 200 ms case on a loaded machine spent it all here), and the case's
+	// own starts after it.
+	ctx := &Ctx{W: w, Kind: c.Kind, Seed: r.Seed, Deadline: time.Now().Add(30 * time.Second), Clocks: slices.Contains(c.Labels, "perf")}
 	var before []wire.MemInfo
 	if !c.NoLeak {
 		before, err = r.baseline(ctx)
@@ -192,6 +211,7 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 			// world event. Respawn once and take the baseline again.
 			r.dropWorld(c.Ranks, w, err)
 			if w, err = r.world(c.Ranks, time.Now().Add(max(timeout, 60*time.Second))); err != nil {
+				CloseStart(err)
 				res.Outcome, res.Detail = report.Error, "world start: "+err.Error()
 				return res
 			}
@@ -202,6 +222,10 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 			}
 		}
 	}
+	if !c.NoLeak {
+		deadline = time.Now().Add(timeout)
+	}
+	ctx.Deadline = deadline
 	for _, p := range w.Procs {
 		p.Stderr.Reset()
 		p.Stdout.Reset()
@@ -255,7 +279,8 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 	res.Metrics = summarize(ctx.Metrics)
 	res.Ranks = evidence(w)
 	r.endWatch(c, w, cw, &res)
-	if !w.Alive() || isWorldFatal(err) || fatal != nil {
+	retire := r.retireAfter(w, res, err)
+	if !w.Alive() || isWorldFatal(err) || fatal != nil || retire {
 		// Whatever is left of this world is not trusted by the next case.
 		w.Kill(200*time.Millisecond, fmt.Errorf("case %s ended with %s", c.ID, res.Outcome))
 		r.mu.Lock()
@@ -266,6 +291,92 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 		w.Close()
 	}
 	return res
+}
+
+// errStreakMax: a world whose cases end in error this many times in a row
+// is retired (the next case starts a fresh one): a rank left in a bad state
+// (an address-space limit, a poisoned context) otherwise turns every later
+// case in its world into an error, a case that expects a timeout included.
+const errStreakMax = 3
+
+// unusableMarks are remote errors after which the rank is not trusted with
+// another case: the rank's process ran out of memory or descriptors.
+var unusableMarks = []string{"cannot allocate memory", "out of memory", "too many open files", "resource temporarily unavailable"}
+
+// retireAfter counts the world's consecutive error outcomes and says
+// whether the world must go: at errStreakMax, or at once after an error
+// that leaves the rank unusable. It records a world event when it does.
+func (r *Runner) retireAfter(w *World, res report.Result, err error) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if res.Outcome != report.Error {
+		delete(r.errStreak, w)
+		return false
+	}
+	if r.errStreak == nil {
+		r.errStreak = map[*World]int{}
+	}
+	r.errStreak[w]++
+	why := ""
+	var re *RemoteError
+	if errors.As(err, &re) {
+		for _, m := range unusableMarks {
+			if strings.Contains(strings.ToLower(re.Msg), m) {
+				why = fmt.Sprintf("rank %d is unusable (%s)", re.Rank, m)
+			}
+		}
+	}
+	if why == "" && r.errStreak[w] >= errStreakMax {
+		why = fmt.Sprintf("%d cases in a row ended in error", r.errStreak[w])
+	}
+	if why == "" {
+		return false
+	}
+	delete(r.errStreak, w)
+	r.Events = append(r.Events, fmt.Sprintf("%s: world of %d retired after %s: %s; the next case starts a fresh one",
+		time.Now().Format(time.TimeOnly), w.N, res.ID, why))
+	return true
+}
+
+// startStreakMax: after this many cases in a row whose world would not
+// start, later cases of the runner end at once with the same reason, so a
+// machine that cannot start ranks (a process limit) still ends the run,
+// with results, in seconds rather than a world-start deadline per case.
+const startStreakMax = 3
+
+// startWorld gets a world for c, starting one when needed. A rank that dies
+// while its world starts is a world event and the start is tried once more
+// (the case that happened to need the world is not blamed for one death).
+func (r *Runner) startWorld(c *Case, timeout time.Duration) (*World, error) {
+	r.mu.Lock()
+	if r.startBroken != "" {
+		why := r.startBroken
+		r.mu.Unlock()
+		return nil, fmt.Errorf("not run: %s", why)
+	}
+	r.mu.Unlock()
+	w, err := r.world(c.Ranks, time.Now().Add(max(timeout, 60*time.Second)))
+	var st *StartError
+	if errors.As(err, &st) {
+		r.mu.Lock()
+		r.Events = append(r.Events, fmt.Sprintf("%s: world start of %d ranks for %s: %s; started again",
+			time.Now().Format(time.TimeOnly), c.Ranks, c.ID, st.Error()))
+		r.mu.Unlock()
+		st.World.Close()
+		w, err = r.world(c.Ranks, time.Now().Add(max(timeout, 60*time.Second)))
+	}
+	var se *SkipError
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case err == nil || errors.As(err, &se):
+		r.startStreak = 0
+	default:
+		if r.startStreak++; r.startStreak >= startStreakMax {
+			r.startBroken = fmt.Sprintf("%d cases in a row could not start a world of %s ranks; the last: %v", r.startStreak, r.Backend, err)
+		}
+	}
+	return w, err
 }
 
 // diedDuring returns err unless a rank of w has died without the case

@@ -163,6 +163,7 @@ func probeBackends(traceOn bool) []string {
 			defer wg.Done()
 			w, err := harness.NewWorld(be, 1, traceOn, time.Now().Add(60*time.Second))
 			if err != nil {
+				harness.CloseStart(err)
 				return
 			}
 			w.Close()
