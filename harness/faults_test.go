@@ -86,3 +86,23 @@ func TestRankDeathDuringCaseIsCrash(t *testing.T) {
 		t.Fatalf("after: %s %s", res.Outcome, res.Detail)
 	}
 }
+
+// Issue 18 item 13: SIGHUP is named; an idle rank's death in a world no
+// later case used is still reported; deadlines grow with the rank count.
+func TestIdleDeathAtCloseAndSignalNames(t *testing.T) {
+	r := harness.NewRunner("host", false, 1)
+	var pid int
+	r.Run(&harness.Case{ID: "a", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
+		Run: func(c *harness.Ctx) error { pid = c.W.Procs[1].Pid; return nil }})
+	syscall.Kill(pid, syscall.SIGHUP)
+	time.Sleep(200 * time.Millisecond)
+	r.Close()
+	if ev := strings.Join(r.Events, "\n"); !strings.Contains(ev, "idle rank died") || !strings.Contains(ev, "SIGHUP") {
+		t.Fatalf("idle death before Close not reported with its signal named: %s", ev)
+	}
+	c2 := &harness.Case{Ranks: 2, Timeout: 30 * time.Second}
+	c64 := &harness.Case{Ranks: 64, Timeout: 30 * time.Second}
+	if c2.Limit() != 30*time.Second || c64.Limit() < 8*time.Minute {
+		t.Fatalf("limits: 2 ranks %s, 64 ranks %s", c2.Limit(), c64.Limit())
+	}
+}

@@ -45,6 +45,22 @@ type Case struct {
 	Standalone func() (report.Outcome, string)
 }
 
+// Limit is the case's deadline: Timeout (30 s when unset) as written for
+// the default world of 2 ranks, scaled by every further 4 ranks (a case's
+// work grows with the pairs it covers: fdexchange.pattern's fixed 30 s ran
+// out at 32 and 64 ranks). Cases that expect a timeout wait longer in a
+// large world; a hang is still found.
+func (c *Case) Limit() time.Duration {
+	t := c.Timeout
+	if t == 0 {
+		t = 30 * time.Second
+	}
+	if c.Ranks > 2 {
+		t *= time.Duration(1 + (c.Ranks-1)/4)
+	}
+	return t
+}
+
 // Runner runs cases on persistent worlds.
 type Runner struct {
 	Backend string
@@ -137,11 +153,22 @@ func (r *Runner) DeviceInfos() []map[string]any {
 	return r.Infos
 }
 
-// Close ends every world.
+// Close ends every world. A rank that died while idle in a world no case
+// used again is reported here, as a world event, like one found by the
+// next case.
 func (r *Runner) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for n, w := range r.worlds {
+		if w.broken.Load() == nil {
+			for _, p := range w.Procs {
+				if p.hungUp() {
+					p.WaitExit(time.Second)
+					r.Events = append(r.Events, fmt.Sprintf("%s: idle rank died (%s) in a world no later case used",
+						time.Now().Format(time.TimeOnly), Classify(p).Summary))
+				}
+			}
+		}
 		w.Close()
 		delete(r.worlds, n)
 	}
@@ -174,10 +201,7 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 		res.Outcome, res.Detail = c.Standalone()
 		return res
 	}
-	timeout := c.Timeout
-	if timeout == 0 {
-		timeout = 30 * time.Second
-	}
+	timeout := c.Limit()
 	deadline := time.Now().Add(timeout)
 	w, err := r.startWorld(c, timeout)
 	if err != nil {
@@ -459,7 +483,7 @@ func (r *Runner) judge(c *Case, w *World, err error) (report.Outcome, string, *r
 			grace = 2 * time.Second
 		}
 		w.Kill(grace, err)
-		detail := fmt.Sprintf("%s (case timeout %s); SIGQUIT to every rank, SIGKILL after %s", te.Error(), c.Timeout, grace)
+		detail := fmt.Sprintf("%s (case timeout %s); SIGQUIT to every rank, SIGKILL after %s", te.Error(), c.Limit(), grace)
 		if d := Classify(w.Procs[te.Rank]); d.GoDump {
 			detail += "; goroutine dump captured"
 		}

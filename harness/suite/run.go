@@ -206,7 +206,7 @@ func (r *Run) runner(backend string) *harness.Runner {
 // SpecTimeout is Ginkgo's outer bound for a case: the harness's own
 // deadlines end it first, for every repeat of a soak.
 func (r *Run) SpecTimeout(c *harness.Case) time.Duration {
-	per := c.Timeout + 60*time.Second
+	per := c.Limit() + 60*time.Second
 	return per*time.Duration(r.Opts.Repeat) + r.Opts.Duration/time.Duration(max(1, len(r.planned))) + per
 }
 
