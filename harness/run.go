@@ -302,6 +302,13 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 	}
 	res.Metrics = summarize(ctx.Metrics)
 	res.Ranks = evidence(w)
+	if res.Outcome != report.Crash && res.Outcome != report.Timeout && deadInEvidence(w, res.Ranks) {
+		// The rank died after the check above but before its evidence
+		// was taken: a result that shows a dead rank is never a pass.
+		if derr := diedDuring(w, nil); derr != nil {
+			res.Outcome, res.Detail, res.Fault = r.judge(c, w, derr)
+		}
+	}
 	r.endWatch(c, w, cw, &res)
 	retire := r.retireAfter(w, res, err)
 	if !w.Alive() || isWorldFatal(err) || fatal != nil || retire {
@@ -428,6 +435,17 @@ func diedDuring(w *World, err error) error {
 		return &DeadError{Rank: p.Rank, What: "the case (its body returned " + body + ")"}
 	}
 	return err
+}
+
+// deadInEvidence reports whether ranks (taken from w) shows a rank that
+// exited and that the case did not kill itself.
+func deadInEvidence(w *World, ranks []report.Rank) bool {
+	for i, rk := range ranks {
+		if (rk.ExitCode != nil || rk.Signal != "") && !w.Procs[i].sacrificed.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // ping makes one round trip to every rank before the judgement. A signal
