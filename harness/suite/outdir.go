@@ -51,6 +51,12 @@ func PrepareOut(path string) (*OutDir, error) {
 		if err != nil {
 			return nil, err
 		}
+		if private(old) {
+			// An empty folder of this user's that no one else may write
+			// (mktemp -d): nothing to keep, and no one could have planted
+			// anything in it. Use it as it is.
+			return finishOut(path, old)
+		}
 		if !ours(path) {
 			old.Close()
 			return nil, fmt.Errorf("--out=%s holds files that are not a p2patomics run (no %s or results.json): give a new or empty folder", quote(path), OutMarker)
@@ -88,6 +94,23 @@ func PrepareOut(path string) (*OutDir, error) {
 	if err != nil {
 		return nil, err
 	}
+	return finishOut(path, d)
+}
+
+// private reports whether the locked folder d is empty, this user's and
+// writable by no one else.
+func private(d *os.File) bool {
+	var st unix.Stat_t
+	if unix.Fstat(int(d.Fd()), &st) != nil || int(st.Uid) != os.Getuid() || st.Mode&0o022 != 0 {
+		return false
+	}
+	names, err := d.Readdirnames(1)
+	_, _ = d.Seek(0, 0)
+	return err != nil && len(names) == 0
+}
+
+// finishOut makes the locked folder the run's: mode 0755 and the marker.
+func finishOut(path string, d *os.File) (*OutDir, error) {
 	// 0755 whatever the umask: the reports are for whoever reads them, and
 	// only this user may write here.
 	if err := d.Chmod(0o755); err != nil {

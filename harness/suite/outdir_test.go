@@ -37,6 +37,19 @@ func TestPrepareOutKeepsThePreviousRunAside(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out+".prev", "results.json")); !os.IsNotExist(err) {
 		t.Fatalf("out.prev holds an older run's results.json: %v", err)
 	}
+	// An empty private folder (mktemp -d) is used in place.
+	tmp, _ := os.MkdirTemp(dir, "mk")
+	od, err = PrepareOut(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	od.lock.Close()
+	if _, err := os.Stat(tmp + ".prev"); !os.IsNotExist(err) {
+		t.Fatalf("an empty private folder was moved aside: %v", err)
+	}
+	if fi, _ := os.Stat(tmp); fi.Mode().Perm() != 0o755 {
+		t.Fatalf("mode %v", fi.Mode())
+	}
 }
 
 func TestPrepareOutIsPrivateToOneSuite(t *testing.T) {
