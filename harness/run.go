@@ -302,9 +302,11 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 	}
 	res.Metrics = summarize(ctx.Metrics)
 	res.Ranks = evidence(w)
-	if res.Outcome != report.Crash && res.Outcome != report.Timeout && deadInEvidence(w, res.Ranks) {
+	if w.broken.Load() == nil && res.Outcome != report.Crash && deadInEvidence(w, res.Ranks) {
 		// The rank died after the check above but before its evidence
 		// was taken: a result that shows a dead rank is never a pass.
+		// (A world the judgement killed itself, after a timeout or a
+		// malformed message, is broken: those deaths are the harness's.)
 		if derr := diedDuring(w, nil); derr != nil {
 			res.Outcome, res.Detail, res.Fault = r.judge(c, w, derr)
 		}
