@@ -64,6 +64,11 @@ func TestRankDeathDuringCaseIsCrash(t *testing.T) {
 			t.Errorf("%s: ranks' signals %v, want the one signal that killed the one rank", b.name, sigs)
 		}
 	}
+	// Deaths the judgement causes itself (it kills the world after a
+	// malformed message or a timeout) do not turn the outcome into a crash.
+	if res := r.Run(mk("malformed", true, func(c *harness.Ctx) error { return c.Canary(1, "malformed_reply") })); res.Outcome != report.Error {
+		t.Errorf("malformed reply: %s %s, want error", res.Outcome, res.Detail)
+	}
 	// A case that kills a rank on purpose (what outlives it is the test)
 	// is judged by its body, and the next case gets a fresh world.
 	var pid0 int
