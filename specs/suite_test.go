@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if rank.IsRank() {
 		os.Exit(rank.Main())
 	}
+	// From here a SIGINT/SIGTERM/SIGHUP is one line and exit 1, and once
+	// --out is ready it leaves results (before the GPU backend probe).
+	suite.CatchSignals(&opts)
 	opts.Register(flag.CommandLine)
 	if err := suite.Parse(flag.CommandLine, os.Args[1:]); err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)

@@ -47,6 +47,7 @@ type scenario struct {
 type soak struct {
 	specs, out string
 	rng        *rand.Rand
+	current    string // the running run's folder
 	fails      []string
 	runs       int
 }
@@ -122,6 +123,7 @@ func (s *soak) once(sc scenario) {
 		return
 	}
 	out := filepath.Join(dir, "o")
+	s.current = dir
 	var cmd *exec.Cmd
 	if sc.fill {
 		// A tmpfs of 512 KiB with all but 8-120 KiB taken by a filler: the
@@ -317,17 +319,27 @@ func stopThenTerm(s *soak, pid int) (string, bool) {
 }
 
 // suiteSignal sends SIGTERM, SIGINT or SIGHUP to the suite at a random
-// moment, the first tens of milliseconds included (before the plan).
+// moment once its --out is ready (its first results.json exists: the
+// suite's first milliseconds, before that, are Go's process start), the
+// first tens of milliseconds after that included (the backend probe, the
+// plan).
 func suiteSignal(s *soak, pid int) (string, bool) {
 	sigs := []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP}
 	sig := sigs[s.rng.IntN(len(sigs))]
+	ready := filepath.Join(s.current, "o", "results.json")
+	for i := 0; i < 5000; i++ {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
 	at := time.Duration(s.rng.IntN(2000)) * time.Millisecond
-	if s.rng.IntN(4) == 0 {
+	if s.rng.IntN(3) == 0 {
 		at = time.Duration(s.rng.IntN(60)) * time.Millisecond
 	}
 	time.Sleep(at)
 	syscall.Kill(pid, sig)
-	return fmt.Sprintf("%s to the suite at %s", unixName(sig), at), true
+	return fmt.Sprintf("%s to the suite %s after its --out was ready", unixName(sig), at), true
 }
 
 func unixName(sig syscall.Signal) string {

@@ -52,6 +52,11 @@ func Prepare(o *Options) error {
 	return nil
 }
 
+// CatchSignals installs the signal handler at once (TestMain calls it
+// before the flags are parsed); until Prepare has readied --out a signal
+// ends the suite with one line and exit 1, no results written.
+func CatchSignals(o *Options) { catchSignals(o) }
+
 // catchSignals installs the one handler: it finishes the active run (every
 // rank killed, unfinished cases incomplete, the reports written), or, when
 // the signal came before the plan existed, says so and exits 1 with the
@@ -66,8 +71,12 @@ func catchSignals(o *Options) {
 				r.interrupted(sig)
 				return
 			}
-			fmt.Fprintf(os.Stderr, "p2patomics: %s before the first case: no case ran; results: %s\n",
-				sigName(sig), filepath.Join(o.Out, "results.json"))
+			if prepared == nil {
+				fmt.Fprintf(os.Stderr, "p2patomics: %s before --out was ready: no results written\n", sigName(sig))
+			} else {
+				fmt.Fprintf(os.Stderr, "p2patomics: %s before the first case: no case ran; results: %s\n",
+					sigName(sig), filepath.Join(o.Out, "results.json"))
+			}
 			os.Exit(1)
 		}()
 	})
