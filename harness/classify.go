@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"p2patomics/harness/report"
 )
 
@@ -115,11 +117,10 @@ func Classify(p *Proc) Death {
 	return d
 }
 
+// unixSignalName names any signal the way the kernel headers do (SIGHUP,
+// not "signal 1"); a number only for one without a name.
 func unixSignalName(s syscall.Signal) string {
-	names := map[syscall.Signal]string{syscall.SIGABRT: "SIGABRT", syscall.SIGSEGV: "SIGSEGV", syscall.SIGBUS: "SIGBUS",
-		syscall.SIGKILL: "SIGKILL", syscall.SIGQUIT: "SIGQUIT", syscall.SIGILL: "SIGILL", syscall.SIGFPE: "SIGFPE",
-		syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT", syscall.SIGTRAP: "SIGTRAP", syscall.SIGPIPE: "SIGPIPE"}
-	if n, ok := names[s]; ok {
+	if n := unix.SignalName(s); n != "" {
 		return n
 	}
 	return fmt.Sprintf("signal %d", int(s))

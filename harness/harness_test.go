@@ -189,7 +189,7 @@ func BenchmarkSpecRoundTrip(b *testing.B) { benchSpec(b) }
 // BenchmarkSpecRoundTripTraceOff is the same with the ranks' tracing off:
 // the difference is what the always-on trace costs.
 func BenchmarkSpecRoundTripTraceOff(b *testing.B) {
-	b.Setenv("P2PAT_TRACE", "off")
+	b.Setenv("P2PAT_TRACE_RING", "off")
 	benchSpec(b)
 }
 

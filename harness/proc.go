@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,7 +34,7 @@ const (
 // loader path lacks them; LOADER_ENABLE_LOGGING (ROCr's code-object loader)
 // and HSAKMT_* (the thunk's HSAKMT_DEBUG_LEVEL) are the switches docs/AMD.md
 // tells a user to set.
-var envAllow = []string{"PATH", "HOME", "USER", "LANG", "LD_LIBRARY_PATH", "TMPDIR", "NCCL_NVLS_ENABLE", "P2PAT_TRACE", "P2PAT_CLOCKS",
+var envAllow = []string{"PATH", "HOME", "USER", "LANG", "LD_LIBRARY_PATH", "TMPDIR", "NCCL_NVLS_ENABLE", "P2PAT_TRACE_RING", "P2PAT_CLOCKS",
 	"ROCM_PATH", "LOADER_ENABLE_LOGGING"}
 var envPrefixAllow = []string{"CUDA_", "HSA_", "HIP_", "ROCR_", "AMD_", "GPU_", "NVIDIA_", "__GL", "HSAKMT_"}
 
@@ -116,6 +117,9 @@ type Proc struct {
 	pipes  sync.WaitGroup
 	seq    uint32
 	mu     sync.Mutex // serialises calls and Close
+	// sacrificed is set when the case itself killed this rank (Sacrifice):
+	// that death is what the case tests, not a crash.
+	sacrificed atomic.Bool
 	// Trace is the memfd holding the rank's API trace ring: the rank writes
 	// it as it goes, so the parent can read it after any ending, SIGKILL
 	// included.
@@ -159,6 +163,10 @@ func Spawn(r, dev int) (*Proc, error) {
 	return res.p, res.err
 }
 
+// startCmd starts a rank's process; tests replace it to inject a fork
+// failure (EAGAIN under a process limit) or a death during world start.
+var startCmd = (*exec.Cmd).Start
+
 func startRank(r, dev int) (*Proc, error) {
 	ps, cs, err := wire.Socketpair()
 	if err != nil {
@@ -199,7 +207,7 @@ func startRank(r, dev int) (*Proc, error) {
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startCmd(cmd); err != nil {
 		unix.Close(ps)
 		tf.Close()
 		errR.Close()
@@ -298,4 +306,33 @@ func (p *Proc) State() *os.ProcessState {
 		return nil
 	}
 	return p.state
+}
+
+// Sacrifice SIGKILLs the rank on the case's behalf: a case that tests what
+// outlives a rank (fdexchange.lifetime.owner_dies) kills one itself, and
+// that death must not make the case a crash.
+func (p *Proc) Sacrifice() {
+	p.sacrificed.Store(true)
+	p.Signal(syscall.SIGKILL)
+}
+
+// hungUp reports whether the rank is gone: reaped, or its end of the socket
+// closed (the kernel closes a dying process's fds before its parent can
+// reap it, so this sees a death the reaper has not caught up with yet).
+func (p *Proc) hungUp() bool {
+	if !p.Alive() {
+		return true
+	}
+	if !p.mu.TryLock() {
+		// A request is in flight (a goroutine the body left behind): it
+		// will see the death itself; never wait behind it here.
+		return false
+	}
+	defer p.mu.Unlock()
+	if p.sock < 0 {
+		return true
+	}
+	fds := []unix.PollFd{{Fd: int32(p.sock), Events: unix.POLLRDHUP}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0 && fds[0].Revents&(unix.POLLHUP|unix.POLLRDHUP|unix.POLLERR) != 0
 }

@@ -45,6 +45,22 @@ type Case struct {
 	Standalone func() (report.Outcome, string)
 }
 
+// Limit is the case's deadline: Timeout (30 s when unset) as written for
+// the default world of 2 ranks, scaled by every further 4 ranks (a case's
+// work grows with the pairs it covers: fdexchange.pattern's fixed 30 s ran
+// out at 32 and 64 ranks). Cases that expect a timeout wait longer in a
+// large world; a hang is still found.
+func (c *Case) Limit() time.Duration {
+	t := c.Timeout
+	if t == 0 {
+		t = 30 * time.Second
+	}
+	if c.Ranks > 2 {
+		t *= time.Duration(1 + (c.Ranks-1)/4)
+	}
+	return t
+}
+
 // Runner runs cases on persistent worlds.
 type Runner struct {
 	Backend string
@@ -64,6 +80,12 @@ type Runner struct {
 	Starts   []report.WorldStart
 	health   health.Snapshot
 	kmsgSaid bool
+	// errStreak counts each live world's consecutive error outcomes.
+	errStreak map[*World]int
+	// startStreak counts cases in a row whose world did not start;
+	// startBroken, once set, ends every later case at once.
+	startStreak int
+	startBroken string
 	// unavailable is set once the backend failed to open for want of a
 	// capability: every later case skips with the same reason at once.
 	unavailable *SkipError
@@ -123,11 +145,30 @@ func (r *Runner) world(n int, deadline time.Time) (*World, error) {
 	return w, nil
 }
 
-// Close ends every world.
+// DeviceInfos returns the device facts of the first world's ranks (safe
+// while cases run, for a checkpoint's fingerprint).
+func (r *Runner) DeviceInfos() []map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.Infos
+}
+
+// Close ends every world. A rank that died while idle in a world no case
+// used again is reported here, as a world event, like one found by the
+// next case.
 func (r *Runner) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for n, w := range r.worlds {
+		if w.broken.Load() == nil {
+			for _, p := range w.Procs {
+				if p.hungUp() {
+					p.WaitExit(time.Second)
+					r.Events = append(r.Events, fmt.Sprintf("%s: idle rank died (%s) in a world no later case used",
+						time.Now().Format(time.TimeOnly), Classify(p).Summary))
+				}
+			}
+		}
 		w.Close()
 		delete(r.worlds, n)
 	}
@@ -160,22 +201,32 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 		res.Outcome, res.Detail = c.Standalone()
 		return res
 	}
-	timeout := c.Timeout
-	if timeout == 0 {
-		timeout = 30 * time.Second
-	}
+	timeout := c.Limit()
 	deadline := time.Now().Add(timeout)
-	w, err := r.world(c.Ranks, time.Now().Add(max(timeout, 60*time.Second)))
+	w, err := r.startWorld(c, timeout)
 	if err != nil {
 		var se *SkipError
-		if errors.As(err, &se) {
+		var st *StartError
+		switch {
+		case errors.As(err, &se):
 			res.Outcome, res.Detail = report.Skip, se.Reason
-			return res
+		case errors.As(err, &st):
+			// A rank died while the world started, twice: a rank death
+			// like any other (signal, stderr, evidence folder), said to
+			// be the world start's.
+			res.Outcome, res.Detail, res.Fault = st.Outcome(), "world start (tried twice): "+st.Error(), st.Death.Fault
+			res.Ranks = evidence(st.World)
+			r.endWatch(c, st.World, &caseWatch{seqs: make([]uint64, len(st.World.Procs))}, &res)
+			st.World.Close()
+		default:
+			res.Outcome, res.Detail = report.Error, "world start: "+err.Error()
 		}
-		res.Outcome, res.Detail = report.Error, "world start: "+err.Error()
 		return res
 	}
-	ctx := &Ctx{W: w, Kind: c.Kind, Seed: r.Seed, Deadline: deadline, Clocks: slices.Contains(c.Labels, "perf")}
+	// The leak baseline is not the case's: it gets its own deadline (a
+	// 200 ms case on a loaded machine spent it all here), and the case's
+	// own starts after it.
+	ctx := &Ctx{W: w, Kind: c.Kind, Seed: r.Seed, Deadline: time.Now().Add(30 * time.Second), Clocks: slices.Contains(c.Labels, "perf")}
 	var before []wire.MemInfo
 	if !c.NoLeak {
 		before, err = r.baseline(ctx)
@@ -184,6 +235,7 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 			// world event. Respawn once and take the baseline again.
 			r.dropWorld(c.Ranks, w, err)
 			if w, err = r.world(c.Ranks, time.Now().Add(max(timeout, 60*time.Second))); err != nil {
+				CloseStart(err)
 				res.Outcome, res.Detail = report.Error, "world start: "+err.Error()
 				return res
 			}
@@ -194,6 +246,10 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 			}
 		}
 	}
+	if !c.NoLeak {
+		deadline = time.Now().Add(timeout)
+	}
+	ctx.Deadline = deadline
 	for _, p := range w.Procs {
 		p.Stderr.Reset()
 		p.Stdout.Reset()
@@ -214,6 +270,11 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 			}
 		}
 	}
+	// A rank that died between the case's start and now makes the case a
+	// crash whatever the body returned: a body that only talked to the
+	// other ranks returns nil while its world is dead, and teardown (the
+	// only other request) is skipped for a dead world.
+	err = diedDuring(w, ping(w, err))
 	res.Outcome, res.Detail, res.Fault = r.judge(c, w, err)
 	if len(ctx.notes) > 0 {
 		if res.Detail != "" {
@@ -227,6 +288,11 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 		case lerr != nil:
 			fatal = lerr
 			res.Outcome, res.Detail = report.Error, "leak check: "+lerr.Error()
+			if derr := diedDuring(w, nil); derr != nil {
+				// The leak check's requests found a rank dead: the same
+				// death, one step later.
+				res.Outcome, res.Detail, res.Fault = r.judge(c, w, derr)
+			}
 		case leak != "":
 			res.Outcome, res.Detail = report.Fail, "leak: "+leak
 		}
@@ -236,8 +302,18 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 	}
 	res.Metrics = summarize(ctx.Metrics)
 	res.Ranks = evidence(w)
+	if w.broken.Load() == nil && res.Outcome != report.Crash && deadInEvidence(w, res.Ranks) {
+		// The rank died after the check above but before its evidence
+		// was taken: a result that shows a dead rank is never a pass.
+		// (A world the judgement killed itself, after a timeout or a
+		// malformed message, is broken: those deaths are the harness's.)
+		if derr := diedDuring(w, nil); derr != nil {
+			res.Outcome, res.Detail, res.Fault = r.judge(c, w, derr)
+		}
+	}
 	r.endWatch(c, w, cw, &res)
-	if !w.Alive() || isWorldFatal(err) || fatal != nil {
+	retire := r.retireAfter(w, res, err)
+	if !w.Alive() || isWorldFatal(err) || fatal != nil || retire {
 		// Whatever is left of this world is not trusted by the next case.
 		w.Kill(200*time.Millisecond, fmt.Errorf("case %s ended with %s", c.ID, res.Outcome))
 		r.mu.Lock()
@@ -248,6 +324,152 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 		w.Close()
 	}
 	return res
+}
+
+// errStreakMax: a world whose cases end in error this many times in a row
+// is retired (the next case starts a fresh one): a rank left in a bad state
+// (an address-space limit, a poisoned context) otherwise turns every later
+// case in its world into an error, a case that expects a timeout included.
+const errStreakMax = 3
+
+// unusableMarks are remote errors after which the rank is not trusted with
+// another case: the rank's process ran out of memory or descriptors.
+var unusableMarks = []string{"cannot allocate memory", "out of memory", "too many open files", "resource temporarily unavailable"}
+
+// retireAfter counts the world's consecutive error outcomes and says
+// whether the world must go: at errStreakMax, or at once after an error
+// that leaves the rank unusable. It records a world event when it does.
+func (r *Runner) retireAfter(w *World, res report.Result, err error) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if res.Outcome != report.Error {
+		delete(r.errStreak, w)
+		return false
+	}
+	if r.errStreak == nil {
+		r.errStreak = map[*World]int{}
+	}
+	r.errStreak[w]++
+	why := ""
+	var re *RemoteError
+	if errors.As(err, &re) {
+		for _, m := range unusableMarks {
+			if strings.Contains(strings.ToLower(re.Msg), m) {
+				why = fmt.Sprintf("rank %d is unusable (%s)", re.Rank, m)
+			}
+		}
+	}
+	if why == "" && r.errStreak[w] >= errStreakMax {
+		why = fmt.Sprintf("%d cases in a row ended in error", r.errStreak[w])
+	}
+	if why == "" {
+		return false
+	}
+	delete(r.errStreak, w)
+	r.Events = append(r.Events, fmt.Sprintf("%s: world of %d retired after %s: %s; the next case starts a fresh one",
+		time.Now().Format(time.TimeOnly), w.N, res.ID, why))
+	return true
+}
+
+// startStreakMax: after this many cases in a row whose world would not
+// start, later cases of the runner end at once with the same reason, so a
+// machine that cannot start ranks (a process limit) still ends the run,
+// with results, in seconds rather than a world-start deadline per case.
+const startStreakMax = 3
+
+// startWorld gets a world for c, starting one when needed. A rank that dies
+// while its world starts is a world event and the start is tried once more
+// (the case that happened to need the world is not blamed for one death).
+func (r *Runner) startWorld(c *Case, timeout time.Duration) (*World, error) {
+	r.mu.Lock()
+	if r.startBroken != "" {
+		why := r.startBroken
+		r.mu.Unlock()
+		return nil, fmt.Errorf("not run: %s", why)
+	}
+	r.mu.Unlock()
+	w, err := r.world(c.Ranks, time.Now().Add(max(timeout, 60*time.Second)))
+	var st *StartError
+	if errors.As(err, &st) {
+		r.mu.Lock()
+		r.Events = append(r.Events, fmt.Sprintf("%s: world start of %d ranks for %s: %s; started again",
+			time.Now().Format(time.TimeOnly), c.Ranks, c.ID, st.Error()))
+		r.mu.Unlock()
+		st.World.Close()
+		w, err = r.world(c.Ranks, time.Now().Add(max(timeout, 60*time.Second)))
+	}
+	var se *SkipError
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case err == nil || errors.As(err, &se):
+		r.startStreak = 0
+	default:
+		if r.startStreak++; r.startStreak >= startStreakMax {
+			r.startBroken = fmt.Sprintf("%d cases in a row could not start a world of %s ranks; the last: %v", r.startStreak, r.Backend, err)
+		}
+	}
+	return w, err
+}
+
+// diedDuring returns err unless a rank of w has died without the case
+// asking for it (Proc.Sacrifice) and err does not already say so; then it
+// returns a DeadError for the first such rank, naming what the body
+// returned, which judge turns into a crash classified from the rank's
+// wait status and stderr.
+func diedDuring(w *World, err error) error {
+	var de *DeadError
+	var re *RemoteError
+	if errors.As(err, &de) || (errors.As(err, &re) && re.Fault != nil) {
+		return err
+	}
+	for _, p := range w.Procs {
+		if !p.hungUp() || p.sacrificed.Load() {
+			continue
+		}
+		// The kernel closes a dead rank's socket before the reaper sees the
+		// exit: wait for the wait status so the classification names it.
+		p.WaitExit(3 * time.Second)
+		body := "nil"
+		if err != nil {
+			body = err.Error()
+		}
+		return &DeadError{Rank: p.Rank, What: "the case (its body returned " + body + ")"}
+	}
+	return err
+}
+
+// deadInEvidence reports whether ranks (taken from w) shows a rank that
+// exited and that the case did not kill itself.
+func deadInEvidence(w *World, ranks []report.Rank) bool {
+	for i, rk := range ranks {
+		if (rk.ExitCode != nil || rk.Signal != "") && !w.Procs[i].sacrificed.Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// ping makes one round trip to every rank before the judgement. A signal
+// sent to a rank just before its body returned may not have taken it yet:
+// a rank that answers a request after the signal was sent has survived it,
+// and one that was killed never answers (its socket hangs up, diedDuring
+// sees it). A rank that does not answer at all while the body said nil is
+// the case's timeout.
+func ping(w *World, err error) error {
+	if isWorldFatal(err) || !w.Alive() {
+		return err
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, p := range w.Procs {
+		_, perr := p.call(wire.TMemInfo, nil, deadline, nil)
+		var te *TimeoutError
+		if errors.As(perr, &te) && err == nil {
+			te.What = "the liveness check after the case's body"
+			return te
+		}
+	}
+	return err
 }
 
 // isWorldFatal: after these the ranks' state is unknown.
@@ -281,7 +503,7 @@ func (r *Runner) judge(c *Case, w *World, err error) (report.Outcome, string, *r
 			grace = 2 * time.Second
 		}
 		w.Kill(grace, err)
-		detail := fmt.Sprintf("%s (case timeout %s); SIGQUIT to every rank, SIGKILL after %s", te.Error(), c.Timeout, grace)
+		detail := fmt.Sprintf("%s (case timeout %s); SIGQUIT to every rank, SIGKILL after %s", te.Error(), c.Limit(), grace)
 		if d := Classify(w.Procs[te.Rank]); d.GoDump {
 			detail += "; goroutine dump captured"
 		}

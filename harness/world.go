@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"p2patomics/harness/report"
 	"p2patomics/wire"
 )
 
@@ -154,7 +156,7 @@ func NewWorld(backendName string, n int, traceOn bool, deadline time.Time) (*Wor
 		p, err := Spawn(r, r)
 		if err != nil {
 			w.Close()
-			return nil, err
+			return nil, &SpawnError{Rank: r, Err: err}
 		}
 		w.Procs = append(w.Procs, p)
 		w.Infos = append(w.Infos, nil)
@@ -162,8 +164,7 @@ func NewWorld(backendName string, n int, traceOn bool, deadline time.Time) (*Wor
 	// Rank 0 first: its device count decides where the others go
 	// (rank r on device r mod count).
 	if err := w.hello(0, 0, deadline); err != nil {
-		w.Close()
-		return nil, err
+		return nil, w.startFailed(err)
 	}
 	count := 1
 	if c, ok := w.Infos[0]["count"].(float64); ok && c >= 1 {
@@ -177,10 +178,9 @@ func NewWorld(backendName string, n int, traceOn bool, deadline time.Time) (*Wor
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		w.Close()
 		for _, e := range errs {
 			if e != nil {
-				return nil, e
+				return nil, w.startFailed(e)
 			}
 		}
 	}
@@ -244,7 +244,11 @@ func (w *World) lockDevices(deadline time.Time) error {
 		seen[id] = true
 		// Keyed by the device alone: a hip and an hsa suite on one GPU
 		// must exclude each other too.
-		path := filepath.Join(os.TempDir(), "p2patomics-gpu-"+sanitize(id)+".lock")
+		dir, err := LockDir()
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(dir, "gpu-"+sanitize(id)+".lock")
 		if err := acquire(path, id, deadline); err != nil {
 			return err
 		}
@@ -260,9 +264,9 @@ func acquire(path, id string, deadline time.Time) error {
 		l.refs++
 		return nil
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
+	f, err := openLock(path)
 	if err != nil {
-		return fmt.Errorf("device lock %s: %w", path, err)
+		return err
 	}
 	for {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
@@ -270,8 +274,12 @@ func acquire(path, id string, deadline time.Time) error {
 			break
 		}
 		if time.Now().After(deadline) {
+			holder := "another process"
+			if pid := FlockHolder(f); pid > 0 {
+				holder = "pid " + strconv.Itoa(pid)
+			}
 			f.Close()
-			return fmt.Errorf("device %s is locked by another p2patomics suite (%s)", id, path)
+			return fmt.Errorf("device %s is locked by another p2patomics suite (%s, %s)", id, holder, path)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -347,4 +355,84 @@ func (w *World) Kill(grace time.Duration, why error) {
 		go func() { defer wg.Done(); p.Kill(grace) }()
 	}
 	wg.Wait()
+}
+
+// StartError: a rank of a starting world died (or stopped answering)
+// before the world was ready. World is killed but not closed, so its ranks'
+// stderr and traces can still be read for the evidence; whoever gets a
+// StartError closes World.
+type StartError struct {
+	World *World
+	Err   error
+	Death Death // the first dead rank's classification
+}
+
+func (e *StartError) Error() string {
+	if e.Death.Summary != "" {
+		return fmt.Sprintf("%v: %s", e.Err, e.Death.Summary)
+	}
+	return e.Err.Error()
+}
+func (e *StartError) Unwrap() error { return e.Err }
+
+// SpawnError: a rank process could not be started (fork/exec failed, e.g.
+// EAGAIN under a process limit). The errno is named.
+type SpawnError struct {
+	Rank int
+	Err  error
+}
+
+func (e *SpawnError) Error() string {
+	var errno syscall.Errno
+	if errors.As(e.Err, &errno) {
+		return fmt.Sprintf("cannot start rank %d: %v (%s)", e.Rank, e.Err, unix.ErrnoName(errno))
+	}
+	return fmt.Sprintf("cannot start rank %d: %v", e.Rank, e.Err)
+}
+func (e *SpawnError) Unwrap() error { return e.Err }
+
+// startFailed ends a world whose handshake failed. A rank death (or a
+// rank that stopped answering) becomes a StartError that keeps the world's
+// evidence; anything else (a backend that cannot open: SkipError) closes
+// the world and returns err as it was.
+func (w *World) startFailed(err error) error {
+	var de *DeadError
+	var te *TimeoutError
+	var pe *ProtocolError
+	if !errors.As(err, &de) && !errors.As(err, &te) && !errors.As(err, &pe) {
+		w.Close()
+		return err
+	}
+	w.Kill(200*time.Millisecond, err)
+	st := &StartError{World: w, Err: err}
+	if de != nil {
+		// Only the rank that died: the others were just killed by Kill.
+		w.Procs[de.Rank].WaitExit(3 * time.Second)
+		st.Death = Classify(w.Procs[de.Rank])
+	}
+	return st
+}
+
+// Outcome is what a case that could not get its world ends with: a rank
+// death is a crash, a rank that stopped answering a timeout, a malformed
+// handshake an error.
+func (e *StartError) Outcome() report.Outcome {
+	var de *DeadError
+	var te *TimeoutError
+	switch {
+	case errors.As(e.Err, &de):
+		return report.Crash
+	case errors.As(e.Err, &te):
+		return report.Timeout
+	}
+	return report.Error
+}
+
+// CloseStart closes the world a StartError kept open; any other error is
+// left alone. For callers that only want to know whether a world starts.
+func CloseStart(err error) {
+	var st *StartError
+	if errors.As(err, &st) {
+		st.World.Close()
+	}
 }

@@ -101,8 +101,10 @@ func Main() int {
 	}
 	// Every vendor call is traced into the parent's ring (about 0.1 µs a
 	// call), so a failing case always has its call sequence.
-	// P2PAT_TRACE=off leaves it off (used to measure what tracing costs).
-	if os.Getenv("P2PAT_TRACE") != "off" {
+	// P2PAT_TRACE_RING=off leaves it off (used only to measure what
+	// tracing costs). P2PAT_TRACE is --trace's environment form and means
+	// only that: keep traces of passing cases too.
+	if os.Getenv("P2PAT_TRACE_RING") != "off" {
 		if err := trace.AttachShared(TraceFd); err == nil {
 			trace.On()
 		}
@@ -290,7 +292,7 @@ func (s *server) handle(m *wire.Msg) (any, []int, error) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("argument %s: %w", k.Args[i].Name, err)
 			}
-			if a.Off >= b.Size() {
+			if !backend.Within(a.Off, 1, b.Size()) {
 				return nil, nil, fmt.Errorf("argument %s: offset %d past the %d-byte buffer", k.Args[i].Name, a.Off, b.Size())
 			}
 			args[i] = b.Addr() + a.Off
@@ -331,7 +333,7 @@ func (s *server) handle(m *wire.Msg) (any, []int, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if r.Len > wire.MaxData || !within(r.Off, r.Len, b.Size()) {
+		if r.Len > wire.MaxData || !backend.Within(r.Off, r.Len, b.Size()) {
 			return nil, nil, fmt.Errorf("read of %d bytes at %d: outside the %d-byte buffer or over %d", r.Len, r.Off, b.Size(), wire.MaxData)
 		}
 		p := make([]byte, r.Len)
@@ -348,7 +350,7 @@ func (s *server) handle(m *wire.Msg) (any, []int, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if !within(w.Off, uint64(len(w.Data)), b.Size()) {
+		if !backend.Within(w.Off, uint64(len(w.Data)), b.Size()) {
 			return nil, nil, fmt.Errorf("write of %d bytes at %d: outside the %d-byte buffer", len(w.Data), w.Off, b.Size())
 		}
 		return nil, nil, s.be.Write(b, w.Off, w.Data)
@@ -382,7 +384,7 @@ func (s *server) handle(m *wire.Msg) (any, []int, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if !within(c.DstOff, c.N, dst.Size()) || !within(c.SrcOff, c.N, src.Size()) {
+		if !backend.Within(c.DstOff, c.N, dst.Size()) || !backend.Within(c.SrcOff, c.N, src.Size()) {
 			return nil, nil, fmt.Errorf("copy of %d bytes: destination [%d, +%d) or source [%d, +%d) outside its buffer (%d, %d bytes)",
 				c.N, c.DstOff, c.N, c.SrcOff, c.N, dst.Size(), src.Size())
 		}
@@ -466,7 +468,7 @@ func (s *server) sum(q wire.Sum) (any, []int, error) {
 	if w != 4 && w != 8 {
 		return nil, nil, fmt.Errorf("sum: width %d, want 32 or 64", q.Width)
 	}
-	if q.Off > b.Size() || q.N > (b.Size()-q.Off)/w {
+	if !backend.Within(q.Off, 0, b.Size()) || q.N > (b.Size()-q.Off)/w {
 		return nil, nil, fmt.Errorf("sum of %d words at %d: outside the %d-byte buffer", q.N, q.Off, b.Size())
 	}
 	var total uint64
@@ -583,8 +585,6 @@ func (s *server) cpuAtomics(c *wire.CPUAtomics) (func() error, error) {
 
 // within reports whether [off, off+n) lies inside size bytes, without the
 // overflow of computing off+n.
-func within(off, n, size uint64) bool { return off <= size && n <= size-off }
-
 func leU64(b []byte) uint64 {
 	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
 		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56

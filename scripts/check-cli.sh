@@ -33,10 +33,19 @@ check 2 --expectations=/nonexistent/dir
 check 2 --backend=host --ginkgo.label-filter='nosuchlabel'
 check 2 straydArg
 P2PAT_RANKS=0 check 2
+# Issue 18: an unusable --out before the first case, testing's own flags,
+# values that would split the line or drive the terminal.
+check 2 --backend=host --out=/dev/full
+check 2 --backend=host --out=/etc/hostname/x
+check 2 -test.timeout=1ms
+check 2 -test.count=2
+check 2 --backend="$(printf 'a\nb\033[31m')"
+check 2 --backend=host --ginkgo.label-filter='(('
+P2PAT_TRACE=maybe check 2
 # The flag table in code and docs/FLAGS.md must agree.
 for f in $("$bin" --help 2>&1 | grep -o -- '--[a-z-]*' | grep -v -- '--help'); do
   grep -q -- "\`$f\`" "$(dirname "$0")/../docs/FLAGS.md" || { echo "FAIL: $f is not in docs/FLAGS.md"; fail=1; }
 done
-rm -rf /tmp/p2pat-cli-$$
+rm -rf /tmp/p2pat-cli-$$ /tmp/p2pat-cli-$$.prev
 [ $fail = 0 ] && echo "cli: every bad input was one line and exit 2"
 exit $fail

@@ -13,9 +13,11 @@ grep -q "request.canary" "$dir/rank-1.trace" || fail "rank-1.trace lacks the in-
 grep -q 'SIGSEGV' "$dir/rank-1.stderr" || fail "rank-1.stderr lacks the fault dump"
 cmd=$(grep '^\./specs.test' "$dir/repro.sh") || fail "no repro line"
 re=$(mktemp -d)
-eval "${cmd/.\/specs.test/$bin} --out=$re" >"$re/log" 2>&1; rc=$?
-n=$(grep -c '"id":' "$re/results.json")
-got=$(awk -F'"' '/^ *"outcome":/ {print $4; exit}' "$re/results.json")
+# --out is a fresh folder of $re: the suite refuses one holding files that
+# are not a run (the log).
+eval "${cmd/.\/specs.test/$bin} --out=$re/o" >"$re/log" 2>&1; rc=$?
+n=$(grep -c '"id":' "$re/o/results.json")
+got=$(awk -F'"' '/^ *"outcome":/ {print $4; exit}' "$re/o/results.json")
 want=$(awk -F'"' '/^ *"outcome":/ {print $4; exit}' "$dir/result.json")
 [ "$rc" = 0 ] && [ "$n" = 1 ] && [ "$got" = "$want" ] || fail "repro: exit $rc, $n cases, outcome $got (was $want)"
 echo "evidence: $dir has every rank's trace; '$cmd' re-ran 1 case: $got again"

@@ -8,6 +8,10 @@ export NCCL_NVLS_ENABLE=0   # never NVLink multicast on shared machines
 out=${OUT:-$PWD/out-device}
 mkdir -p "$out"
 bin=${P2PAT_BIN:-.dev/specs.test}
+# The log is kept beside --out until the suite ends: the suite owns --out
+# (it refuses a folder holding files that are not a run, and moves a
+# previous run aside to $out.prev).
+log=$(mktemp)
 {
   echo "# $(date -u +%FT%TZ) $(uname -r)"
   nvidia-smi -L 2>/dev/null || true
@@ -15,4 +19,5 @@ bin=${P2PAT_BIN:-.dev/specs.test}
   echo "# $bin --out=$out $*"
   "$bin" --out="$out" "$@"
   echo "# exit status $?"
-} 2>&1 | tee "$out/run.log"
+} 2>&1 | tee "$log"
+mv "$log" "$out/run.log"

@@ -2,7 +2,6 @@ package specs
 
 import (
 	"bytes"
-	"syscall"
 	"time"
 
 	"p2patomics/harness"
@@ -79,7 +78,7 @@ func (b *builder) fdExchange() {
 			return err
 		}
 		p := c.W.Procs[0]
-		p.Signal(syscall.SIGKILL)
+		p.Sacrifice()
 		if !p.WaitExit(5 * time.Second) {
 			return harness.Failf("rank 0 survived SIGKILL")
 		}

@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if rank.IsRank() {
 		os.Exit(rank.Main())
 	}
+	// From here a SIGINT/SIGTERM/SIGHUP is one line and exit 1, and once
+	// --out is ready it leaves results (before the GPU backend probe).
+	suite.CatchSignals(&opts)
 	opts.Register(flag.CommandLine)
 	if err := suite.Parse(flag.CommandLine, os.Args[1:]); err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
@@ -39,6 +42,14 @@ func TestMain(m *testing.M) {
 	if suiteCfg.ParallelTotal > 1 {
 		fmt.Fprintln(os.Stderr, "p2patomics: ginkgo -p is refused: ranks own GPUs and the suite serialises them itself")
 		os.Exit(2)
+	}
+	if !suiteCfg.DryRun {
+		// --out (locked, previous run kept aside, a first results.json) and
+		// the signal handler, before NewRun probes the GPU backends.
+		if err := suite.Prepare(&opts); err != nil {
+			fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+			os.Exit(suite.ExitUsage)
+		}
 	}
 	r, err := suite.NewRun(&opts, suiteCfg.LabelFilter, Catalogue)
 	if err != nil {

@@ -217,6 +217,12 @@ func recvOne(fd int) (Msg, error) {
 		}
 	}
 	if n == 0 && oobn == 0 {
+		// On SOCK_SEQPACKET a zero-length packet and the peer's close both
+		// read as 0 bytes: only a hung-up socket is the close. Taking a
+		// zero-length packet for it made a rank exit 0 in silence.
+		if !hungUp(fd) {
+			return Msg{}, fmt.Errorf("%w: zero-length packet", ErrMalformed)
+		}
 		return Msg{}, ErrClosed
 	}
 	if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
@@ -247,6 +253,13 @@ func recvOne(fd int) (Msg, error) {
 		Body: append([]byte(nil), b[headerLen:]...),
 		Fds:  fds,
 	}, nil
+}
+
+// hungUp reports whether the peer has closed its end of fd.
+func hungUp(fd int) bool {
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
+	n, err := unix.Poll(pfd, 0)
+	return err != nil || (n > 0 && pfd[0].Revents&(unix.POLLHUP|unix.POLLRDHUP) != 0)
 }
 
 // Socketpair returns a connected SEQPACKET pair with buffers large enough

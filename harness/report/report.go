@@ -325,19 +325,14 @@ func (r *Report) Write(path string) error {
 	if err != nil {
 		return fmt.Errorf("report: encode: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	return nil
+	return WriteAtomic(path, append(b, '\n'))
 }
 
-// Read loads a results.json.
+// Read loads a results.json: a regular file under MaxInput that passes
+// Validate, or an error naming the file and the first problems (joined
+// into one line).
 func Read(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadRegular(path, MaxInput)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
@@ -345,8 +340,8 @@ func Read(path string) (*Report, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("report: %s: %w", path, err)
 	}
-	if r.Schema != Schema {
-		return nil, fmt.Errorf("report: %s: schema %d, want %d", path, r.Schema, Schema)
+	if err := r.Validate(); err != nil {
+		return nil, fmt.Errorf("report: %s: %s", path, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return &r, nil
 }

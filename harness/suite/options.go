@@ -124,8 +124,30 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	shadow.SetOutput(io.Discard)
 	shadow.Usage = func() {}
 	fs.VisitAll(func(f *flag.Flag) { shadow.Var(f.Value, f.Name, f.Usage) })
+	for _, a := range args {
+		// testing's own deadline and repeat count would cut the suite off
+		// with a panic, or run the whole selection twice into one --out.
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch name {
+		case "test.timeout", "test.count", "test.parallel", "test.cpu", "test.shuffle", "test.failfast":
+			return usagef("-%s is refused: the suite keeps its own deadlines and runs each case once (use --repeat/--duration for soaks)", name)
+		}
+		if a == "--" {
+			break
+		}
+	}
 	for _, d := range FlagTable {
 		if v, ok := os.LookupEnv(EnvName(d.Name)); ok {
+			if d.Default == "false" || d.Default == "true" {
+				// P2PAT_TRACE=off and the like: on/off read as booleans,
+				// so each variable has the one meaning of its flag.
+				switch strings.ToLower(v) {
+				case "on", "yes":
+					v = "true"
+				case "off", "no":
+					v = "false"
+				}
+			}
 			if err := shadow.Set(d.Name, v); err != nil {
 				return usagef("%s=%q: %v", EnvName(d.Name), v, err)
 			}
@@ -163,7 +185,7 @@ func (o *Options) Validate() error {
 	switch o.Backend {
 	case "auto", "host", "cuda", "hsa", "hip":
 	default:
-		return usagef("--backend=%s: unknown backend (want auto, host, cuda, hsa or hip)", o.Backend)
+		return usagef("--backend=%s: unknown backend (want auto, host, cuda, hsa or hip)", quote(o.Backend))
 	}
 	var shorthand []string
 	for k, set := range o.kindFlags {
@@ -177,13 +199,13 @@ func (o *Options) Validate() error {
 	}
 	if len(shorthand) == 1 {
 		if o.Alloc != "" && o.Alloc != shorthand[0] {
-			return usagef("--alloc=%s and --%s disagree", o.Alloc, shorthand[0])
+			return usagef("--alloc=%s and --%s disagree", quote(o.Alloc), shorthand[0])
 		}
 		o.Alloc = shorthand[0]
 	}
 	if o.Alloc != "" {
 		if !slices.Contains(allKinds(), o.Alloc) {
-			return usagef("--alloc=%s: unknown allocation kind (known: %s)", o.Alloc, strings.Join(allKinds(), ", "))
+			return usagef("--alloc=%s: unknown allocation kind (known: %s)", quote(o.Alloc), strings.Join(allKinds(), ", "))
 		}
 		if o.Backend != "auto" && !slices.Contains(Matrix[o.Backend], o.Alloc) {
 			return usagef("--alloc=%s: backend %s has no such kind (it has %s)", o.Alloc, o.Backend, strings.Join(Matrix[o.Backend], ", "))
@@ -202,7 +224,7 @@ func (o *Options) Validate() error {
 		return usagef("--duration=%s: must not be negative", o.Duration)
 	}
 	if o.Case != "" && !validID(o.Case) {
-		return usagef("--case=%s: case ids are lowercase [a-z0-9._-]", o.Case)
+		return usagef("--case=%s: case ids are lowercase [a-z0-9._-]", quote(o.Case))
 	}
 	if o.UpdateExpectations && o.Expectations == "" {
 		return usagef("--update-expectations needs --expectations=DIR to write into")
@@ -214,7 +236,7 @@ func (o *Options) Validate() error {
 		return usagef("--pairs=%s: want rounds or alone", o.Pairs)
 	}
 	if _, err := rank.ClockPeriod(o.Clocks); err != nil {
-		return usagef("--clocks=%s: %v", o.Clocks, err)
+		return usagef("--clocks=%s: %v", quote(o.Clocks), err)
 	}
 	return nil
 }

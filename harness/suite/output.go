@@ -68,7 +68,7 @@ func WriteJUnit(path string, results []report.Result) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(path, append([]byte(xml.Header), append(b, '\n')...), 0o644)
+	return report.WriteAtomic(path, append([]byte(xml.Header), append(b, '\n')...))
 }
 
 // PrintTable writes the readable summary: one line per case, then totals.

@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/onsi/ginkgo/v2/types"
@@ -41,6 +39,14 @@ type Run struct {
 	finishOnce  sync.Once
 	exitCode    int
 	t0          time.Time // when the run was planned: the suite's wall clock starts here
+	// checkpoint state (lifecycle.go): when results.json was last
+	// rewritten, what that cost, the fingerprint it used.
+	ckptMu   sync.Mutex
+	ckptLast time.Time
+	ckptCost time.Duration
+	ckptSaid bool
+	ckptEnv  map[string]any
+	ckptEnvN int
 }
 
 // Catalogue builds every case for one backend and kind (package specs).
@@ -72,7 +78,7 @@ func NewRun(o *Options, userFilter string, cat Catalogue) (*Run, error) {
 	if r.LabelFilter != "" {
 		f, err := types.ParseLabelFilter(r.LabelFilter)
 		if err != nil {
-			return nil, fmt.Errorf("label filter %q: %v", r.LabelFilter, err)
+			return nil, fmt.Errorf("label filter %s: %s", quote(r.LabelFilter), oneLine(err.Error()))
 		}
 		match = f
 	}
@@ -157,6 +163,7 @@ func probeBackends(traceOn bool) []string {
 			defer wg.Done()
 			w, err := harness.NewWorld(be, 1, traceOn, time.Now().Add(60*time.Second))
 			if err != nil {
+				harness.CloseStart(err)
 				return
 			}
 			w.Close()
@@ -199,7 +206,7 @@ func (r *Run) runner(backend string) *harness.Runner {
 // SpecTimeout is Ginkgo's outer bound for a case: the harness's own
 // deadlines end it first, for every repeat of a soak.
 func (r *Run) SpecTimeout(c *harness.Case) time.Duration {
-	per := c.Timeout + 60*time.Second
+	per := c.Limit() + 60*time.Second
 	return per*time.Duration(r.Opts.Repeat) + r.Opts.Duration/time.Duration(max(1, len(r.planned))) + per
 }
 
@@ -281,31 +288,18 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 	}
 	r.current = ""
 	r.mu.Unlock()
+	r.checkpoint()
 	return res
 }
 
-// WatchSignals makes SIGINT/SIGTERM kill every rank and still write the
-// reports, with unfinished cases marked incomplete.
+// WatchSignals makes SIGINT/SIGTERM/SIGHUP kill every rank and still
+// write the reports, with unfinished cases marked incomplete. The handler
+// itself is installed by Prepare, before the backend probe; this hands it
+// the plan, and writes the first checkpoint (every case incomplete).
 func (r *Run) WatchSignals() {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		sig := <-ch
-		fmt.Fprintf(os.Stderr, "p2patomics: %s: stopping ranks, writing results\n", sig)
-		r.mu.Lock()
-		cur := r.current
-		if cur != "" {
-			r.results[cur] = report.Result{ID: cur, Outcome: report.Incomplete, Expected: r.expected(cur),
-				Detail: "interrupted by " + sig.String() + " while running", Ranks: []report.Rank{}}
-		}
-		r.finished = true // no result written after this point
-		runners := r.runnerList()
-		r.mu.Unlock()
-		for _, rn := range runners {
-			rn.KillAll()
-		}
-		os.Exit(r.Finish())
-	}()
+	catchSignals(r.Opts)
+	active.Store(r)
+	r.checkpoint()
 }
 
 // runnerList copies the runners; call with r.mu held.
@@ -383,12 +377,20 @@ func (r *Run) finish() int {
 	} else if gcode >= 0 {
 		code = gcode
 	}
+	// results.json first: it is the record, and the heatmaps, junit.xml
+	// and the case folders must not take the space it needs.
+	out := r.Opts.Out
+	if err := rep.Write(filepath.Join(out, "results.json")); err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		code = ExitNoReport
+	}
 	PrintTable(os.Stdout, rep.Results, events)
 	PrintMatrices(os.Stdout, rep.Results)
 	heatmap.WritePairTable(os.Stdout, rep.Pairs)
 	printTiming(os.Stdout, timing)
 	if files, err := heatmap.WriteAll(filepath.Join(r.Opts.Out, "heatmaps"), rep); err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: heatmaps: %v\n", err)
+		code = ExitNoReport
 	} else if len(files) > 0 {
 		fmt.Printf("heatmaps: %s\n", filepath.Join(r.Opts.Out, "heatmaps", "index.html"))
 	}
@@ -398,14 +400,9 @@ func (r *Run) finish() int {
 		}
 		fmt.Printf("gate: %s\n", map[bool]string{true: "PASS", false: "FAIL"}[rep.Gate.Pass])
 	}
-	out := r.Opts.Out
-	if err := rep.Write(filepath.Join(out, "results.json")); err != nil {
-		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
-		code = max(code, 1)
-	}
 	if err := WriteJUnit(filepath.Join(out, "junit.xml"), rep.Results); err != nil {
-		fmt.Fprintf(os.Stderr, "p2patomics: junit: %v\n", err)
-		code = max(code, 1)
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		code = ExitNoReport
 	}
 	fmt.Printf("results: %s\n", filepath.Join(out, "results.json"))
 	return code

@@ -37,11 +37,15 @@ func (r *Run) addSuiteCases() {
 // sigtermCanary runs a second suite on a case that sleeps, sends it SIGTERM
 // mid-case, and checks it wrote results.json with that case incomplete.
 func sigtermCanary() (report.Outcome, string) {
-	dir, err := os.MkdirTemp("", "p2pat-sigterm-")
-	if err != nil {
-		return report.Error, err.Error()
+	// The child's --out is a folder of this run's own --out (kept as
+	// evidence): a temporary folder elsewhere was left behind whenever this
+	// suite was itself signalled during the canary.
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("p2pat-sigterm-%d", os.Getpid()))
+	if prepared != nil {
+		dir = filepath.Join(prepared.Path, "suite", "sigterm")
+	} else {
+		defer os.RemoveAll(dir)
 	}
-	defer os.RemoveAll(dir)
 	cmd := exec.Command("/proc/self/exe", "--backend=host", "--case=host.memfd.canary.sleep", "--out="+dir)
 	// The child gets this suite's environment minus every P2PAT_ setting
 	// (a user's P2PAT_ALLOC=vmm would make it refuse the host case).

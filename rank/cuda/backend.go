@@ -792,7 +792,7 @@ func (b *Backend) own(x backend.Buffer) (*buffer, error) {
 }
 
 func span(buf *buffer, off uint64, n uint64) error {
-	if off > buf.size || n > buf.size-off {
+	if !backend.Within(off, n, buf.size) {
 		return fmt.Errorf("cuda: %d bytes at offset %d outside the %d-byte buffer", n, off, buf.size)
 	}
 	return nil

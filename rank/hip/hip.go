@@ -572,7 +572,7 @@ func (b *Backend) Read(bb backend.Buffer, off uint64, p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
-	if off+uint64(len(p)) > bb.Size() {
+	if !backend.Within(off, uint64(len(p)), bb.Size()) {
 		return fmt.Errorf("hip: range outside buffer")
 	}
 	return b.fault(b.l.check(b.l.memcpyDtoH(unsafe.Pointer(&p[0]), uintptr(bb.Addr()+off), uint64(len(p)))))
@@ -582,7 +582,7 @@ func (b *Backend) Write(bb backend.Buffer, off uint64, p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
-	if off+uint64(len(p)) > bb.Size() {
+	if !backend.Within(off, uint64(len(p)), bb.Size()) {
 		return fmt.Errorf("hip: range outside buffer")
 	}
 	return b.fault(b.l.check(b.l.memcpyHtoD(uintptr(bb.Addr()+off), unsafe.Pointer(&p[0]), uint64(len(p)))))

@@ -149,7 +149,7 @@ func (h *Backend) Write(b backend.Buffer, off uint64, p []byte) error {
 
 func (h *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, srcOff uint64, n uint64) (backend.LaunchResult, error) {
 	d, s := dst.(*buffer), src.(*buffer)
-	if dstOff+n > d.Size() || srcOff+n > s.Size() {
+	if !backend.Within(dstOff, n, d.Size()) || !backend.Within(srcOff, n, s.Size()) {
 		return backend.LaunchResult{}, fmt.Errorf("host: copy of %d bytes outside a buffer", n)
 	}
 	t0 := time.Now()
@@ -191,7 +191,7 @@ func (h *Backend) CPUWord(x backend.Buffer, off uint64) (*uint64, error) {
 	if !ok || b == nil {
 		return nil, fmt.Errorf("host: buffer %T is not a host buffer", x)
 	}
-	if off%8 != 0 || off+8 > b.Size() {
+	if off%8 != 0 || !backend.Within(off, 8, b.Size()) {
 		return nil, fmt.Errorf("host: word at %d is unaligned or outside the %d-byte buffer", off, b.Size())
 	}
 	return (*uint64)(unsafe.Pointer(&b.mem[off])), nil

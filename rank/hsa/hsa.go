@@ -664,15 +664,15 @@ func (b *Backend) Write(bb backend.Buffer, off uint64, p []byte) error {
 }
 
 func (b *Backend) transfer(bb backend.Buffer, off uint64, p []byte, write bool) error {
-	if off+uint64(len(p)) > bb.Size() {
-		return fmt.Errorf("hsa: range [%d,%d) outside buffer of %d bytes", off, off+uint64(len(p)), bb.Size())
+	if !backend.Within(off, uint64(len(p)), bb.Size()) {
+		return fmt.Errorf("hsa: %d bytes at %d outside buffer of %d bytes", len(p), off, bb.Size())
 	}
 	stage := unsafe.Slice((*byte)(ptr(b.staging)), stagingSize)
 	for len(p) > 0 {
 		lo := off &^ 15
 		n := min(uint64(len(p))+(off-lo), stagingSize)
 		span := (n + 15) &^ 15
-		if lo+span > bb.Size() {
+		if !backend.Within(lo, span, bb.Size()) {
 			return fmt.Errorf("hsa: buffer size %d is not a multiple of 16", bb.Size())
 		}
 		dev := uintptr(bb.Addr() + lo)

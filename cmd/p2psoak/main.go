@@ -1,0 +1,456 @@
+// Command p2psoak is the fault-injection soak: it runs the host suite again
+// and again for a bounded time, each run with one fault injected at a
+// random moment (a rank SIGKILLed, SIGSEGVed or SIGSTOPped, the suite
+// itself signalled, a nearly full --out), and after each run asserts what
+// docs/FAULTS.md promises: no case whose ranks died is a pass, results.json
+// exists and validates (or the suite said in one line which report it could
+// not write, exit 3), no rank outlives its suite, no temporary file is left
+// in --out and no process keeps a file of --out open.
+//
+//	p2psoak --specs=bin/specs.test --out=DIR [--budget=30s] [--seed=N]
+//
+// Exit 0 when every run held, 1 when one did not (each failure one line),
+// 2 for a usage error.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"p2patomics/harness/report"
+)
+
+// selection is what every run executes: the host counter cases, about 60
+// short cases in a 2-rank world, each run 4 times (1-4 s on two loaded
+// cores, most of it inside cases), none of which kills a rank on purpose.
+var selection = []string{"--backend=host", "--ginkgo.label-filter=counter", "--repeat=4"}
+
+type scenario struct {
+	name string
+	// inject runs while the suite runs; it returns what it did, for the
+	// failure message, and whether the suite itself was signalled.
+	inject func(s *soak, pid int) (string, bool)
+	// fill: run in a private mount namespace with a small tmpfs as --out.
+	fill bool
+}
+
+type soak struct {
+	specs, out string
+	rng        *rand.Rand
+	current    string // the running run's folder
+	fails      []string
+	runs       int
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("p2psoak", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	specs := fs.String("specs", "bin/specs.test", "the suite binary")
+	out := fs.String("out", "out/soak", "folder for the runs' --out folders and logs")
+	budget := fs.Duration("budget", 30*time.Second, "stop starting runs after this long")
+	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "random seed (printed, to replay a soak)")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "usage: p2psoak --specs=bin/specs.test --out=DIR [--budget=30s] [--seed=N]")
+		return 2
+	}
+	if fi, err := os.Stat(*specs); err != nil || fi.IsDir() {
+		fmt.Fprintf(stderr, "p2psoak: --specs=%q: not a suite binary\n", *specs)
+		return 2
+	}
+	abs, _ := filepath.Abs(*specs)
+	if err := os.RemoveAll(*out); err != nil {
+		fmt.Fprintf(stderr, "p2psoak: %v\n", err)
+		return 2
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fmt.Fprintf(stderr, "p2psoak: %v\n", err)
+		return 2
+	}
+	s := &soak{specs: abs, out: *out, rng: rand.New(rand.NewPCG(*seed, 18))}
+	scenarios := []scenario{
+		{name: "rank-sigkill", inject: rankSignal(syscall.SIGKILL)},
+		{name: "rank-sigsegv", inject: rankSignal(syscall.SIGSEGV)},
+		{name: "rank-sigstop-then-suite-sigterm", inject: stopThenTerm},
+		{name: "suite-signal", inject: suiteSignal},
+		{name: "full-out", fill: true},
+	}
+	t0 := time.Now()
+	// Every scenario once, then random ones while the budget lasts.
+	for i := 0; i < len(scenarios) || time.Since(t0) < *budget; i++ {
+		sc := scenarios[i%len(scenarios)]
+		if i >= len(scenarios) {
+			sc = scenarios[s.rng.IntN(len(scenarios))]
+		}
+		s.once(sc)
+		if time.Since(t0) > 4**budget {
+			break // a loaded machine: never run away with CI's time
+		}
+	}
+	for _, f := range s.fails {
+		fmt.Fprintln(stderr, "p2psoak: FAIL "+f)
+	}
+	verdict := "PASS"
+	if len(s.fails) > 0 {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(stdout, "p2psoak: %s - %d runs with injected faults in %.1f s, %d did not hold (seed %d)\n",
+		verdict, s.runs, time.Since(t0).Seconds(), len(s.fails), *seed)
+	if len(s.fails) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// once runs the suite with one injected fault and checks the invariants.
+func (s *soak) once(sc scenario) {
+	s.runs++
+	tag := fmt.Sprintf("%02d-%s", s.runs, sc.name)
+	dir := filepath.Join(s.out, tag)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		s.fail(tag, "%v", err)
+		return
+	}
+	out := filepath.Join(dir, "o")
+	s.current = dir
+	var cmd *exec.Cmd
+	if sc.fill {
+		// A tmpfs of 512 KiB with all but 8-120 KiB taken by a filler: the
+		// suite's first results.json fits, its later ones do not.
+		free := 8 + s.rng.IntN(112)
+		script := `mount -t tmpfs -o size=512k tmpfs "$1" || exit 99
+head -c $(( (512 - $4) * 1024 )) /dev/zero > "$1/filler" 2>/dev/null
+"$2" "${@:5}" --out="$1/o"; rc=$?
+ls -A "$1/o" > "$3/ls" 2>/dev/null; cp "$1/o/results.json" "$3/results.json" 2>/dev/null; exit $rc`
+		mnt := filepath.Join(dir, "mnt")
+		os.MkdirAll(mnt, 0o755)
+		cmd = exec.Command("unshare", append([]string{"-m", "--propagation", "private", "bash", "-c", script, "bash", mnt, s.specs, dir, strconv.Itoa(free)}, selection...)...)
+	} else {
+		cmd = exec.Command(s.specs, append(slicesClone(selection), "--out="+out)...)
+	}
+	logf, err := os.Create(filepath.Join(dir, "log"))
+	if err != nil {
+		s.fail(tag, "%v", err)
+		return
+	}
+	defer logf.Close()
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = logf, io.MultiWriter(logf, &stderr)
+	cmd.Env = soakEnv()
+	if err := cmd.Start(); err != nil {
+		s.fail(tag, "start: %v", err)
+		return
+	}
+	pid := cmd.Process.Pid
+	what, signalled := "nothing injected", false
+	done := make(chan struct{})
+	if sc.inject != nil {
+		go func() {
+			defer close(done)
+			what, signalled = sc.inject(s, pid)
+		}()
+	} else {
+		close(done)
+	}
+	werr := cmd.Wait()
+	<-done
+	code := cmd.ProcessState.ExitCode()
+	if sc.fill && code == 99 {
+		fmt.Fprintf(os.Stderr, "p2psoak: %s: no tmpfs in a private mount namespace here (unshare -m); not run\n", tag)
+		return
+	}
+	_ = werr
+	tag += " (" + what + ")"
+	s.check(tag, sc, pid, code, signalled, dir, out, stderr.String())
+}
+
+func (s *soak) check(tag string, sc scenario, pid, code int, signalled bool, dir, out, stderr string) {
+	lines := nonEmpty(stderr)
+	resultsPath := filepath.Join(out, "results.json")
+	if sc.fill {
+		resultsPath = filepath.Join(dir, "results.json")
+	}
+	switch {
+	case code == 3:
+		// The reports could not be written: one line naming the file.
+		n := 0
+		for _, l := range lines {
+			if strings.Contains(l, "results.json") || strings.Contains(l, "junit.xml") || strings.Contains(l, "heatmaps") {
+				n++
+			}
+		}
+		if n == 0 {
+			s.fail(tag, "exit 3 without a line naming the report that was not written: %q", lines)
+		}
+		if !sc.fill {
+			s.fail(tag, "exit 3 with room on --out")
+		}
+	case code == 0 || code == 1:
+	default:
+		s.fail(tag, "exit %d, want 0, 1 or (out of space) 3; stderr %q", code, last(lines, 3))
+	}
+	rep, err := report.Read(resultsPath)
+	if err != nil {
+		s.fail(tag, "results.json: %v", err)
+	} else {
+		for _, r := range rep.Results {
+			for _, rk := range r.Ranks {
+				if (rk.ExitCode != nil || rk.Signal != "") && r.Outcome == report.Pass {
+					s.fail(tag, "%s is pass while its rank %d died (signal %q)", r.ID, rk.Rank, rk.Signal)
+				}
+			}
+		}
+		if !signalled && !sc.fill && len(rep.Results) == 0 {
+			s.fail(tag, "results.json holds no case after a run that was not interrupted")
+		}
+	}
+	if rep != nil && strings.Contains(tag, " to rank ") && !signalled {
+		// A rank death is never silent: a case crashed, or it is a world
+		// event (idle death, death at world start, a world that stopped
+		// answering between cases).
+		crashed := false
+		for _, r := range rep.Results {
+			crashed = crashed || r.Outcome == report.Crash
+		}
+		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+		if !crashed && !bytes.Contains(log, []byte("died")) && !bytes.Contains(log, []byte("stopped answering")) {
+			s.fail(tag, "the rank's death is in no result and no world event")
+		}
+	}
+	if code == 0 && rep != nil {
+		for _, r := range rep.Results {
+			if !r.Met() {
+				s.fail(tag, "exit 0 with %s %s (expected %s)", r.ID, r.Outcome, r.Expected)
+			}
+		}
+	}
+	// No rank outlives its suite (Pdeathsig and the kill paths).
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		left := ranksOf(pid)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.fail(tag, "ranks %v outlived their suite (pid %d)", left, pid)
+			for _, p := range left {
+				syscall.Kill(p, syscall.SIGKILL)
+			}
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// No temporary file left in --out, and nothing holds a file of it open.
+	listing := ""
+	if sc.fill {
+		b, _ := os.ReadFile(filepath.Join(dir, "ls"))
+		listing = string(b)
+	} else {
+		filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+			if err == nil {
+				listing += d.Name() + "\n"
+			}
+			return nil
+		})
+		if holders := openUnder(out); len(holders) > 0 {
+			s.fail(tag, "files of --out still open: %v", holders)
+		}
+	}
+	for _, n := range nonEmpty(listing) {
+		if strings.HasSuffix(n, ".tmp") {
+			s.fail(tag, "temporary file %s left in --out", n)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(os.TempDir(), fmt.Sprintf("p2pat-sigterm-%d", pid))); err == nil {
+		s.fail(tag, "a canary's temporary folder is left in %s", os.TempDir())
+	}
+}
+
+func (s *soak) fail(tag, format string, a ...any) {
+	s.fails = append(s.fails, tag+": "+fmt.Sprintf(format, a...))
+}
+
+// rankSignal sends sig to a random rank at a random moment of the run.
+func rankSignal(sig syscall.Signal) func(*soak, int) (string, bool) {
+	return func(s *soak, pid int) (string, bool) {
+		// The moment counts from the first world's start, so most
+		// faults land inside a case, some between cases.
+		rk := s.rng.IntN(2)
+		if rankPid(pid, rk) == 0 {
+			return fmt.Sprintf("rank %d never seen", rk), false
+		}
+		at := time.Duration(s.rng.IntN(1500)) * time.Millisecond
+		time.Sleep(at)
+		p := rankPid(pid, rk)
+		if p == 0 {
+			return fmt.Sprintf("no rank %d alive %s into the run", rk, at), false
+		}
+		syscall.Kill(p, sig)
+		return fmt.Sprintf("%s to rank %d (pid %d) at %s", unixName(sig), rk, p, at), false
+	}
+}
+
+// stopThenTerm stops a rank, then terminates the suite: the stopped rank
+// must still be killed and the results written.
+func stopThenTerm(s *soak, pid int) (string, bool) {
+	rk := s.rng.IntN(2)
+	rankPid(pid, rk)
+	at := time.Duration(s.rng.IntN(1500)) * time.Millisecond
+	time.Sleep(at)
+	p := rankPid(pid, rk)
+	if p == 0 {
+		return "no rank to stop", false
+	}
+	syscall.Kill(p, syscall.SIGSTOP)
+	time.Sleep(300 * time.Millisecond)
+	syscall.Kill(pid, syscall.SIGTERM)
+	return fmt.Sprintf("SIGSTOP to rank %d at %s, SIGTERM to the suite 300ms later", rk, at), true
+}
+
+// suiteSignal sends SIGTERM, SIGINT or SIGHUP to the suite at a random
+// moment once its --out is ready (its first results.json exists: the
+// suite's first milliseconds, before that, are Go's process start), the
+// first tens of milliseconds after that included (the backend probe, the
+// plan).
+func suiteSignal(s *soak, pid int) (string, bool) {
+	sigs := []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP}
+	sig := sigs[s.rng.IntN(len(sigs))]
+	ready := filepath.Join(s.current, "o", "results.json")
+	for i := 0; i < 5000; i++ {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	at := time.Duration(s.rng.IntN(2000)) * time.Millisecond
+	if s.rng.IntN(3) == 0 {
+		at = time.Duration(s.rng.IntN(60)) * time.Millisecond
+	}
+	time.Sleep(at)
+	syscall.Kill(pid, sig)
+	return fmt.Sprintf("%s to the suite %s after its --out was ready", unixName(sig), at), true
+}
+
+func unixName(sig syscall.Signal) string {
+	return map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGSEGV: "SIGSEGV", syscall.SIGSTOP: "SIGSTOP",
+		syscall.SIGTERM: "SIGTERM", syscall.SIGINT: "SIGINT", syscall.SIGHUP: "SIGHUP"}[sig]
+}
+
+// rankPid finds rank n of the suite pid by its environment (P2PAT_PARENT,
+// P2PAT_RANK), waiting up to a second for it to exist.
+func rankPid(parent, n int) int {
+	for i := 0; i < 20; i++ {
+		for _, p := range procs() {
+			env := environ(p)
+			if env["P2PAT_PARENT"] == strconv.Itoa(parent) && env["P2PAT_RANK"] == strconv.Itoa(n) {
+				return p
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return 0
+}
+
+// ranksOf lists the living processes that are ranks of the suite pid.
+func ranksOf(parent int) []int {
+	var out []int
+	for _, p := range procs() {
+		if environ(p)["P2PAT_PARENT"] == strconv.Itoa(parent) {
+			if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p)); err == nil && !zombie(st) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func zombie(stat []byte) bool {
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+func procs() []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		if p, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func environ(pid int) map[string]string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return nil
+	}
+	m := map[string]string{}
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if k, v, ok := strings.Cut(string(kv), "="); ok && strings.HasPrefix(k, "P2PAT_") {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// openUnder lists processes holding an open fd to a path under dir.
+func openUnder(dir string) []string {
+	abs, _ := filepath.Abs(dir)
+	var out []string
+	for _, p := range procs() {
+		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p))
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", p, fd.Name()))
+			if err == nil && (l == abs || strings.HasPrefix(l, abs+"/")) {
+				out = append(out, fmt.Sprintf("pid %d fd %s -> %s", p, fd.Name(), l))
+			}
+		}
+	}
+	return out
+}
+
+// soakEnv is the caller's environment without P2PAT_ settings (a user's
+// P2PAT_ALLOC would change the selection).
+func soakEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "P2PAT_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func nonEmpty(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func last(s []string, n int) []string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func slicesClone(s []string) []string { return append([]string(nil), s...) }

@@ -1,0 +1,113 @@
+package harness_test
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"p2patomics/harness"
+	"p2patomics/harness/report"
+)
+
+// Issue 18 item 1: any rank death between a case's start and its judgement
+// is that case's crash, whatever the body returned.
+func TestRankDeathDuringCaseIsCrash(t *testing.T) {
+	r := harness.NewRunner("host", false, 1)
+	defer r.Close()
+	mk := func(id string, noLeak bool, run func(*harness.Ctx) error) *harness.Case {
+		return &harness.Case{ID: id, Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, NoLeak: noLeak,
+			Timeout: 5 * time.Second, Grace: 200 * time.Millisecond, Run: run}
+	}
+	bodies := []struct {
+		name   string
+		noLeak bool
+		run    func(*harness.Ctx) error
+	}{
+		// The issue's repro: rank 0 dies while the body talks to rank 1.
+		{"talks_to_the_other_rank", false, func(c *harness.Ctx) error {
+			c.W.Procs[0].Signal(syscall.SIGKILL)
+			c.W.Procs[0].WaitExit(5 * time.Second)
+			b, err := c.Local(1, 4096)
+			if err != nil {
+				return err
+			}
+			return c.PutU64(1, b, 0, 1)
+		}},
+		// Killed and the body returns at once: the reaper may not have
+		// seen the exit yet when the runner judges.
+		{"returns_at_once", true, func(c *harness.Ctx) error {
+			c.W.Procs[0].Signal(syscall.SIGKILL)
+			return nil
+		}},
+		{"body_fails", true, func(c *harness.Ctx) error {
+			c.W.Procs[1].Signal(syscall.SIGSEGV)
+			c.W.Procs[1].WaitExit(5 * time.Second)
+			return harness.Failf("expected 1, got 2")
+		}},
+	}
+	for _, b := range bodies {
+		res := r.Run(mk(b.name, b.noLeak, b.run))
+		if res.Outcome != report.Crash || !strings.Contains(res.Detail, "died during the case") {
+			t.Errorf("%s: a rank died during the case, got %s: %s", b.name, res.Outcome, res.Detail)
+			continue
+		}
+		// SIGSEGV sent from outside is re-raised by the Go runtime
+		// (GOTRACEBACK=crash) as SIGABRT.
+		var sigs []string
+		for _, rk := range res.Ranks {
+			if rk.Signal != "" {
+				sigs = append(sigs, rk.Signal)
+			}
+		}
+		if len(sigs) != 1 || (sigs[0] != "SIGKILL" && sigs[0] != "SIGABRT") {
+			t.Errorf("%s: ranks' signals %v, want the one signal that killed the one rank", b.name, sigs)
+		}
+	}
+	// Deaths the judgement causes itself (it kills the world after a
+	// malformed message or a timeout) do not turn the outcome into a crash.
+	if res := r.Run(mk("malformed", true, func(c *harness.Ctx) error { return c.Canary(1, "malformed_reply") })); res.Outcome != report.Error {
+		t.Errorf("malformed reply: %s %s, want error", res.Outcome, res.Detail)
+	}
+	// A case that kills a rank on purpose (what outlives it is the test)
+	// is judged by its body, and the next case gets a fresh world.
+	var pid0 int
+	res := r.Run(mk("sacrifice", true, func(c *harness.Ctx) error {
+		pid0 = c.W.Procs[0].Pid
+		c.W.Procs[0].Sacrifice()
+		c.W.Procs[0].WaitExit(5 * time.Second)
+		return nil
+	}))
+	if res.Outcome != report.Pass {
+		t.Fatalf("sacrifice: %s %s", res.Outcome, res.Detail)
+	}
+	res = r.Run(mk("after", false, func(c *harness.Ctx) error {
+		if c.W.Procs[0].Pid == pid0 {
+			return harness.Failf("world not respawned")
+		}
+		return nil
+	}))
+	if res.Outcome != report.Pass {
+		t.Fatalf("after: %s %s", res.Outcome, res.Detail)
+	}
+}
+
+// Issue 18 item 13: SIGHUP is named; an idle rank's death in a world no
+// later case used is still reported; deadlines grow with the rank count.
+func TestIdleDeathAtCloseAndSignalNames(t *testing.T) {
+	r := harness.NewRunner("host", false, 1)
+	var pid int
+	r.Run(&harness.Case{ID: "a", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
+		Run: func(c *harness.Ctx) error { pid = c.W.Procs[1].Pid; return nil }})
+	syscall.Kill(pid, syscall.SIGHUP)
+	time.Sleep(200 * time.Millisecond)
+	r.Close()
+	if ev := strings.Join(r.Events, "\n"); !strings.Contains(ev, "idle rank died") || !strings.Contains(ev, "SIGHUP") {
+		t.Fatalf("idle death before Close not reported with its signal named: %s", ev)
+	}
+	c2 := &harness.Case{Ranks: 2, Timeout: 30 * time.Second}
+	c64 := &harness.Case{Ranks: 64, Timeout: 30 * time.Second}
+	if c2.Limit() != 30*time.Second || c64.Limit() < 8*time.Minute {
+		t.Fatalf("limits: 2 ranks %s, 64 ranks %s", c2.Limit(), c64.Limit())
+	}
+}

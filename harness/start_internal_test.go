@@ -1,0 +1,132 @@
+package harness
+
+import (
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"p2patomics/harness/report"
+)
+
+func injectStart(t *testing.T, f func(*exec.Cmd) error) {
+	old := startCmd
+	startCmd = f
+	t.Cleanup(func() { startCmd = old })
+}
+
+func plainCase(id string) *Case {
+	return &Case{ID: id, Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
+		Run: func(c *Ctx) error { _, err := c.Shared(0, 4096, true); return err }}
+}
+
+// Issue 18 item 4: a rank that cannot be spawned (fork's EAGAIN under a
+// process limit) is an error naming the errno, and after a few such cases
+// the rest end at once, so the run still ends with results.
+func TestSpawnFailureIsAnErrorNamingTheErrno(t *testing.T) {
+	injectStart(t, func(*exec.Cmd) error { return &exec.Error{Name: "/proc/self/exe", Err: syscall.EAGAIN} })
+	r := NewRunner("host", false, 1)
+	defer r.Close()
+	for i := 0; i < startStreakMax; i++ {
+		res := r.Run(plainCase("spawn"))
+		if res.Outcome != report.Error || !strings.Contains(res.Detail, "EAGAIN") {
+			t.Fatalf("case %d: %s %s", i, res.Outcome, res.Detail)
+		}
+	}
+	t0 := time.Now()
+	res := r.Run(plainCase("later"))
+	if res.Outcome != report.Error || !strings.Contains(res.Detail, "not run") || time.Since(t0) > time.Second {
+		t.Fatalf("after %d failed starts: %s %s (%s)", startStreakMax, res.Outcome, res.Detail, time.Since(t0))
+	}
+}
+
+// Issue 18 item 7: a rank that dies while its world starts is classified
+// like any rank death and the start is retried once.
+func TestRankDeathDuringWorldStart(t *testing.T) {
+	var mu sync.Mutex
+	kills := 0
+	injectStart(t, func(c *exec.Cmd) error {
+		err := c.Start()
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil && kills > 0 && strings.HasSuffix(c.Env[0], "=1") { // rank 1
+			kills--
+			c.Process.Signal(syscall.SIGKILL)
+		}
+		return err
+	})
+	r := NewRunner("host", false, 1)
+	defer r.Close()
+	kills = 1
+	if res := r.Run(plainCase("retried")); res.Outcome != report.Pass {
+		t.Fatalf("one death at world start, then a good start: %s %s", res.Outcome, res.Detail)
+	}
+	if ev := strings.Join(r.Events, "\n"); !strings.Contains(ev, "SIGKILL") || !strings.Contains(ev, "started again") {
+		t.Fatalf("the death at world start is not a world event naming the signal: %s", ev)
+	}
+	r.Close()
+	kills = 2
+	res := r.Run(plainCase("twice"))
+	if res.Outcome != report.Crash || !strings.Contains(res.Detail, "world start") || !strings.Contains(res.Detail, "SIGKILL") {
+		t.Fatalf("two deaths at world start: %s %s", res.Outcome, res.Detail)
+	}
+	if len(res.Ranks) != 2 || res.Ranks[1].Signal != "SIGKILL" {
+		t.Fatalf("ranks evidence: %+v", res.Ranks)
+	}
+}
+
+// Issue 18 item 8: a rank in a persistent bad state retires its world:
+// at once after an error that leaves it unusable, or after errStreakMax
+// errors in a row.
+func TestBadRankRetiresItsWorld(t *testing.T) {
+	r := NewRunner("host", false, 1)
+	defer r.Close()
+	pids := func(c *Ctx) string { return strings.Trim(strings.Join(strings.Fields(fmt0(c)), ","), ",") }
+	var first, after string
+	unusable := &Case{ID: "enomem", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second, NoLeak: true,
+		Run: func(c *Ctx) error {
+			first = pids(c)
+			return &RemoteError{Rank: 0, What: "alloc", Msg: "host: mmap 4096: cannot allocate memory"}
+		}}
+	if res := r.Run(unusable); res.Outcome != report.Error {
+		t.Fatalf("%s %s", res.Outcome, res.Detail)
+	}
+	r.Run(&Case{ID: "next", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
+		Run: func(c *Ctx) error { after = pids(c); return nil }})
+	if first == after {
+		t.Fatalf("world kept after an unusable-rank error (pids %s)", after)
+	}
+	// Plain errors: the world goes after errStreakMax of them in a row.
+	var seen []string
+	for i := 0; i < errStreakMax+1; i++ {
+		r.Run(&Case{ID: "err", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second, NoLeak: true,
+			Run: func(c *Ctx) error { seen = append(seen, pids(c)); return errorString("backend said no") }})
+	}
+	for i := 1; i < errStreakMax; i++ {
+		if seen[i] != seen[0] {
+			t.Fatalf("world replaced before %d errors: %v", errStreakMax, seen)
+		}
+	}
+	if seen[errStreakMax] == seen[0] {
+		t.Fatalf("world kept after %d errors in a row: %v", errStreakMax, seen)
+	}
+	if ev := strings.Join(r.Events, "\n"); !strings.Contains(ev, "retired") {
+		t.Fatalf("no world event: %s", ev)
+	}
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+func fmt0(c *Ctx) string {
+	var b strings.Builder
+	for _, p := range c.W.Procs {
+		b.WriteString(" ")
+		b.WriteString(strconv.Itoa(p.Pid))
+	}
+	return b.String()
+}

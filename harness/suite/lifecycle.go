@@ -1,0 +1,162 @@
+package suite
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"p2patomics/harness/report"
+)
+
+// Exit statuses beyond 0 (PASS) and 1 (FAIL).
+const (
+	ExitUsage    = 2 // found before the first case: flags, --out, baseline
+	ExitNoReport = 3 // the reports could not be written
+)
+
+var (
+	// prepared is the --out folder Prepare readied (nil in unit tests that
+	// build a Run by hand).
+	prepared *OutDir
+	// active is the run the signal handler finishes; nil until NewRun's
+	// plan exists (the backend probe runs before that).
+	active    atomic.Pointer[Run]
+	sigOnce   sync.Once
+	sigCaught = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+)
+
+// Prepare runs between the flags and NewRun: it readies --out (PrepareOut:
+// lock, previous run kept as <out>.prev, a fresh 0755 folder), writes a
+// first results.json there (so an unwritable folder is found now, and a
+// run killed from here on leaves a record), and installs the SIGINT,
+// SIGTERM and SIGHUP handler before NewRun's backend probe, which starts a
+// rank per GPU backend (0.3-0.5 s on an H200). Its error is one line; the
+// caller exits ExitUsage.
+func Prepare(o *Options) error {
+	od, err := PrepareOut(o.Out)
+	if err != nil {
+		return err
+	}
+	prepared = od
+	o.Out = od.Path
+	rep := &report.Report{Schema: report.Schema, Environment: environment(o, nil), Results: []report.Result{}}
+	if err := rep.Write(filepath.Join(od.Path, "results.json")); err != nil {
+		return fmt.Errorf("--out=%s cannot hold the reports: %v", quote(od.Path), err)
+	}
+	catchSignals(o)
+	return nil
+}
+
+// CatchSignals installs the signal handler at once (TestMain calls it
+// before the flags are parsed); until Prepare has readied --out a signal
+// ends the suite with one line and exit 1, no results written.
+func CatchSignals(o *Options) { catchSignals(o) }
+
+// catchSignals installs the one handler: it finishes the active run (every
+// rank killed, unfinished cases incomplete, the reports written), or, when
+// the signal came before the plan existed, says so and exits 1 with the
+// first results.json (no cases) in place.
+func catchSignals(o *Options) {
+	sigOnce.Do(func() {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, sigCaught...)
+		go func() {
+			sig := <-ch
+			if r := active.Load(); r != nil {
+				r.interrupted(sig)
+				return
+			}
+			if prepared == nil {
+				fmt.Fprintf(os.Stderr, "p2patomics: %s before --out was ready: no results written\n", sigName(sig))
+			} else {
+				fmt.Fprintf(os.Stderr, "p2patomics: %s before the first case: no case ran; results: %s\n",
+					sigName(sig), filepath.Join(o.Out, "results.json"))
+			}
+			os.Exit(1)
+		}()
+	})
+}
+
+// interrupted is the signal path once a plan exists.
+func (r *Run) interrupted(sig os.Signal) {
+	fmt.Fprintf(os.Stderr, "p2patomics: %s: stopping ranks, writing results\n", sigName(sig))
+	r.mu.Lock()
+	cur := r.current
+	if cur != "" {
+		r.results[cur] = report.Result{ID: cur, Outcome: report.Incomplete, Expected: r.expected(cur),
+			Detail: "interrupted by " + sigName(sig) + " while running", Ranks: []report.Rank{}}
+	}
+	r.finished = true // no result written after this point
+	runners := r.runnerList()
+	r.mu.Unlock()
+	for _, rn := range runners {
+		rn.KillAll()
+	}
+	os.Exit(r.Finish())
+}
+
+func sigName(sig os.Signal) string {
+	if s, ok := sig.(syscall.Signal); ok {
+		switch s {
+		case syscall.SIGINT:
+			return "SIGINT"
+		case syscall.SIGTERM:
+			return "SIGTERM"
+		case syscall.SIGHUP:
+			return "SIGHUP"
+		}
+	}
+	return sig.String()
+}
+
+// ckptCheap: a checkpoint that costs less is never skipped.
+const ckptCheap = 20 * time.Millisecond
+
+// checkpoint rewrites results.json as it would stand if the suite died now:
+// finished cases as they ended, the rest incomplete. It runs after every
+// case, except that once a rewrite costs more than ckptCheap (tens of
+// thousands of cases) rewriting is kept under a tenth of the run's time: a
+// checkpoint waits until ten times the last one's cost has passed, and a
+// parent killed then loses the cases finished since the last rewrite. A failure
+// is remembered and said once; Finish's own write decides the exit status.
+func (r *Run) checkpoint() {
+	if r.Opts.Out == "" || prepared == nil {
+		return
+	}
+	r.ckptMu.Lock()
+	defer r.ckptMu.Unlock()
+	if r.ckptCost > ckptCheap && time.Since(r.ckptLast) < 10*r.ckptCost {
+		return
+	}
+	rep := &report.Report{Schema: report.Schema, Environment: r.envNow(), Results: r.Results()}
+	t0 := time.Now()
+	if err := rep.Write(filepath.Join(r.Opts.Out, "results.json")); err != nil && !r.ckptSaid {
+		r.ckptSaid = true
+		fmt.Fprintf(os.Stderr, "p2patomics: %v (results.json is rewritten at the end)\n", err)
+	}
+	r.ckptLast, r.ckptCost = time.Now(), time.Since(t0)
+}
+
+// envNow is the fingerprint with the device facts known so far, collected
+// again only when a world brought new ones.
+func (r *Run) envNow() map[string]any {
+	r.mu.Lock()
+	runners := r.runnerList()
+	r.mu.Unlock()
+	var infos [][]map[string]any
+	n := 0
+	for _, rn := range runners {
+		in := rn.DeviceInfos()
+		infos = append(infos, in)
+		n += len(in)
+	}
+	if r.ckptEnv == nil || n != r.ckptEnvN {
+		r.ckptEnv, r.ckptEnvN = environment(r.Opts, infos), n
+	}
+	return r.ckptEnv
+}

@@ -1,0 +1,57 @@
+package suite
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"p2patomics/harness"
+	"p2patomics/harness/report"
+)
+
+// results.json exists before the first case, holds every finished case as
+// it finished (a parent killed now loses at most the running case), and a
+// final write that fails is exit 3.
+func TestResultsWrittenFirstAndKeptCurrent(t *testing.T) {
+	o := &Options{Backend: "host", Out: filepath.Join(t.TempDir(), "out"), Ranks: 2, Repeat: 1}
+	if err := Prepare(o); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(o.Out, "results.json")
+	rep, err := report.Read(path)
+	if err != nil || len(rep.Results) != 0 {
+		t.Fatalf("no first results.json before any case: %v", err)
+	}
+	mk := func(id string) *harness.Case {
+		return &harness.Case{ID: id, Backend: "host", Expected: report.Pass,
+			Standalone: func() (report.Outcome, string) { return report.Pass, "ok" }}
+	}
+	a, b := mk("host.suite.t.a"), mk("host.suite.t.b")
+	r := &Run{Opts: o, runners: map[string]*harness.Runner{}, results: map[string]report.Result{}, startFds: -1,
+		planned: []*harness.Case{a, b}}
+	r.WatchSignals()
+	defer active.Store(nil)
+	if rep, err = report.Read(path); err != nil || len(rep.Results) != 2 || rep.Results[0].Outcome != report.Incomplete {
+		t.Fatalf("the plan's first checkpoint: %v %+v", err, rep)
+	}
+	r.Execute(a)
+	rep, err = report.Read(path)
+	if err != nil || rep.Results[0].Outcome != report.Pass || rep.Results[1].Outcome != report.Incomplete {
+		t.Fatalf("after the first case results.json says %+v (%v)", rep, err)
+	}
+	r.Execute(b)
+	// A results.json that cannot be replaced (a non-empty folder in its
+	// place) is the reports-not-written exit status, and no temporary file
+	// is left behind.
+	os.Remove(path)
+	os.MkdirAll(filepath.Join(path, "x"), 0o755)
+	if code := r.Finish(); code != ExitNoReport {
+		t.Fatalf("exit %d with results.json unwritable, want %d", code, ExitNoReport)
+	}
+	ents, _ := os.ReadDir(o.Out)
+	for _, e := range ents {
+		if filepath.Ext(e.Name()) == ".tmp" {
+			t.Errorf("temporary file left: %s", e.Name())
+		}
+	}
+}
