@@ -121,8 +121,15 @@ func (s *Set) Baseline(r report.Result) report.Outcome {
 	return r.Expected
 }
 
+// FailuresCSV is the suite's failures.csv (deqp-runner's shape, id,outcome
+// lines): it reads as a fails.txt, so a run's failures are a baseline.
+const FailuresCSV = "failures.csv"
+
 // kindOf types a file by its name's ending.
 func kindOf(name string) string {
+	if strings.HasSuffix(name, FailuresCSV) {
+		return FailsFile
+	}
 	for _, k := range []string{FailsFile, FlakesFile, SkipsFile, CasesFile, EvidenceFile} {
 		if strings.HasSuffix(name, k) {
 			return k

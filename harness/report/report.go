@@ -208,18 +208,24 @@ func slicesContains[T comparable](s []T, v T) bool {
 
 // Result is one case.
 type Result struct {
-	ID        string            `json:"id"`
-	Labels    []string          `json:"labels"`
-	Outcome   Outcome           `json:"outcome"`
-	Expected  Outcome           `json:"expected"`
-	Verdict   Verdict           `json:"verdict,omitempty"`
-	Detail    string            `json:"detail"`
-	Duration  float64           `json:"duration_s"`
-	Fault     *Fault            `json:"fault,omitempty"`
-	Ranks     []Rank            `json:"ranks"`
-	Metrics   map[string]Metric `json:"metrics,omitempty"`
-	Repro     string            `json:"repro,omitempty"`
-	KernelLog []string          `json:"kernel_log,omitempty"`
+	ID       string   `json:"id"`
+	Labels   []string `json:"labels"`
+	Outcome  Outcome  `json:"outcome"`
+	Expected Outcome  `json:"expected"`
+	Verdict  Verdict  `json:"verdict,omitempty"`
+	// Baseline is the outcome the verdict compared against (a fails.txt
+	// entry when gated), set only where it differs from Expected.
+	Baseline Outcome `json:"baseline,omitempty"`
+	// NotSupported names the capability the hardware or driver lacks that
+	// explains this result (NotSupportedReason); "" otherwise.
+	NotSupported string            `json:"not_supported,omitempty"`
+	Detail       string            `json:"detail"`
+	Duration     float64           `json:"duration_s"`
+	Fault        *Fault            `json:"fault,omitempty"`
+	Ranks        []Rank            `json:"ranks"`
+	Metrics      map[string]Metric `json:"metrics,omitempty"`
+	Repro        string            `json:"repro,omitempty"`
+	KernelLog    []string          `json:"kernel_log,omitempty"`
 	// Evidence grades a pass of a mutation-scored case (the litmus
 	// environments): "strong" when one of its mutants showed its weak
 	// outcome on this machine in this run, "weak" when none did, so the
@@ -245,6 +251,8 @@ type Report struct {
 	Environment map[string]any `json:"environment"`
 	Results     []Result       `json:"results"`
 	Gate        *Gate          `json:"gate,omitempty"`
+	// Summary is the run's one verdict (Summarize).
+	Summary *Summary `json:"summary,omitempty"`
 	// Pairs is the per-pair matrix: one row per backend, kind and ordered
 	// pair of ranks, built from the cases labelled pair=<src>-<dst>.
 	Pairs []PairRow `json:"pairs,omitempty"`

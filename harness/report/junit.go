@@ -1,0 +1,266 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"p2patomics/harness/fingerprint"
+)
+
+// JUnit's shape as Jenkins (xunit's junit-10.xsd) and GitLab read it:
+// testsuites > testsuite (name, tests, failures, errors, skipped, time,
+// timestamp, hostname) > properties?, testcase*; a testcase holds
+// skipped?, error*, failure*, system-out* in that order.
+type (
+	junitSuites struct {
+		XMLName  xml.Name     `xml:"testsuites"`
+		Name     string       `xml:"name,attr"`
+		Tests    int          `xml:"tests,attr"`
+		Failures int          `xml:"failures,attr"`
+		Errors   int          `xml:"errors,attr"`
+		Skipped  int          `xml:"skipped,attr"`
+		Time     string       `xml:"time,attr"`
+		Suites   []junitSuite `xml:"testsuite"`
+	}
+	junitSuite struct {
+		Name       string          `xml:"name,attr"`
+		Tests      int             `xml:"tests,attr"`
+		Failures   int             `xml:"failures,attr"`
+		Errors     int             `xml:"errors,attr"`
+		Skipped    int             `xml:"skipped,attr"`
+		Time       string          `xml:"time,attr"`
+		Timestamp  string          `xml:"timestamp,attr"`
+		Hostname   string          `xml:"hostname,attr"`
+		Properties []junitProperty `xml:"properties>property"`
+		Cases      []junitCase     `xml:"testcase"`
+	}
+	junitProperty struct {
+		Name  string `xml:"name,attr"`
+		Value string `xml:"value,attr"`
+	}
+	junitCase struct {
+		Name      string        `xml:"name,attr"`
+		Classname string        `xml:"classname,attr"`
+		Time      string        `xml:"time,attr"`
+		Skipped   *junitSkipped `xml:"skipped"`
+		Error     *junitProblem `xml:"error"`
+		Failure   *junitProblem `xml:"failure"`
+		SystemOut string        `xml:"system-out,omitempty"`
+	}
+	junitSkipped struct {
+		Message string `xml:"message,attr"`
+	}
+	junitProblem struct {
+		Message string `xml:"message,attr"`
+		Type    string `xml:"type,attr"`
+		Text    string `xml:",chardata"`
+	}
+)
+
+// erroring outcomes: an unexpected one is a JUnit <error> (the test could
+// not finish), not a <failure> (it finished and was wrong).
+func erroring(o Outcome) bool {
+	switch o {
+	case Error, Timeout, Crash, Abort, Incomplete:
+		return true
+	}
+	return false
+}
+
+// JUnit renders the judged report as JUnit XML. A failure or error is
+// exactly what the verdict calls unexpected (Unexpected): an unexpected
+// crash, timeout, error, abort or incomplete is an <error>, any other
+// (a regression to fail, an unexpected pass, a missing case) a <failure>.
+// Every other skip is <skipped> with its reason; every other non-pass
+// outcome (a canary's crash, a planted fail, a not-supported fail) passes,
+// with its outcome in system-out. stamp is when the run started.
+func JUnit(rep *Report, stamp time.Time) ([]byte, error) {
+	s := junitSuite{Name: "p2patomics", Timestamp: stamp.UTC().Format("2006-01-02T15:04:05"), Hostname: hostname(rep.Environment)}
+	s.Properties = junitProperties(rep)
+	total := 0.0
+	for _, r := range rep.Results {
+		cls := r.ID
+		if parts := strings.SplitN(r.ID, ".", 3); len(parts) == 3 {
+			cls = parts[0] + "." + parts[1]
+		}
+		c := junitCase{Name: r.ID, Classname: cls, Time: seconds(r.Duration)}
+		out := fmt.Sprintf("outcome=%s expected=%s", r.Outcome, r.Expected)
+		if r.Verdict != "" {
+			out += " verdict=" + string(r.Verdict)
+		}
+		if r.NotSupported != "" {
+			out += "\nnot supported: " + r.NotSupported
+		}
+		if r.Detail != "" {
+			out += "\n" + r.Detail
+		}
+		if r.Repro != "" {
+			out += "\nrepro: " + r.Repro
+		}
+		switch {
+		case Unexpected(r):
+			p := &junitProblem{Message: fmt.Sprintf("%s: %s → %s", verdictOf(r), Was(r), r.Outcome), Type: string(r.Outcome), Text: r.Detail}
+			if erroring(r.Outcome) {
+				c.Error = p
+				s.Errors++
+			} else {
+				c.Failure = p
+				s.Failures++
+			}
+		case r.Outcome == Skip:
+			msg := r.Detail
+			if r.NotSupported != "" {
+				msg = "not supported: " + r.NotSupported
+			}
+			c.Skipped = &junitSkipped{Message: msg}
+			s.Skipped++
+		}
+		c.SystemOut = out
+		total += r.Duration
+		s.Cases = append(s.Cases, c)
+	}
+	s.Tests = len(s.Cases)
+	if rep.Timing != nil && rep.Timing.SuiteWallS > 0 {
+		total = rep.Timing.SuiteWallS
+	}
+	s.Time = seconds(total)
+	root := junitSuites{Name: "p2patomics", Tests: s.Tests, Failures: s.Failures, Errors: s.Errors, Skipped: s.Skipped,
+		Time: s.Time, Suites: []junitSuite{s}}
+	b, err := xml.MarshalIndent(root, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("junit: %w", err)
+	}
+	var buf bytes.Buffer
+	buf.WriteString(xml.Header)
+	buf.Write(b)
+	buf.WriteByte('\n')
+	return buf.Bytes(), nil
+}
+
+// WriteJUnit writes JUnit(rep, stamp) to path.
+func WriteJUnit(path string, rep *Report, stamp time.Time) error {
+	b, err := JUnit(rep, stamp)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("junit: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("junit: %w", err)
+	}
+	return nil
+}
+
+func verdictOf(r Result) Verdict {
+	if r.Verdict != "" {
+		return r.Verdict
+	}
+	if r.Outcome.Severity() < r.Expected.Severity() {
+		return UnexpectedPass
+	}
+	return Regression
+}
+
+func seconds(s float64) string { return fmt.Sprintf("%.3f", s) }
+
+func hostname(env map[string]any) string {
+	if h, _ := env["hostname"].(string); h != "" {
+		return h
+	}
+	if h, err := os.Hostname(); err == nil {
+		return h
+	}
+	return "localhost"
+}
+
+// junitProperties are the facts a CI page shows beside the verdict: the
+// driver, the GPUs, the stack the expectations match on, the commit.
+func junitProperties(rep *Report) []junitProperty {
+	env := plain(rep.Environment)
+	var ps []junitProperty
+	add := func(k, v string) {
+		if v != "" {
+			ps = append(ps, junitProperty{k, v})
+		}
+	}
+	if rep.Summary != nil {
+		add("verdict", rep.Summary.Verdict)
+		add("exit_status", fmt.Sprint(rep.Summary.ExitStatus))
+		add("gate", rep.Summary.Gate)
+	}
+	vendor, _ := env["vendor"].(string)
+	add("vendor", vendor)
+	driver := ""
+	for _, k := range []string{"nvidia", "amdgpu"} {
+		if m, ok := env[k].(map[string]any); ok {
+			for _, dk := range []string{"driver", "version"} {
+				if d, ok := m[dk].(string); ok && driver == "" {
+					driver = d
+				}
+			}
+		}
+	}
+	add("driver", driver)
+	add("gpus", gpuList(env))
+	add("stack", stackOf(env))
+	if h, ok := env["harness"].(map[string]any); ok {
+		c, _ := h["commit"].(string)
+		add("commit", c)
+	}
+	return ps
+}
+
+// gpuList reads "2 x NVIDIA H200 (sm_90)" from environment.gpus.
+func gpuList(env map[string]any) string {
+	gs, _ := env["gpus"].([]any)
+	count := map[string]int{}
+	var order []string
+	for _, g := range gs {
+		m, _ := g.(map[string]any)
+		name, _ := m["name"].(string)
+		arch, _ := m["arch"].(string)
+		k := strings.TrimSpace(name + " (" + arch + ")")
+		if count[k] == 0 {
+			order = append(order, k)
+		}
+		count[k]++
+	}
+	var s []string
+	for _, k := range order {
+		s = append(s, fmt.Sprintf("%d x %s", count[k], k))
+	}
+	return strings.Join(s, ", ")
+}
+
+// stackOf is the stack expectation folders match on, as "k=v" pairs.
+func stackOf(env map[string]any) string {
+	m := fingerprint.Stack(env)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var s []string
+	for _, k := range keys {
+		s = append(s, k+"="+m[k])
+	}
+	return strings.Join(s, " ")
+}
+
+// plain is env after a JSON round trip: the suite's environment holds
+// typed rank facts, a results.json's holds maps; both read the same.
+func plain(env map[string]any) map[string]any {
+	var out map[string]any
+	if b, err := json.Marshal(env); err == nil && json.Unmarshal(b, &out) == nil {
+		return out
+	}
+	return env
+}

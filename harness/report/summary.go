@@ -1,0 +1,235 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// NeedsPrefix starts a case label naming a device attribute (as the ranks
+// report it in environment.gpus[].attrs) that the case's result depends
+// on: "needs=host_native_atomic_supported". Where a device reports the
+// attribute as 0, a fail of that case is what the hardware predicts, so
+// it is not-supported rather than unexpected; its evidence stays.
+const NeedsPrefix = "needs="
+
+// NotSupportedReason says why r is not-supported (deqp-runner's
+// NotSupported): a capability the hardware or driver lacks, named in the
+// reason. It is "" when r is not.
+//
+//   - A skip that is not a gate's "missing" entry: the harness skips a case
+//     only for a missing capability (harness.SkipError; the rank's
+//     ErrNotSupported), and the skip's detail names it.
+//   - A fail of a case expected to pass whose needs= attribute some device
+//     in env reports as "0": the observed failure is what that predicts.
+//
+// Crashes, timeouts and errors are never not-supported: a missing
+// capability explains wrong numbers, not a dead rank.
+func NotSupportedReason(r Result, env map[string]any) string {
+	switch {
+	case r.Outcome == Skip && r.Verdict != Missing:
+		if r.Detail == "" {
+			return "skipped: a capability this device or driver lacks"
+		}
+		return r.Detail
+	case r.Outcome == Fail && r.Expected == Pass:
+		for _, l := range r.Labels {
+			attr, ok := strings.CutPrefix(l, NeedsPrefix)
+			if !ok {
+				continue
+			}
+			if dev, ok := attrAbsent(env, attr); ok {
+				return fmt.Sprintf("device %d: %s is 0, so this fail is what the hardware predicts (observed: %s)",
+					dev, AttrName(env, attr), r.Detail)
+			}
+		}
+	}
+	return ""
+}
+
+// AttrName is the vendor's name of a rank-reported attribute key, for
+// people: CUDA's CU_DEVICE_ATTRIBUTE_<KEY> on NVIDIA, the key elsewhere.
+func AttrName(env map[string]any, attr string) string {
+	if v, _ := env["vendor"].(string); v == "nvidia" {
+		return "CU_DEVICE_ATTRIBUTE_" + strings.ToUpper(attr)
+	}
+	return attr
+}
+
+// attrAbsent reports the first GPU in env whose attrs[attr] is "0".
+// env may come from the suite (typed rank facts) or from a results.json,
+// so it is read through one JSON round trip.
+func attrAbsent(env map[string]any, attr string) (int, bool) {
+	b, err := json.Marshal(env["gpus"])
+	if err != nil {
+		return 0, false
+	}
+	var gpus []struct {
+		Ordinal int               `json:"ordinal"`
+		Attrs   map[string]string `json:"attrs"`
+	}
+	if json.Unmarshal(b, &gpus) != nil {
+		return 0, false
+	}
+	for _, g := range gpus {
+		if g.Attrs[attr] == "0" {
+			return g.Ordinal, true
+		}
+	}
+	return 0, false
+}
+
+// Summary is the run's one verdict, from which the exit status, the last
+// line of stdout, junit.xml and the per-spec pass/fail are all told.
+type Summary struct {
+	// Verdict is "PASS" or "FAIL".
+	Verdict    string `json:"verdict"`
+	ExitStatus int    `json:"exit_status"`
+	// Gate is the expectation paths the run was gated against; "" when
+	// ungated (each case's own expected outcome is the baseline).
+	Gate         string            `json:"gate,omitempty"`
+	Cases        int               `json:"cases"`
+	ByOutcome    map[Outcome]int   `json:"by_outcome"`
+	ByVerdict    map[Verdict]int   `json:"by_verdict"`
+	Unexpected   []UnexpectedCase  `json:"unexpected"`
+	NotSupported []NotSupportedRef `json:"not_supported"`
+	// Line is the last line of stdout.
+	Line string `json:"line"`
+}
+
+// UnexpectedCase is one case the verdict calls unexpected: it went from
+// what the baseline holds (Was) to Outcome.
+type UnexpectedCase struct {
+	ID      string  `json:"id"`
+	Verdict Verdict `json:"verdict"`
+	Was     Outcome `json:"was"`
+	Outcome Outcome `json:"outcome"`
+	// Folder is the case's evidence folder (written for every case that
+	// did not pass), "" when there is none.
+	Folder string `json:"folder,omitempty"`
+}
+
+// NotSupportedRef is one not-supported case and its reason.
+type NotSupportedRef struct {
+	ID      string  `json:"id"`
+	Outcome Outcome `json:"outcome"`
+	Reason  string  `json:"reason"`
+}
+
+// Unexpected reports whether the verdict counts r against the run. A
+// result not judged yet (no verdict) counts when it missed its expected
+// outcome and is not not-supported.
+func Unexpected(r Result) bool {
+	if r.Verdict != "" {
+		return r.Verdict.Gating()
+	}
+	return !r.Met() && r.NotSupported == ""
+}
+
+// Was is the outcome r's verdict compared against: its baseline outcome
+// when the gate recorded one, else its expected outcome.
+func Was(r Result) Outcome {
+	if r.Baseline != "" {
+		return r.Baseline
+	}
+	return r.Expected
+}
+
+// Summarize tells the run's verdict from its judged results. gate is the
+// expectation paths ("" ungated); out is the --out folder as the user gave
+// it, for the case folders the last line points at.
+func Summarize(results []Result, gate, out string) Summary {
+	s := Summary{Gate: gate, Cases: len(results), ByOutcome: map[Outcome]int{}, ByVerdict: map[Verdict]int{},
+		Unexpected: []UnexpectedCase{}, NotSupported: []NotSupportedRef{}}
+	for _, r := range results {
+		s.ByOutcome[r.Outcome]++
+		if r.Verdict != "" {
+			s.ByVerdict[r.Verdict]++
+		}
+		if r.NotSupported != "" {
+			s.NotSupported = append(s.NotSupported, NotSupportedRef{ID: r.ID, Outcome: r.Outcome, Reason: r.NotSupported})
+		}
+		if !Unexpected(r) {
+			continue
+		}
+		u := UnexpectedCase{ID: r.ID, Verdict: r.Verdict, Was: Was(r), Outcome: r.Outcome}
+		if u.Verdict == "" {
+			u.Verdict = Regression
+			if r.Outcome.Severity() < r.Expected.Severity() {
+				u.Verdict = UnexpectedPass
+			}
+		}
+		if r.Outcome != Pass && r.Verdict != Missing {
+			u.Folder = filepath.Join(out, "cases", r.ID) + "/"
+		}
+		s.Unexpected = append(s.Unexpected, u)
+	}
+	s.Verdict, s.ExitStatus = "PASS", 0
+	if len(s.Unexpected) > 0 {
+		s.Verdict, s.ExitStatus = "FAIL", 1
+	}
+	s.Line = s.line()
+	return s
+}
+
+// maxNamed is how many unexpected cases the last line names.
+const maxNamed = 3
+
+func (s Summary) line() string {
+	basis := "no baseline: each case's expected outcome"
+	if s.Gate != "" {
+		basis = "gate " + s.Gate
+	}
+	ns := ""
+	if n := len(s.NotSupported); n > 0 {
+		ns = fmt.Sprintf(", %d not supported", n)
+	}
+	if len(s.Unexpected) == 0 {
+		return fmt.Sprintf("p2patomics: PASS — %d cases, 0 unexpected%s (%s)", s.Cases, ns, basis)
+	}
+	kinds := map[Verdict]int{}
+	var order []Verdict
+	for _, u := range s.Unexpected {
+		if kinds[u.Verdict] == 0 {
+			order = append(order, u.Verdict)
+		}
+		kinds[u.Verdict]++
+	}
+	var head string
+	if len(order) == 1 {
+		head = plural(len(s.Unexpected), string(order[0]))
+	} else {
+		var parts []string
+		for _, v := range order {
+			parts = append(parts, fmt.Sprintf("%d %s", kinds[v], v))
+		}
+		head = fmt.Sprintf("%d unexpected (%s)", len(s.Unexpected), strings.Join(parts, ", "))
+	}
+	var named []string
+	for i, u := range s.Unexpected {
+		if i == maxNamed {
+			named = append(named, fmt.Sprintf("+%d more (%s)", len(s.Unexpected)-maxNamed, basis))
+			break
+		}
+		one := fmt.Sprintf("%s %s → %s", u.ID, u.Was, u.Outcome)
+		if u.Folder != "" {
+			one += " (" + u.Folder + ")"
+		}
+		named = append(named, one)
+	}
+	return fmt.Sprintf("p2patomics: FAIL — %s: %s", head, strings.Join(named, "; "))
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	switch {
+	case what == string(Missing):
+		return fmt.Sprintf("%d %s", n, what)
+	case strings.HasSuffix(what, "s"):
+		return fmt.Sprintf("%d %ses", n, what)
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}

@@ -1,0 +1,253 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Style colours text for a terminal; the zero Style writes plain text
+// (stdout is not a terminal, or NO_COLOR is set).
+type Style struct{ Color bool }
+
+func (s Style) paint(code, text string) string {
+	if !s.Color {
+		return text
+	}
+	return "\x1b[" + code + "m" + text + "\x1b[0m"
+}
+
+// LiveLine is the line printed as case n of total finishes: count, id,
+// outcome, expected outcome, time, and the verdict when it is not
+// "expected".
+func LiveLine(st Style, n, total int, r Result) string {
+	w := len(fmt.Sprint(total))
+	mark := st.paint("32", "ok  ")
+	switch {
+	case Unexpected(r):
+		mark = st.paint("31;1", "FAIL")
+	case r.NotSupported != "":
+		mark = st.paint("33", "n/s ")
+	}
+	line := fmt.Sprintf("[%*d/%d] %s %-10s expected %-10s %7.3fs  %s", w, n, total, mark, r.Outcome, r.Expected, r.Duration, r.ID)
+	if r.Verdict != "" && r.Verdict != Expected {
+		line += "  (" + string(r.Verdict) + ")"
+	}
+	return line
+}
+
+// Legend explains the collapsed section of expected non-pass outcomes.
+const Legend = "expected non-pass: controls and canaries built to fail, crash or time out did so (a planted bug caught, a fault contained); met, not failures"
+
+// WriteConclusion prints the end of the run for a person: the unexpected
+// cases first (with repro and evidence folder), then the not-supported
+// ones, then the expected non-pass outcomes collapsed to one line per
+// outcome under a one-line legend, and the verdict line last.
+func WriteConclusion(w io.Writer, st Style, rep *Report) {
+	s := rep.Summary
+	if s == nil {
+		return
+	}
+	byID := map[string]Result{}
+	for _, r := range rep.Results {
+		byID[r.ID] = r
+	}
+	if len(s.Unexpected) > 0 {
+		fmt.Fprintf(w, "\n%s\n", st.paint("31;1", fmt.Sprintf("unexpected (%d):", len(s.Unexpected))))
+		for _, u := range s.Unexpected {
+			r := byID[u.ID]
+			fmt.Fprintf(w, "  %s: %s → %s  %s\n", u.Verdict, u.Was, u.Outcome, u.ID)
+			if r.Detail != "" {
+				fmt.Fprintf(w, "      %s\n", clip(r.Detail, 200))
+			}
+			if u.Folder != "" {
+				fmt.Fprintf(w, "      evidence: %s\n", u.Folder)
+			}
+			if r.Repro != "" {
+				fmt.Fprintf(w, "      repro: %s\n", r.Repro)
+			}
+		}
+	}
+	if len(s.NotSupported) > 0 {
+		fmt.Fprintf(w, "\n%s\n", st.paint("33", fmt.Sprintf("not supported (%d): capabilities this device or driver lacks; not failures by themselves", len(s.NotSupported))))
+		// One line per distinct reason, naming how many cases it covers:
+		// 40 vmm-host counters lost updates for one attribute.
+		type group struct {
+			reason string
+			ids    []string
+		}
+		var groups []*group
+		idx := map[string]*group{}
+		for _, n := range s.NotSupported {
+			key := reasonKey(n.Reason)
+			g := idx[key]
+			if g == nil {
+				g = &group{reason: key}
+				idx[key] = g
+				groups = append(groups, g)
+			}
+			g.ids = append(g.ids, n.ID)
+		}
+		for _, g := range groups {
+			if len(g.ids) == 1 {
+				fmt.Fprintf(w, "  %s: %s\n", g.ids[0], clip(g.reason, 200))
+				continue
+			}
+			fmt.Fprintf(w, "  %d cases (%s, …): %s\n", len(g.ids), g.ids[0], clip(g.reason, 200))
+		}
+	}
+	controls := map[Outcome][]string{}
+	for _, r := range rep.Results {
+		if !Unexpected(r) && r.NotSupported == "" && r.Outcome != Pass && r.Outcome == r.Expected {
+			controls[r.Outcome] = append(controls[r.Outcome], r.ID)
+		}
+	}
+	if len(controls) > 0 {
+		fmt.Fprintf(w, "\n%s\n", Legend)
+		for _, o := range Outcomes {
+			if ids := controls[o]; len(ids) > 0 {
+				fmt.Fprintf(w, "  %d %s as expected: %s\n", len(ids), o, clip(strings.Join(ids, " "), 160))
+			}
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, st.paint(map[bool]string{true: "32;1", false: "31;1"}[s.ExitStatus == 0], s.Line))
+}
+
+// reasonKey groups not-supported reasons: the part before "(observed:"
+// (each case observed its own numbers).
+func reasonKey(reason string) string {
+	if i := strings.Index(reason, " (observed:"); i > 0 {
+		return reason[:i]
+	}
+	return reason
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// WriteTable writes the full per-case table (out/summary.txt): every case
+// with outcome, expected, verdict, time and detail, then the totals and
+// the verdict line.
+func WriteTable(w io.Writer, rep *Report, events []string) {
+	results := rep.Results
+	idw := 10
+	for _, r := range results {
+		idw = max(idw, len(r.ID))
+	}
+	fmt.Fprintf(w, "%-*s  %-10s %-10s %-22s %9s  %s\n", idw, "CASE", "OUTCOME", "EXPECTED", "VERDICT", "TIME", "DETAIL")
+	for _, r := range results {
+		detail := r.Detail
+		if len(r.Metrics) > 0 {
+			names := make([]string, 0, len(r.Metrics))
+			for n := range r.Metrics {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			var ms []string
+			for _, n := range names {
+				m := r.Metrics[n]
+				ms = append(ms, fmt.Sprintf("%s=%.3g %s", n, m.Median, m.Unit))
+			}
+			detail = strings.TrimSpace(strings.Join(ms, " ") + " " + detail)
+		}
+		v := string(r.Verdict)
+		if r.NotSupported != "" {
+			v += " (not-supported)"
+		}
+		fmt.Fprintf(w, "%-*s  %-10s %-10s %-22s %8.3fs  %s\n", idw, r.ID, r.Outcome, r.Expected, v, r.Duration, detail)
+		if r.NotSupported != "" {
+			fmt.Fprintf(w, "%-*s  not supported: %s\n", idw, "", reasonKey(r.NotSupported))
+		}
+		if len(r.KernelLog) > 0 {
+			fmt.Fprintf(w, "%-*s  kernel log: %s (+%d more)\n", idw, "", r.KernelLog[0], len(r.KernelLog)-1)
+		}
+		if Unexpected(r) && r.Repro != "" {
+			fmt.Fprintf(w, "%-*s  repro: %s\n", idw, "", r.Repro)
+		}
+	}
+	for _, e := range events {
+		fmt.Fprintf(w, "world event: %s\n", e)
+	}
+	if s := rep.Summary; s != nil {
+		var parts []string
+		for _, o := range Outcomes {
+			if n := s.ByOutcome[o]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, o))
+			}
+		}
+		var vs []string
+		keys := make([]string, 0, len(s.ByVerdict))
+		for v := range s.ByVerdict {
+			keys = append(keys, string(v))
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			vs = append(vs, fmt.Sprintf("%d %s", s.ByVerdict[Verdict(k)], k))
+		}
+		fmt.Fprintf(w, "\n%d cases: %s\nverdicts: %s\n%s\n", s.Cases, strings.Join(parts, ", "), strings.Join(vs, ", "), s.Line)
+	}
+}
+
+// csvStatus is a result's status as deqp-runner's results.csv spells it:
+// the outcome when the verdict is plain, else the verdict.
+func csvStatus(r Result) string {
+	switch r.Verdict {
+	case ExpectedFail:
+		return "ExpectedFail"
+	case UnexpectedPass:
+		return "UnexpectedPass"
+	case UnexpectedImprovement:
+		return "UnexpectedImprovement(" + title(string(r.Outcome)) + ")"
+	case Flake:
+		return "Flake"
+	case KnownFlake:
+		return "KnownFlake"
+	case Missing:
+		return "Missing"
+	}
+	return title(string(r.Outcome))
+}
+
+func title(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// WriteCSVs writes deqp-runner's results.csv (test,status,duration for
+// every case) and failures.csv (test,status for every case whose outcome
+// is not its expected one, the outcome as status). failures.csv has the
+// shape of a fails.txt, so it can be given as a baseline.
+func WriteCSVs(dir string, rep *Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("csv: %w", err)
+	}
+	var all, fails [][]string
+	for _, r := range rep.Results {
+		all = append(all, []string{r.ID, csvStatus(r), fmt.Sprintf("%.3f", r.Duration)})
+		if r.Outcome != r.Expected && r.Verdict != Missing {
+			fails = append(fails, []string{r.ID, title(string(r.Outcome))})
+		}
+	}
+	for name, rows := range map[string][][]string{"results.csv": all, "failures.csv": fails} {
+		var b strings.Builder
+		cw := csv.NewWriter(&b)
+		if err := cw.WriteAll(rows); err != nil {
+			return fmt.Errorf("csv: %s: %w", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644); err != nil {
+			return fmt.Errorf("csv: %w", err)
+		}
+	}
+	return nil
+}
