@@ -1,12 +1,15 @@
 package specs
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/formatter"
 	. "github.com/onsi/gomega"
 
 	"p2patomics/harness/report"
@@ -30,10 +33,21 @@ func TestMain(m *testing.M) {
 	suite.CatchSignals(&opts)
 	opts.Register(flag.CommandLine)
 	if err := suite.Parse(flag.CommandLine, os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			suite.Help(os.Stdout)
+			os.Exit(0)
+		}
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 		os.Exit(2)
 	}
 	flag.Parse()
+	outSet := false
+	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
+	if _, env := os.LookupEnv(suite.EnvName("out")); !outSet && !env {
+		// go tool ginkgo runs the binary in specs/; the default out/ is
+		// the checkout's either way (make run passes $(CURDIR)/out).
+		opts.Out = suite.DefaultOut()
+	}
 	if err := opts.Validate(); err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 		os.Exit(2)
@@ -43,26 +57,37 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "p2patomics: ginkgo -p is refused: ranks own GPUs and the suite serialises them itself")
 		os.Exit(2)
 	}
-	if !suiteCfg.DryRun {
-		// --out (locked, previous run kept aside, a first results.json) and
+	if !suiteCfg.DryRun && !opts.List {
+		// --list and --ginkgo.dry-run write nothing. --out (locked, previous run kept aside, a first results.json) and
 		// the signal handler, before NewRun probes the GPU backends.
 		if err := suite.Prepare(&opts); err != nil {
 			fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 			os.Exit(suite.ExitUsage)
 		}
 	}
+	opts.FocusStrings, opts.SkipStrings = suiteCfg.FocusStrings, suiteCfg.SkipStrings
 	r, err := suite.NewRun(&opts, suiteCfg.LabelFilter, Catalogue)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 		os.Exit(2)
 	}
 	run = r
-	if suiteCfg.DryRun {
-		// --ginkgo.dry-run lists the selected case ids; nothing runs and
-		// no report is written.
-		m.Run()
+	run.Style = suite.StdoutStyle()
+	if opts.List || suiteCfg.DryRun {
+		// The selected case ids, one a line; nothing runs and no report
+		// is written. The probes go to stderr so the list stays clean.
+		for _, p := range run.Probes {
+			fmt.Fprintln(os.Stderr, p.Line())
+		}
+		for _, id := range run.IDs() {
+			fmt.Println(id)
+		}
 		os.Exit(0)
 	}
+	for _, p := range run.Probes {
+		fmt.Println(p.Line())
+	}
+	fmt.Printf("p2patomics: %d cases, seed %d, reports in %s\n", len(run.IDs()), opts.Seed, opts.Out)
 	run.WatchSignals()
 	m.Run()
 	os.Exit(run.Finish())
@@ -72,8 +97,22 @@ func TestSpecs(t *testing.T) {
 	RegisterFailHandler(Fail)
 	suiteCfg, repCfg := GinkgoConfiguration()
 	suiteCfg.LabelFilter = run.LabelFilter
+	// The plan's order is fixed; Ginkgo's shuffle seed is the suite's, so
+	// one seed is printed, not two.
+	suiteCfg.RandomSeed = opts.Seed
+	repCfg.NoColor = repCfg.NoColor || !run.Style.Color
 	if !repCfg.Verbose && !repCfg.VeryVerbose {
+		// The suite prints a live line per case and the verdict; Ginkgo's
+		// own report (dots, its failure summary) goes to out/ginkgo.log.
+		// -v/-vv keep Ginkgo on stdout.
 		repCfg.Succinct = true
+		if err := os.MkdirAll(opts.Out, 0o755); err == nil {
+			if f, err := os.Create(filepath.Join(opts.Out, "ginkgo.log")); err == nil {
+				defer f.Close()
+				formatter.ColorableStdOut = f
+				repCfg.NoColor = true
+			}
+		}
 	}
 	// One top-level container: Ginkgo shuffles top-level containers, and
 	// the plan's order (each canary followed by its recovery case) matters.
@@ -86,23 +125,37 @@ func TestSpecs(t *testing.T) {
 }
 
 func describeGroup(group suite.Group) {
-	{
-		Describe(group.Name, func() {
-			for _, c := range group.Cases {
-				decorators := []any{Label(c.Labels...), SpecTimeout(run.SpecTimeout(c))}
-				if c.GPU {
-					decorators = append(decorators, Serial)
-				}
-				It(c.ID, append(decorators, func(ctx SpecContext) {
-					res := run.Execute(c)
-					if !res.Met() {
-						Fail(fmt.Sprintf("%s: outcome %s, expected %s: %s", c.ID, res.Outcome, res.Expected, res.Detail))
-					}
-					if res.Outcome == report.Skip {
-						Skip(res.Detail)
-					}
-				})...)
+	Describe(group.Name, func() {
+		for _, c := range group.Cases {
+			decorators := []any{Label(c.Labels...), SpecTimeout(run.SpecTimeout(c))}
+			if c.GPU {
+				decorators = append(decorators, Serial)
 			}
-		})
-	}
+			It(c.ID, append(decorators, func(ctx SpecContext) {
+				res := run.Execute(c)
+				// Report entries carry the case into --ginkgo.json-report
+				// and --ginkgo.junit-report.
+				AddReportEntry("outcome", string(res.Outcome))
+				AddReportEntry("expected", string(res.Expected))
+				if res.Verdict != "" {
+					AddReportEntry("verdict", string(res.Verdict))
+				}
+				if res.NotSupported != "" {
+					AddReportEntry("not_supported", res.NotSupported)
+				}
+				AddReportEntry("detail", res.Detail)
+				if len(res.Metrics) > 0 {
+					AddReportEntry("metrics", res.Metrics)
+				}
+				// The spec fails exactly when the verdict calls the case
+				// unexpected: a canary's expected crash passes.
+				if report.Unexpected(res) {
+					Fail(fmt.Sprintf("%s: %s: %s → %s: %s", c.ID, res.Verdict, report.Was(res), res.Outcome, res.Detail))
+				}
+				if res.Outcome == report.Skip {
+					Skip(res.Detail)
+				}
+			})...)
+		}
+	})
 }

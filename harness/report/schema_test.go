@@ -211,7 +211,7 @@ func validateJSON(t *testing.T, schema map[string]any, doc []byte) []string {
 func goodReport() *report.Report {
 	zero, one := 0, 1
 	twelve := 12.0
-	return &report.Report{
+	r := &report.Report{
 		Schema:      report.Schema,
 		Environment: map[string]any{"vendor": "host", "goarch": "amd64", "gpus": []any{map[string]any{"name": "cpu"}}},
 		Results: []report.Result{
@@ -237,6 +237,9 @@ func goodReport() *report.Report {
 			Direction: "GPU(row) <- GPU(column)", Description: "bw_ce_read_gbps (GB/s), data moves GPU(row) <- GPU(column)",
 			Matrix: [][]*float64{{nil, &twelve}, {&twelve, nil}}, Sum: 24, Min: 12, Max: 12, Average: 12}},
 	}
+	s := report.Summarize(r.Results, "expectations/host-amd64", "out")
+	r.Summary = &s
+	return r
 }
 
 func TestSchemaAcceptsReport(t *testing.T) {
@@ -284,6 +287,12 @@ func TestSchemaRejectsPlanted(t *testing.T) {
 			m["matrices"].([]any)[0].(map[string]any)["matrix"].([]any)[0].([]any)[1] = "12"
 		}, `/matrices/0/matrix/0/1: type string`},
 		{"matrix without direction", func(m map[string]any) { delete(m["matrices"].([]any)[0].(map[string]any), "direction") }, `/matrices/0: missing required "direction"`},
+		{"summary verdict ok", func(m map[string]any) { m["summary"].(map[string]any)["verdict"] = "OK" }, `/summary/verdict: "OK" not in enum`},
+		{"summary exit 7", func(m map[string]any) { m["summary"].(map[string]any)["exit_status"] = 7 }, `/summary/exit_status: "7" not in enum`},
+		{"summary without line", func(m map[string]any) { delete(m["summary"].(map[string]any), "line") }, `/summary: missing required "line"`},
+		{"unexpected without was", func(m map[string]any) {
+			delete(m["summary"].(map[string]any)["unexpected"].([]any)[0].(map[string]any), "was")
+		}, `/summary/unexpected/0: missing required "was"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -321,12 +330,17 @@ func TestSchemaMatchesModel(t *testing.T) {
 		typ reflect.Type
 		s   map[string]any
 	}{
-		"report": {reflect.TypeFor[report.Report](), schema},
-		"result": {reflect.TypeFor[report.Result](), defs["result"].(map[string]any)},
-		"fault":  {reflect.TypeFor[report.Fault](), defs["fault"].(map[string]any)},
-		"rank":   {reflect.TypeFor[report.Rank](), defs["rank"].(map[string]any)},
-		"metric": {reflect.TypeFor[report.Metric](), defs["metric"].(map[string]any)},
-		"gate":   {reflect.TypeFor[report.Gate](), defs["gate"].(map[string]any)},
+		"report":  {reflect.TypeFor[report.Report](), schema},
+		"result":  {reflect.TypeFor[report.Result](), defs["result"].(map[string]any)},
+		"fault":   {reflect.TypeFor[report.Fault](), defs["fault"].(map[string]any)},
+		"rank":    {reflect.TypeFor[report.Rank](), defs["rank"].(map[string]any)},
+		"metric":  {reflect.TypeFor[report.Metric](), defs["metric"].(map[string]any)},
+		"gate":    {reflect.TypeFor[report.Gate](), defs["gate"].(map[string]any)},
+		"summary": {reflect.TypeFor[report.Summary](), defs["summary"].(map[string]any)},
+		"unexpected": {reflect.TypeFor[report.UnexpectedCase](),
+			defs["summary"].(map[string]any)["properties"].(map[string]any)["unexpected"].(map[string]any)["items"].(map[string]any)},
+		"not_supported": {reflect.TypeFor[report.NotSupportedRef](),
+			defs["summary"].(map[string]any)["properties"].(map[string]any)["not_supported"].(map[string]any)["items"].(map[string]any)},
 		"matrix": {reflect.TypeFor[report.PairMatrix](), defs["matrix"].(map[string]any)},
 	}
 	for name, o := range objs {

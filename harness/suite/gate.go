@@ -1,12 +1,10 @@
 package suite
 
 import (
-	"fmt"
 	"strings"
 
 	"p2patomics/harness/expect"
 	"p2patomics/harness/fingerprint"
-	"p2patomics/harness/report"
 )
 
 // environment is the fingerprint: sysfs/procfs facts from the suite process
@@ -34,33 +32,6 @@ func (r *Run) gateSet() (*expect.Set, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-// applyGate judges the run against the baseline (gate mode) or records it
-// as the new baseline. It returns the exit code, or -1 when not gating.
-func applyGate(r *Run, rep *report.Report) (int, error) {
-	if r.Opts.Expectations == "" {
-		return -1, nil
-	}
-	if r.Opts.UpdateExpectations {
-		dir := strings.Split(r.Opts.Expectations, ",")[0]
-		if err := expect.WriteBaseline(dir, rep, nil); err != nil {
-			return 1, err
-		}
-		fmt.Printf("baseline written to %s\n", dir)
-		return -1, nil
-	}
-	s := r.gate
-	if err := expect.CheckStack(s.Stack, rep.Environment, r.Opts.AllowStackMismatch); err != nil {
-		return 2, err
-	}
-	selected := func(id string) bool { return r.selects(id) }
-	results, g := expect.Gate(rep.Results, s, selected)
-	rep.Results, rep.Gate = results, &g
-	if g.Pass {
-		return 0, nil
-	}
-	return 1, nil
 }
 
 // selects reports whether a baseline id falls in this run's selection: the

@@ -43,7 +43,12 @@ type Options struct {
 	Duration           time.Duration
 	Clocks             string
 	Pairs              string
-	kindFlags          map[string]*bool
+	Force              bool
+	List               bool
+	// FocusStrings and SkipStrings are Ginkgo's --ginkgo.focus/skip: the
+	// plan applies them too (focusFilter).
+	FocusStrings, SkipStrings []string
+	kindFlags                 map[string]*bool
 }
 
 // flagDef is one row of the flag table (also rendered into docs/FLAGS.md).
@@ -69,6 +74,8 @@ var FlagTable = []flagDef{
 	{"duration", "0s", "repeat the selection until this much time has passed (soak)"},
 	{"clocks", "1ms", "how often perf cases sample each device's clock and throttle reasons, or off"},
 	{"pairs", "rounds", "rounds|alone: per-pair correctness cases run a round of disjoint pairs at once, or one pair at a time"},
+	{"force", "false", "with --update-expectations: write the baseline even where it turns a regression into an expected outcome"},
+	{"list", "false", "print the selected case ids, one a line, and exit"},
 }
 
 // EnvName is the environment variable for a flag.
@@ -94,6 +101,8 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Duration, "duration", 0, FlagTable[13].Usage)
 	fs.StringVar(&o.Clocks, "clocks", "1ms", FlagTable[14].Usage)
 	fs.StringVar(&o.Pairs, "pairs", "rounds", FlagTable[15].Usage)
+	fs.BoolVar(&o.Force, "force", false, FlagTable[16].Usage)
+	fs.BoolVar(&o.List, "list", false, FlagTable[17].Usage)
 	o.kindFlags = map[string]*bool{}
 	for _, k := range allKinds() {
 		o.kindFlags[k] = fs.Bool(k, false, "shorthand for --alloc="+k)
@@ -162,7 +171,7 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	}
 	if err := shadow.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return usagef("flags: %s (see docs/FLAGS.md)", flagNames())
+			return flag.ErrHelp // the caller prints Help and exits 0
 		}
 		return usagef("%v", err)
 	}
@@ -172,12 +181,20 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-func flagNames() string {
-	var s []string
+// Help describes every flag from the flag table (what --help prints).
+func Help(w io.Writer) {
+	fmt.Fprintln(w, "usage: specs.test [flags]   (through go tool ginkgo: ginkgo ./specs -- [flags])")
+	fmt.Fprintln(w, "Runs the p2patomics suite; the last line of stdout is the verdict. Exit 0 PASS, 1 FAIL, 2 usage error, 3 reports not written.")
+	fmt.Fprintln(w, "\nflags (each also as env P2PAT_<NAME>):")
 	for _, d := range FlagTable {
-		s = append(s, "--"+d.Name)
+		name := "--" + d.Name
+		if d.Default != "false" {
+			name += "=" + map[bool]string{true: `""`, false: d.Default}[d.Default == ""]
+		}
+		fmt.Fprintf(w, "  %-26s %s\n", name, d.Usage)
 	}
-	return strings.Join(s, " ")
+	fmt.Fprintf(w, "  --<kind>                   shorthand for --alloc=<kind>: %s\n", strings.Join(allKinds(), ", "))
+	fmt.Fprintln(w, "\nGinkgo's own flags (--ginkgo.focus, --ginkgo.skip, --ginkgo.label-filter, --ginkgo.v, --ginkgo.json-report, ...) narrow or report the same plan; see docs/FLAGS.md.")
 }
 
 // Validate checks values that parse but make no sense.

@@ -2,6 +2,7 @@ package suite
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -47,6 +48,13 @@ type Run struct {
 	ckptSaid bool
 	ckptEnv  map[string]any
 	ckptEnvN int
+	done        int       // cases finished, for the live lines
+	// Probes are the backends tried and what each said (environment.backends).
+	Probes []BackendProbe
+	// Style colours stdout (StdoutStyle); Stdout is where the live lines,
+	// the conclusion and the verdict line go (nil: os.Stdout).
+	Style  report.Style
+	Stdout io.Writer
 }
 
 // Catalogue builds every case for one backend and kind (package specs).
@@ -82,9 +90,13 @@ func NewRun(o *Options, userFilter string, cat Catalogue) (*Run, error) {
 		}
 		match = f
 	}
-	backends := []string{o.Backend}
-	if o.Backend == "auto" {
-		backends = probeBackends(o.Trace)
+	inFocus, err := focusFilter(o.FocusStrings, o.SkipStrings)
+	if err != nil {
+		return nil, err
+	}
+	backends, err := r.resolveBackends()
+	if err != nil {
+		return nil, err
 	}
 	for _, be := range backends {
 		kinds := Matrix[be]
@@ -103,6 +115,9 @@ func NewRun(o *Options, userFilter string, cat Catalogue) (*Run, error) {
 				if o.Case == "" && !match(c.Labels) {
 					continue
 				}
+				if !inFocus(g.Name, c.ID) {
+					continue
+				}
 				g.Cases = append(g.Cases, c)
 			}
 			if len(g.Cases) > 0 {
@@ -113,6 +128,7 @@ func NewRun(o *Options, userFilter string, cat Catalogue) (*Run, error) {
 	}
 	if o.Case == "" && o.Alloc == "" && r.LabelFilter == "" && contains(backends, "host") {
 		r.addSuiteCases()
+		r.focusSuiteCases(inFocus)
 	}
 	if o.Case != "" && len(r.planned) == 0 {
 		r.addSuiteCases()
@@ -124,7 +140,28 @@ func NewRun(o *Options, userFilter string, cat Catalogue) (*Run, error) {
 	if len(r.planned) == 0 {
 		return nil, fmt.Errorf("the selection (backend %s, alloc %q, labels %q) matches no case", strings.Join(backends, ","), o.Alloc, r.LabelFilter)
 	}
+	if err := r.checkStack(); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// focusSuiteCases drops the suite's own cases that Ginkgo's focus/skip
+// leaves out.
+func (r *Run) focusSuiteCases(inFocus func(group, id string) bool) {
+	last := &r.Groups[len(r.Groups)-1]
+	var keep []*harness.Case
+	for _, c := range last.Cases {
+		if inFocus(last.Name, c.ID) {
+			keep = append(keep, c)
+		}
+	}
+	r.planned = r.planned[:len(r.planned)-len(last.Cases)]
+	last.Cases = keep
+	r.planned = append(r.planned, keep...)
+	if len(keep) == 0 {
+		r.Groups = r.Groups[:len(r.Groups)-1]
+	}
 }
 
 func filterID(groups []Group, id string) []*harness.Case {
@@ -149,40 +186,6 @@ func contains(s []string, v string) bool {
 		}
 	}
 	return false
-}
-
-// probeBackends opens one rank per GPU backend; those that load are used,
-// else the host backend. The suite process itself never loads a GPU library.
-func probeBackends(traceOn bool) []string {
-	var ok []string
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, be := range GPUBackends {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w, err := harness.NewWorld(be, 1, traceOn, time.Now().Add(60*time.Second))
-			if err != nil {
-				harness.CloseStart(err)
-				return
-			}
-			w.Close()
-			mu.Lock()
-			ok = append(ok, be)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	if len(ok) == 0 {
-		return []string{"host"}
-	}
-	var ordered []string
-	for _, be := range GPUBackends {
-		if contains(ok, be) {
-			ordered = append(ordered, be)
-		}
-	}
-	return ordered
 }
 
 func (r *Run) runner(backend string) *harness.Runner {
@@ -280,8 +283,12 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 		res.Metrics = report.SoakMetrics(soak)
 		res.Detail = strings.TrimSpace(fmt.Sprintf("%s (soak: %d runs, %d did not meet %s)", res.Detail, runs, unmet, c.Expected))
 	}
+	// Judged here the way the whole run is judged, so the spec's pass or
+	// fail and its live line agree with the verdict.
+	res = expect.JudgeOne(res, r.gate, caseEnv(rn))
 	r.mu.Lock()
-	if !r.finished {
+	late := r.finished
+	if !late {
 		// After an interrupt the reports are already being written with
 		// this case incomplete; a late result must not change them.
 		r.results[c.ID] = res
@@ -289,6 +296,9 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 	r.current = ""
 	r.mu.Unlock()
 	r.checkpoint()
+	if !late {
+		r.live(res)
+	}
 	return res
 }
 
@@ -362,49 +372,47 @@ func (r *Run) finish() int {
 		timing.Worlds = append(timing.Worlds, rn.Starts...)
 	}
 	timing.SuiteWallS = math.Round(time.Since(r.t0).Seconds()*1000) / 1000
-	results := r.Results()
-	rep := &report.Report{Schema: report.Schema, Environment: environment(r.Opts, infos), Results: results,
+	env := environment(r.Opts, infos)
+	env["backends"] = r.Probes
+	gate := ""
+	if r.gate != nil {
+		gate = r.Opts.Expectations
+	}
+	results, g, sum := expect.JudgeRun(r.Results(), r.gate, env, r.selects, gate, r.Opts.Out)
+	rep := &report.Report{Schema: report.Schema, Environment: env, Results: results, Gate: g, Summary: &sum,
 		Pairs: heatmap.PairRows(results), Timing: timing}
-	code := 0
-	for _, res := range results {
-		if !res.Met() {
-			code = 1
+	w := r.stdout()
+	code := sum.ExitStatus
+	if r.Opts.UpdateExpectations {
+		if err := r.updateBaseline(rep); err != nil {
+			fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+			code = max(code, 1)
 		}
 	}
-	if gcode, err := applyGate(r, rep); err != nil {
-		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
-		code = 2
-	} else if gcode >= 0 {
-		code = gcode
-	}
+	out := r.Opts.Out
 	// results.json first: it is the record, and the heatmaps, junit.xml
 	// and the case folders must not take the space it needs.
-	out := r.Opts.Out
 	if err := rep.Write(filepath.Join(out, "results.json")); err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 		code = ExitNoReport
 	}
-	PrintTable(os.Stdout, rep.Results, events)
-	PrintMatrices(os.Stdout, rep.Results)
-	heatmap.WritePairTable(os.Stdout, rep.Pairs)
-	printTiming(os.Stdout, timing)
-	if files, err := heatmap.WriteAll(filepath.Join(r.Opts.Out, "heatmaps"), rep); err != nil {
+	if files, err := heatmap.WriteAll(filepath.Join(out, "heatmaps"), rep); err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: heatmaps: %v\n", err)
 		code = ExitNoReport
 	} else if len(files) > 0 {
-		fmt.Printf("heatmaps: %s\n", filepath.Join(r.Opts.Out, "heatmaps", "index.html"))
+		fmt.Fprintf(w, "heatmaps: %s\n", filepath.Join(out, "heatmaps", "index.html"))
 	}
-	if rep.Gate != nil {
-		for _, reason := range rep.Gate.Reasons {
-			fmt.Println("gate: " + reason)
-		}
-		fmt.Printf("gate: %s\n", map[bool]string{true: "PASS", false: "FAIL"}[rep.Gate.Pass])
-	}
-	if err := WriteJUnit(filepath.Join(out, "junit.xml"), rep.Results); err != nil {
-		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+	if err := writeDerived(out, rep, events, r.t0); err != nil {
+		// The reports are the product: a run whose reports are not
+		// written has no verdict anyone can read later.
+		fmt.Fprintf(os.Stderr, "p2patomics: reports not written: %v\n", err)
 		code = ExitNoReport
 	}
-	fmt.Printf("results: %s\n", filepath.Join(out, "results.json"))
+	for _, e := range events {
+		fmt.Fprintf(w, "world event: %s\n", e)
+	}
+	fmt.Fprintf(w, "reports: %s (results.json, junit.xml, summary.txt with the full table, results.csv, failures.csv)\n", out)
+	report.WriteConclusion(w, r.Style, rep)
 	return code
 }
 
