@@ -1,16 +1,23 @@
-// Command p2preport renders a results.json as one self-contained
-// report.html (verdict line, machine and stack, verdict matrix, unexpected
-// cases with links to their cases/<id>/ folders, pair verdicts, heatmaps,
-// pair table; inline SVG, nothing fetched from the network).
+// Command p2preport re-renders a run's reports from its results.json: the
+// verdict (expect.JudgeRun, the function the suite itself uses), junit.xml,
+// results.csv, failures.csv, summary.txt and one self-contained report.html
+// (verdict line, machine and stack, verdict matrix, unexpected cases with
+// links to their cases/<id>/ folders, pair verdicts, heatmaps, pair table;
+// inline SVG, nothing fetched from the network), and prints the conclusion
+// with the verdict line last. results.json itself is left as recorded.
 //
-//	p2preport [--out DIR] results.json
+//	p2preport [--expectations=PATH[,PATH]] [--out=DIR] RUN/results.json
 //
-// The page goes to DIR/report.html; DIR defaults to the folder holding
-// results.json, where the cases/<id>/ links resolve. It prints the page's
-// path and, on the next line, the run's verdict line.
+// Without --expectations a case keeps the verdict the run recorded (a
+// gated run's), else is judged against its own expected outcome, with
+// not-supported results (a capability the devices reported absent) listed
+// apart. With --expectations every case is judged against that baseline.
+// --out defaults to the folder of results.json, where report.html's
+// cases/<id>/ links resolve.
 //
-// Exit status: 0 when the page was written, 1 when it could not be, 2 on
-// a usage error or an unreadable results.json (one line on stderr).
+// Exit status: the verdict's (0 PASS, 1 FAIL); 2 for a usage error or an
+// unreadable input, 3 when a report could not be written (one line on
+// stderr each).
 package main
 
 import (
@@ -20,59 +27,78 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
+	"p2patomics/harness/expect"
 	"p2patomics/harness/htmlreport"
 	"p2patomics/harness/report"
+	"p2patomics/harness/suite"
 )
 
-const usage = "usage: p2preport [--out DIR] results.json"
+const usage = "usage: p2preport [--expectations=PATH[,PATH]] [--out=DIR] RUN/results.json"
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("p2preport", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	out := fs.String("out", "", "folder for report.html (default: the folder of results.json)")
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintln(stdout, usage)
-				return 0
-			}
-			fmt.Fprintf(stderr, "p2preport: %v (%s)\n", err, usage)
-			return 2
+	exps := fs.String("expectations", "", "judge against this baseline instead of the recorded verdicts")
+	out := fs.String("out", "", "where the reports go (default: beside results.json)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, usage)
+			return 0
 		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-	if len(pos) != 1 {
-		fmt.Fprintf(stderr, "p2preport: want one results.json, got %d (%s)\n", len(pos), usage)
+		fmt.Fprintf(stderr, "p2preport: %v (%s)\n", err, usage)
 		return 2
 	}
-	rep, err := report.Read(pos[0])
+	if fs.NArg() != 1 {
+		fmt.Fprintf(stderr, "p2preport: want one results.json, got %d (%s)\n", fs.NArg(), usage)
+		return 2
+	}
+	path := fs.Arg(0)
+	rep, err := report.Read(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "p2preport: %v\n", err)
 		return 2
 	}
+	var set *expect.Set
+	gate := ""
+	if *exps != "" {
+		if set, err = expect.LoadList(*exps); err != nil {
+			fmt.Fprintf(stderr, "p2preport: %v\n", err)
+			return 2
+		}
+		gate = *exps
+		for i := range rep.Results {
+			rep.Results[i].Verdict = "" // judged afresh
+		}
+	} else if rep.Gate != nil {
+		gate = "as recorded in " + path
+	}
 	dir := *out
 	if dir == "" {
-		dir = filepath.Dir(pos[0])
+		dir = filepath.Dir(path)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	results, g, sum := expect.JudgeRun(rep.Results, set, rep.Environment, nil, gate, dir)
+	rep.Results, rep.Summary = results, &sum
+	if g != nil {
+		rep.Gate = g
+	}
+	stamp := time.Time{}
+	if st, err := os.Stat(path); err == nil {
+		stamp = st.ModTime() // the run's start is not in older results.json files
+	}
+	if err := suite.WriteReports(dir, rep, stamp); err != nil {
 		fmt.Fprintf(stderr, "p2preport: %v\n", err)
-		return 1
+		return 3
 	}
 	if err := htmlreport.WriteHTML(dir, rep); err != nil {
 		fmt.Fprintf(stderr, "p2preport: %v\n", err)
-		return 1
+		return 3
 	}
-	_, line := htmlreport.Verdict(rep)
 	fmt.Fprintln(stdout, filepath.Join(dir, htmlreport.File))
-	fmt.Fprintln(stdout, line)
-	return 0
+	fmt.Fprintf(stdout, "reports: %s (report.html, junit.xml, summary.txt, results.csv, failures.csv)\n", dir)
+	report.WriteConclusion(stdout, suite.StdoutStyle(), rep)
+	return sum.ExitStatus
 }

@@ -46,11 +46,16 @@ func WriteHTML(outDir string, rep *report.Report) error {
 	return nil
 }
 
-// Verdict is the run's verdict line, in the suite's words: PASS when the
+// Verdict is the run's verdict line: results.json's summary when it has
+// one, else, for older files, in the suite's words: PASS when the
 // gate passed (gated) or when no case is unmet (ungated; a skip for a
 // capability the machine lacks counts as met), else FAIL naming the first
 // unexpected cases.
 func Verdict(rep *report.Report) (pass bool, line string) {
+	if s := rep.Summary; s != nil {
+		// The run's one verdict (expect.JudgeRun), told as the suite told it.
+		return s.ExitStatus == 0, s.Line
+	}
 	var unexpected []string
 	ns := 0
 	for _, r := range rep.Results {

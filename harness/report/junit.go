@@ -175,10 +175,7 @@ func hostname(env map[string]any) string {
 	if h, _ := env["hostname"].(string); h != "" {
 		return h
 	}
-	if h, err := os.Hostname(); err == nil {
-		return h
-	}
-	return "localhost"
+	return "unknown" // a results.json from before the suite recorded it
 }
 
 // junitProperties are the facts a CI page shows beside the verdict: the

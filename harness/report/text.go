@@ -43,6 +43,10 @@ func LiveLine(st Style, n, total int, r Result) string {
 // Legend explains the collapsed section of expected non-pass outcomes.
 const Legend = "expected non-pass: controls and canaries built to fail, crash or time out did so (a planted bug caught, a fault contained); met, not failures"
 
+// BaselineLegend explains the collapsed section of cases that met the
+// baseline but not their spec's expected outcome.
+const BaselineLegend = "as the baseline expects: outcomes the spec does not expect but the expectation folder lists (expected-fail) or calls flaky (known-flake, flake); not failures"
+
 // WriteConclusion prints the end of the run for a person: the unexpected
 // cases first (with repro and evidence folder), then the not-supported
 // ones, then the expected non-pass outcomes collapsed to one line per
@@ -101,9 +105,30 @@ func WriteConclusion(w io.Writer, st Style, rep *Report) {
 		}
 	}
 	controls := map[Outcome][]string{}
+	baseline := map[string][]string{}
+	var keys []string
 	for _, r := range rep.Results {
-		if !Unexpected(r) && r.NotSupported == "" && r.Outcome != Pass && r.Outcome == r.Expected {
+		if Unexpected(r) || r.NotSupported != "" {
+			continue
+		}
+		switch {
+		case r.Verdict != "" && r.Verdict != Expected:
+			// Met the baseline, not the spec: fails.txt entries, flakes.
+			k := fmt.Sprintf("%s (%s)", r.Outcome, r.Verdict)
+			if baseline[k] == nil {
+				keys = append(keys, k)
+			}
+			baseline[k] = append(baseline[k], r.ID)
+		case r.Outcome != Pass && r.Outcome == r.Expected:
 			controls[r.Outcome] = append(controls[r.Outcome], r.ID)
+		}
+	}
+	if len(keys) > 0 {
+		fmt.Fprintf(w, "\n%s\n", BaselineLegend)
+		sort.Strings(keys)
+		for _, k := range keys {
+			ids := baseline[k]
+			fmt.Fprintf(w, "  %d %s: %s\n", len(ids), k, clip(strings.Join(ids, " "), 160))
 		}
 	}
 	if len(controls) > 0 {

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"os"
 	"strings"
 
 	"p2patomics/harness/expect"
@@ -17,6 +18,9 @@ func environment(o *Options, infos [][]map[string]any) map[string]any {
 	}
 	fingerprint.Merge(env, facts)
 	env["flags"] = map[string]any{"backend": o.Backend, "alloc": o.Alloc, "ranks": o.Ranks, "seed": o.Seed}
+	if h, err := os.Hostname(); err == nil {
+		env["hostname"] = h // junit.xml's hostname, also when re-rendered elsewhere
+	}
 	return env
 }
 

@@ -278,6 +278,16 @@ func writeReports(dir string, rep *report.Report, events []string, stamp time.Ti
 	if err := rep.Write(filepath.Join(dir, "results.json")); err != nil {
 		return err
 	}
+	return writeDerived(dir, rep, events, stamp)
+}
+
+// WriteReports writes the reports derived from a judged report (all but
+// results.json) into dir: what cmd/p2preport re-renders.
+func WriteReports(dir string, rep *report.Report, stamp time.Time) error {
+	return writeDerived(dir, rep, nil, stamp)
+}
+
+func writeDerived(dir string, rep *report.Report, events []string, stamp time.Time) error {
 	if err := report.WriteJUnit(filepath.Join(dir, "junit.xml"), rep, stamp); err != nil {
 		return err
 	}

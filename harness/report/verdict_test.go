@@ -1,0 +1,276 @@
+package report_test
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"p2patomics/harness/report"
+)
+
+// h200 is an environment as a PCIe H200 reports it: no host-native atomics.
+func h200(hostNative string) map[string]any {
+	gpu := func(o int) map[string]any {
+		return map[string]any{"ordinal": o, "name": "NVIDIA H200", "arch": "sm_90",
+			"attrs": map[string]any{"host_native_atomic_supported": hostNative}}
+	}
+	return map[string]any{"vendor": "nvidia", "gpus": []any{gpu(0), gpu(1)},
+		"nvidia": map[string]any{"driver": "580.159.04"}, "harness": map[string]any{"commit": "abc1234"}}
+}
+
+const needs = report.NeedsPrefix + "host_native_atomic_supported"
+
+func TestNotSupportedReason(t *testing.T) {
+	skip := report.Result{ID: "cuda.vmm.cpugpu.x", Outcome: report.Skip, Expected: report.Pass,
+		Detail: `device 0: CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is "0", need 1`}
+	if got := report.NotSupportedReason(skip, nil); !strings.Contains(got, "HOST_NATIVE_ATOMIC_SUPPORTED") {
+		t.Errorf("capability skip: reason %q does not name the attribute", got)
+	}
+	missing := skip
+	missing.Verdict = report.Missing
+	if got := report.NotSupportedReason(missing, nil); got != "" {
+		t.Errorf("a gate's missing entry is not not-supported: %q", got)
+	}
+	lost := report.Result{ID: "cuda.vmm-host.counter.add", Labels: []string{"atomics", needs}, Outcome: report.Fail,
+		Expected: report.Pass, Detail: "lost updates: 81760"}
+	got := report.NotSupportedReason(lost, h200("0"))
+	if !strings.Contains(got, "CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is 0") || !strings.Contains(got, "lost updates: 81760") {
+		t.Errorf("vmm-host loss on a device without host-native atomics: reason %q (want the attribute and the evidence)", got)
+	}
+	if got := report.NotSupportedReason(lost, h200("1")); got != "" {
+		t.Errorf("the device has the capability: the loss is a real failure, got not-supported %q", got)
+	}
+	crash := lost
+	crash.Outcome = report.Crash
+	if got := report.NotSupportedReason(crash, h200("0")); got != "" {
+		t.Errorf("a crash is never explained by a missing capability: %q", got)
+	}
+	unlabelled := lost
+	unlabelled.Labels = []string{"atomics"}
+	if got := report.NotSupportedReason(unlabelled, h200("0")); got != "" {
+		t.Errorf("a case without needs= is judged as it is: %q", got)
+	}
+}
+
+func TestSummarizeLine(t *testing.T) {
+	pass := report.Result{ID: "a", Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected}
+	canary := report.Result{ID: "b", Outcome: report.Crash, Expected: report.Crash, Verdict: report.Expected}
+	ns := report.Result{ID: "c", Outcome: report.Skip, Expected: report.Pass, Verdict: report.ExpectedFail, NotSupported: "no host atomics"}
+	s := report.Summarize([]report.Result{pass, canary, ns}, "expectations/nvidia-sm_90-580", "out")
+	if s.Verdict != "PASS" || s.ExitStatus != 0 {
+		t.Fatalf("met run: %s exit %d", s.Verdict, s.ExitStatus)
+	}
+	if want := "p2patomics: PASS — 3 cases, 0 unexpected, 1 not supported (gate expectations/nvidia-sm_90-580)"; s.Line != want {
+		t.Errorf("line %q, want %q", s.Line, want)
+	}
+	if len(s.NotSupported) != 1 || s.NotSupported[0].ID != "c" || s.ByOutcome[report.Crash] != 1 || s.ByVerdict[report.ExpectedFail] != 1 {
+		t.Errorf("summary counts wrong: %+v", s)
+	}
+	reg := report.Result{ID: "d", Outcome: report.Crash, Expected: report.Pass, Verdict: report.Regression}
+	s = report.Summarize([]report.Result{pass, reg}, "", "out")
+	if want := "p2patomics: FAIL — 1 regression: d pass → crash (out/cases/d/)"; s.Line != want || s.ExitStatus != 1 {
+		t.Errorf("line %q exit %d, want %q exit 1", s.Line, s.ExitStatus, want)
+	}
+	up := report.Result{ID: "e", Outcome: report.Pass, Expected: report.Pass, Baseline: report.Fail, Verdict: report.UnexpectedPass}
+	s = report.Summarize([]report.Result{reg, up}, "", "out")
+	if !strings.HasPrefix(s.Line, "p2patomics: FAIL — 2 unexpected (1 regression, 1 unexpected-pass): d pass → crash (out/cases/d/); e fail → pass") {
+		t.Errorf("mixed line %q", s.Line)
+	}
+	// Not yet judged results (verdict ""): an unmet outcome counts.
+	raw := report.Result{ID: "f", Outcome: report.Fail, Expected: report.Pass}
+	if s := report.Summarize([]report.Result{raw}, "", "o"); s.ExitStatus != 1 {
+		t.Errorf("an unjudged unmet result must fail the run: %+v", s)
+	}
+}
+
+// The JUnit checks below are the structure Jenkins' junit-10.xsd (xunit
+// plugin) and GitLab's parser need: a <testsuites> root; every <testsuite>
+// with name, tests, failures, errors, skipped, time, timestamp and hostname,
+// counts that add up, <properties> before the test cases; every testcase
+// with name, classname and time and its children in the order skipped?,
+// error*, failure*, system-out*; failure and error with message and type.
+
+type xTestsuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Attrs    []xml.Attr   `xml:",any,attr"`
+	Suites   []xTestsuite `xml:"testsuite"`
+	Children []xAny       `xml:",any"`
+}
+type xTestsuite struct {
+	Attrs    []xml.Attr `xml:",any,attr"`
+	Children []xAny     `xml:",any"`
+}
+type xAny struct {
+	XMLName  xml.Name
+	Attrs    []xml.Attr `xml:",any,attr"`
+	Children []xAny     `xml:",any"`
+	Text     string     `xml:",chardata"`
+}
+
+func attr(as []xml.Attr, name string) (string, bool) {
+	for _, a := range as {
+		if a.Name.Local == name {
+			return a.Value, true
+		}
+	}
+	return "", false
+}
+
+// checkJUnit validates doc and returns the failure, error and skipped counts.
+func checkJUnit(doc []byte) (failures, errors, skipped int, err error) {
+	var probs []string
+	bad := func(format string, a ...any) { probs = append(probs, fmt.Sprintf(format, a...)) }
+	defer func() {
+		if len(probs) > 0 {
+			err = fmt.Errorf("%s", strings.Join(probs, "; "))
+		}
+	}()
+	var root xTestsuites
+	if err := xml.Unmarshal(doc, &root); err != nil {
+		return 0, 0, 0, fmt.Errorf("junit: not XML with a <testsuites> root: %v", err)
+	}
+	if len(root.Suites) == 0 {
+		return 0, 0, 0, fmt.Errorf("junit: no <testsuite>")
+	}
+	for _, s := range root.Suites {
+		for _, a := range []string{"name", "tests", "failures", "errors", "skipped", "time", "timestamp", "hostname"} {
+			v, ok := attr(s.Attrs, a)
+			if !ok || v == "" {
+				return 0, 0, 0, fmt.Errorf("junit: <testsuite> lacks %s", a)
+			}
+		}
+		if ts, _ := attr(s.Attrs, "timestamp"); func() error { _, err := time.Parse("2006-01-02T15:04:05", ts); return err }() != nil {
+			bad("junit: timestamp %q is not xs:dateTime without zone", ts)
+		}
+		var tests, f, e, sk int
+		seenCase := false
+		for _, c := range s.Children {
+			switch c.XMLName.Local {
+			case "properties":
+				if seenCase {
+					bad("junit: <properties> after a <testcase>")
+				}
+				for _, p := range c.Children {
+					if _, ok := attr(p.Attrs, "name"); !ok || p.XMLName.Local != "property" {
+						bad("junit: bad property %v", p)
+					}
+					if _, ok := attr(p.Attrs, "value"); !ok {
+						bad("junit: property without value %v", p)
+					}
+				}
+			case "testcase":
+				seenCase = true
+				tests++
+				for _, a := range []string{"name", "classname", "time"} {
+					if _, ok := attr(c.Attrs, a); !ok {
+						return 0, 0, 0, fmt.Errorf("junit: testcase lacks %s", a)
+					}
+				}
+				order := map[string]int{"skipped": 0, "error": 1, "failure": 2, "system-out": 3, "system-err": 4}
+				last := -1
+				for _, ch := range c.Children {
+					o, ok := order[ch.XMLName.Local]
+					if !ok {
+						return 0, 0, 0, fmt.Errorf("junit: testcase child <%s> not in junit-10.xsd", ch.XMLName.Local)
+					}
+					if o < last {
+						bad("junit: testcase children out of order at <%s>", ch.XMLName.Local)
+					}
+					last = o
+					switch ch.XMLName.Local {
+					case "failure", "error":
+						for _, a := range []string{"message", "type"} {
+							if _, ok := attr(ch.Attrs, a); !ok {
+								bad("junit: <%s> lacks %s", ch.XMLName.Local, a)
+							}
+						}
+						if ch.XMLName.Local == "failure" {
+							f++
+						} else {
+							e++
+						}
+					case "skipped":
+						if m, _ := attr(ch.Attrs, "message"); m == "" {
+							bad("junit: <skipped> without a message")
+						}
+						sk++
+					}
+				}
+			default:
+				bad("junit: <testsuite> child <%s> not in junit-10.xsd", c.XMLName.Local)
+			}
+		}
+		for name, n := range map[string]int{"tests": tests, "failures": f, "errors": e, "skipped": sk} {
+			if v, _ := attr(s.Attrs, name); v != strconv.Itoa(n) {
+				bad("junit: %s=%q but %d counted", name, v, n)
+			}
+		}
+		failures, errors, skipped = failures+f, errors+e, skipped+sk
+	}
+	for name, n := range map[string]int{"failures": failures, "errors": errors} {
+		if v, _ := attr(root.Attrs, name); v != strconv.Itoa(n) {
+			bad("junit: <testsuites> %s=%q, suites sum to %d", name, v, n)
+		}
+	}
+	return failures, errors, skipped, nil
+}
+
+func judged(results ...report.Result) *report.Report {
+	rep := &report.Report{Schema: 1, Environment: h200("0"), Results: results}
+	s := report.Summarize(results, "expectations/nvidia-sm_90-580", "out")
+	rep.Summary = &s
+	return rep
+}
+
+func TestJUnitFollowsTheVerdict(t *testing.T) {
+	expFail := report.Result{ID: "cuda.vmm-host.counter.add", Outcome: report.Fail, Expected: report.Pass, Verdict: report.ExpectedFail, Detail: "lost"}
+	canary := report.Result{ID: "cuda.vmm.canary.segv", Outcome: report.Crash, Expected: report.Crash, Verdict: report.Expected}
+	ns := report.Result{ID: "cuda.vmm.cpugpu.add", Outcome: report.Skip, Expected: report.Pass, Verdict: report.ExpectedFail, NotSupported: "HOST_NATIVE 0", Detail: "HOST_NATIVE 0"}
+	pass := report.Result{ID: "cuda.vmm.counter.add", Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected}
+	b, err := report.JUnit(judged(expFail, canary, ns, pass), time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, e, s, err := checkJUnit(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f != 0 || e != 0 || s != 1 {
+		t.Errorf("a gated run with expected failures: failures %d errors %d skipped %d, want 0 0 1\n%s", f, e, s, b)
+	}
+	for _, want := range []string{`<property name="driver" value="580.159.04">`, `<property name="gpus" value="2 x NVIDIA H200 (sm_90)">`,
+		`<property name="commit" value="abc1234">`, `<property name="stack" value="arch=sm_90 driver=580.159.04 vendor=nvidia">`,
+		"outcome=crash expected=crash"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("junit lacks %s", want)
+		}
+	}
+	up := report.Result{ID: "cuda.vmm.counter.up", Outcome: report.Pass, Expected: report.Pass, Baseline: report.Fail, Verdict: report.UnexpectedPass}
+	crash := report.Result{ID: "cuda.vmm.counter.crash", Outcome: report.Crash, Expected: report.Pass, Verdict: report.Regression}
+	to := report.Result{ID: "cuda.vmm.counter.to", Outcome: report.Incomplete, Expected: report.Pass, Verdict: report.Regression}
+	b, _ = report.JUnit(judged(pass, up, crash, to), time.Unix(0, 0))
+	if f, e, _, err := checkJUnit(b); err != nil || f != 1 || e != 2 {
+		t.Errorf("planted unexpected pass + crash + incomplete: failures %d errors %d (%v), want 1 and 2\n%s", f, e, err, b)
+	}
+}
+
+// TestCheckJUnitCatchesBadFiles shows the structural check fails on the
+// shapes the old writer produced and on miscounts.
+func TestCheckJUnitCatchesBadFiles(t *testing.T) {
+	for name, doc := range map[string]string{
+		"no errors attribute": `<testsuites failures="0" errors="0"><testsuite name="p" tests="0" failures="0" skipped="0" time="0" timestamp="2026-01-01T00:00:00" hostname="h"></testsuite></testsuites>`,
+		"bare testsuite root": `<testsuite name="p" tests="0" failures="0" errors="0" skipped="0" time="0" timestamp="2026-01-01T00:00:00" hostname="h"></testsuite>`,
+		"failure before skipped": `<testsuites failures="1" errors="0"><testsuite name="p" tests="1" failures="1" errors="0" skipped="1" time="0" timestamp="2026-01-01T00:00:00" hostname="h">` +
+			`<testcase name="a" classname="c" time="0"><failure message="m" type="t"/><skipped message="s"/></testcase></testsuite></testsuites>`,
+		"count mismatch": `<testsuites failures="0" errors="0"><testsuite name="p" tests="1" failures="0" errors="0" skipped="0" time="0" timestamp="2026-01-01T00:00:00" hostname="h">` +
+			`<testcase name="a" classname="c" time="0"><failure message="m" type="t"/></testcase></testsuite></testsuites>`,
+	} {
+		if _, _, _, err := checkJUnit([]byte(doc)); err == nil {
+			t.Errorf("%s: the structure check accepted it", name)
+		}
+	}
+}
