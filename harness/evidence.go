@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"p2patomics/harness/health"
 	"p2patomics/harness/kmsg"
@@ -21,6 +23,9 @@ type Evidence struct {
 	TraceAll bool                  // --trace: keep traces for passing cases too
 	Env      func() map[string]any // the run's fingerprint, for each case folder
 	MakeForm func(repro string) string
+	// Binary is the suite binary's absolute path: repro.sh runs it from
+	// any directory ("" keeps the repro line as it is).
+	Binary string
 }
 
 // The kernel log is one per machine: one reader for the suite process.
@@ -43,11 +48,12 @@ func kernelLog() (*kmsg.Reader, *health.Monitor, error) {
 
 // caseWatch is what the runner notes at a case's start.
 type caseWatch struct {
-	seqs []uint64
+	seqs  []uint64
+	start time.Time // the case folder's duration_s runs from here
 }
 
 func (r *Runner) startWatch(w *World) *caseWatch {
-	cw := &caseWatch{seqs: make([]uint64, len(w.Procs))}
+	cw := &caseWatch{seqs: make([]uint64, len(w.Procs)), start: time.Now()}
 	for i, p := range w.Procs {
 		if p.Trace != nil {
 			cw.seqs[i], _ = trace.SharedSeq(p.Trace)
@@ -108,21 +114,60 @@ func (r *Runner) writeEvidence(c *Case, w *World, cw *caseWatch, res *report.Res
 		}
 		var sb strings.Builder
 		fmt.Fprintf(&sb, "# rank %d pid %d device %d, case %s, outcome %s\n", p.Rank, p.Pid, p.Device, c.ID, res.Outcome)
-		_ = trace.Format(&sb, recs, res.Outcome != report.Pass)
+		// Mark a call only when one failed (or never returned); a case that
+		// failed on a check of the data says so instead of blaming the last
+		// call, which returned OK.
+		failedCall := false
+		for _, rec := range recs {
+			failedCall = failedCall || rec.Err || rec.InFlight
+		}
+		if !failedCall && res.Outcome != report.Pass {
+			fmt.Fprintf(&sb, "# no API call failed in this rank; the case ended %s on a check: %s\n", res.Outcome, res.Detail)
+		}
+		_ = trace.Format(&sb, recs, failedCall)
 		errs = append(errs, os.WriteFile(filepath.Join(dir, fmt.Sprintf("rank-%d.trace", p.Rank)), []byte(sb.String()), 0o644))
 		errs = append(errs, os.WriteFile(filepath.Join(dir, fmt.Sprintf("rank-%d.stderr", p.Rank)), []byte(p.Stderr.String()), 0o644))
 	}
-	repro := "#!/bin/sh\n# Re-run just this case with the same backend, kind, ranks and seed.\n" + c.Repro + "\n"
+	line := c.Repro
+	if r.Evidence.Binary != "" {
+		if rest, ok := strings.CutPrefix(line, "./specs.test "); ok {
+			line = shellQuote(r.Evidence.Binary) + " " + rest
+		}
+	}
+	repro := "#!/bin/sh\n# Re-run just this case with the same backend, kind, ranks and seed (from any directory).\n" + line + " \"$@\"\n"
 	if r.Evidence.MakeForm != nil {
 		repro += "# or, from a checkout: " + r.Evidence.MakeForm(c.Repro) + "\n"
 	}
 	errs = append(errs, os.WriteFile(filepath.Join(dir, "repro.sh"), []byte(repro), 0o755))
-	errs = append(errs, os.WriteFile(filepath.Join(dir, "kernel.log"), []byte(strings.Join(res.KernelLog, "\n")+"\n"), 0o644))
+	klog := strings.Join(res.KernelLog, "\n") + "\n"
+	if len(res.KernelLog) == 0 {
+		// An empty file reads as "not collected"; say which it was.
+		if _, _, err := kernelLog(); err != nil {
+			klog = fmt.Sprintf("# kernel log not read: %v\n", err)
+		} else {
+			klog = "# the kernel log was read; it has no GPU driver line (NVRM, amdgpu, Xid, ...) from this case\n"
+		}
+	}
+	errs = append(errs, os.WriteFile(filepath.Join(dir, "kernel.log"), []byte(klog), 0o644))
 	if r.Evidence.Env != nil {
 		b, _ := json.MarshalIndent(r.Evidence.Env(), "", "  ")
 		errs = append(errs, os.WriteFile(filepath.Join(dir, "environment.json"), b, 0o644))
 	}
-	b, _ := json.MarshalIndent(res, "", "  ")
+	// The runner sets duration_s when the case returns, after this folder
+	// is written; the folder's copy counts up to its judgement.
+	one := *res
+	one.Duration = math.Round(time.Since(cw.start).Seconds()*1e6) / 1e6
+	b, _ := json.MarshalIndent(one, "", "  ")
 	errs = append(errs, os.WriteFile(filepath.Join(dir, "result.json"), b, 0o644))
 	return errors.Join(errs...)
+}
+
+// shellQuote quotes s for sh when it holds anything but safe characters.
+func shellQuote(s string) string {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:=,", r)) {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
 }

@@ -42,8 +42,34 @@ check 2 -test.count=2
 check 2 --backend="$(printf 'a\nb\033[31m')"
 check 2 --backend=host --ginkgo.label-filter='(('
 P2PAT_TRACE=maybe check 2
+# An explicit backend that cannot load (no GPU here): one line with a hint,
+# exit 2, before any case runs.
+check 2 --backend=cuda
+check 2 --backend=hip
+# --help describes every flag on stdout and exits 0; --list prints ids.
+help=$("$bin" --help 2>/dev/null); rc=$?
+[ $rc = 0 ] && printf '%s\n' "$help" | grep -q -- '--backend=auto  *auto|host' || { echo "FAIL: --help exit $rc: $help"; fail=1; }
+ids=$("$bin" --backend=host --list 2>/dev/null); rc=$?
+if [ $rc = 0 ] && printf '%s\n' "$ids" | grep -qx 'host.memfd.counter.add_u64_relaxed_sys' && ! printf '%s\n' "$ids" | grep -qv '^[a-z0-9._-]*$'; then
+  echo "ok:   --list -> $(printf '%s\n' "$ids" | grep -c '') ids, one a line"
+else
+  echo "FAIL: --list exit $rc: $(printf '%s\n' "$ids" | head -3)"; fail=1
+fi
+# --ginkgo.focus narrows the plan: only the focused case is in results.json
+# (no incomplete), the run passes, and the spec carries its outcome as a
+# report entry in --ginkgo.json-report.
+fo=/tmp/p2pat-cli-focus-$$
+"$bin" --backend=host --ginkgo.focus='counter\.add_u64_relaxed_sys$' --out="$fo" --ginkgo.json-report="$fo/ginkgo.json" >"$fo.log" 2>&1; rc=$?
+n=$(grep -c '^      "id":' "$fo/results.json" 2>/dev/null)
+if [ $rc = 0 ] && [ "$n" = 1 ] && ! grep -q '"incomplete"' "$fo/results.json" && grep -q '"Name": "outcome"' "$fo/ginkgo.json" \
+   && tail -n 1 "$fo.log" | grep -q '^p2patomics: PASS — 1 case, 0 unexpected'; then
+  echo "ok:   --ginkgo.focus -> 1 case, no incomplete, outcome in the Ginkgo JSON report"
+else
+  echo "FAIL: --ginkgo.focus: exit $rc, $n results, last line: $(tail -n 1 "$fo.log")"; fail=1
+fi
+rm -rf "$fo" "$fo.log"
 # The flag table in code and docs/FLAGS.md must agree.
-for f in $("$bin" --help 2>&1 | grep -o -- '--[a-z-]*' | grep -v -- '--help'); do
+for f in $(printf '%s\n' "$help" | grep -o -- '^  --[a-z-]*' | grep -v -- '--help'); do
   grep -q -- "\`$f\`" "$(dirname "$0")/../docs/FLAGS.md" || { echo "FAIL: $f is not in docs/FLAGS.md"; fail=1; }
 done
 rm -rf /tmp/p2pat-cli-$$ /tmp/p2pat-cli-$$.prev

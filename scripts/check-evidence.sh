@@ -11,11 +11,20 @@ for f in rank-0.trace rank-1.trace rank-1.stderr repro.sh kernel.log environment
 done
 grep -q "request.canary" "$dir/rank-1.trace" || fail "rank-1.trace lacks the in-flight canary request"
 grep -q 'SIGSEGV' "$dir/rank-1.stderr" || fail "rank-1.stderr lacks the fault dump"
-cmd=$(grep '^\./specs.test' "$dir/repro.sh") || fail "no repro line"
+grep -q '^/.*specs\.test --backend=' "$dir/repro.sh" || fail "repro.sh does not name the binary by absolute path: $(cat "$dir/repro.sh")"
+grep -q '^# no API call failed' "$out/cases/host.memfd.planted.racy_u64_plain_sys/rank-0.trace" \
+  && ! grep -q 'FAILED' "$out/cases/host.memfd.planted.racy_u64_plain_sys/rank-0.trace" \
+  || fail "a data-check failure marks an API call FAILED or does not say no call failed"
+grep -q '^#' "$dir/kernel.log" || [ -s "$dir/kernel.log" ] || fail "kernel.log is empty without saying why"
+d=$(awk -F': ' '/"duration_s"/ {gsub(/,/,"",$2); print $2; exit}' "$dir/result.json")
+[ "$d" != 0 ] || fail "case folder result.json has duration_s 0"
 re=$(mktemp -d)
-# --out is a fresh folder of $re: the suite refuses one holding files that
-# are not a run (the log).
-eval "${cmd/.\/specs.test/$bin} --out=$re/o" >"$re/log" 2>&1; rc=$?
+# repro.sh runs from any directory: run it from the temporary one. --out is
+# a fresh folder of $re: the suite refuses one holding files that are not a
+# run (the log).
+rp=$(realpath "$dir/repro.sh")
+(cd "$re" && sh "$rp" --out="$re/o" >"$re/log" 2>&1); rc=$?
+cmd=$(grep -m1 'specs.test' "$dir/repro.sh")
 n=$(grep -c '"id":' "$re/o/results.json")
 got=$(awk -F'"' '/^ *"outcome":/ {print $4; exit}' "$re/o/results.json")
 want=$(awk -F'"' '/^ *"outcome":/ {print $4; exit}' "$dir/result.json")

@@ -186,7 +186,7 @@ func (s Summary) line() string {
 		ns = fmt.Sprintf(", %d not supported", n)
 	}
 	if len(s.Unexpected) == 0 {
-		return fmt.Sprintf("p2patomics: PASS — %d cases, 0 unexpected%s (%s)", s.Cases, ns, basis)
+		return fmt.Sprintf("p2patomics: PASS — %s, 0 unexpected%s (%s)", plural(s.Cases, "case"), ns, basis)
 	}
 	kinds := map[Verdict]int{}
 	var order []Verdict

@@ -71,7 +71,10 @@ func WriteConclusion(w io.Writer, st Style, rep *Report) {
 			if u.Folder != "" {
 				fmt.Fprintf(w, "      evidence: %s\n", u.Folder)
 			}
-			if r.Repro != "" {
+			switch {
+			case u.Folder != "":
+				fmt.Fprintf(w, "      repro: sh %srepro.sh\n", u.Folder)
+			case r.Repro != "":
 				fmt.Fprintf(w, "      repro: %s\n", r.Repro)
 			}
 		}

@@ -197,6 +197,7 @@ func (r *Run) runner(backend string) *harness.Runner {
 		rn.Evidence = &harness.Evidence{
 			Out: r.Opts.Out, TraceAll: r.Opts.Trace,
 			Env: func() map[string]any { return environment(r.Opts, [][]map[string]any{rn.Infos}) },
+			Binary:   suiteBinary(),
 			MakeForm: func(repro string) string {
 				return "make run ARGS='" + strings.TrimPrefix(repro, "./specs.test ") + "'"
 			},
@@ -409,7 +410,11 @@ func (r *Run) finish() int {
 		code = ExitNoReport
 	}
 	for _, e := range events {
-		fmt.Fprintf(w, "world event: %s\n", e)
+		// Every world's start is in summary.txt; stdout keeps the events
+		// a person must see (a rank that died idle, an unreadable log).
+		if !strings.Contains(e, " ready in ") {
+			fmt.Fprintf(w, "world event: %s\n", e)
+		}
 	}
 	fmt.Fprintf(w, "reports: %s (results.json, junit.xml, summary.txt with the full table, results.csv, failures.csv)\n", out)
 	report.WriteConclusion(w, r.Style, rep)

@@ -383,3 +383,12 @@ func DefaultOut() string {
 		}
 	}
 }
+
+// suiteBinary is the running suite binary's absolute path, for repro.sh.
+func suiteBinary() string {
+	p, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return p
+}
