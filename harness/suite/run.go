@@ -196,8 +196,8 @@ func (r *Run) runner(backend string) *harness.Runner {
 		rn = harness.NewRunner(backend, r.Opts.Trace, r.Opts.Seed)
 		rn.Evidence = &harness.Evidence{
 			Out: r.Opts.Out, TraceAll: r.Opts.Trace,
-			Env: func() map[string]any { return environment(r.Opts, [][]map[string]any{rn.Infos}) },
-			Binary:   suiteBinary(),
+			Env:    func() map[string]any { return environment(r.Opts, [][]map[string]any{rn.Infos}) },
+			Binary: suiteBinary(),
 			MakeForm: func(repro string) string {
 				return "make run ARGS='" + strings.TrimPrefix(repro, "./specs.test ") + "'"
 			},
