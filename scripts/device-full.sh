@@ -17,7 +17,9 @@ if command -v nvidia-smi >/dev/null; then
 fi
 OUT=$work bash scripts/device-run.sh "$@" >/dev/null 2>&1
 [ -n "$smi" ] && kill "$smi" 2>/dev/null
-cp "$work/results.json" "$work/junit.xml" "$work/run.log" "$work/report.html" "$out/" 2>/dev/null
+for f in results.json junit.xml summary.txt results.csv failures.csv report.html run.log exit_status; do
+  cp "$work/$f" "$out/" 2>/dev/null
+done
 tar -C "$work" -czf "$out/evidence.tgz" cases heatmaps 2>/dev/null
 if [ -z "${P2PAT_NO_REF:-}" ] && { command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; }; then
   nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run a prebuilt specs.test on the GPU machine (no Go there) and leave
-# results.json, junit.xml and run.log under $OUT (or ./out-device).
+# its reports and run.log under $OUT (or ./out-device). run.log ends with the
+# suite's verdict line; the exit status goes to $OUT/exit_status.
 # Usage: scripts/device-run.sh [suite flags...]   e.g. --backend=cuda
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,9 @@ log=$(mktemp)
   nvidia-smi topo -m 2>/dev/null || true
   echo "# $bin --out=$out $*"
   "$bin" --out="$out" "$@"
-  echo "# exit status $?"
+  echo $? >"$log.rc"
 } 2>&1 | tee "$log"
 mv "$log" "$out/run.log"
+rc=$(cat "$log.rc" 2>/dev/null || echo 1); rm -f "$log.rc"
+echo "$rc" >"$out/exit_status"
+exit "$rc"
