@@ -160,7 +160,9 @@ func Summarize(results []Result, gate, out string) Summary {
 				u.Verdict = UnexpectedPass
 			}
 		}
-		if r.Outcome != Pass && r.Verdict != Missing {
+		// The runner writes a folder for every case it ran that did not
+		// pass; an incomplete, aborted or missing case never ran.
+		if r.Outcome != Pass && r.Outcome != Incomplete && r.Outcome != Abort && r.Verdict != Missing {
 			u.Folder = filepath.Join(out, "cases", r.ID) + "/"
 		}
 		s.Unexpected = append(s.Unexpected, u)

@@ -65,7 +65,7 @@ var FlagTable = []flagDef{
 	{"ranks", "2", "ranks per world (minimum 2)"},
 	{"case", "", "run exactly this case id"},
 	{"seed", "1", "seed for generated data"},
-	{"out", "./out", "directory for results.json, junit.xml and per-case evidence"},
+	{"out", "./out", "directory for the reports and per-case evidence; unset: out/ at the root of the checkout the working directory is in, else ./out"},
 	{"trace", "false", "record every rank's API trace, also for passing cases"},
 	{"expectations", "", "gate mode: expectation folders or files, comma separated"},
 	{"update-expectations", "false", "write this run as the baseline into the first --expectations folder"},
