@@ -85,9 +85,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if g != nil {
 		rep.Gate = g
 	}
-	stamp := time.Time{}
-	if st, err := os.Stat(path); err == nil {
-		stamp = st.ModTime() // the run's start is not in older results.json files
+	// The run's start; results.json files from before the suite recorded
+	// it get the Unix epoch, which reads as unknown rather than as a lie.
+	stamp := time.Unix(0, 0)
+	if st, ok := rep.Environment["started"].(string); ok {
+		if t, err := time.Parse(time.RFC3339, st); err == nil {
+			stamp = t
+		}
 	}
 	if err := suite.WriteReports(dir, rep, stamp); err != nil {
 		fmt.Fprintf(stderr, "p2preport: %v\n", err)

@@ -375,6 +375,7 @@ func (r *Run) finish() int {
 	timing.SuiteWallS = math.Round(time.Since(r.t0).Seconds()*1000) / 1000
 	env := environment(r.Opts, infos)
 	env["backends"] = r.Probes
+	env["started"] = r.t0.UTC().Format(time.RFC3339) // junit.xml's timestamp, also when re-rendered
 	gate := ""
 	if r.gate != nil {
 		gate = r.Opts.Expectations
