@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -272,5 +274,31 @@ func TestCheckJUnitCatchesBadFiles(t *testing.T) {
 		if _, _, _, err := checkJUnit([]byte(doc)); err == nil {
 			t.Errorf("%s: the structure check accepted it", name)
 		}
+	}
+}
+
+// results.csv and failures.csv in deqp-runner's shape: test,status,duration
+// for every case; test,status for every case whose outcome is not its
+// expected one (read back as a fails.txt by expect).
+func TestWriteCSVs(t *testing.T) {
+	rep := judged(
+		report.Result{ID: "a", Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected, Duration: 0.5},
+		report.Result{ID: "b", Outcome: report.Crash, Expected: report.Pass, Verdict: report.ExpectedFail},
+		report.Result{ID: "c", Outcome: report.Pass, Expected: report.Pass, Baseline: report.Fail, Verdict: report.UnexpectedPass},
+		report.Result{ID: "d", Outcome: report.Crash, Expected: report.Crash, Verdict: report.Expected},
+		report.Result{ID: "e", Outcome: report.Skip, Expected: report.Pass, Verdict: report.Missing},
+	)
+	dir := t.TempDir()
+	if err := report.WriteCSVs(dir, rep); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := os.ReadFile(filepath.Join(dir, "results.csv"))
+	want := "a,Pass,0.500\nb,ExpectedFail,0.000\nc,UnexpectedPass,0.000\nd,Crash,0.000\ne,Missing,0.000\n"
+	if string(all) != want {
+		t.Errorf("results.csv:\n%s\nwant:\n%s", all, want)
+	}
+	fails, _ := os.ReadFile(filepath.Join(dir, "failures.csv"))
+	if string(fails) != "b,Crash\n" {
+		t.Errorf("failures.csv: %q, want only the case whose outcome is not its expected one", fails)
 	}
 }
