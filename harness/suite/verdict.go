@@ -307,6 +307,9 @@ func writeSummaryText(path string, rep *report.Report, events []string) error {
 	if rep.Timing != nil {
 		printTiming(f, rep.Timing)
 	}
+	if rep.Summary != nil {
+		fmt.Fprintf(f, "\n%s\n", rep.Summary.Line) // last here too
+	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("summary: %w", err)
 	}
