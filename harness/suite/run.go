@@ -226,9 +226,11 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 			r.mu.Unlock()
 			res := report.Result{ID: c.ID, Labels: c.Labels, Outcome: report.Abort, Expected: c.Expected,
 				Detail: "not run: the machine stopped being trustworthy: " + rn.Abort, Ranks: []report.Rank{}, Repro: c.Repro}
+			res = expect.JudgeOne(res, r.gate, nil)
 			r.mu.Lock()
 			r.results[c.ID] = res
 			r.mu.Unlock()
+			r.live(res)
 			return res
 		}
 	}
