@@ -87,7 +87,7 @@ func TestMain(m *testing.M) {
 	for _, p := range run.Probes {
 		fmt.Println(p.Line())
 	}
-	fmt.Printf("p2patomics: %d cases, seed %d, reports in %s\n", len(run.IDs()), opts.Seed, opts.Out)
+	fmt.Printf("p2patomics: %d case(s), seed %d, reports in %s\n", len(run.IDs()), opts.Seed, opts.Out)
 	run.WatchSignals()
 	m.Run()
 	os.Exit(run.Finish())
