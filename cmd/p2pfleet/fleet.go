@@ -131,6 +131,11 @@ func Merge(nodes []Node) *Fleet {
 			ns.Gate = &pass
 			ns.Verdict = map[bool]string{true: "pass", false: "fail"}[pass]
 		}
+		if sum := n.Report.Summary; sum != nil {
+			// The run told its one verdict (not-supported results
+			// included); the fleet repeats it rather than re-deriving it.
+			ns.Verdict = strings.ToLower(sum.Verdict)
+		}
 		if n.Report.Timing != nil {
 			ns.WallS = n.Report.Timing.SuiteWallS
 		}

@@ -260,3 +260,17 @@ func TestCLIErrors(t *testing.T) {
 		t.Errorf("--json=- --html=-: exit %d, %q", code, errs)
 	}
 }
+
+// A node whose run told its verdict (results.json summary) keeps it: an
+// ungated H200 whose only unmet cases are not supported is "pass".
+func TestNodeVerdictIsTheRunsSummary(t *testing.T) {
+	res := []report.Result{
+		{ID: "cuda.vmm.cpugpu.add", Outcome: report.Skip, Expected: report.Pass, Verdict: report.ExpectedFail, NotSupported: "HOST_NATIVE 0"},
+		{ID: "cuda.vmm.counter.add", Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected},
+	}
+	sum := report.Summarize(res, "", "out")
+	f := Merge([]Node{{Name: "h200", Report: &report.Report{Schema: 1, Environment: map[string]any{}, Results: res, Summary: &sum}}})
+	if f.Nodes[0].Verdict != "pass" {
+		t.Errorf("node verdict %q, the run said %s", f.Nodes[0].Verdict, sum.Verdict)
+	}
+}
