@@ -108,6 +108,9 @@ type UnexpectedCase struct {
 	// Folder is the case's evidence folder (written for every case that
 	// did not pass), "" when there is none.
 	Folder string `json:"folder,omitempty"`
+	// Note says why an outcome equal to the baseline's is unexpected (a
+	// litmus pass whose evidence is weaker than the baseline's).
+	Note string `json:"note,omitempty"`
 }
 
 // NotSupportedRef is one not-supported case and its reason.
@@ -154,6 +157,9 @@ func Summarize(results []Result, gate, out string) Summary {
 			continue
 		}
 		u := UnexpectedCase{ID: r.ID, Verdict: r.Verdict, Was: Was(r), Outcome: r.Outcome}
+		if u.Was == u.Outcome && r.Evidence != "" {
+			u.Note = fmt.Sprintf("evidence %s, the baseline's strong", r.Evidence)
+		}
 		if u.Verdict == "" {
 			u.Verdict = Regression
 			if r.Outcome.Severity() < r.Expected.Severity() {
@@ -215,6 +221,9 @@ func (s Summary) line() string {
 			break
 		}
 		one := fmt.Sprintf("%s %s → %s", u.ID, u.Was, u.Outcome)
+		if u.Note != "" {
+			one += " (" + u.Note + ")"
+		}
 		if u.Folder != "" {
 			one += " (" + u.Folder + ")"
 		}

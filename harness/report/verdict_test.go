@@ -82,6 +82,11 @@ func TestSummarizeLine(t *testing.T) {
 	if !strings.HasPrefix(s.Line, "p2patomics: FAIL — 2 unexpected (1 regression, 1 unexpected-pass): d pass → crash (out/cases/d/); e fail → pass") {
 		t.Errorf("mixed line %q", s.Line)
 	}
+	// A litmus pass that lost its strong evidence: pass → pass says why.
+	weak := report.Result{ID: "g", Outcome: report.Pass, Expected: report.Pass, Verdict: report.Regression, Evidence: report.EvidenceWeak}
+	if s := report.Summarize([]report.Result{weak}, "x", "out"); !strings.Contains(s.Line, "g pass → pass (evidence weak, the baseline's strong)") {
+		t.Errorf("evidence regression line %q", s.Line)
+	}
 	// Not yet judged results (verdict ""): an unmet outcome counts.
 	raw := report.Result{ID: "f", Outcome: report.Fail, Expected: report.Pass}
 	if s := report.Summarize([]report.Result{raw}, "", "o"); s.ExitStatus != 1 {
