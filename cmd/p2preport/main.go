@@ -97,10 +97,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "p2preport: %v\n", err)
 		return 3
 	}
-	if err := htmlreport.WriteHTML(dir, rep); err != nil {
-		fmt.Fprintf(stderr, "p2preport: %v\n", err)
-		return 3
-	}
 	fmt.Fprintln(stdout, filepath.Join(dir, htmlreport.File))
 	fmt.Fprintf(stdout, "reports: %s (report.html, junit.xml, summary.txt, results.csv, failures.csv)\n", dir)
 	report.WriteConclusion(stdout, suite.StdoutStyle(), rep)

@@ -419,7 +419,7 @@ func (r *Run) finish() int {
 			fmt.Fprintf(w, "world event: %s\n", e)
 		}
 	}
-	fmt.Fprintf(w, "reports: %s (results.json, junit.xml, summary.txt with the full table, results.csv, failures.csv)\n", out)
+	fmt.Fprintf(w, "reports: %s (results.json, report.html, junit.xml, summary.txt with the full table, results.csv, failures.csv)\n", out)
 	report.WriteConclusion(w, r.Style, rep)
 	return code
 }

@@ -16,6 +16,7 @@ import (
 	"p2patomics/harness"
 	"p2patomics/harness/expect"
 	"p2patomics/harness/fingerprint"
+	"p2patomics/harness/htmlreport"
 	"p2patomics/harness/report"
 )
 
@@ -271,8 +272,8 @@ func (r *Run) stdout() io.Writer {
 }
 
 // writeReports writes every report file of rep into dir: results.json,
-// junit.xml, results.csv, failures.csv and summary.txt (the full table and
-// the matrices). Each writer takes a path and returns an error, so the
+// junit.xml, results.csv, failures.csv, summary.txt (the full table and
+// the matrices) and report.html. Each writer takes a path and returns an error, so the
 // out/ discipline can wrap them; the first failure names its file.
 func writeReports(dir string, rep *report.Report, events []string, stamp time.Time) error {
 	if err := rep.Write(filepath.Join(dir, "results.json")); err != nil {
@@ -282,7 +283,8 @@ func writeReports(dir string, rep *report.Report, events []string, stamp time.Ti
 }
 
 // WriteReports writes the reports derived from a judged report (all but
-// results.json) into dir: what cmd/p2preport re-renders.
+// results.json) into dir, report.html included: what cmd/p2preport
+// re-renders.
 func WriteReports(dir string, rep *report.Report, stamp time.Time) error {
 	return writeDerived(dir, rep, nil, stamp)
 }
@@ -294,7 +296,11 @@ func writeDerived(dir string, rep *report.Report, events []string, stamp time.Ti
 	if err := report.WriteCSVs(dir, rep); err != nil {
 		return err
 	}
-	return writeSummaryText(filepath.Join(dir, "summary.txt"), rep, events)
+	if err := writeSummaryText(filepath.Join(dir, "summary.txt"), rep, events); err != nil {
+		return err
+	}
+	// report.html opens with the same verdict line (rep.Summary).
+	return htmlreport.WriteHTML(dir, rep)
 }
 
 func writeSummaryText(path string, rep *report.Report, events []string) error {
