@@ -117,9 +117,13 @@ func (r *Runner) writeEvidence(c *Case, w *World, cw *caseWatch, res *report.Res
 		// Mark a call only when one failed (or never returned); a case that
 		// failed on a check of the data says so instead of blaming the last
 		// call, which returned OK.
+		// A call still in flight is the culprit only when the case ended
+		// with a rank dead or stuck; after a fail the ranks answered, and
+		// an in-flight record is the reply being sent as the ring is read.
+		stuck := res.Outcome != report.Pass && res.Outcome != report.Fail && res.Outcome != report.Skip
 		failedCall := false
 		for _, rec := range recs {
-			failedCall = failedCall || rec.Err || rec.InFlight
+			failedCall = failedCall || rec.Err || (rec.InFlight && stuck)
 		}
 		if !failedCall && res.Outcome != report.Pass {
 			fmt.Fprintf(&sb, "# no API call failed in this rank; the case ended %s on a check: %s\n", res.Outcome, res.Detail)
