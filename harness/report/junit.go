@@ -153,7 +153,8 @@ func WriteJUnit(path string, rep *Report, stamp time.Time) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("junit: %w", err)
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	// Never through a symlink, never half written (WriteAtomic).
+	if err := WriteAtomic(path, b); err != nil {
 		return fmt.Errorf("junit: %w", err)
 	}
 	return nil

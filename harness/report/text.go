@@ -273,7 +273,7 @@ func WriteCSVs(dir string, rep *Report) error {
 		if err := cw.WriteAll(rows); err != nil {
 			return fmt.Errorf("csv: %s: %w", name, err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644); err != nil {
+		if err := WriteAtomic(filepath.Join(dir, name), []byte(b.String())); err != nil {
 			return fmt.Errorf("csv: %w", err)
 		}
 	}

@@ -48,7 +48,7 @@ type Run struct {
 	ckptSaid bool
 	ckptEnv  map[string]any
 	ckptEnvN int
-	done        int       // cases finished, for the live lines
+	done     int // cases finished, for the live lines
 	// Probes are the backends tried and what each said (environment.backends).
 	Probes []BackendProbe
 	// Style colours stdout (StdoutStyle); Stdout is where the live lines,

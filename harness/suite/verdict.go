@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -50,6 +51,7 @@ func probe(be string, traceOn bool) BackendProbe {
 	p := BackendProbe{Backend: be}
 	w, err := harness.NewWorld(be, 1, traceOn, time.Now().Add(60*time.Second))
 	if err != nil {
+		harness.CloseStart(err) // a world that failed to start is closed here
 		p.Why = firstLine(err.Error())
 		return p
 	}
@@ -304,19 +306,16 @@ func writeDerived(dir string, rep *report.Report, events []string, stamp time.Ti
 }
 
 func writeSummaryText(path string, rep *report.Report, events []string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("summary: %w", err)
-	}
-	report.WriteTable(f, rep, events)
-	PrintMatrices(f, rep.Results)
+	var b bytes.Buffer
+	report.WriteTable(&b, rep, events)
+	PrintMatrices(&b, rep.Results)
 	if rep.Timing != nil {
-		printTiming(f, rep.Timing)
+		printTiming(&b, rep.Timing)
 	}
 	if rep.Summary != nil {
-		fmt.Fprintf(f, "\n%s\n", rep.Summary.Line) // last here too
+		fmt.Fprintf(&b, "\n%s\n", rep.Summary.Line) // last here too
 	}
-	if err := f.Close(); err != nil {
+	if err := report.WriteAtomic(path, b.Bytes()); err != nil {
 		return fmt.Errorf("summary: %w", err)
 	}
 	return nil
