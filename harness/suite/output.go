@@ -48,7 +48,7 @@ func WriteJUnit(path string, results []report.Result) error {
 		if len(parts) == 3 {
 			cls = parts[0] + "." + parts[1]
 		}
-		t := tc{Name: r.ID, Classname: cls, Time: r.Duration, SystemOut: fmt.Sprintf("outcome=%s expected=%s %s", r.Outcome, r.Expected, r.Detail)}
+		t := tc{Name: r.ID, Classname: cls, Time: r.Duration, SystemOut: fmt.Sprintf("outcome=%s expected=%s %s", shownOutcome(r), r.Expected, r.Detail)}
 		switch {
 		case !r.Met():
 			t.Failure = &failure{Message: fmt.Sprintf("outcome %s, expected %s", r.Outcome, r.Expected), Type: string(r.Outcome), Text: r.Detail}
@@ -69,6 +69,16 @@ func WriteJUnit(path string, results []report.Result) error {
 		return err
 	}
 	return os.WriteFile(path, append([]byte(xml.Header), append(b, '\n')...), 0o644)
+}
+
+// shownOutcome is the outcome as the table and junit system-out show it: a
+// pass whose evidence is weak (no mutant killed, docs/LITMUS.md) says so,
+// so that it never reads like a pass that proved something.
+func shownOutcome(r report.Result) string {
+	if r.Outcome == report.Pass && r.Evidence == report.EvidenceWeak {
+		return "pass (weak evidence)"
+	}
+	return string(r.Outcome)
 }
 
 // PrintTable writes the readable summary: one line per case, then totals.
@@ -108,7 +118,7 @@ func PrintTable(w io.Writer, results []report.Result, events []string) {
 		if len(id) > idw {
 			id = "…" + id[len(id)-idw+1:]
 		}
-		fmt.Fprintf(w, "%-*s %s%-10s %-10s %8.3fs %s\n", idw, id, mark, r.Outcome, r.Expected, r.Duration, detail)
+		fmt.Fprintf(w, "%-*s %s%-10s %-10s %8.3fs %s\n", idw, id, mark, shownOutcome(r), r.Expected, r.Duration, detail)
 		if r.Verdict != "" && r.Verdict != report.Expected {
 			fmt.Fprintf(w, "%-*s   verdict: %s\n", idw, "", r.Verdict)
 		}
