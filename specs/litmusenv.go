@@ -121,6 +121,12 @@ func (e *litmusEnv) launch(name string, stress uint64) (weak, missing, late uint
 	}
 	k := kernels.MustLookup(name)
 	sh := e.sh
+	roles := kernels.LitmusRoles(k.Op)
+	// IRIW's four roles: half the instances per round and twice the rounds,
+	// so that a launch has a two-role shape's testing threads (every testing
+	// block must be resident for the round barrier; 644 blocks of 256 on one
+	// H200 might not be) and its instances (the same arena).
+	sh.n, sh.iters = sh.n*2/roles, sh.iters*roles/2
 	seed := e.rng.Uint64()
 	args := func(rank int, role, tblocks, parties uint64) map[string]wireArg {
 		return map[string]wireArg{"mem": harness.P(e.mem.Bufs[rank], 0), "res": harness.P(e.mem.Bufs[rank], e.words*4),
@@ -131,7 +137,6 @@ func (e *litmusEnv) launch(name string, stress uint64) (weak, missing, late uint
 	// An instance has roles roles: one launch plays them all (threads
 	// [c*n, (c+1)*n) play role c), or each rank half of them (IRIW: the
 	// writers in rank 0, the readers in rank 1).
-	roles := kernels.LitmusRoles(k.Op)
 	var ls []harness.Launch
 	if e.oneRank {
 		tb := roles * sh.n / sh.block
@@ -227,7 +232,7 @@ func (e *litmusEnv) note(r envRun) string {
 
 func (e *litmusEnv) params() string {
 	sh := e.sh
-	return fmt.Sprintf("%s; n=%d instances per round, %d rounds per launch, block %d, %d stress blocks x %d iterations (cycled x0, x1, x4), spread %d words, seed %d",
+	return fmt.Sprintf("%s; n=%d instances per round, %d rounds per launch (IRIW: half, twice), block %d, %d stress blocks x %d iterations (cycled x0, x1, x4), spread %d words, seed %d",
 		e.mode(), sh.n, sh.iters, sh.block, sh.sblocks, sh.stress, sh.spread, e.seed)
 }
 
