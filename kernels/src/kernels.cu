@@ -314,13 +314,18 @@ P2P_KERNEL void fill_u64_plain_dev(u64 *dst, u64 value, u64 n, u64 block, u64 nt
 //
 // mem holds [x: total*spread words][y: total*spread][sync: 32][hot: 4096],
 // total = n*iters, a power of two (the slot permutation is a bijection modulo
-// a power of two). role 2: threads [0,n) play role 0 and [n,2n) role 1 in one
-// launch; role 0/1: threads [0,n) play that role (the other rank plays the
-// other). Each of iters rounds first aligns every testing block of every
+// a power of two). An instance has R roles (2; IRIW 4). role 2: threads
+// [c*n, (c+1)*n) play role c in one launch; role 0/1: this launch plays half
+// of the roles (MP..CoRR: that role; IRIW: the writers 0,1 or the readers 2,3)
+// and the other rank the rest; role 3: the collect launch of a shape whose
+// outcome is the final memory state (2+2W), run after the others ended.
+// Role 0 handles instance j, every other role its own seeded permutation of
+// j, so an instance's roles sit in different blocks. Each of iters rounds first aligns every testing block of every
 // launch on sync[0] (parties blocks; relaxed atomics at the kernel's scope,
 // bounded by timeout_ns; a timeout adds 1 to sync[1] and stops aligning), so
 // the two roles of a round run together even in two processes on two GPUs.
-// res[2k + role] = 1 + what that role read (0 = never ran); tally_u32 counts.
+// res[2k + slot] = 1 + what that role read (0 = never ran; slot = role, IRIW:
+// the two readers, the writers record nothing); tally_u32 counts.
 P2P_FN u64 p2p_slot(u64 k, u64 seed, u64 mask) {
   // Odd multipliers, an added constant and a right xorshift are each a
   // bijection on [0, mask+1), so x (or y) slots never collide.
