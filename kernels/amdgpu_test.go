@@ -373,6 +373,11 @@ func checkAMDGPUKernel(target string, k Kernel, body []string) []string {
 	if k.Op == OpMP && k.Order == AcqRel {
 		wantAcq, wantRel = true, true
 	}
+	if k.Op == OpP22W {
+		// 2+2W only stores: a seq_cst store is a release (LLVM's AMDGPU
+		// memory model), with nothing to acquire.
+		wantAcq = false
+	}
 	if k.Order != Plain {
 		if wantAcq && acq != "" && !has(acq) {
 			bad("order %s at this scope needs %s (acquire)", k.Order, acq)

@@ -72,6 +72,9 @@ const (
 	OpPMP   Op = "pmp"
 	OpPSB   Op = "psb"
 	OpPLB   Op = "plb"
+	OpPIRIW Op = "piriw"
+	OpP22W  Op = "p22w"
+	OpPCoRR Op = "pcorr"
 	OpTally Op = "tally"
 )
 
@@ -277,7 +280,24 @@ func init() {
 
 // LitmusWeak is the tally of a litmus environment shape: res[2k], res[2k+1]
 // of an instance that showed the shape's weak outcome (kernels.cu).
-var LitmusWeak = map[Op][2]uint64{OpPMP: {1, 3}, OpPSB: {1, 1}, OpPLB: {2, 2}}
+var LitmusWeak = map[Op][2]uint64{OpPMP: {1, 3}, OpPSB: {1, 1}, OpPLB: {2, 2}, OpPIRIW: {3, 3}, OpP22W: {2, 2}, OpPCoRR: {1, 3}}
+
+// IsLitmusEnv reports whether op is a parallel-testing-environment shape.
+func IsLitmusEnv(op Op) bool { _, ok := LitmusWeak[op]; return ok }
+
+// LitmusRoles is how many roles an instance of a shape has (2 unless
+// listed): role 2 runs them all in one launch, role 0/1 half of them each.
+func LitmusRoles(op Op) uint64 {
+	if op == OpPIRIW {
+		return 4
+	}
+	return 2
+}
+
+// LitmusCollect lists the shapes whose outcome is the final memory state:
+// after the roles' launches, one more launch with role 3 (threads [0,n))
+// turns each recorded instance's res into 1 + final x, 1 + final y.
+var LitmusCollect = map[Op]bool{OpP22W: true}
 
 // LitmusEnvArgs are the arguments of every parallel-testing-environment kernel.
 var LitmusEnvArgs = []Arg{p("mem"), p("res"), v("n"), v("iters"), v("role"), v("block"), v("tblocks"),
@@ -288,9 +308,10 @@ var LitmusEnvArgs = []Arg{p("mem"), p("res"), v("n"), v("iters"), v("role"), v("
 func LitmusEnvWords(n, iters, spread uint64) uint64 { return 2*n*iters*spread + 32 + 4096 }
 
 func addLitmusEnvs() {
-	envDoc := "parallel testing environment (docs/LITMUS.md): n instances per round, iters rounds; role 2 = both roles in " +
-		"one launch (threads [0,n) role 0, [n,2n) role 1), role 0/1 = that role; blocks >= tblocks stress 4096 hot words " +
-		"stress times; rounds aligned on mem's sync word across parties blocks (timeout adds sync[1]); res[2k+role] = 1 + read. "
+	envDoc := "parallel testing environment (docs/LITMUS.md): n instances per round, iters rounds; role 2 = every role in " +
+		"one launch (threads [c*n,(c+1)*n) role c), role 0/1 = that half of the roles (MP/SB/LB/2+2W/CoRR: that role; IRIW: " +
+		"writers 0,1 or readers 2,3); role 3 = collect (2+2W); blocks >= tblocks stress 4096 hot words " +
+		"stress times; rounds aligned on mem's sync word across parties blocks (timeout adds sync[1]); res[2k+slot] = 1 + read. "
 	shapes := []struct {
 		op     Op
 		strong Order
@@ -303,15 +324,39 @@ func addLitmusEnvs() {
 			"no fence: relaxed store and load instead of fence.sc + seq_cst"},
 		{OpPLB, AcqRel, "LB: role 0 reads x (acquire) then y=1 (release), role 1 reads y then x=1; weak: both read 1",
 			"relaxed load and store instead of acquire/release"},
+		{OpPIRIW, SeqCst, "IRIW: role 0 x=1, role 1 y=1 (seq_cst stores); role 2 reads x then y, role 3 y then x (seq_cst loads: " +
+			"fence.sc between them on PTX); readers record 1+2*first+second in res slots 0 and 1, writers nothing; weak: (3, 3)",
+			"no fence: relaxed stores and loads instead of seq_cst"},
+		{OpP22W, SeqCst, "2+2W: role 0 x=1 then y=2, role 1 y=1 then x=2 (seq_cst stores); res = 1, then the collect launch " +
+			"(role 3) writes 1 + final x, 1 + final y; weak: x=1 and y=1 (2, 2)",
+			"no fence: relaxed stores instead of seq_cst"},
+		// CoRR's strong kernel is already relaxed: coherence needs no
+		// ordering, so its only mutant is the device-scope one.
+		{OpPCoRR, Relaxed, "CoRR: role 0 x=1 (relaxed); role 1 reads x twice (relaxed), res = 1+2*first+second; weak: new then old (1, 3)", ""},
 	}
 	for _, sh := range shapes {
 		strong := Name(sh.op, U32, sh.strong, Sys)
 		relaxed := Name(sh.op, U32, Relaxed, Sys)
 		dev := Name(sh.op, U32, sh.strong, Dev)
+		var mutants []string
+		if sh.strong != Relaxed {
+			mutants = append(mutants, relaxed)
+		}
+		if sh.op == OpPIRIW {
+			// The reads' own order kept (acquire), only the fence that
+			// makes the readers agree on the writes' order taken away.
+			acq := Name(sh.op, U32, Acquire, Sys)
+			mutants = append(mutants, acq)
+			add(Kernel{Name: acq, Op: sh.op, Type: U32, Order: Acquire, Scope: Sys, Args: LitmusEnvArgs, Spins: true, Info: true,
+				Mutation: "acquire loads and relaxed stores without fence.sc", Doc: "mutant of " + strong + ": acquire loads and relaxed stores, no fence"})
+		}
+		mutants = append(mutants, dev)
 		add(Kernel{Name: strong, Op: sh.op, Type: U32, Order: sh.strong, Scope: Sys, Args: LitmusEnvArgs, Spins: true,
-			Mutants: []string{relaxed, dev}, Doc: envDoc + sh.doc})
-		add(Kernel{Name: relaxed, Op: sh.op, Type: U32, Order: Relaxed, Scope: Sys, Args: LitmusEnvArgs, Spins: true, Info: true,
-			Mutation: sh.relax, Doc: "mutant of " + strong + ": " + sh.relax})
+			Mutants: mutants, Doc: envDoc + sh.doc})
+		if sh.strong != Relaxed {
+			add(Kernel{Name: relaxed, Op: sh.op, Type: U32, Order: Relaxed, Scope: Sys, Args: LitmusEnvArgs, Spins: true, Info: true,
+				Mutation: sh.relax, Doc: "mutant of " + strong + ": " + sh.relax})
+		}
 		add(Kernel{Name: dev, Op: sh.op, Type: U32, Order: sh.strong, Scope: Dev, Args: LitmusEnvArgs, Spins: true, Info: true,
 			Mutation: "device (agent) scope instead of system scope", Doc: "mutant of " + strong + ": every access at device scope"})
 	}

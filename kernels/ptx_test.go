@@ -253,16 +253,25 @@ func checkPTXKernel(k Kernel, body []string) []string {
 		} else {
 			only("atom." + sem)
 		}
-	case k.Op == OpPMP || k.Op == OpPSB || k.Op == OpPLB:
+	case IsLitmusEnv(k.Op):
 		// The round barrier is a relaxed atom plus relaxed polls; the
-		// stress is volatile; the tested pair carries the kernel's order.
+		// stress and 2+2W's collect are relaxed; the tested accesses carry
+		// the kernel's order.
 		need("atom.relaxed", 1)
 		switch {
-		case k.Order == Relaxed: // the mutant: nothing ordered at all
+		case k.Order == Relaxed: // the mutants (and CoRR): nothing ordered at all
 			only("atom.relaxed", "ld.relaxed", "st.relaxed")
-		case k.Op == OpPSB:
-			if count["fence.sc"] != 2 || count["ld.acquire"] != 1 {
-				bad("want exactly 2 fence.sc and 1 ld.acquire (seq_cst store and load), have %d and %d", count["fence.sc"], count["ld.acquire"])
+		case k.Op == OpPIRIW && k.Order == Acquire: // IRIW's mutant: acquire loads, no fence
+			if count["ld.acquire"] != 2 {
+				bad("want exactly 2 ld.acquire (the readers' loads), have %d", count["ld.acquire"])
+			}
+			only("atom.relaxed", "ld.relaxed", "st.relaxed", "ld.acquire")
+		case k.Order == SeqCst: // sb, iriw, 2+2w: fence.sc + st.relaxed / fence.sc + ld.acquire
+			// psb: one seq_cst store and one load; piriw: one store (both
+			// writers share it) and the readers' two loads; p22w: two stores.
+			want := map[Op][2]int{OpPSB: {2, 1}, OpPIRIW: {3, 2}, OpP22W: {2, 0}}[k.Op]
+			if count["fence.sc"] != want[0] || count["ld.acquire"] != want[1] {
+				bad("want exactly %d fence.sc and %d ld.acquire (seq_cst stores and loads), have %d and %d", want[0], want[1], count["fence.sc"], count["ld.acquire"])
 			}
 			only("atom.relaxed", "ld.relaxed", "st.relaxed", "fence.sc", "ld.acquire")
 			for i, m := range ops {
@@ -381,6 +390,15 @@ func TestPTXCheckerRejects(t *testing.T) {
 		{"psb_u32_seqcst_sys", []string{"atom.relaxed.sys.global.add.u32 %r1, [%rd1], %r2;", "fence.sc.sys;", "st.relaxed.sys.global.u32 [%rd1], %r1;", "ld.acquire.sys.global.u32 %r2, [%rd2];"}, "exactly 2 fence.sc"},
 		{"psb_u32_relaxed_sys", []string{"atom.relaxed.sys.global.add.u32 %r1, [%rd1], %r2;", "fence.sc.sys;", "st.relaxed.sys.global.u32 [%rd1], %r1;"}, "unexpected fence.sc"},
 		{"plb_u32_acqrel_sys", []string{"atom.relaxed.sys.global.add.u32 %r1, [%rd1], %r2;", "ld.relaxed.sys.global.u32 %r2, [%rd2];", "st.release.sys.global.u32 [%rd2], %r2;"}, "exactly 1 st.release and 1 ld.acquire"},
+		// IRIW with the fence between the readers' loads removed.
+		{"piriw_u32_seqcst_sys", []string{"atom.relaxed.sys.global.add.u32 %r1, [%rd1], %r2;", "fence.sc.sys;", "st.relaxed.sys.global.u32 [%rd1], %r1;",
+			"fence.sc.sys;", "ld.acquire.sys.global.u32 %r2, [%rd2];", "ld.acquire.sys.global.u32 %r3, [%rd3];"}, "not preceded by fence.sc"},
+		{"piriw_u32_acquire_sys", []string{"atom.relaxed.sys.global.add.u32 %r1, [%rd1], %r2;", "ld.acquire.sys.global.u32 %r2, [%rd2];",
+			"fence.sc.sys;", "ld.acquire.sys.global.u32 %r3, [%rd3];"}, "unexpected fence.sc"},
+		{"p22w_u32_seqcst_sys", []string{"atom.relaxed.sys.global.add.u32 %r1, [%rd1], %r2;", "fence.sc.sys;", "st.relaxed.sys.global.u32 [%rd1], %r1;",
+			"st.relaxed.sys.global.u32 [%rd2], %r1;"}, "exactly 2 fence.sc"},
+		{"pcorr_u32_relaxed_sys", []string{"atom.relaxed.sys.global.add.u32 %r1, [%rd1], %r2;", "ld.relaxed.gpu.global.u32 %r2, [%rd2];"}, "non-system ld"},
+		{"pcorr_u32_relaxed_dev", []string{"atom.relaxed.gpu.global.add.u32 %r1, [%rd1], %r2;", "ld.relaxed.sys.global.u32 %r2, [%rd2];"}, "system-scope ld"},
 		{"wait_u32_acquire_sys", []string{"ld.relaxed.sys.global.u32 %r1, [%rd1];"}, "ld.acquire"},
 		{"pingpong_u64_acqrel_dev", []string{"ld.acquire.sys.global.u64 %rd1, [%rd2];", "st.release.gpu.global.u64 [%rd2], %rd3;"}, "system-scope ld"},
 	}

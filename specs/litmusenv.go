@@ -93,9 +93,9 @@ func newLitmusEnv(c *harness.Ctx) (*litmusEnv, error) {
 
 func (e *litmusEnv) mode() string {
 	if e.oneRank {
-		return "one-rank (both roles in rank 1's launch on memory imported from rank 0; ranks share a device)"
+		return "one-rank (every role in rank 1's launch on memory imported from rank 0; ranks share a device)"
 	}
-	return "cross-rank (role 0 in rank 0, role 1 in rank 1, on one shared allocation)"
+	return "cross-rank (role 0 in rank 0, role 1 in rank 1; IRIW: writers in rank 0, readers in rank 1; on one shared allocation)"
 }
 
 // clear zeroes the arena and results with the owner's fill kernel.
@@ -121,6 +121,12 @@ func (e *litmusEnv) launch(name string, stress uint64) (weak, missing, late uint
 	}
 	k := kernels.MustLookup(name)
 	sh := e.sh
+	roles := kernels.LitmusRoles(k.Op)
+	// IRIW's four roles: half the instances per round and twice the rounds,
+	// so that a launch has a two-role shape's testing threads (every testing
+	// block must be resident for the round barrier; 644 blocks of 256 on one
+	// H200 might not be) and its instances (the same arena).
+	sh.n, sh.iters = sh.n*2/roles, sh.iters*roles/2
 	seed := e.rng.Uint64()
 	args := func(rank int, role, tblocks, parties uint64) map[string]wireArg {
 		return map[string]wireArg{"mem": harness.P(e.mem.Bufs[rank], 0), "res": harness.P(e.mem.Bufs[rank], e.words*4),
@@ -128,12 +134,15 @@ func (e *litmusEnv) launch(name string, stress uint64) (weak, missing, late uint
 			"tblocks": harness.V(tblocks), "parties": harness.V(parties), "seed": harness.V(seed), "spread": harness.V(sh.spread),
 			"stress": harness.V(stress), "timeout_ns": harness.V(uint64(e.timeout))}
 	}
+	// An instance has roles roles: one launch plays them all (threads
+	// [c*n, (c+1)*n) play role c), or each rank half of them (IRIW: the
+	// writers in rank 0, the readers in rank 1).
 	var ls []harness.Launch
 	if e.oneRank {
-		tb := 2 * sh.n / sh.block
+		tb := roles * sh.n / sh.block
 		ls = []harness.Launch{{Rank: 1, Kernel: name, Grid: uint32(tb + sh.sblocks), Block: uint32(sh.block), Args: args(1, 2, tb, tb)}}
 	} else {
-		tb := sh.n / sh.block
+		tb := roles / 2 * sh.n / sh.block
 		for r := 0; r < 2; r++ {
 			ls = append(ls, harness.Launch{Rank: r, Kernel: name, Grid: uint32(tb + sh.sblocks), Block: uint32(sh.block),
 				Args: args(r, uint64(r), tb, 2*tb)})
@@ -145,6 +154,14 @@ func (e *litmusEnv) launch(name string, stress uint64) (weak, missing, late uint
 	}
 	for _, t := range ts {
 		el = max(el, t)
+	}
+	if kernels.LitmusCollect[k.Op] {
+		// The outcome is the final state: read it back in a later launch,
+		// after every role's launch has ended (role 3, no stress, no barrier).
+		tb := sh.n / sh.block
+		if _, err = e.c.Run(harness.Launch{Rank: 0, Kernel: name, Grid: uint32(tb), Block: uint32(sh.block), Args: args(0, 3, tb, 0)}); err != nil {
+			return
+		}
 	}
 	want := kernels.LitmusWeak[k.Op]
 	grid, block := uint32(max(e.c.Units(0), 1)), uint32(256)
@@ -215,7 +232,7 @@ func (e *litmusEnv) note(r envRun) string {
 
 func (e *litmusEnv) params() string {
 	sh := e.sh
-	return fmt.Sprintf("%s; n=%d instances per round, %d rounds per launch, block %d, %d stress blocks x %d iterations (cycled x0, x1, x4), spread %d words, seed %d",
+	return fmt.Sprintf("%s; n=%d instances per round, %d rounds per launch (IRIW: half, twice), block %d, %d stress blocks x %d iterations (cycled x0, x1, x4), spread %d words, seed %d",
 		e.mode(), sh.n, sh.iters, sh.block, sh.sblocks, sh.stress, sh.spread, e.seed)
 }
 
@@ -227,7 +244,8 @@ func (e *litmusEnv) metric(prefix string, r envRun) {
 func shapeLabel(op kernels.Op) string { return strings.TrimPrefix(string(op), "p") }
 
 func (b *builder) litmusEnvs() {
-	for _, name := range []string{"pmp_u32_acqrel_sys", "psb_u32_seqcst_sys", "plb_u32_acqrel_sys"} {
+	for _, name := range []string{"pmp_u32_acqrel_sys", "psb_u32_seqcst_sys", "plb_u32_acqrel_sys",
+		"piriw_u32_seqcst_sys", "p22w_u32_seqcst_sys", "pcorr_u32_relaxed_sys"} {
 		k := kernels.MustLookup(name)
 		b.add("litmus", k.Name, b.o.Ranks, report.Pass, []string{"litmus", shapeLabel(k.Op), "mutation"}, 120*time.Second, func(c *harness.Ctx) error {
 			if err := c.NeedPeer(false); err != nil {

@@ -91,7 +91,7 @@ func JUnit(rep *Report, stamp time.Time) ([]byte, error) {
 			cls = parts[0] + "." + parts[1]
 		}
 		c := junitCase{Name: r.ID, Classname: cls, Time: seconds(r.Duration)}
-		out := fmt.Sprintf("outcome=%s expected=%s", r.Outcome, r.Expected)
+		out := fmt.Sprintf("outcome=%s expected=%s", Shown(r), r.Expected)
 		if r.Verdict != "" {
 			out += " verdict=" + string(r.Verdict)
 		}

@@ -21,6 +21,16 @@ func (s Style) paint(code, text string) string {
 	return "\x1b[" + code + "m" + text + "\x1b[0m"
 }
 
+// Shown is the outcome as the table, the live line and junit's system-out
+// show it: a pass whose evidence is weak (no mutant killed, docs/LITMUS.md)
+// says so, so that it never reads like a pass that proved something.
+func Shown(r Result) string {
+	if r.Outcome == Pass && r.Evidence == EvidenceWeak {
+		return "pass (weak evidence)"
+	}
+	return string(r.Outcome)
+}
+
 // LiveLine is the line printed as case n of total finishes: count, id,
 // outcome, expected outcome, time, and the verdict when it is not
 // "expected".
@@ -33,7 +43,7 @@ func LiveLine(st Style, n, total int, r Result) string {
 	case r.NotSupported != "":
 		mark = st.paint("33", "n/s ")
 	}
-	line := fmt.Sprintf("[%*d/%d] %s %-10s expected %-10s %7.3fs  %s", w, n, total, mark, r.Outcome, r.Expected, r.Duration, r.ID)
+	line := fmt.Sprintf("[%*d/%d] %s %-10s expected %-10s %7.3fs  %s", w, n, total, mark, Shown(r), r.Expected, r.Duration, r.ID)
 	if r.Verdict != "" && r.Verdict != Expected {
 		line += "  (" + string(r.Verdict) + ")"
 	}
@@ -191,7 +201,7 @@ func WriteTable(w io.Writer, rep *Report, events []string) {
 		if r.NotSupported != "" {
 			v += " (not-supported)"
 		}
-		fmt.Fprintf(w, "%-*s  %-10s %-10s %-22s %8.3fs  %s\n", idw, r.ID, r.Outcome, r.Expected, v, r.Duration, detail)
+		fmt.Fprintf(w, "%-*s  %-10s %-10s %-22s %8.3fs  %s\n", idw, r.ID, Shown(r), r.Expected, v, r.Duration, detail)
 		if r.NotSupported != "" {
 			fmt.Fprintf(w, "%-*s  not supported: %s\n", idw, "", reasonKey(r.NotSupported))
 		}

@@ -314,13 +314,18 @@ P2P_KERNEL void fill_u64_plain_dev(u64 *dst, u64 value, u64 n, u64 block, u64 nt
 //
 // mem holds [x: total*spread words][y: total*spread][sync: 32][hot: 4096],
 // total = n*iters, a power of two (the slot permutation is a bijection modulo
-// a power of two). role 2: threads [0,n) play role 0 and [n,2n) role 1 in one
-// launch; role 0/1: threads [0,n) play that role (the other rank plays the
-// other). Each of iters rounds first aligns every testing block of every
+// a power of two). An instance has R roles (2; IRIW 4). role 2: threads
+// [c*n, (c+1)*n) play role c in one launch; role 0/1: this launch plays half
+// of the roles (MP..CoRR: that role; IRIW: the writers 0,1 or the readers 2,3)
+// and the other rank the rest; role 3: the collect launch of a shape whose
+// outcome is the final memory state (2+2W), run after the others ended.
+// Role 0 handles instance j, every other role its own seeded permutation of
+// j, so an instance's roles sit in different blocks. Each of iters rounds first aligns every testing block of every
 // launch on sync[0] (parties blocks; relaxed atomics at the kernel's scope,
 // bounded by timeout_ns; a timeout adds 1 to sync[1] and stops aligning), so
 // the two roles of a round run together even in two processes on two GPUs.
-// res[2k + role] = 1 + what that role read (0 = never ran); tally_u32 counts.
+// res[2k + slot] = 1 + what that role read (0 = never ran; slot = role, IRIW:
+// the two readers, the writers record nothing); tally_u32 counts.
 P2P_FN u64 p2p_slot(u64 k, u64 seed, u64 mask) {
   // Odd multipliers, an added constant and a right xorshift are each a
   // bijection on [0, mask+1), so x (or y) slots never collide.
@@ -329,7 +334,7 @@ P2P_FN u64 p2p_slot(u64 k, u64 seed, u64 mask) {
   return (k * 0xBF58476D1CE4E5B9ull) & mask;
 }
 
-#define P2P_K_LITMUS(shape, o, s, BODY)                                                   \
+#define P2P_K_LITMUS(shape, o, s, R, BODY, FINAL)                                         \
   P2P_KERNEL void shape##_u32_##o##_##s(u32 *mem, u32 *res, u64 n, u64 iters, u64 role,   \
                                         u64 block, u64 tblocks, u64 parties, u64 seed,    \
                                         u64 spread, u64 stress, u64 timeout_ns) {         \
@@ -337,6 +342,18 @@ P2P_FN u64 p2p_slot(u64 k, u64 seed, u64 mask) {
     const u64 total = n * iters, mask = total - 1;                                        \
     u32 *xs = mem, *ys = mem + total * spread, *sync = ys + total * spread;               \
     u32 *hot = sync + 32;                                                                 \
+    if (role == 3) {                                                                      \
+      /* collect (a later launch): thread g reads back instance r*n+g's final state */    \
+      const u64 g = b * block + t;                                                        \
+      for (u64 r = 0; r < iters && g < n; r++) {                                          \
+        const u64 k = r * n + g;                                                          \
+        u32 *x = xs + p2p_slot(k, seed, mask) * spread;                                   \
+        u32 *y = ys + p2p_slot(k, seed ^ 0x5bd1e995ull, mask) * spread;                   \
+        (void)x; (void)y;                                                                 \
+        FINAL                                                                             \
+      }                                                                                   \
+      return;                                                                             \
+    }                                                                                     \
     if (b >= tblocks) {                                                                   \
       /* memory stress: relaxed stores/loads at the kernel's scope on 128 hot lines */    \
       u64 h = (seed ^ (b * block + t)) * 0x9E3779B97F4A7C15ull;                           \
@@ -349,8 +366,11 @@ P2P_FN u64 p2p_slot(u64 k, u64 seed, u64 mask) {
       return;                                                                             \
     }                                                                                     \
     const u64 g = b * block + t;                                                          \
-    const u64 me = role == 2 ? (g >= n) : role;                                           \
-    const u64 j = role == 2 && g >= n ? g - n : g;                                        \
+    /* R roles per instance: one launch (role 2) plays all R, threads [c*n, (c+1)*n) */   \
+    /* role c; across ranks (role 0/1) each launch plays half of them */                  \
+    const u64 per = role == 2 ? R : R / 2, c = g / n;                                     \
+    const u64 me = role == 2 ? c : role * (R / 2) + c;                                    \
+    const u64 j = c < per ? g - c * n : n;                                                \
     const u64 pa = (seed >> 17) | 1;                                                      \
     bool gave_up = false;                                                                 \
     for (u64 r = 0; r < iters; r++) {                                                     \
@@ -369,13 +389,17 @@ P2P_FN u64 p2p_slot(u64 k, u64 seed, u64 mask) {
         p2p_exec_barrier();                                                               \
       }                                                                                   \
       if (j >= n) continue;                                                               \
-      const u64 idx = me == 0 ? j : ((j * pa + r * 0x9E3779B97F4A7C15ull + seed) & (n - 1)); \
+      /* role 0 handles instance j; every other role its own permutation of j */          \
+      const u64 idx = me == 0 ? j                                                         \
+                              : ((j * pa + r * 0x9E3779B97F4A7C15ull + seed +             \
+                                  (me - 1) * 0x632BE59BD9B4E019ull) & (n - 1));           \
       const u64 k = r * n + idx;                                                          \
       u32 *x = xs + p2p_slot(k, seed, mask) * spread;                                     \
       u32 *y = ys + p2p_slot(k, seed ^ 0x5bd1e995ull, mask) * spread;                     \
       u32 v;                                                                              \
+      u64 slot = me; /* res slot; >= 2: this role records nothing (IRIW's writers) */     \
       BODY                                                                                \
-      res[2 * k + me] = v;                                                                \
+      if (slot < 2) res[2 * k + slot] = v;                                                \
     }                                                                                     \
   }
 
@@ -409,16 +433,69 @@ P2P_FN u64 p2p_slot(u64 k, u64 seed, u64 mask) {
     ST(outw, 1u);                                                                         \
   }
 
+// IRIW: roles 0 and 1 store 1 to x and to y; role 2 reads x then y, role 3
+// y then x, each recording 1 + 2*first + second in res slot me-2 (the
+// writers record nothing); weak: each reader saw its first write but not the
+// other (3, 3): the two readers disagree on the order of the two writes.
+#define P2P_IRIW_BODY(ST, LD)                                                             \
+  if (me < 2) {                                                                           \
+    ST(me == 0 ? x : y, 1u);                                                              \
+    slot = 2;                                                                             \
+    v = 0;                                                                                \
+  } else {                                                                                \
+    const u32 *a = me == 2 ? x : y, *a2 = me == 2 ? y : x;                                \
+    const u32 r1 = LD(a);                                                                 \
+    const u32 r2 = LD(a2);                                                                \
+    v = 1 + 2 * r1 + r2;                                                                  \
+    slot = me - 2;                                                                        \
+  }
+// 2+2W: role 0 stores x=1 then y=2, role 1 y=1 then x=2; res = 1 (ran).
+// The collect launch (role 3, after both roles' launches ended) replaces a
+// recorded instance's res with 1 + final x, 1 + final y; weak: x=1 and y=1
+// (2, 2): each role's second store was overwritten by the other's first.
+#define P2P_22W_BODY(ST)                                                                  \
+  {                                                                                       \
+    u32 *a = me == 0 ? x : y, *a2 = me == 0 ? y : x;                                      \
+    ST(a, 1u);                                                                            \
+    ST(a2, 2u);                                                                           \
+    v = 1;                                                                                \
+  }
+#define P2P_22W_FINAL(s)                                                                  \
+  if (res[2 * k] != 0 && res[2 * k + 1] != 0) {                                           \
+    res[2 * k] = 1 + p2p_ld_relaxed_u32_##s(x);                                           \
+    res[2 * k + 1] = 1 + p2p_ld_relaxed_u32_##s(y);                                       \
+  }
+// CoRR (coherence of two reads of one location): role 0 stores x=1; role 1
+// reads x twice; res = 1 + 2*first + second; weak: new then old (1, 3).
+#define P2P_CORR_BODY(ST, LD)                                                             \
+  if (me == 0) {                                                                          \
+    ST(x, 1u);                                                                            \
+    v = 1;                                                                                \
+  } else {                                                                                \
+    const u32 r1 = LD(x);                                                                 \
+    const u32 r2 = LD(x);                                                                 \
+    v = 1 + 2 * r1 + r2;                                                                  \
+  }
+
 // Strong kernels and their mutants (kernels/manifest.go names them).
-P2P_K_LITMUS(pmp, acqrel, sys, P2P_MP_BODY(p2p_st_release_u32_sys, p2p_ld_acquire_u32_sys, sys))
-P2P_K_LITMUS(pmp, relaxed, sys, P2P_MP_BODY(p2p_st_relaxed_u32_sys, p2p_ld_relaxed_u32_sys, sys))
-P2P_K_LITMUS(pmp, acqrel, dev, P2P_MP_BODY(p2p_st_release_u32_dev, p2p_ld_acquire_u32_dev, dev))
-P2P_K_LITMUS(psb, seqcst, sys, P2P_SB_BODY(p2p_st_seqcst_u32_sys, p2p_ld_seqcst_u32_sys))
-P2P_K_LITMUS(psb, relaxed, sys, P2P_SB_BODY(p2p_st_relaxed_u32_sys, p2p_ld_relaxed_u32_sys))
-P2P_K_LITMUS(psb, seqcst, dev, P2P_SB_BODY(p2p_st_seqcst_u32_dev, p2p_ld_seqcst_u32_dev))
-P2P_K_LITMUS(plb, acqrel, sys, P2P_LB_BODY(p2p_ld_acquire_u32_sys, p2p_st_release_u32_sys))
-P2P_K_LITMUS(plb, relaxed, sys, P2P_LB_BODY(p2p_ld_relaxed_u32_sys, p2p_st_relaxed_u32_sys))
-P2P_K_LITMUS(plb, acqrel, dev, P2P_LB_BODY(p2p_ld_acquire_u32_dev, p2p_st_release_u32_dev))
+P2P_K_LITMUS(pmp, acqrel, sys, 2, P2P_MP_BODY(p2p_st_release_u32_sys, p2p_ld_acquire_u32_sys, sys), )
+P2P_K_LITMUS(pmp, relaxed, sys, 2, P2P_MP_BODY(p2p_st_relaxed_u32_sys, p2p_ld_relaxed_u32_sys, sys), )
+P2P_K_LITMUS(pmp, acqrel, dev, 2, P2P_MP_BODY(p2p_st_release_u32_dev, p2p_ld_acquire_u32_dev, dev), )
+P2P_K_LITMUS(psb, seqcst, sys, 2, P2P_SB_BODY(p2p_st_seqcst_u32_sys, p2p_ld_seqcst_u32_sys), )
+P2P_K_LITMUS(psb, relaxed, sys, 2, P2P_SB_BODY(p2p_st_relaxed_u32_sys, p2p_ld_relaxed_u32_sys), )
+P2P_K_LITMUS(psb, seqcst, dev, 2, P2P_SB_BODY(p2p_st_seqcst_u32_dev, p2p_ld_seqcst_u32_dev), )
+P2P_K_LITMUS(plb, acqrel, sys, 2, P2P_LB_BODY(p2p_ld_acquire_u32_sys, p2p_st_release_u32_sys), )
+P2P_K_LITMUS(plb, relaxed, sys, 2, P2P_LB_BODY(p2p_ld_relaxed_u32_sys, p2p_st_relaxed_u32_sys), )
+P2P_K_LITMUS(plb, acqrel, dev, 2, P2P_LB_BODY(p2p_ld_acquire_u32_dev, p2p_st_release_u32_dev), )
+P2P_K_LITMUS(piriw, seqcst, sys, 4, P2P_IRIW_BODY(p2p_st_seqcst_u32_sys, p2p_ld_seqcst_u32_sys), )
+P2P_K_LITMUS(piriw, acquire, sys, 4, P2P_IRIW_BODY(p2p_st_relaxed_u32_sys, p2p_ld_acquire_u32_sys), )
+P2P_K_LITMUS(piriw, relaxed, sys, 4, P2P_IRIW_BODY(p2p_st_relaxed_u32_sys, p2p_ld_relaxed_u32_sys), )
+P2P_K_LITMUS(piriw, seqcst, dev, 4, P2P_IRIW_BODY(p2p_st_seqcst_u32_dev, p2p_ld_seqcst_u32_dev), )
+P2P_K_LITMUS(p22w, seqcst, sys, 2, P2P_22W_BODY(p2p_st_seqcst_u32_sys), P2P_22W_FINAL(sys))
+P2P_K_LITMUS(p22w, relaxed, sys, 2, P2P_22W_BODY(p2p_st_relaxed_u32_sys), P2P_22W_FINAL(sys))
+P2P_K_LITMUS(p22w, seqcst, dev, 2, P2P_22W_BODY(p2p_st_seqcst_u32_dev), P2P_22W_FINAL(dev))
+P2P_K_LITMUS(pcorr, relaxed, sys, 2, P2P_CORR_BODY(p2p_st_relaxed_u32_sys, p2p_ld_relaxed_u32_sys), )
+P2P_K_LITMUS(pcorr, relaxed, dev, 2, P2P_CORR_BODY(p2p_st_relaxed_u32_dev, p2p_ld_relaxed_u32_dev), )
 
 // Tally: out[0] += instances with res = (want0, want1) (the weak outcome),
 // out[1] += instances a role never recorded (0). u64 out, relaxed device adds.

@@ -425,7 +425,7 @@ func (h *Backend) body(k kernels.Kernel, ptr map[string]unsafe.Pointer, val map[
 			w64.store(o, done)
 			w64.store(at(o, 2, 8), w64.load(last))
 		}, nil
-	case kernels.OpPMP, kernels.OpPSB, kernels.OpPLB:
+	case kernels.OpPMP, kernels.OpPSB, kernels.OpPLB, kernels.OpPIRIW, kernels.OpP22W, kernels.OpPCoRR:
 		if err := need("mem", "res"); err != nil {
 			return nil, err
 		}
@@ -562,7 +562,7 @@ func needBytes(k kernels.Kernel, val map[string]uint64, nthreads uint64) map[str
 		return map[string]uint64{"dst": mul(n, 8), "src": mul(n, 8)}
 	case kernels.OpMP:
 		return map[string]uint64{"x": mul(n, 4), "y": mul(n, 4), "out": 16}
-	case kernels.OpPMP, kernels.OpPSB, kernels.OpPLB:
+	case kernels.OpPMP, kernels.OpPSB, kernels.OpPLB, kernels.OpPIRIW, kernels.OpP22W, kernels.OpPCoRR:
 		total := mul(n, val["iters"])
 		words := kernels.LitmusEnvWords(n, val["iters"], val["spread"])
 		if total == math.MaxUint64 || mul(total, val["spread"]) == math.MaxUint64 {

@@ -32,11 +32,14 @@ func litmusEnv(k kernels.Kernel, mem, res unsafe.Pointer, val map[string]uint64,
 	if total == 0 {
 		return func(uint64) {}, nil // no instances: nothing to do (as on a GPU)
 	}
-	if spread == 0 || bits.OnesCount64(total) != 1 || role > 2 {
+	if spread == 0 || bits.OnesCount64(total) != 1 || role > 3 {
 		return nil, fmt.Errorf("%s: n*iters must be a power of two and spread, role valid (n=%d iters=%d spread=%d role=%d)",
 			k.Name, n, iters, spread, role)
 	}
-	plain := k.Order == kernels.Relaxed
+	// Relaxed (and IRIW's acquire mutant, whose loads amd64 gives acquire
+	// order anyway) use plain accesses; CoRR's strong kernel is relaxed by
+	// design and keeps sync/atomic (a CPU is coherent either way).
+	plain := (k.Order == kernels.Relaxed || k.Order == kernels.Acquire) && k.Op != kernels.OpPCoRR
 	load := func(p unsafe.Pointer) uint32 {
 		if plain {
 			return *(*uint32)(p)
@@ -57,6 +60,25 @@ func litmusEnv(k kernels.Kernel, mem, res unsafe.Pointer, val map[string]uint64,
 	nblocks := (nthreads + block - 1) / block
 	gens := make([]atomic.Uint64, nblocks) // block barrier: thread 0 publishes the round
 	pa := seed>>17 | 1
+	roles := kernels.LitmusRoles(k.Op)
+	slots := func(kk uint64) (unsafe.Pointer, unsafe.Pointer) {
+		return at(xs, litmusSlot(kk, seed, mask)*spread, 4), at(ys, litmusSlot(kk, seed^0x5bd1e995, mask)*spread, 4)
+	}
+	if role == 3 {
+		// Collect (2+2W): after the roles' launches, thread g replaces
+		// each recorded instance r*n+g's res with 1 + final x, 1 + final y.
+		return func(g uint64) {
+			for r := uint64(0); r < iters && g < n && kernels.LitmusCollect[k.Op]; r++ {
+				kk := r*n + g
+				x, y := slots(kk)
+				r0, r1 := (*uint32)(at(res, 2*kk, 4)), (*uint32)(at(res, 2*kk+1, 4))
+				if atomic.LoadUint32(r0) != 0 && atomic.LoadUint32(r1) != 0 {
+					atomic.StoreUint32(r0, 1+atomic.LoadUint32((*uint32)(x)))
+					atomic.StoreUint32(r1, 1+atomic.LoadUint32((*uint32)(y)))
+				}
+			}
+		}, nil
+	}
 	return func(g uint64) {
 		b, t := g/block, g%block
 		if b >= tblocks {
@@ -72,12 +94,16 @@ func litmusEnv(k kernels.Kernel, mem, res unsafe.Pointer, val map[string]uint64,
 			}
 			return
 		}
-		me, j := role, g
+		// Roles as in kernels.cu: threads [c*n, (c+1)*n) play role c of
+		// this launch's roles (all of them for role 2, half for 0/1).
+		per, c := roles/2, g/n
+		me := role*per + c
 		if role == 2 {
-			me, j = 0, g
-			if g >= n {
-				me, j = 1, g-n
-			}
+			per, me = roles, c
+		}
+		j := n
+		if c < per {
+			j = g - c*n
 		}
 		pinRole(me)
 		gaveUp := false
@@ -104,13 +130,13 @@ func litmusEnv(k kernels.Kernel, mem, res unsafe.Pointer, val map[string]uint64,
 				continue
 			}
 			idx := j
-			if me == 1 {
-				idx = (j*pa + r*0x9E3779B97F4A7C15 + seed) & (n - 1)
+			if me != 0 {
+				idx = (j*pa + r*0x9E3779B97F4A7C15 + seed + (me-1)*0x632BE59BD9B4E019) & (n - 1)
 			}
 			kk := r*n + idx
-			x := at(xs, litmusSlot(kk, seed, mask)*spread, 4)
-			y := at(ys, litmusSlot(kk, seed^0x5bd1e995, mask)*spread, 4)
+			x, y := slots(kk)
 			var v uint32
+			slot := me
 			switch k.Op {
 			case kernels.OpPMP:
 				if me == 0 {
@@ -136,8 +162,44 @@ func litmusEnv(k kernels.Kernel, mem, res unsafe.Pointer, val map[string]uint64,
 				}
 				v = 1 + load(in)
 				store(out, 1)
+			case kernels.OpPIRIW:
+				if me < 2 {
+					w := x
+					if me == 1 {
+						w = y
+					}
+					store(w, 1)
+					slot = 2 // writers record nothing
+					break
+				}
+				a, a2 := x, y
+				if me == 3 {
+					a, a2 = y, x
+				}
+				r1 := load(a)
+				r2 := load(a2)
+				v, slot = 1+2*r1+r2, me-2
+			case kernels.OpP22W:
+				a, a2 := x, y
+				if me == 1 {
+					a, a2 = y, x
+				}
+				store(a, 1)
+				store(a2, 2)
+				v = 1
+			case kernels.OpPCoRR:
+				if me == 0 {
+					store(x, 1)
+					v = 1
+				} else {
+					r1 := load(x)
+					r2 := load(x)
+					v = 1 + 2*r1 + r2
+				}
 			}
-			atomic.StoreUint32((*uint32)(at(res, 2*kk+me, 4)), v)
+			if slot < 2 {
+				atomic.StoreUint32((*uint32)(at(res, 2*kk+slot, 4)), v)
+			}
 		}
 	}, nil
 }
