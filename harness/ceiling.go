@@ -87,7 +87,7 @@ func (c *Ctx) CopyCeiling(flows ...Flow) *report.Ceiling {
 			// Host memory is reached over the GPU's PCIe link, except
 			// where the GPU is coherent with the CPU (NVLink-C2C, which
 			// reports native host atomics): no ceiling is read for that.
-			if c.Attr(e, "host_native_atomic_supported") == "1" {
+			if c.W.Infos[e].Caps.HostAtomics.OK {
 				return
 			}
 			if read {

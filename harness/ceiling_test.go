@@ -1,21 +1,22 @@
 package harness
 
 import (
+	"p2patomics/internal/device"
 	"strings"
 	"testing"
 )
 
 // h200 is what a lent H200's rank reports (rank/cuda ceilings: NVML max
 // memory clock 3201 MHz, 6144-bit bus, NV18, PCIe 5 x16).
-func h200(uuid string, nvlink bool) map[string]any {
-	a := map[string]any{"hbm_gbps": "4916.7", "hbm_basis": "hbm", "pcie_gbps": "63.0", "pcie_basis": "pcie", "host_native_atomic_supported": "0"}
+func h200(uuid string, nvlink bool) device.Info {
+	a := map[string]string{"hbm_gbps": "4916.7", "hbm_basis": "hbm", "pcie_gbps": "63.0", "pcie_basis": "pcie", "host_native_atomic_supported": "0"}
 	if nvlink {
 		a["nvlink_gbps"], a["nvlink_basis"] = "478.1", "nv18"
 	}
-	return map[string]any{"vendor": "nvidia", "uuid": uuid, "attrs": a}
+	return device.Info{Vendor: "nvidia", UUID: uuid, Attrs: a, Caps: device.Caps{HostAtomics: device.No("PCIe H200")}}
 }
 
-func world(kind string, infos ...map[string]any) *Ctx {
+func world(kind string, infos ...device.Info) *Ctx {
 	w := &World{Infos: infos, N: len(infos)}
 	for r := range infos {
 		w.Procs = append(w.Procs, &Proc{Device: r})
@@ -55,7 +56,7 @@ func TestCopyCeiling(t *testing.T) {
 			t.Errorf("%s: ceiling %+v, want %.1f GB/s from %s", tc.name, got, tc.want, tc.basis)
 		}
 	}
-	hostBackend := world("memfd", map[string]any{"vendor": "host"}, map[string]any{"vendor": "host"})
+	hostBackend := world("memfd", device.Info{Vendor: "host"}, device.Info{Vendor: "host"})
 	if got := hostBackend.CopyCeiling(oneWay(hostBackend)); got != nil {
 		t.Errorf("host backend: no capacity is known, got ceiling %+v", got)
 	}
@@ -109,12 +110,12 @@ func TestSharedGPU(t *testing.T) {
 	if !c.AnySharedGPU() {
 		t.Error("AnySharedGPU missed ranks 0 and 2")
 	}
-	noUUID := world("vmm", map[string]any{"vendor": "amd"}, map[string]any{"vendor": "amd"})
+	noUUID := world("vmm", device.Info{Vendor: "amd"}, device.Info{Vendor: "amd"})
 	noUUID.W.Procs[1].Device = 0
 	if !noUUID.SharedGPU(0, 1) {
 		t.Error("without UUIDs the ordinal decides: both on device 0 share")
 	}
-	host := world("memfd", map[string]any{"vendor": "host"}, map[string]any{"vendor": "host"})
+	host := world("memfd", device.Info{Vendor: "host"}, device.Info{Vendor: "host"})
 	host.W.Procs[1].Device = 0
 	if host.SharedGPU(0, 1) || host.AnySharedGPU() {
 		t.Error("host ranks are processes on a CPU, never a shared GPU")

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"p2patomics/harness/report"
+	"p2patomics/internal/device"
 )
 
 // Death is how a rank ended, read from its wait status and stderr.
@@ -24,10 +25,9 @@ type Death struct {
 }
 
 var (
-	reDumpSig  = regexp.MustCompile(`(?m)^(SIG[A-Z]+): (.*)$`)
-	rePanic    = regexp.MustCompile(`(?m)^panic: (.*)$`)
-	reFatal    = regexp.MustCompile(`(?m)^fatal error: (.*)$`)
-	reOurFault = regexp.MustCompile(`p2patomics: gpu fault: vendor=(\S+) kind=(\S+) code=(-?\d+) name=(\S+) address=(\S*) reason="((?:[^"\\]|\\.)*)"(?: node=(\S+))?`)
+	reDumpSig = regexp.MustCompile(`(?m)^(SIG[A-Z]+): (.*)$`)
+	rePanic   = regexp.MustCompile(`(?m)^panic: (.*)$`)
+	reFatal   = regexp.MustCompile(`(?m)^fatal error: (.*)$`)
 	// ROCr's default VM-fault handler (ROCR runtime.cpp), before abort():
 	// "… node-%u (Agent handle: %p) on address %p%s. Reason: %s." where %s
 	// is "(may not be exact address)" for an imprecise fault, glibc prints
@@ -39,13 +39,8 @@ var (
 
 // ParseFault finds a GPU fault signature in a rank's stderr.
 func ParseFault(stderr string) *report.Fault {
-	if m := reOurFault.FindStringSubmatch(stderr); m != nil {
-		code, _ := strconv.ParseInt(m[3], 10, 64)
-		reason, err := strconv.Unquote(`"` + m[6] + `"`)
-		if err != nil {
-			reason = m[6]
-		}
-		return &report.Fault{Vendor: m[1], Kind: m[2], Code: code, Name: m[4], Node: m[7], Address: m[5], Reason: reason}
+	if f := device.ParseLine(stderr); f != nil {
+		return f // the rank's own line (device.Fault.Line)
 	}
 	for _, line := range strings.Split(stderr, "\n") {
 		if m := reAMDFault.FindStringSubmatch(line); m != nil {

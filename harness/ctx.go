@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"p2patomics/harness/report"
+	"p2patomics/internal/device"
 	"p2patomics/kernels"
 	"p2patomics/wire"
 )
@@ -61,41 +62,28 @@ func (c *Ctx) N() int { return c.W.N }
 // Note adds a line to the case's detail.
 func (c *Ctx) Note(format string, a ...any) { c.notes = append(c.notes, fmt.Sprintf(format, a...)) }
 
-// Info returns rank r's device facts.
-func (c *Ctx) Info(r int) map[string]any { return c.W.Infos[r] }
+// Info returns rank r's device facts and capabilities.
+func (c *Ctx) Info(r int) device.Info { return c.W.Infos[r] }
 
 // Units returns the rank's parallel units (SMs, CUs, CPUs).
-func (c *Ctx) Units(r int) int {
-	if u, ok := c.W.Infos[r]["units"].(float64); ok && u > 0 {
-		return int(u)
-	}
-	return 1
-}
+func (c *Ctx) Units(r int) int { return max(c.W.Infos[r].Units, 1) }
+
+// Attr is one of rank r's raw vendor attributes (device.Info.Attrs: NVML
+// ceilings, MPS), "" when the rank reported none. Capabilities are not
+// attributes: read them from Info(r).Caps.
+func (c *Ctx) Attr(r int, name string) string { return c.W.Infos[r].Attrs[name] }
 
 // SameDevice reports whether ranks a and b run on one device, by the UUIDs
 // their hellos reported; false when either has none (host ranks, a failed
 // query). Two processes' kernels on one GPU are time-sliced, never resident
 // together, so a spec that needs them concurrent must know.
 func (c *Ctx) SameDevice(a, b int) bool {
-	ua, _ := c.W.Infos[a]["uuid"].(string)
-	ub, _ := c.W.Infos[b]["uuid"].(string)
+	ua, ub := c.W.Infos[a].UUID, c.W.Infos[b].UUID
 	return ua != "" && ua == ub
 }
 
 // Vendor is rank 0's device vendor.
-func (c *Ctx) Vendor() string {
-	v, _ := c.W.Infos[0]["vendor"].(string)
-	return v
-}
-
-// Attr reads a device attribute reported by rank r.
-func (c *Ctx) Attr(r int, name string) string {
-	if a, ok := c.W.Infos[r]["attrs"].(map[string]any); ok {
-		s, _ := a[name].(string)
-		return s
-	}
-	return ""
-}
+func (c *Ctx) Vendor() string { return c.W.Infos[0].Vendor }
 
 func (c *Ctx) proc(r int) *Proc { return c.W.Procs[r] }
 
@@ -534,57 +522,33 @@ func (c *Ctx) teardown() error {
 	return errors.Join(errs...)
 }
 
-// peerAttrs are the per-pair facts a CUDA rank reports (rank/cuda's
-// DeviceInfo.Attrs "peer.<ordinal>.<key>") and the attribute each names.
-var peerAttrs = []struct{ key, name string }{
-	{"can_access", "cuDeviceCanAccessPeer"},
-	{"access_supported", "CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED"},
-}
-
 // NeedHostAtomics skips the case when some rank's device cannot do atomics
-// on host memory that are atomic with the CPU's, naming the attribute
-// (CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED on NVIDIA; 0 on PCIe
-// H100/H200, where GPU atomics to host memory are not atomic with the CPU's
-// or with another GPU's). Backends whose ranks report no such attribute
-// (host: the CPU is the device; AMD, whose fine-grained pools decide it at
-// allocation) pass, and the CPU mapping itself says whether it exists.
+// on host memory that are atomic with the CPU's. The rank's backend answers
+// (device.Caps.HostAtomics) and its reason names the deciding attribute.
 func (c *Ctx) NeedHostAtomics() error {
-	if c.Vendor() != "nvidia" {
-		return nil
-	}
-	for r, p := range c.W.Procs {
-		if v := c.Attr(r, "host_native_atomic_supported"); v != "1" {
-			return Skipf("device %d: CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is %q, need 1 for CPU and GPU system-scope atomics on one word", p.Device, v)
+	for r := range c.W.Procs {
+		if h := c.W.Infos[r].Caps.HostAtomics; !h.OK {
+			return Skipf("%s", h.Reason)
 		}
 	}
 	return nil
 }
 
-var peerAtomicAttr = struct{ key, name string }{"native_atomic", "CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED"}
-
-// NeedPeer skips the case when some rank's device lacks what reaching
-// another rank's device needs, naming the attribute and its value: peer
-// access always, native P2P atomics when atomics is set. Ranks on the same
-// device need nothing; backends that report no per-pair facts (host, and
-// AMD, which checks its pools itself) pass.
+// NeedPeer skips the case when some rank's device cannot reach another
+// rank's device: peer access always, system-scope atomics over the link
+// when atomics is set. Each rank's backend answered per peer device
+// (device.Caps.Peers) with the reason, which becomes the skip's detail.
 func (c *Ctx) NeedPeer(atomics bool) error {
-	for r := range c.W.Procs {
-		if c.Vendor() != "nvidia" {
-			return nil
-		}
-		for q := range c.W.Procs {
-			dr, dq := c.W.Procs[r].Device, c.W.Procs[q].Device
-			if dr == dq {
-				continue
+	for r, p := range c.W.Procs {
+		caps := c.W.Infos[r].Caps
+		for _, q := range c.W.Procs {
+			pr := caps.Peer(p.Device, q.Device)
+			need := pr.Access
+			if atomics && need.OK {
+				need = pr.Atomics
 			}
-			checks := peerAttrs
-			if atomics {
-				checks = append(checks[:len(checks):len(checks)], peerAtomicAttr)
-			}
-			for _, ch := range checks {
-				if v := c.Attr(r, fmt.Sprintf("peer.%d.%s", dq, ch.key)); v != "1" {
-					return Skipf("device %d to device %d: %s is %q, need 1", dr, dq, ch.name, v)
-				}
+			if !need.OK {
+				return Skipf("%s", need.Reason)
 			}
 		}
 	}

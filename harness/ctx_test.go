@@ -6,58 +6,55 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"p2patomics/internal/device"
 )
 
+// TestNeedPeer: the case skips with the rank's own reason when a pair of
+// devices lacks access (or atomics, when asked), and reads nothing but the
+// typed answer: ranks on one device need nothing.
 func TestNeedPeer(t *testing.T) {
-	info := func(peer string, atomic string) map[string]any {
-		return map[string]any{"vendor": "nvidia", "attrs": map[string]any{
-			"peer." + peer + ".can_access": "1", "peer." + peer + ".access_supported": "1", "peer." + peer + ".native_atomic": atomic}}
+	info := func(self int, access, atomics device.Cap) device.Info {
+		return device.Info{Caps: device.Caps{Peers: device.AllPeers(self, 2, access, atomics)}}
 	}
-	mk := func(i0, i1 map[string]any, d0, d1 int) *Ctx {
-		return &Ctx{W: &World{Infos: []map[string]any{i0, i1}, Procs: []*Proc{{Device: d0}, {Device: d1}}}}
+	yes, noAtomics, noAccess := device.Yes("fine"), device.No("no atomics here"), device.No("no access here")
+	mk := func(i0, i1 device.Info, d0, d1 int) *Ctx {
+		return &Ctx{W: &World{Infos: []device.Info{i0, i1}, Procs: []*Proc{{Device: d0}, {Device: d1}}}}
 	}
-	if err := mk(info("1", "1"), info("0", "1"), 0, 1).NeedPeer(true); err != nil {
-		t.Fatalf("all attributes 1: %v", err)
+	if err := mk(info(0, yes, yes), info(1, yes, yes), 0, 1).NeedPeer(true); err != nil {
+		t.Fatalf("every answer yes: %v", err)
 	}
-	err := mk(info("1", "0"), info("0", "1"), 0, 1).NeedPeer(true)
-	if se, ok := err.(*SkipError); !ok || !strings.Contains(se.Reason, "CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED") {
-		t.Fatalf("native atomics 0 must skip naming the attribute, got %v", err)
+	err := mk(info(0, yes, noAtomics), info(1, yes, yes), 0, 1).NeedPeer(true)
+	if se, ok := err.(*SkipError); !ok || se.Reason != "no atomics here" {
+		t.Fatalf("atomics refused must skip with the rank's reason, got %v", err)
 	}
-	if err := mk(info("1", "0"), info("0", "1"), 0, 1).NeedPeer(false); err != nil {
+	if err := mk(info(0, yes, noAtomics), info(1, yes, yes), 0, 1).NeedPeer(false); err != nil {
 		t.Fatalf("no atomics needed: %v", err)
 	}
-	noPeer := map[string]any{"vendor": "nvidia", "attrs": map[string]any{}}
-	if err := mk(noPeer, noPeer, 0, 1).NeedPeer(false); err == nil || !strings.Contains(err.Error(), "cuDeviceCanAccessPeer") {
-		t.Fatalf("missing peer access must skip naming cuDeviceCanAccessPeer, got %v", err)
+	if err := mk(info(0, yes, yes), info(1, noAccess, noAccess), 0, 1).NeedPeer(false); err == nil || err.Error() != "no access here" {
+		t.Fatalf("rank 1 refused access: want its reason, got %v", err)
 	}
-	if err := mk(noPeer, noPeer, 0, 0).NeedPeer(true); err != nil {
+	if err := mk(info(0, noAccess, noAccess), info(0, noAccess, noAccess), 0, 0).NeedPeer(true); err != nil {
 		t.Fatalf("ranks on one device need nothing: %v", err)
 	}
-	host := map[string]any{"vendor": "host"}
-	if err := mk(host, host, 0, 1).NeedPeer(true); err != nil {
-		t.Fatalf("host: %v", err)
+	if err := mk(device.Info{}, device.Info{}, 0, 1).NeedPeer(false); err == nil || !strings.Contains(err.Error(), "reported nothing about device 1") {
+		t.Fatalf("a backend that says nothing about a peer must skip saying so, got %v", err)
 	}
 }
 
-// TestNeedHostAtomics: an NVIDIA rank whose device lacks host-native
-// atomics skips naming the attribute; 1 everywhere passes; host passes.
+// TestNeedHostAtomics: a rank whose backend refuses host atomics skips with
+// its reason; yes everywhere passes.
 func TestNeedHostAtomics(t *testing.T) {
-	info := func(v string) map[string]any {
-		return map[string]any{"vendor": "nvidia", "attrs": map[string]any{"host_native_atomic_supported": v}}
+	info := func(c device.Cap) device.Info { return device.Info{Caps: device.Caps{HostAtomics: c}} }
+	mk := func(i0, i1 device.Info) *Ctx {
+		return &Ctx{W: &World{Infos: []device.Info{i0, i1}, Procs: []*Proc{{Device: 0}, {Device: 1}}}}
 	}
-	mk := func(i0, i1 map[string]any) *Ctx {
-		return &Ctx{W: &World{Infos: []map[string]any{i0, i1}, Procs: []*Proc{{Device: 0}, {Device: 1}}}}
+	if err := mk(info(device.Yes("ok")), info(device.Yes("ok"))).NeedHostAtomics(); err != nil {
+		t.Fatalf("yes on both: %v", err)
 	}
-	if err := mk(info("1"), info("1")).NeedHostAtomics(); err != nil {
-		t.Fatalf("attribute 1 on both: %v", err)
-	}
-	err := mk(info("1"), info("0")).NeedHostAtomics()
-	if se, ok := err.(*SkipError); !ok || !strings.Contains(se.Reason, "device 1: CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is \"0\"") {
-		t.Fatalf("attribute 0 must skip naming it and the device, got %v", err)
-	}
-	host := map[string]any{"vendor": "host"}
-	if err := mk(host, host).NeedHostAtomics(); err != nil {
-		t.Fatalf("host: %v", err)
+	err := mk(info(device.Yes("ok")), info(device.No("device 1: nope"))).NeedHostAtomics()
+	if se, ok := err.(*SkipError); !ok || se.Reason != "device 1: nope" {
+		t.Fatalf("a refusal must skip with its reason, got %v", err)
 	}
 }
 

@@ -37,13 +37,16 @@ func TestMatrixMatchesBackends(t *testing.T) {
 
 func deadline() time.Time { return time.Now().Add(30 * time.Second) }
 
+// TestParseFault: the rank's own fault line (written by the formatter the
+// rank uses) wins over the sticky-error name in the same stderr; ROCr's line
+// and a bare CUDA error name are read too.
 func TestParseFault(t *testing.T) {
+	own := report.Fault{Vendor: "nvidia", Kind: "gpu", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS", Address: "0x7f00", Reason: "cuStreamSynchronize: an \"illegal\" memory access"}
 	cases := []struct {
 		stderr string
 		want   report.Fault
 	}{
-		{`p2patomics: gpu fault: vendor=nvidia kind=gpu code=700 name=CUDA_ERROR_ILLEGAL_ADDRESS address= reason="cuStreamSynchronize: an illegal memory access"`,
-			report.Fault{Vendor: "nvidia", Kind: "gpu", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS", Reason: "cuStreamSynchronize: an illegal memory access"}},
+		{"error: cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS (700)\n" + own.Line() + "\nSIGABRT: abort", own},
 		{"junk\nMemory access fault by GPU node-6 (Agent handle: 0x55d0c8e3a2b0) on address 0x7f3a00000000. Reason: Page not present or supervisor privilege.\nAborted",
 			report.Fault{Vendor: "amd", Kind: "gpu", Name: "memory-access-fault", Node: "6", Address: "0x7f3a00000000", Reason: "Page not present or supervisor privilege"}},
 		{"error: cuCtxSynchronize: CUDA_ERROR_LAUNCH_FAILED (719)",

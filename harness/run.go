@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -140,7 +141,15 @@ func (r *Runner) world(n int, deadline time.Time) (*World, error) {
 	r.Starts = append(r.Starts, report.WorldStart{Backend: r.Backend, Ranks: n, Seconds: round(took)})
 	r.worlds[n] = w
 	if len(w.Infos) > len(r.Infos) {
-		r.Infos = w.Infos
+		r.Infos = r.Infos[:0]
+		for _, in := range w.Infos {
+			// Until specs hands the fingerprint typed facts: the report's
+			// shape of them (the JSON the rank sent).
+			b, _ := json.Marshal(in)
+			var m map[string]any
+			_ = json.Unmarshal(b, &m)
+			r.Infos = append(r.Infos, m)
+		}
 	}
 	return w, nil
 }

@@ -35,7 +35,7 @@ func Span(ws ...Window) (d time.Duration, ok bool) {
 func (c *Ctx) DeviceKey(r int) string { return deviceKey(c.W, r) }
 
 func deviceKey(w *World, r int) string {
-	if id, _ := w.Infos[r]["uuid"].(string); id != "" {
+	if id := w.Infos[r].UUID; id != "" {
 		return id
 	}
 	return fmt.Sprintf("ordinal %d", w.Procs[r].Device)
@@ -51,7 +51,7 @@ func sharedGPU(w *World, a, b int) bool {
 	if a == b {
 		return false
 	}
-	if v, _ := w.Infos[a]["vendor"].(string); v == "host" || v == "" {
+	if v := w.Infos[a].Vendor; v == "host" || v == "" {
 		return false
 	}
 	return deviceKey(w, a) == deviceKey(w, b)

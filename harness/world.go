@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"p2patomics/harness/report"
+	"p2patomics/internal/device"
 	"p2patomics/wire"
 )
 
@@ -26,10 +27,12 @@ type World struct {
 	N       int
 	Procs   []*Proc
 	Kinds   []string
-	Infos   []map[string]any
-	Trace   bool
-	locks   []string
-	broken  atomic.Pointer[error] // set when the world can no longer be trusted
+	// Infos are the ranks' device facts and capabilities, as each rank's
+	// backend reported them in its hello reply.
+	Infos  []device.Info
+	Trace  bool
+	locks  []string
+	broken atomic.Pointer[error] // set when the world can no longer be trusted
 }
 
 // Errors a case can end with; the runner maps them to outcomes.
@@ -159,17 +162,14 @@ func NewWorld(backendName string, n int, traceOn bool, deadline time.Time) (*Wor
 			return nil, &SpawnError{Rank: r, Err: err}
 		}
 		w.Procs = append(w.Procs, p)
-		w.Infos = append(w.Infos, nil)
+		w.Infos = append(w.Infos, device.Info{})
 	}
 	// Rank 0 first: its device count decides where the others go
 	// (rank r on device r mod count).
 	if err := w.hello(0, 0, deadline); err != nil {
 		return nil, w.startFailed(err)
 	}
-	count := 1
-	if c, ok := w.Infos[0]["count"].(float64); ok && c >= 1 {
-		count = int(c)
-	}
+	count := max(w.Infos[0].Count, 1)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for r := 1; r < n; r++ {
@@ -208,9 +208,7 @@ func (w *World) hello(r, dev int, deadline time.Time) error {
 	if hr.Version != wire.Version {
 		return &ProtocolError{r, fmt.Errorf("%w: rank speaks protocol %d, suite %d", wire.ErrMalformed, hr.Version, wire.Version)}
 	}
-	info := map[string]any{}
-	_ = json.Unmarshal(hr.Info, &info)
-	w.Infos[r] = info
+	w.Infos[r] = hr.Info
 	if r == 0 {
 		w.Kinds = hr.Kinds
 	}
@@ -234,7 +232,7 @@ type devLock struct {
 func (w *World) lockDevices(deadline time.Time) error {
 	seen := map[string]bool{}
 	for r, info := range w.Infos {
-		id, _ := info["uuid"].(string)
+		id := info.UUID
 		if id == "" {
 			id = fmt.Sprintf("dev%d", w.Procs[r].Device)
 		}

@@ -156,8 +156,7 @@ func (s *server) serve() int {
 		if errors.As(err, &f) {
 			// The device context is gone (CUDA sticky errors): say so on
 			// stderr too, in the form the parent parses, and stop.
-			fmt.Fprintf(os.Stderr, "p2patomics: gpu fault: vendor=%s kind=%s code=%d name=%s address=%s reason=%q\n",
-				f.Vendor, f.Kind, f.Code, f.Name, f.Address, f.Reason)
+			fmt.Fprintln(os.Stderr, f.Line())
 			os.Exit(ExitFault)
 		}
 	}
@@ -170,8 +169,7 @@ func (s *server) reply(seq uint32, res any, err error, fds ...int) {
 		r.NotSupported = errors.Is(err, backend.ErrNotSupported)
 		var f *backend.Fault
 		if errors.As(err, &f) {
-			r.Fault = &wire.Fault{Vendor: f.Vendor, Kind: f.Kind, Code: f.Code, Name: f.Name,
-				Node: f.Node, Address: f.Address, Reason: f.Reason}
+			r.Fault = f
 		}
 		fds = nil
 	} else {
@@ -453,8 +451,7 @@ func (s *server) hello(m *wire.Msg) (any, []int, error) {
 	// The rank that opened it, so the fingerprint can say which ranks share
 	// one device (Merge keys devices by UUID).
 	info.Rank = h.Rank
-	raw, _ := json.Marshal(info)
-	return wire.HelloReply{Version: wire.Version, Pid: os.Getpid(), Kinds: be.Kinds(), Info: raw}, nil, nil
+	return wire.HelloReply{Version: wire.Version, Pid: os.Getpid(), Kinds: be.Kinds(), Info: info}, nil, nil
 }
 
 // sum reads words back in chunks and adds them, so verifying a per-thread

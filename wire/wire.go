@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"p2patomics/internal/device"
 )
 
 // Version is the protocol version exchanged in the handshake.
@@ -292,10 +294,10 @@ type Hello struct {
 
 // HelloReply answers Hello.
 type HelloReply struct {
-	Version int             `json:"version"`
-	Pid     int             `json:"pid"`
-	Kinds   []string        `json:"kinds"`
-	Info    json.RawMessage `json:"info"`
+	Version int         `json:"version"`
+	Pid     int         `json:"pid"`
+	Kinds   []string    `json:"kinds"`
+	Info    device.Info `json:"info"`
 }
 
 // Alloc asks a rank to allocate and export.
@@ -457,16 +459,8 @@ type TraceReply struct {
 	Text string `json:"text"`
 }
 
-// Fault mirrors backend.Fault on the wire.
-type Fault struct {
-	Vendor  string `json:"vendor"`
-	Kind    string `json:"kind"`
-	Code    int64  `json:"code"`
-	Name    string `json:"name"`
-	Node    string `json:"node,omitempty"`
-	Address string `json:"address,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-}
+// Fault is the GPU fault a rank reports before it exits.
+type Fault = device.Fault
 
 // Reply wraps every answer.
 type Reply struct {

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"p2patomics/internal/device"
 )
 
 // Schema is the results.json schema version.
@@ -86,17 +88,8 @@ func (v Verdict) Gating() bool {
 	return false
 }
 
-// Fault is a GPU fault parsed from a rank (mirrors backend.Fault, which the
-// parent must not import: it lives on the rank side).
-type Fault struct {
-	Vendor  string `json:"vendor"`
-	Kind    string `json:"kind"`
-	Code    int64  `json:"code"`
-	Name    string `json:"name"`
-	Node    string `json:"node,omitempty"`
-	Address string `json:"address,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-}
+// Fault is the GPU fault a rank died of (the type the backend returned).
+type Fault = device.Fault
 
 // Rank is per-rank evidence for one case.
 type Rank struct {

@@ -2,6 +2,7 @@ package suite
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -57,16 +58,18 @@ func probe(be string, traceOn bool) BackendProbe {
 	}
 	defer w.Close()
 	p.Loaded = true
-	p.infos = append(p.infos, w.Infos...)
-	if len(w.Infos) > 0 && w.Infos[0] != nil {
+	for _, in := range w.Infos {
+		// Until the fingerprint takes typed facts: their JSON shape.
+		b, _ := json.Marshal(in)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		p.infos = append(p.infos, m)
+	}
+	if len(w.Infos) > 0 {
 		info := w.Infos[0]
-		if c, ok := info["count"].(float64); ok {
-			p.Devices = int(c)
-		}
-		name, _ := info["name"].(string)
-		arch, _ := info["arch"].(string)
-		p.Device = strings.TrimSpace(name + " " + arch)
-		p.Driver, _ = info["driver"].(string)
+		p.Devices = info.Count
+		p.Device = strings.TrimSpace(info.Name + " " + info.Arch)
+		p.Driver = info.Driver
 	}
 	return p
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"p2patomics/internal/device"
 	"p2patomics/kernels"
 )
 
@@ -23,27 +24,9 @@ func NotSupportedf(format string, args ...any) error {
 
 // Fault is a GPU fault or sticky device error. A backend returns it (wrapped
 // or bare) when the device context is no longer usable; the rank reports it
-// and exits, and the harness records a `crash` whose fault is this value.
-type Fault struct {
-	Vendor  string `json:"vendor"`
-	Kind    string `json:"kind"` // "gpu"
-	Code    int64  `json:"code"`
-	Name    string `json:"name"`
-	Node    string `json:"node,omitempty"`
-	Address string `json:"address,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-}
-
-func (f *Fault) Error() string {
-	s := fmt.Sprintf("%s gpu fault %s (%d)", f.Vendor, f.Name, f.Code)
-	if f.Address != "" {
-		s += " at " + f.Address
-	}
-	if f.Reason != "" {
-		s += ": " + f.Reason
-	}
-	return s
-}
+// and exits, and the harness records a `crash` whose fault is this value
+// (one type from here to results.json: device.Fault).
+type Fault = device.Fault
 
 // Config is what a rank knows when it opens its backend.
 type Config struct {
@@ -52,23 +35,10 @@ type Config struct {
 	Device int // device ordinal this rank uses (rank mod device count)
 }
 
-// DeviceInfo describes the rank's device for the report's environment.
-type DeviceInfo struct {
-	Vendor   string            `json:"vendor"`
-	Name     string            `json:"name"`
-	Arch     string            `json:"arch"` // sm_90, gfx942, or GOARCH for host
-	UUID     string            `json:"uuid,omitempty"`
-	Ordinal  int               `json:"ordinal"`
-	Count    int               `json:"count"`  // devices visible to the rank
-	MemBytes uint64            `json:"memory"` // total device memory
-	Units    int               `json:"units"`  // SMs / CUs / CPUs: sizes grids
-	Driver   string            `json:"driver,omitempty"`
-	Runtime  string            `json:"runtime,omitempty"`
-	Attrs    map[string]string `json:"attrs,omitempty"` // fault-relevant settings, per-peer links, ...
-	// Rank is the rank that opened the device (set by the rank server,
-	// not the backend).
-	Rank int `json:"rank"`
-}
+// DeviceInfo describes the rank's device and answers its capabilities
+// (device.Caps): the backend, which knows its vendor's attributes, decides
+// what they mean; the parent reads typed answers.
+type DeviceInfo = device.Info
 
 // Export is what an allocation's owner hands to its peers: an fd (sent as
 // SCM_RIGHTS), an opaque handle carried in the message body, or both.

@@ -312,6 +312,7 @@ func (b *Backend) describe() error {
 	for k, v := range readCeilings(info.UUID) {
 		info.Attrs[k] = v
 	}
+	info.Caps = capsFrom(b.cfg.Device, len(b.devs), info.Attrs)
 	b.info = info
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 	"unsafe"
 
+	"p2patomics/internal/device"
 	"p2patomics/kernels"
 	"p2patomics/rank/backend"
 )
@@ -186,6 +187,7 @@ func (b *Backend) deviceInfo(count int) backend.DeviceInfo {
 		Vendor: "amd", Name: name, Arch: a, UUID: uuid, Ordinal: b.cfg.Device, Count: count,
 		MemBytes: total, Units: int(mp), Driver: fmt.Sprint(drv),
 		Runtime: "hip " + versionString(b.version), Attrs: attrs,
+		Caps: amdCaps(b.cfg.Device, count),
 	}
 }
 
@@ -635,4 +637,16 @@ func (b *Backend) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// amdCaps answers the capability questions for an AMD device (as the hsa
+// backend does): host atomics are decided by the kind's CPU mapping at
+// allocation, peer access is granted at import and fails there when no link
+// carries it, so no pair is refused before a case tries.
+func amdCaps(self, count int) device.Caps {
+	yes := device.Yes("AMD: a peer's memory access is granted at import, which fails there when the link lacks it")
+	return device.Caps{
+		HostAtomics: device.Yes("AMD: fine-grained host memory is coherent with the CPU; the kind's CPU mapping is checked at allocation"),
+		Peers:       device.AllPeers(self, count, yes, yes),
+	}
 }

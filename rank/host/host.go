@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"p2patomics/internal/device"
 	"p2patomics/rank/backend"
 	"p2patomics/trace"
 )
@@ -65,6 +66,9 @@ func (h *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 		Vendor: "host", Name: "cpu", Arch: runtime.GOARCH, Ordinal: 0, Count: 1,
 		MemBytes: h.total, Units: runtime.NumCPU(), Driver: "linux", Runtime: runtime.Version(),
 		Attrs: map[string]string{"hostname": host, "atomics": "sync/atomic (sequentially consistent)"},
+		// One address space, one coherent memory: the CPU is the device,
+		// and every rank reaches every memfd it maps.
+		Caps: device.Caps{HostAtomics: device.Yes("host: the CPU is the device (sync/atomic)")},
 	}, nil
 }
 

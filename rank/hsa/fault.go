@@ -166,16 +166,9 @@ func faultFromHWException(node string, resetType, cause uint32) *backend.Fault {
 	}
 }
 
-// faultLine is the one stderr line, in the form rank.go prints for every
-// fault (and the parent parses), with the KFD node after it.
-func faultLine(f *backend.Fault) string {
-	s := fmt.Sprintf("p2patomics: gpu fault: vendor=%s kind=%s code=%d name=%s address=%s reason=%q",
-		f.Vendor, f.Kind, f.Code, f.Name, f.Address, f.Reason)
-	if f.Node != "" {
-		s += " node=" + f.Node
-	}
-	return s + "\n"
-}
+// faultLine is the one stderr line, in the form every rank prints and the
+// parent parses (device.Fault.Line).
+func faultLine(f *backend.Fault) string { return f.Line() + "\n" }
 
 var reasonBits = []struct {
 	bit  uint32

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
+	"p2patomics/internal/device"
 	"p2patomics/kernels"
 	"p2patomics/rank/backend"
 )
@@ -328,6 +329,7 @@ func (b *Backend) deviceInfo() backend.DeviceInfo {
 		Units:    int(cus),
 		Runtime:  fmt.Sprintf("hsa %d.%d amd-ext %d.%d rocr %s", maj, min, emaj, emin, cString(build, 128)),
 		Attrs:    attrs,
+		Caps:     amdCaps(b.cfg.Device, len(b.agents)),
 	}
 }
 
@@ -766,4 +768,18 @@ func (b *Backend) Close() error {
 		b.queue = 0
 	}
 	return errors.Join(errs...)
+}
+
+// amdCaps answers the capability questions for an AMD device. Host atomics:
+// fine-grained system memory is coherent with the CPU, and whether a kind
+// has a CPU mapping at all is decided (and reported) at allocation. Peer
+// reach: access to a peer's pool is granted at import
+// (hsa_amd_agents_allow_access), which fails there when no link carries it,
+// so no pair is refused before a case tries.
+func amdCaps(self, count int) device.Caps {
+	yes := device.Yes("AMD: a peer's pool access is granted at import, which fails there when the link lacks it")
+	return device.Caps{
+		HostAtomics: device.Yes("AMD: fine-grained system memory is coherent with the CPU; the kind's CPU mapping is checked at allocation"),
+		Peers:       device.AllPeers(self, count, yes, yes),
+	}
 }
