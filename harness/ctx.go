@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -288,35 +289,59 @@ func P(buf int, off uint64) wire.Arg { return wire.Arg{Buf: buf, Off: off} }
 // V is a value argument.
 func V(v uint64) wire.Arg { return wire.Arg{Buf: -1, Val: v} }
 
+// Null is a null pointer argument, for kernels whose pointer is optional
+// (cas's out, racy's bar): said explicitly, so a misspelled pointer name
+// cannot quietly become one.
+func Null() wire.Arg { return wire.Arg{Buf: -1} }
+
 // Launch describes one rank's kernel launch.
 type Launch struct {
 	Rank   int
 	Kernel string
 	Grid   uint32
 	Block  uint32
-	Args   map[string]wire.Arg
+	// Args names every argument of the kernel's manifest entry, no more.
+	Args map[string]wire.Arg
 	// CPU, when set, has the rank's CPU add to a word while the kernel runs.
 	CPU *wire.CPUAtomics
 }
 
+// wire orders the arguments as the manifest does. Names must match the
+// manifest exactly: a missing, unknown or misspelled argument, or a pointer
+// argument given a value other than Null, is an error here, before
+// anything reaches a rank.
 func (l Launch) wire() (wire.Launch, error) {
 	k, ok := kernels.Lookup(l.Kernel)
 	if !ok {
 		return wire.Launch{}, fmt.Errorf("kernel %q is not in the manifest", l.Kernel)
 	}
+	for name := range l.Args {
+		if k.ArgIndex(name) < 0 {
+			return wire.Launch{}, fmt.Errorf("kernel %s has no argument %q (it takes %s)", k.Name, name, argNames(k))
+		}
+	}
 	args := make([]wire.Arg, len(k.Args))
 	for i, a := range k.Args {
 		v, ok := l.Args[a.Name]
-		if !ok {
-			if a.Ptr {
-				v = wire.Arg{Buf: -1} // a null pointer
-			} else {
-				return wire.Launch{}, fmt.Errorf("kernel %s: argument %s not given", k.Name, a.Name)
-			}
+		switch {
+		case !ok:
+			return wire.Launch{}, fmt.Errorf("kernel %s: argument %s not given (it takes %s)", k.Name, a.Name, argNames(k))
+		case a.Ptr && v.Buf < 0 && v.Val != 0:
+			return wire.Launch{}, fmt.Errorf("kernel %s: pointer argument %s given the value %#x (want P(buf, off) or Null())", k.Name, a.Name, v.Val)
+		case !a.Ptr && v.Buf >= 0:
+			return wire.Launch{}, fmt.Errorf("kernel %s: value argument %s given buffer %d (want V(value))", k.Name, a.Name, v.Buf)
 		}
 		args[i] = v
 	}
 	return wire.Launch{Kernel: l.Kernel, Grid: l.Grid, Block: l.Block, Args: args, CPU: l.CPU}, nil
+}
+
+func argNames(k kernels.Kernel) string {
+	names := make([]string, len(k.Args))
+	for i, a := range k.Args {
+		names[i] = a.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // Run launches every given kernel at once (one per rank) and waits for all.

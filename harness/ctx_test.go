@@ -84,3 +84,42 @@ func TestCloseLater(t *testing.T) {
 		}
 	}
 }
+
+// TestLaunchArgsStrict: a launch whose argument names do not match the
+// manifest fails before anything is sent, in one line naming the kernel
+// and the argument; a complete launch orders its arguments as the manifest.
+func TestLaunchArgsStrict(t *testing.T) {
+	const k = "add_u64_relaxed_sys" // target, out, operand, iters, block, salt
+	good := func() map[string]Arg {
+		return map[string]Arg{"target": P(3, 8), "out": Null(), "operand": V(1), "iters": V(2), "block": V(3), "salt": V(4)}
+	}
+	w, err := Launch{Kernel: k, Args: good()}.wire()
+	if err != nil {
+		t.Fatalf("complete launch: %v", err)
+	}
+	if len(w.Args) != 6 || w.Args[0] != P(3, 8) || w.Args[1] != Null() || w.Args[5] != V(4) {
+		t.Fatalf("arguments out of manifest order: %+v", w.Args)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(map[string]Arg)
+		want string
+	}{
+		{"misspelled pointer", func(a map[string]Arg) { a["tagret"] = a["target"]; delete(a, "target") }, `kernel add_u64_relaxed_sys has no argument "tagret"`},
+		{"missing pointer", func(a map[string]Arg) { delete(a, "out") }, "kernel add_u64_relaxed_sys: argument out not given"},
+		{"missing value", func(a map[string]Arg) { delete(a, "iters") }, "kernel add_u64_relaxed_sys: argument iters not given"},
+		{"unknown", func(a map[string]Arg) { a["nthreads"] = V(1) }, `kernel add_u64_relaxed_sys has no argument "nthreads"`},
+		{"pointer given a value", func(a map[string]Arg) { a["target"] = V(0x1000) }, "kernel add_u64_relaxed_sys: pointer argument target given the value 0x1000"},
+		{"value given a buffer", func(a map[string]Arg) { a["operand"] = P(1, 0) }, "kernel add_u64_relaxed_sys: value argument operand given buffer 1"},
+	} {
+		a := good()
+		c.edit(a)
+		_, err := Launch{Kernel: k, Args: a}.wire()
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: want one line starting %q, got %v", c.name, c.want, err)
+		}
+	}
+	if _, err := (Launch{Kernel: "add_u64_relaxed_system", Args: good()}).wire(); err == nil || !strings.Contains(err.Error(), `kernel "add_u64_relaxed_system" is not in the manifest`) {
+		t.Errorf("unknown kernel: %v", err)
+	}
+}

@@ -112,8 +112,13 @@ func counterLaunch(r int, k kernels.Kernel, sz size, target wireArg, operand uin
 	args := map[string]wireArg{"target": target, "operand": harness.V(operand), "iters": harness.V(sz.iters),
 		"block": harness.V(uint64(sz.block))}
 	for _, a := range k.Args {
-		if a.Name == "salt" {
+		switch a.Name {
+		case "salt":
 			args["salt"] = harness.V(uint64(r))
+		case "out":
+			// Null unless the caller sets it (xchg, cas): the other ops
+			// ignore it, and cas skips its count when it is null.
+			args["out"] = harness.Null()
 		}
 	}
 	return harness.Launch{Rank: r, Kernel: k.Name, Grid: sz.grid, Block: sz.block, Args: args}

@@ -66,7 +66,7 @@ func (b *builder) controls() {
 			return err
 		}
 		_, err = c.Run(harness.Launch{Rank: 1, Kernel: add.Name, Grid: 1, Block: 1, Args: map[string]wireArg{
-			"target": harness.P(m.Bufs[1], 0), "operand": harness.V(1), "iters": harness.V(1), "block": harness.V(1), "salt": harness.V(1)}})
+			"target": harness.P(m.Bufs[1], 0), "out": harness.Null(), "operand": harness.V(1), "iters": harness.V(1), "block": harness.V(1), "salt": harness.V(1)}})
 		if err != nil {
 			return err
 		}

@@ -146,7 +146,8 @@ func (b *builder) litmus() {
 		var ls []harness.Launch
 		for r := 0; r < 3; r++ {
 			args := map[string]wireArg{"x": harness.P(xy.Bufs[r], 0), "y": harness.P(xy.Bufs[r], n*4),
-				"n": harness.V(n), "role": harness.V(uint64(r)), "block": harness.V(2), "timeout_ns": harness.V(uint64(to))}
+				"out": harness.Null(), // the writers (roles 0, 1) record nothing
+				"n":   harness.V(n), "role": harness.V(uint64(r)), "block": harness.V(2), "timeout_ns": harness.V(uint64(to))}
 			if r == 2 {
 				args["out"] = harness.P(out, 0)
 			}
