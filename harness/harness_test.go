@@ -2,7 +2,9 @@ package harness_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -284,24 +286,51 @@ func TestOutOfRangeRequests(t *testing.T) {
 	}
 }
 
-// A case that overruns its deadline and then fails must not leave a reply
-// behind that the next case takes for its own.
+// A case that gives up on a request at its deadline and then fails must not
+// leave the late reply behind for the next request to take as its own: the
+// slow_reply canary answers after the deadline, so teardown's first request
+// (and the next case's) find that reply queued ahead of theirs.
 func TestOverrunCaseDoesNotPoisonTheNext(t *testing.T) {
 	r := harness.NewRunner("host", false, 1)
 	defer r.Close()
-	slow := &harness.Case{ID: "slow", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 200 * time.Millisecond,
+	// A warm world first, so the short deadline below is the request's,
+	// not the spawn's (the machine may be loaded).
+	warm := &harness.Case{ID: "warm", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 30 * time.Second,
+		Run: func(*harness.Ctx) error { return nil }}
+	if res := r.Run(warm); res.Outcome != report.Pass {
+		t.Fatalf("warm: %s %s", res.Outcome, res.Detail)
+	}
+	pids := func(ctx *harness.Ctx) (p []int) {
+		for _, pr := range ctx.W.Procs {
+			p = append(p, pr.Pid)
+		}
+		return p
+	}
+	var slowPids []int
+	slow := &harness.Case{ID: "slow", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 300 * time.Millisecond,
 		Run: func(ctx *harness.Ctx) error {
+			slowPids = pids(ctx)
 			if _, err := ctx.Local(0, 4096); err != nil {
 				return err
 			}
-			time.Sleep(300 * time.Millisecond)
+			var te *harness.TimeoutError
+			if err := ctx.Canary(0, "slow_reply"); !errors.As(err, &te) {
+				return fmt.Errorf("slow_reply answered before the deadline: %v", err)
+			}
+			// Let the late reply arrive before teardown's first request.
+			time.Sleep(400 * time.Millisecond)
 			return harness.Failf("gave up")
 		}}
 	if res := r.Run(slow); res.Outcome != report.Fail {
 		t.Fatalf("slow: %s %s", res.Outcome, res.Detail)
 	}
+	// The same world serves the next case: teardown took its own reply,
+	// not the late one, so nothing made the world untrustworthy.
 	next := &harness.Case{ID: "next", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
 		Run: func(ctx *harness.Ctx) error {
+			if got := pids(ctx); !slices.Equal(got, slowPids) {
+				return fmt.Errorf("the world was replaced after the slow case (ranks %v, then %v): its teardown took the late reply", slowPids, got)
+			}
 			b, err := ctx.Local(0, 4096)
 			if err != nil {
 				return err
@@ -330,5 +359,22 @@ func TestEvidenceOnPassOnly(t *testing.T) {
 		if res.Evidence != c.want {
 			t.Errorf("outcome %s: evidence %q, want %q", res.Outcome, res.Evidence, c.want)
 		}
+	}
+}
+
+// TestHelloChecksMatrix: a rank whose backend offers other kinds than the
+// matrix the suite planned from is a protocol error at hello, naming both.
+func TestHelloChecksMatrix(t *testing.T) {
+	saved := harness.Matrix["host"]
+	defer func() { harness.Matrix["host"] = saved }()
+	harness.Matrix["host"] = []string{"memfd", "shm"}
+	w, err := harness.NewWorld("host", 2, false, deadline())
+	if err == nil {
+		w.Close()
+		t.Fatal("a backend offering other kinds than the matrix was accepted")
+	}
+	var pe *harness.ProtocolError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "offers kinds [memfd], the suite's matrix says [memfd shm]") {
+		t.Fatalf("want a protocol error naming both lists, got %v", err)
 	}
 }

@@ -21,11 +21,11 @@ import (
 	"p2patomics/wire"
 )
 
-// RankEnv and RankArgv0 mirror package rank's sentinel (the parent must not
-// import the rank side).
+// RankEnv and RankArgv0 are the rank's sentinel (wire holds it: the parent
+// must not import the rank side).
 const (
-	RankEnv   = "P2PAT_RANK"
-	RankArgv0 = "p2patomics-rank"
+	RankEnv   = wire.RankEnv
+	RankArgv0 = wire.RankArgv0
 )
 
 // envAllow lists what a rank inherits; everything else is dropped so a
@@ -201,7 +201,7 @@ func startRank(r, dev int) (*Proc, error) {
 		Stdin:      nil,
 		Stdout:     outW,
 		Stderr:     errW,
-		ExtraFiles: []*os.File{child, tf}, // fd 3: socket, fd 4: trace ring
+		ExtraFiles: []*os.File{child, tf}, // wire.RankSockFd (3), wire.RankTraceFd (4)
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid:   true, // own process group: SIGQUIT/SIGKILL reach its threads' children too
 			Pdeathsig: syscall.SIGKILL,

@@ -518,9 +518,7 @@ func (r *Runner) judge(c *Case, w *World, err error) (report.Outcome, string, *r
 		}
 		return report.Timeout, detail, nil
 	case errors.As(err, &re) && re.Fault != nil:
-		f := &report.Fault{Vendor: re.Fault.Vendor, Kind: re.Fault.Kind, Code: re.Fault.Code, Name: re.Fault.Name,
-			Node: re.Fault.Node, Address: re.Fault.Address, Reason: re.Fault.Reason}
-		return report.Crash, fmt.Sprintf("rank %d %s: %s", re.Rank, re.What, re.Msg), f
+		return report.Crash, fmt.Sprintf("rank %d %s: %s", re.Rank, re.What, re.Msg), re.Fault
 	case errors.As(err, &de):
 		p := w.Procs[de.Rank]
 		p.WaitExit(3 * time.Second)

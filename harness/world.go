@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +27,6 @@ type World struct {
 	Backend string
 	N       int
 	Procs   []*Proc
-	Kinds   []string
 	// Infos are the ranks' device facts and capabilities, as each rank's
 	// backend reported them in its hello reply.
 	Infos  []device.Info
@@ -208,10 +208,12 @@ func (w *World) hello(r, dev int, deadline time.Time) error {
 	if hr.Version != wire.Version {
 		return &ProtocolError{r, fmt.Errorf("%w: rank speaks protocol %d, suite %d", wire.ErrMalformed, hr.Version, wire.Version)}
 	}
-	w.Infos[r] = hr.Info
-	if r == 0 {
-		w.Kinds = hr.Kinds
+	// The suite planned cases from Matrix without loading the backend; a
+	// rank whose backend offers other kinds was built from other sources.
+	if want := Matrix[w.Backend]; !slices.Equal(hr.Kinds, want) {
+		return &ProtocolError{r, fmt.Errorf("backend %s offers kinds %v, the suite's matrix says %v", w.Backend, hr.Kinds, want)}
 	}
+	w.Infos[r] = hr.Info
 	return nil
 }
 

@@ -134,13 +134,7 @@ func ptxAtomOp(k Kernel) (op, typ string) {
 	return "", ""
 }
 
-func isRMW(k Kernel) bool {
-	switch k.Op {
-	case OpAdd, OpSub, OpXchg, OpCAS, OpAnd, OpOr, OpXor, OpMin, OpMax, OpInc:
-		return true
-	}
-	return false
-}
+func isRMW(k Kernel) bool { return k.Op.IsRMW() }
 
 // checkPTX returns every disagreement between a PTX module and the manifest.
 func checkPTX(text, wantTarget string) []string {

@@ -44,6 +44,9 @@ var canaries = map[string]func(s *server) error{
 		return nil
 	},
 	"sleep": func(*server) error { time.Sleep(30 * time.Second); return nil },
+	// slow_reply answers, but late: the parent has given up on the request
+	// by then, and the reply must be dropped, not taken for the next one's.
+	"slow_reply": func(*server) error { time.Sleep(500 * time.Millisecond); return nil },
 	// leak_buffer allocates a buffer behind the suite's back: the leak check
 	// must notice it (the planted bug for that verification path).
 	"leak_buffer": func(s *server) error {

@@ -30,17 +30,15 @@ import (
 	_ "p2patomics/rank/hsa"
 )
 
-// Env is the sentinel that makes a process a rank.
-const Env = "P2PAT_RANK"
+// Env is the sentinel that makes a process a rank (wire.RankEnv: the
+// spawner sets it, so both read it from wire).
+const Env = wire.RankEnv
 
-// Argv0 is the rank's argv[0], so `ps` shows what it is.
-const Argv0 = "p2patomics-rank"
-
-// SockFd is where the rank finds its socket (first ExtraFiles entry);
-// TraceFd holds the shared trace ring the parent reads after any ending.
+// SockFd is where the rank finds its socket; TraceFd holds the shared trace
+// ring the parent reads after any ending (wire's, as the spawner passes them).
 const (
-	SockFd  = 3
-	TraceFd = 4
+	SockFd  = wire.RankSockFd
+	TraceFd = wire.RankTraceFd
 )
 
 // ExitFault is the exit status of a rank that stopped after a GPU fault.

@@ -244,10 +244,7 @@ func counterExpect(k kernels.Kernel, n int, t, it uint64) uint64 {
 func counterKernels() []kernels.Kernel {
 	var out []kernels.Kernel
 	for _, k := range kernels.All() {
-		switch k.Op {
-		case kernels.OpAdd, kernels.OpSub, kernels.OpXchg, kernels.OpCAS, kernels.OpAnd, kernels.OpOr,
-			kernels.OpXor, kernels.OpMin, kernels.OpMax, kernels.OpInc:
-		default:
+		if !k.Op.IsRMW() {
 			continue
 		}
 		every := k.Op == kernels.OpAdd

@@ -22,6 +22,18 @@ import (
 	"p2patomics/internal/device"
 )
 
+// How the suite starts a rank: its own binary re-executed with argv[0]
+// RankArgv0 (so ps shows what it is) and RankEnv set to the rank's index;
+// the socket is at fd RankSockFd and the shared trace ring at RankTraceFd
+// (the spawner's ExtraFiles, in that order). Both sides read these names
+// from here.
+const (
+	RankEnv     = "P2PAT_RANK"
+	RankArgv0   = "p2patomics-rank"
+	RankSockFd  = 3
+	RankTraceFd = 4
+)
+
 // Version is the protocol version exchanged in the handshake.
 const Version = 1
 
@@ -432,7 +444,6 @@ type Copy struct {
 	Src    int    `json:"src"`
 	SrcOff uint64 `json:"src_off"`
 	N      uint64 `json:"n"`
-	Repeat int    `json:"repeat"`
 	Clocks bool   `json:"clocks,omitempty"` // as Launch.Clocks
 }
 

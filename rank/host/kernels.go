@@ -180,9 +180,7 @@ func (h *Backend) body(k kernels.Kernel, ptr map[string]unsafe.Pointer, val map[
 			atomic.AddUint64((*uint64)(at(out, g, 8)), v)
 		}
 	}
-	switch k.Op {
-	case kernels.OpAdd, kernels.OpSub, kernels.OpXchg, kernels.OpCAS, kernels.OpAnd, kernels.OpOr,
-		kernels.OpXor, kernels.OpMin, kernels.OpMax, kernels.OpInc:
+	if k.Op.IsRMW() {
 		if err := need("target"); err != nil {
 			return nil, err
 		}
