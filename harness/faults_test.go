@@ -8,12 +8,13 @@ import (
 
 	"p2patomics/harness"
 	"p2patomics/harness/report"
+	"p2patomics/wire"
 )
 
 // Issue 18 item 1: any rank death between a case's start and its judgement
 // is that case's crash, whatever the body returned.
 func TestRankDeathDuringCaseIsCrash(t *testing.T) {
-	r := harness.NewRunner("host", false, 1)
+	r := harness.NewRunner("host", wire.DefaultSettings, 1)
 	defer r.Close()
 	mk := func(id string, noLeak bool, run func(*harness.Ctx) error) *harness.Case {
 		return &harness.Case{ID: id, Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, NoLeak: noLeak,
@@ -95,7 +96,7 @@ func TestRankDeathDuringCaseIsCrash(t *testing.T) {
 // Issue 18 item 13: SIGHUP is named; an idle rank's death in a world no
 // later case used is still reported; deadlines grow with the rank count.
 func TestIdleDeathAtCloseAndSignalNames(t *testing.T) {
-	r := harness.NewRunner("host", false, 1)
+	r := harness.NewRunner("host", wire.DefaultSettings, 1)
 	var pid int
 	r.Run(&harness.Case{ID: "a", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
 		Run: func(c *harness.Ctx) error { pid = c.W.Procs[1].Pid; return nil }})

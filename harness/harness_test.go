@@ -14,6 +14,7 @@ import (
 	"p2patomics/harness/report"
 	"p2patomics/rank"
 	"p2patomics/rank/backend"
+	"p2patomics/trace"
 	"p2patomics/wire"
 )
 
@@ -68,7 +69,7 @@ func TestParseFault(t *testing.T) {
 // A world of real rank processes: spawn, handshake, and an idle death that
 // must be seen as such.
 func TestWorldIdleDeath(t *testing.T) {
-	w, err := harness.NewWorld("host", 2, false, deadline())
+	w, err := harness.NewWorld("host", 2, wire.DefaultSettings, deadline())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestWorldIdleDeath(t *testing.T) {
 }
 
 func TestRunnerOutcomes(t *testing.T) {
-	r := harness.NewRunner("host", false, 1)
+	r := harness.NewRunner("host", wire.DefaultSettings, 1)
 	defer r.Close()
 	mk := func(id string, run func(*harness.Ctx) error) *harness.Case {
 		return &harness.Case{ID: id, Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second, Grace: 200 * time.Millisecond, Run: run}
@@ -155,7 +156,7 @@ func BenchmarkWorld8(b *testing.B) { benchWorld(b, 8) }
 
 func benchWorld(b *testing.B, n int) {
 	for i := 0; i < b.N; i++ {
-		w, err := harness.NewWorld("host", n, false, deadline())
+		w, err := harness.NewWorld("host", n, wire.DefaultSettings, deadline())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -168,7 +169,7 @@ func benchWorld(b *testing.B, n int) {
 // BenchmarkFdRoundTrip: one allocation exported by rank 0, its fd brokered
 // to rank 1 and mapped there, then both freed.
 func BenchmarkFdRoundTrip(b *testing.B) {
-	r := harness.NewRunner("host", false, 1)
+	r := harness.NewRunner("host", wire.DefaultSettings, 1)
 	defer r.Close()
 	c := &harness.Case{ID: "bench", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, NoLeak: true, Timeout: time.Minute}
 	var err error
@@ -189,17 +190,18 @@ func BenchmarkFdRoundTrip(b *testing.B) {
 
 // BenchmarkSpecRoundTrip: a whole warm-world case: share, contended add
 // from both ranks, read back, teardown, leak check. Ranks trace every call.
-func BenchmarkSpecRoundTrip(b *testing.B) { benchSpec(b) }
+func BenchmarkSpecRoundTrip(b *testing.B) { benchSpec(b, wire.DefaultSettings) }
 
 // BenchmarkSpecRoundTripTraceOff is the same with the ranks' tracing off:
 // the difference is what the always-on trace costs.
 func BenchmarkSpecRoundTripTraceOff(b *testing.B) {
-	b.Setenv("P2PAT_TRACE_RING", "off")
-	benchSpec(b)
+	set := wire.DefaultSettings
+	set.NoTrace = true
+	benchSpec(b, set)
 }
 
-func benchSpec(b *testing.B) {
-	r := harness.NewRunner("host", false, 1)
+func benchSpec(b *testing.B, set wire.Settings) {
+	r := harness.NewRunner("host", set, 1)
 	defer r.Close()
 	c := &harness.Case{ID: "bench", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: time.Minute,
 		Run: func(ctx *harness.Ctx) error {
@@ -236,7 +238,7 @@ func benchSpec(b *testing.B) {
 // Requests that name bytes outside a buffer are answered with an error,
 // never a dead rank or a write into a neighbouring mapping.
 func TestOutOfRangeRequests(t *testing.T) {
-	r := harness.NewRunner("host", false, 1)
+	r := harness.NewRunner("host", wire.DefaultSettings, 1)
 	defer r.Close()
 	c := &harness.Case{ID: "bounds", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
 		Run: func(ctx *harness.Ctx) error {
@@ -291,7 +293,7 @@ func TestOutOfRangeRequests(t *testing.T) {
 // slow_reply canary answers after the deadline, so teardown's first request
 // (and the next case's) find that reply queued ahead of theirs.
 func TestOverrunCaseDoesNotPoisonTheNext(t *testing.T) {
-	r := harness.NewRunner("host", false, 1)
+	r := harness.NewRunner("host", wire.DefaultSettings, 1)
 	defer r.Close()
 	// A warm world first, so the short deadline below is the request's,
 	// not the spawn's (the machine may be loaded).
@@ -345,7 +347,7 @@ func TestOverrunCaseDoesNotPoisonTheNext(t *testing.T) {
 // A case's evidence grade reaches the result on a pass only: a failing
 // mutation-scored case must not read as "strong" anything.
 func TestEvidenceOnPassOnly(t *testing.T) {
-	r := harness.NewRunner("host", false, 1)
+	r := harness.NewRunner("host", wire.DefaultSettings, 1)
 	defer r.Close()
 	for _, c := range []struct {
 		err  error
@@ -368,7 +370,7 @@ func TestHelloChecksMatrix(t *testing.T) {
 	saved := harness.Matrix["host"]
 	defer func() { harness.Matrix["host"] = saved }()
 	harness.Matrix["host"] = []string{"memfd", "shm"}
-	w, err := harness.NewWorld("host", 2, false, deadline())
+	w, err := harness.NewWorld("host", 2, wire.DefaultSettings, deadline())
 	if err == nil {
 		w.Close()
 		t.Fatal("a backend offering other kinds than the matrix was accepted")
@@ -376,5 +378,47 @@ func TestHelloChecksMatrix(t *testing.T) {
 	var pe *harness.ProtocolError
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "offers kinds [memfd], the suite's matrix says [memfd shm]") {
 		t.Fatalf("want a protocol error naming both lists, got %v", err)
+	}
+}
+
+// TestHelloSettings: the settings reach the rank through its hello, not its
+// environment: NoTrace stops the rank's trace ring from growing, the default
+// keeps it recording, and a clock period the rank cannot use fails the hello.
+func TestHelloSettings(t *testing.T) {
+	grows := func(set wire.Settings) bool {
+		w, err := harness.NewWorld("host", 2, set, deadline())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		ctx := &harness.Ctx{W: w, Kind: "memfd", Deadline: deadline()}
+		before, err := trace.SharedSeq(w.Procs[0].Trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ctx.MemInfo(0); err != nil {
+			t.Fatal(err)
+		}
+		after, err := trace.SharedSeq(w.Procs[0].Trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return after > before
+	}
+	if !grows(wire.DefaultSettings) {
+		t.Error("default settings: the rank traced nothing")
+	}
+	off := wire.DefaultSettings
+	off.NoTrace = true
+	if grows(off) {
+		t.Error("NoTrace: the rank still traced its requests")
+	}
+	bad := wire.DefaultSettings
+	bad.ClockPeriod = -time.Millisecond
+	if w, err := harness.NewWorld("host", 2, bad, deadline()); err == nil || !strings.Contains(err.Error(), "clock period -1ms is negative") {
+		if w != nil {
+			w.Close()
+		}
+		t.Errorf("a negative clock period must fail the hello, got %v", err)
 	}
 }

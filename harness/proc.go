@@ -34,7 +34,7 @@ const (
 // loader path lacks them; LOADER_ENABLE_LOGGING (ROCr's code-object loader)
 // and HSAKMT_* (the thunk's HSAKMT_DEBUG_LEVEL) are the switches docs/AMD.md
 // tells a user to set.
-var envAllow = []string{"PATH", "HOME", "USER", "LANG", "LD_LIBRARY_PATH", "TMPDIR", "NCCL_NVLS_ENABLE", "P2PAT_TRACE_RING", "P2PAT_CLOCKS",
+var envAllow = []string{"PATH", "HOME", "USER", "LANG", "LD_LIBRARY_PATH", "TMPDIR", "NCCL_NVLS_ENABLE",
 	"ROCM_PATH", "LOADER_ENABLE_LOGGING"}
 var envPrefixAllow = []string{"CUDA_", "HSA_", "HIP_", "ROCR_", "AMD_", "GPU_", "NVIDIA_", "__GL", "HSAKMT_"}
 

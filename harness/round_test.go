@@ -7,6 +7,7 @@ import (
 
 	"p2patomics/harness"
 	"p2patomics/harness/report"
+	"p2patomics/wire"
 )
 
 // TestTournament: every unordered pair meets exactly once, no rank plays
@@ -55,7 +56,7 @@ func TestTournament(t *testing.T) {
 // that kills its world blames the member that ran it and the rest run
 // alone.
 func TestRoundShares(t *testing.T) {
-	r := harness.NewRunner("host", false, 1)
+	r := harness.NewRunner("host", wire.DefaultSettings, 1)
 	defer r.Close()
 	bodies, alone := 0, 0
 	crash := false

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -13,6 +12,7 @@ import (
 
 	"p2patomics/harness/health"
 	"p2patomics/harness/report"
+	"p2patomics/internal/device"
 	"p2patomics/wire"
 )
 
@@ -31,8 +31,6 @@ type Case struct {
 	ID       string
 	Backend  string
 	Kind     string
-	Spec     string
-	Variant  string
 	Ranks    int
 	Labels   []string
 	Expected report.Outcome
@@ -65,13 +63,14 @@ func (c *Case) Limit() time.Duration {
 // Runner runs cases on persistent worlds.
 type Runner struct {
 	Backend string
-	Trace   bool
-	Seed    int64
-	mu      sync.Mutex
-	worlds  map[int]*World
-	Events  []string // world events: idle deaths, respawns
+	// Settings go to every rank of every world in its hello.
+	Settings wire.Settings
+	Seed     int64
+	mu       sync.Mutex
+	worlds   map[int]*World
+	Events   []string // world events: idle deaths, respawns
 	// Infos are the device facts of the first world's ranks (fingerprint).
-	Infos []map[string]any
+	Infos []device.Info
 	// Evidence says where case folders go (nil: none are written).
 	Evidence *Evidence
 	// Abort is set when the machine stopped being trustworthy (GPU reset,
@@ -93,8 +92,8 @@ type Runner struct {
 }
 
 // NewRunner makes a runner for one backend.
-func NewRunner(backend string, traceOn bool, seed int64) *Runner {
-	return &Runner{Backend: backend, Trace: traceOn, Seed: seed, worlds: map[int]*World{}}
+func NewRunner(backend string, set wire.Settings, seed int64) *Runner {
+	return &Runner{Backend: backend, Settings: set, Seed: seed, worlds: map[int]*World{}}
 }
 
 func (r *Runner) world(n int, deadline time.Time) (*World, error) {
@@ -126,7 +125,7 @@ func (r *Runner) world(n int, deadline time.Time) (*World, error) {
 	// Spawning (and waiting for a device lock) happens without r.mu, so a
 	// SIGTERM's KillAll is never stuck behind it.
 	t0 := time.Now()
-	w, err := NewWorld(r.Backend, n, r.Trace, deadline)
+	w, err := NewWorld(r.Backend, n, r.Settings, deadline)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
@@ -141,22 +140,14 @@ func (r *Runner) world(n int, deadline time.Time) (*World, error) {
 	r.Starts = append(r.Starts, report.WorldStart{Backend: r.Backend, Ranks: n, Seconds: round(took)})
 	r.worlds[n] = w
 	if len(w.Infos) > len(r.Infos) {
-		r.Infos = r.Infos[:0]
-		for _, in := range w.Infos {
-			// Until specs hands the fingerprint typed facts: the report's
-			// shape of them (the JSON the rank sent).
-			b, _ := json.Marshal(in)
-			var m map[string]any
-			_ = json.Unmarshal(b, &m)
-			r.Infos = append(r.Infos, m)
-		}
+		r.Infos = w.Infos
 	}
 	return w, nil
 }
 
 // DeviceInfos returns the device facts of the first world's ranks (safe
 // while cases run, for a checkpoint's fingerprint).
-func (r *Runner) DeviceInfos() []map[string]any {
+func (r *Runner) DeviceInfos() []device.Info {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.Infos

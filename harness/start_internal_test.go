@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"p2patomics/harness/report"
+	"p2patomics/wire"
 )
 
 func injectStart(t *testing.T, f func(*exec.Cmd) error) {
@@ -28,7 +29,7 @@ func plainCase(id string) *Case {
 // the rest end at once, so the run still ends with results.
 func TestSpawnFailureIsAnErrorNamingTheErrno(t *testing.T) {
 	injectStart(t, func(*exec.Cmd) error { return &exec.Error{Name: "/proc/self/exe", Err: syscall.EAGAIN} })
-	r := NewRunner("host", false, 1)
+	r := NewRunner("host", wire.DefaultSettings, 1)
 	defer r.Close()
 	for i := 0; i < startStreakMax; i++ {
 		res := r.Run(plainCase("spawn"))
@@ -58,7 +59,7 @@ func TestRankDeathDuringWorldStart(t *testing.T) {
 		}
 		return err
 	})
-	r := NewRunner("host", false, 1)
+	r := NewRunner("host", wire.DefaultSettings, 1)
 	defer r.Close()
 	kills = 1
 	if res := r.Run(plainCase("retried")); res.Outcome != report.Pass {
@@ -82,7 +83,7 @@ func TestRankDeathDuringWorldStart(t *testing.T) {
 // at once after an error that leaves it unusable, or after errStreakMax
 // errors in a row.
 func TestBadRankRetiresItsWorld(t *testing.T) {
-	r := NewRunner("host", false, 1)
+	r := NewRunner("host", wire.DefaultSettings, 1)
 	defer r.Close()
 	pids := func(c *Ctx) string { return strings.Trim(strings.Join(strings.Fields(fmt0(c)), ","), ",") }
 	var first, after string

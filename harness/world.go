@@ -29,10 +29,11 @@ type World struct {
 	Procs   []*Proc
 	// Infos are the ranks' device facts and capabilities, as each rank's
 	// backend reported them in its hello reply.
-	Infos  []device.Info
-	Trace  bool
-	locks  []string
-	broken atomic.Pointer[error] // set when the world can no longer be trusted
+	Infos []device.Info
+	// Settings went to every rank in its hello.
+	Settings wire.Settings
+	locks    []string
+	broken   atomic.Pointer[error] // set when the world can no longer be trusted
 }
 
 // Errors a case can end with; the runner maps them to outcomes.
@@ -153,8 +154,8 @@ func (p *Proc) call(t wire.Type, body any, deadline time.Time, res any, fds ...i
 
 // NewWorld spawns n ranks of backend and completes the handshake. A
 // backend that cannot open returns a SkipError naming why.
-func NewWorld(backendName string, n int, traceOn bool, deadline time.Time) (*World, error) {
-	w := &World{Backend: backendName, N: n, Trace: traceOn}
+func NewWorld(backendName string, n int, set wire.Settings, deadline time.Time) (*World, error) {
+	w := &World{Backend: backendName, N: n, Settings: set}
 	for r := 0; r < n; r++ {
 		p, err := Spawn(r, r)
 		if err != nil {
@@ -197,7 +198,7 @@ func (w *World) hello(r, dev int, deadline time.Time) error {
 	p := w.Procs[r]
 	p.Device = dev
 	var hr wire.HelloReply
-	_, err := p.call(wire.THello, wire.Hello{Version: wire.Version, Backend: w.Backend, Rank: r, Ranks: w.N, Device: dev, Trace: w.Trace}, deadline, &hr)
+	_, err := p.call(wire.THello, wire.Hello{Version: wire.Version, Backend: w.Backend, Rank: r, Ranks: w.N, Device: dev, Settings: w.Settings}, deadline, &hr)
 	if err != nil {
 		var re *RemoteError
 		if errors.As(err, &re) && re.NotSupported {

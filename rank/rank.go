@@ -56,24 +56,8 @@ type server struct {
 	rank  int
 	ranks int
 	// clockPeriod is how often a perf launch or copy samples the device
-	// clock (P2PAT_CLOCKS, set by the suite's --clocks); 0 is off.
+	// clock (wire.Settings, from the hello); 0 is off.
 	clockPeriod time.Duration
-}
-
-// ClockPeriod parses --clocks / P2PAT_CLOCKS: "off", or a positive
-// duration ("" is the default, 1ms).
-func ClockPeriod(v string) (time.Duration, error) {
-	switch v {
-	case "":
-		return time.Millisecond, nil
-	case "off":
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%q is neither off nor a positive duration such as 1ms", v)
-	}
-	return d, nil
 }
 
 // Main serves until Exit or until the parent goes away; it returns the
@@ -98,21 +82,12 @@ func Main() int {
 		return 2
 	}
 	// Every vendor call is traced into the parent's ring (about 0.1 µs a
-	// call), so a failing case always has its call sequence.
-	// P2PAT_TRACE_RING=off leaves it off (used only to measure what
-	// tracing costs). P2PAT_TRACE is --trace's environment form and means
-	// only that: keep traces of passing cases too.
-	if os.Getenv("P2PAT_TRACE_RING") != "off" {
-		if err := trace.AttachShared(TraceFd); err == nil {
-			trace.On()
-		}
+	// call), so a failing case always has its call sequence. On from the
+	// start so the hello is traced too; the hello's settings may turn it off.
+	if err := trace.AttachShared(TraceFd); err == nil {
+		trace.On()
 	}
-	period, err := ClockPeriod(os.Getenv("P2PAT_CLOCKS"))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "p2patomics-rank: P2PAT_CLOCKS: %v\n", err)
-		return 2
-	}
-	s := &server{sock: SockFd, bufs: map[int]backend.Buffer{}, next: 1, rank: r, clockPeriod: period}
+	s := &server{sock: SockFd, bufs: map[int]backend.Buffer{}, next: 1, rank: r}
 	return s.serve()
 }
 
@@ -433,9 +408,13 @@ func (s *server) hello(m *wire.Msg) (any, []int, error) {
 	if s.be != nil {
 		return nil, nil, errors.New("second hello")
 	}
-	if h.Trace {
-		trace.On()
+	if h.Settings.NoTrace {
+		trace.Off()
 	}
+	if h.Settings.ClockPeriod < 0 {
+		return nil, nil, fmt.Errorf("clock period %s is negative", h.Settings.ClockPeriod)
+	}
+	s.clockPeriod = h.Settings.ClockPeriod
 	be, err := backend.New(h.Backend)
 	if err != nil {
 		return nil, nil, err

@@ -62,7 +62,7 @@ func (b *builder) add(spec, variant string, ranks int, expected report.Outcome, 
 		labels = append(slices.Clone(labels), report.NeedsPrefix+"host_native_atomic_supported")
 	}
 	c := &harness.Case{
-		ID: id, Backend: b.backend, Kind: b.kind, Spec: spec, Variant: variant, Ranks: ranks,
+		ID: id, Backend: b.backend, Kind: b.kind, Ranks: ranks,
 		Labels:   dedupe(append([]string{b.backend, b.kind, spec}, labels...)),
 		Expected: expected, Timeout: timeout, GPU: b.backend != "host", Run: run,
 	}

@@ -30,6 +30,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"p2patomics/internal/device"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -391,54 +392,44 @@ func natLess(a, b string) bool {
 	return a < b
 }
 
-// Merge folds the device facts the ranks reported (backend.DeviceInfo or
-// anything that marshals to a JSON object) into env["gpus"], one entry per
-// distinct device (by uuid, else vendor+ordinal; several ranks on one device
-// give one entry), sorted by ordinal. When the facts name a vendor, env's
-// "vendor" becomes it (sorted, "+"-joined if they differ): the stack is the
-// one the ranks actually opened. Facts that do not marshal to an object are
-// recorded as {"error": "..."}.
-func Merge[T any](env map[string]any, rankFacts []T) {
+// Merge folds the device facts the ranks reported into env["gpus"], one
+// entry per distinct device (by UUID, else vendor+ordinal; several ranks on
+// one device give one entry, whose "ranks" lists them), sorted by ordinal.
+// When the facts name a vendor, env's "vendor" becomes it (sorted,
+// "+"-joined if they differ): the stack is the one the ranks actually
+// opened. The facts arrive typed; env is the report's JSON document, so each
+// entry is stored in its JSON shape (what results.json holds and what Stack
+// reads back from a file).
+func Merge(env map[string]any, infos []device.Info) {
 	if env == nil {
 		return
 	}
-	seen := map[string]bool{}
-	byKey := map[string]map[string]any{}
-	var gpus []map[string]any
+	var keys []string
+	devs := map[string]device.Info{}
+	ranks := map[string][]int{}
 	vendors := map[string]bool{}
-	for _, f := range rankFacts {
-		m, err := toMap(f)
-		if err != nil {
-			gpus = append(gpus, map[string]any{"error": err.Error()})
-			continue
-		}
-		key := str(m["uuid"])
+	for _, in := range infos {
+		key := in.UUID
 		if key == "" {
-			key = str(m["vendor"]) + "#" + fmt.Sprint(m["ordinal"])
+			key = in.Vendor + "#" + fmt.Sprint(in.Ordinal)
 		}
-		rank, hasRank := m["rank"].(float64)
+		if _, seen := devs[key]; !seen {
+			keys = append(keys, key)
+			devs[key] = in
+		}
+		ranks[key] = addRank(ranks[key], in.Rank)
+		if in.Vendor != "" {
+			vendors[in.Vendor] = true
+		}
+	}
+	sort.SliceStable(keys, func(i, j int) bool { return devs[keys[i]].Ordinal < devs[keys[j]].Ordinal })
+	var gpus []map[string]any
+	for _, k := range keys {
+		m := jsonShape(devs[k])
 		delete(m, "rank")
-		if seen[key] {
-			if hasRank {
-				byKey[key]["ranks"] = addRank(byKey[key]["ranks"], int(rank))
-			}
-			continue
-		}
-		seen[key] = true
-		byKey[key] = m
-		if hasRank {
-			m["ranks"] = []int{int(rank)}
-		}
-		if v := str(m["vendor"]); v != "" {
-			vendors[v] = true
-		}
+		m["ranks"] = ranks[k]
 		gpus = append(gpus, m)
 	}
-	sort.SliceStable(gpus, func(i, j int) bool {
-		oi, _ := gpus[i]["ordinal"].(float64)
-		oj, _ := gpus[j]["ordinal"].(float64)
-		return oi < oj
-	})
 	sharing(env, gpus)
 	if len(gpus) > 0 {
 		arr := make([]any, len(gpus))
@@ -459,8 +450,7 @@ func Merge[T any](env map[string]any, rankFacts []T) {
 
 // addRank adds r to a GPU's rank list once (two backends of one stack,
 // hsa and hip, each have a rank 0 on the first GPU).
-func addRank(list any, r int) []int {
-	rs, _ := list.([]int)
+func addRank(rs []int, r int) []int {
 	for _, x := range rs {
 		if x == r {
 			return rs
@@ -518,23 +508,17 @@ func sharing(env map[string]any, gpus []map[string]any) {
 	env["device_sharing"] = map[string]any{"shared": shared, "mps": state}
 }
 
-func toMap(v any) (map[string]any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
+// jsonShape is d as results.json holds it.
+func jsonShape(d device.Info) map[string]any {
+	b, err := json.Marshal(d)
 	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil || m == nil {
-		return nil, fmt.Errorf("device facts are not a JSON object: %s", truncate(string(b), 80))
+	if err == nil {
+		err = json.Unmarshal(b, &m)
 	}
-	return m, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
+	if err != nil { // strings, numbers and maps of strings: cannot fail
+		return map[string]any{"error": err.Error()}
 	}
-	return s
+	return m
 }
 
 func str(v any) string {

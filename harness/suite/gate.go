@@ -6,13 +6,14 @@ import (
 
 	"p2patomics/harness/expect"
 	"p2patomics/harness/fingerprint"
+	"p2patomics/internal/device"
 )
 
 // environment is the fingerprint: sysfs/procfs facts from the suite process
 // plus the device facts every rank reported.
-func environment(o *Options, infos [][]map[string]any) map[string]any {
+func environment(o *Options, infos [][]device.Info) map[string]any {
 	env := fingerprint.Collect()
-	var facts []map[string]any
+	var facts []device.Info
 	for _, list := range infos {
 		facts = append(facts, list...)
 	}

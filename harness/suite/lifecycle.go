@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"p2patomics/harness/report"
+	"p2patomics/internal/device"
 )
 
 // Exit statuses beyond 0 (PASS) and 1 (FAIL).
@@ -148,7 +149,7 @@ func (r *Run) envNow() map[string]any {
 	r.mu.Lock()
 	runners := r.runnerList()
 	r.mu.Unlock()
-	var infos [][]map[string]any
+	var infos [][]device.Info
 	n := 0
 	for _, rn := range runners {
 		in := rn.DeviceInfos()

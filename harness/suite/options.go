@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"p2patomics/harness"
-	"p2patomics/rank"
+	"p2patomics/wire"
 )
 
 // Matrix lists every backend's allocation kinds (harness.Matrix).
@@ -252,10 +252,20 @@ func (o *Options) Validate() error {
 	if o.Pairs != "rounds" && o.Pairs != "alone" {
 		return usagef("--pairs=%s: want rounds or alone", o.Pairs)
 	}
-	if _, err := rank.ClockPeriod(o.Clocks); err != nil {
+	if _, err := wire.ParseClockPeriod(o.Clocks); err != nil {
 		return usagef("--clocks=%s: %v", quote(o.Clocks), err)
 	}
 	return nil
+}
+
+// Settings are what every rank is told in its hello (Validate has checked
+// the clock period).
+func (o *Options) Settings() wire.Settings {
+	set := wire.DefaultSettings
+	if d, err := wire.ParseClockPeriod(o.Clocks); err == nil {
+		set.ClockPeriod = d
+	}
+	return set
 }
 
 func validID(s string) bool {

@@ -16,6 +16,7 @@ import (
 	"p2patomics/harness/expect"
 	"p2patomics/harness/heatmap"
 	"p2patomics/harness/report"
+	"p2patomics/internal/device"
 )
 
 // Group is the cases of one backend and kind.
@@ -63,9 +64,6 @@ type Catalogue func(o *Options, backend, kind string) []*harness.Case
 // NewRun resolves the backend, builds and filters the plan from cat.
 func NewRun(o *Options, userFilter string, cat Catalogue) (*Run, error) {
 	r := &Run{Opts: o, runners: map[string]*harness.Runner{}, results: map[string]report.Result{}, startFds: -1, t0: time.Now()}
-	// Ranks read the clock sampler's period from their environment (it is
-	// on the rank env allowlist); the flag may have come from the command line.
-	os.Setenv("P2PAT_CLOCKS", o.Clocks)
 	var terms []string
 	if strings.TrimSpace(userFilter) != "" {
 		terms = append(terms, "("+userFilter+")")
@@ -193,10 +191,10 @@ func (r *Run) runner(backend string) *harness.Runner {
 	defer r.mu.Unlock()
 	rn, ok := r.runners[backend]
 	if !ok {
-		rn = harness.NewRunner(backend, r.Opts.Trace, r.Opts.Seed)
+		rn = harness.NewRunner(backend, r.Opts.Settings(), r.Opts.Seed)
 		rn.Evidence = &harness.Evidence{
 			Out: r.Opts.Out, TraceAll: r.Opts.Trace,
-			Env:    func() map[string]any { return environment(r.Opts, [][]map[string]any{rn.Infos}) },
+			Env:    func() map[string]any { return environment(r.Opts, [][]device.Info{rn.Infos}) },
 			Binary: suiteBinary(),
 			MakeForm: func(repro string) string {
 				return "make run ARGS='" + strings.TrimPrefix(repro, "./specs.test ") + "'"
@@ -366,7 +364,7 @@ func (r *Run) finish() int {
 	runners := r.runnerList()
 	r.mu.Unlock()
 	var events []string
-	var infos [][]map[string]any
+	var infos [][]device.Info
 	timing := &report.Timing{}
 	for _, rn := range runners {
 		rn.Close()

@@ -2,7 +2,6 @@ package suite
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -20,6 +19,8 @@ import (
 	"p2patomics/harness/fingerprint"
 	"p2patomics/harness/htmlreport"
 	"p2patomics/harness/report"
+	"p2patomics/internal/device"
+	"p2patomics/wire"
 )
 
 // BackendProbe is what opening one rank of a backend said: loaded (with
@@ -33,7 +34,7 @@ type BackendProbe struct {
 	Driver  string `json:"driver,omitempty"`
 	Why     string `json:"why,omitempty"`
 	Used    bool   `json:"used"`
-	infos   []map[string]any
+	infos   []device.Info
 }
 
 // Line is the probe as one line of stdout.
@@ -48,9 +49,9 @@ func (p BackendProbe) Line() string {
 }
 
 // probe opens a one-rank world of backend be and closes it again.
-func probe(be string, traceOn bool) BackendProbe {
+func probe(be string, set wire.Settings) BackendProbe {
 	p := BackendProbe{Backend: be}
-	w, err := harness.NewWorld(be, 1, traceOn, time.Now().Add(60*time.Second))
+	w, err := harness.NewWorld(be, 1, set, time.Now().Add(60*time.Second))
 	if err != nil {
 		harness.CloseStart(err) // a world that failed to start is closed here
 		p.Why = firstLine(err.Error())
@@ -58,13 +59,7 @@ func probe(be string, traceOn bool) BackendProbe {
 	}
 	defer w.Close()
 	p.Loaded = true
-	for _, in := range w.Infos {
-		// Until the fingerprint takes typed facts: their JSON shape.
-		b, _ := json.Marshal(in)
-		var m map[string]any
-		_ = json.Unmarshal(b, &m)
-		p.infos = append(p.infos, m)
-	}
+	p.infos = append(p.infos, w.Infos...)
 	if len(w.Infos) > 0 {
 		info := w.Infos[0]
 		p.Devices = info.Count
@@ -109,7 +104,7 @@ func (r *Run) resolveBackends() ([]string, error) {
 		return []string{"host"}, nil
 	}
 	if o.Backend != "auto" {
-		p := probeFunc(o.Backend, o.Trace)
+		p := probeFunc(o.Backend, o.Settings())
 		p.Used = p.Loaded
 		r.Probes = []BackendProbe{p}
 		if !p.Loaded {
@@ -123,7 +118,7 @@ func (r *Run) resolveBackends() ([]string, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			probes[i] = probeFunc(be, o.Trace)
+			probes[i] = probeFunc(be, o.Settings())
 		}()
 	}
 	wg.Wait()
@@ -230,7 +225,7 @@ func (r *Run) checkStack() error {
 // preEnv is the fingerprint known before any case runs: sysfs/procfs and
 // the device facts of the backend probes.
 func (r *Run) preEnv() map[string]any {
-	var infos [][]map[string]any
+	var infos [][]device.Info
 	for _, p := range r.Probes {
 		if p.Used {
 			infos = append(infos, p.infos)

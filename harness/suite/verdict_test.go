@@ -11,6 +11,7 @@ import (
 	"p2patomics/harness"
 	"p2patomics/harness/expect"
 	"p2patomics/harness/report"
+	"p2patomics/wire"
 )
 
 // fakeProbes makes every GPU backend say why it did not load, except
@@ -18,7 +19,7 @@ import (
 func fakeProbes(t *testing.T, nodes []string, loaded ...string) {
 	oldP, oldN := probeFunc, gpuNodes
 	t.Cleanup(func() { probeFunc, gpuNodes = oldP, oldN })
-	probeFunc = func(be string, _ bool) BackendProbe {
+	probeFunc = func(be string, _ wire.Settings) BackendProbe {
 		for _, l := range loaded {
 			if l == be {
 				return BackendProbe{Backend: be, Loaded: true, Devices: 2, Device: "NVIDIA H200 sm_90", Driver: "13.0"}
