@@ -27,6 +27,11 @@ func TestMain(m *testing.M) {
 }
 
 func TestMatrixMatchesBackends(t *testing.T) {
+	for _, name := range backend.Names() {
+		if _, ok := harness.Matrix[name]; !ok {
+			t.Errorf("backend %s is linked into ranks but not in harness.Backends", name)
+		}
+	}
 	for name, kinds := range harness.Matrix {
 		be, err := backend.New(name)
 		if err != nil {

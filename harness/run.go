@@ -16,15 +16,44 @@ import (
 	"p2patomics/wire"
 )
 
-// Matrix lists every backend's allocation kinds (DESIGN.md's matrix rows).
-// The suite plans cases from it without loading any backend; the ranks'
-// backends report the same lists (TestMatrixMatchesBackends).
-var Matrix = map[string][]string{
-	"host": {"memfd"},
-	"cuda": {"vmm", "vmm-host", "ipc", "dmabuf"},
-	"hsa":  {"fine", "coarse"},
-	"hip":  {"pinned", "uncached"},
+// Backends is the one list of backends and their allocation kinds (the
+// matrix rows), GPU backends in the order --backend=auto probes them and
+// host, the fallback, last. Matrix and GPUBackends derive from it; each
+// rank's backend reports the same kinds at hello (checked there, and by
+// TestMatrixMatchesBackends without a world).
+var Backends = []struct {
+	Name  string
+	Kinds []string
+}{
+	{"cuda", []string{"vmm", "vmm-host", "ipc", "dmabuf"}},
+	{"hsa", []string{"fine", "coarse"}},
+	{"hip", []string{"pinned", "uncached"}},
+	{"host", []string{"memfd"}},
 }
+
+// Matrix maps each backend to its allocation kinds (from Backends). The
+// suite plans cases from it without loading any backend.
+var Matrix = func() map[string][]string {
+	m := map[string][]string{}
+	for _, b := range Backends {
+		m[b.Name] = b.Kinds
+	}
+	return m
+}()
+
+// GPUBackends are the backends --backend=auto probes, in order.
+func GPUBackends() []string {
+	var names []string
+	for _, b := range Backends {
+		if b.Name != "host" {
+			names = append(names, b.Name)
+		}
+	}
+	return names
+}
+
+// BackendNames lists every backend, in Backends' order.
+func BackendNames() []string { return append(GPUBackends(), "host") }
 
 // Case is one runnable case.
 type Case struct {

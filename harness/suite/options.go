@@ -22,9 +22,6 @@ import (
 // Matrix lists every backend's allocation kinds (harness.Matrix).
 var Matrix = harness.Matrix
 
-// GPUBackends in the order auto probes them.
-var GPUBackends = []string{"cuda", "hsa", "hip"}
-
 // Options are the suite's flags.
 type Options struct {
 	Backend            string
@@ -58,7 +55,7 @@ type flagDef struct {
 
 // FlagTable is the one list of suite flags; each is also env P2PAT_<NAME>.
 var FlagTable = []flagDef{
-	{"backend", "auto", "auto|host|cuda|hsa|hip (auto = every GPU backend that loads, else host)"},
+	{"backend", "auto", "auto|" + strings.Join(harness.BackendNames(), "|") + " (auto = every GPU backend that loads, else host)"},
 	{"alloc", "", "allocation kind to run (a matrix row); --<kind> is shorthand"},
 	{"atomics", "false", "only cases labelled atomics"},
 	{"perf", "false", "only cases labelled perf"},
@@ -83,31 +80,94 @@ func EnvName(flagName string) string {
 	return "P2PAT_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// Register binds the options to fs.
+// Register binds the options to fs. Each flag's default and usage come
+// from its FlagTable row (the one place a default is spelt); TestFlagTable
+// fails if a row has no field here or a default that does not parse.
 func (o *Options) Register(fs *flag.FlagSet) {
-	fs.StringVar(&o.Backend, "backend", "auto", FlagTable[0].Usage)
-	fs.StringVar(&o.Alloc, "alloc", "", FlagTable[1].Usage)
-	fs.BoolVar(&o.Atomics, "atomics", false, FlagTable[2].Usage)
-	fs.BoolVar(&o.Perf, "perf", false, FlagTable[3].Usage)
-	fs.IntVar(&o.Ranks, "ranks", 2, FlagTable[4].Usage)
-	fs.StringVar(&o.Case, "case", "", FlagTable[5].Usage)
-	fs.Int64Var(&o.Seed, "seed", 1, FlagTable[6].Usage)
-	fs.StringVar(&o.Out, "out", "./out", FlagTable[7].Usage)
-	fs.BoolVar(&o.Trace, "trace", false, FlagTable[8].Usage)
-	fs.StringVar(&o.Expectations, "expectations", "", FlagTable[9].Usage)
-	fs.BoolVar(&o.UpdateExpectations, "update-expectations", false, FlagTable[10].Usage)
-	fs.BoolVar(&o.AllowStackMismatch, "allow-stack-mismatch", false, FlagTable[11].Usage)
-	fs.IntVar(&o.Repeat, "repeat", 1, FlagTable[12].Usage)
-	fs.DurationVar(&o.Duration, "duration", 0, FlagTable[13].Usage)
-	fs.StringVar(&o.Clocks, "clocks", "1ms", FlagTable[14].Usage)
-	fs.StringVar(&o.Pairs, "pairs", "rounds", FlagTable[15].Usage)
-	fs.BoolVar(&o.Force, "force", false, FlagTable[16].Usage)
-	fs.BoolVar(&o.List, "list", false, FlagTable[17].Usage)
+	fields := o.fields()
+	for _, d := range FlagTable {
+		var v flag.Value
+		switch p := fields[d.Name].(type) {
+		case *string:
+			v = (*stringValue)(p)
+		case *bool:
+			v = (*boolValue)(p)
+		case *int:
+			v = (*intValue)(p)
+		case *int64:
+			v = (*int64Value)(p)
+		case *time.Duration:
+			v = (*durationValue)(p)
+		default:
+			panic("suite: flag --" + d.Name + " has no Options field") // programming error: TestFlagTable
+		}
+		if err := v.Set(d.Default); err != nil {
+			panic(fmt.Sprintf("suite: flag --%s: default %q: %v", d.Name, d.Default, err)) // programming error: TestFlagTable
+		}
+		fs.Var(v, d.Name, d.Usage)
+	}
 	o.kindFlags = map[string]*bool{}
 	for _, k := range allKinds() {
 		o.kindFlags[k] = fs.Bool(k, false, "shorthand for --alloc="+k)
 	}
 }
+
+// fields maps each flag to the Options field it sets.
+func (o *Options) fields() map[string]any {
+	return map[string]any{
+		"backend": &o.Backend, "alloc": &o.Alloc, "atomics": &o.Atomics, "perf": &o.Perf, "ranks": &o.Ranks,
+		"case": &o.Case, "seed": &o.Seed, "out": &o.Out, "trace": &o.Trace, "expectations": &o.Expectations,
+		"update-expectations": &o.UpdateExpectations, "allow-stack-mismatch": &o.AllowStackMismatch,
+		"repeat": &o.Repeat, "duration": &o.Duration, "clocks": &o.Clocks, "pairs": &o.Pairs,
+		"force": &o.Force, "list": &o.List,
+	}
+}
+
+// flag.Value for each field type (the standard library's are unexported).
+type (
+	stringValue   string
+	boolValue     bool
+	intValue      int
+	int64Value    int64
+	durationValue time.Duration
+)
+
+func (v *stringValue) Set(s string) error { *v = stringValue(s); return nil }
+func (v *stringValue) String() string     { return string(*v) }
+func (v *boolValue) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("not true or false")
+	}
+	*v = boolValue(b)
+	return nil
+}
+func (v *boolValue) String() string   { return strconv.FormatBool(bool(*v)) }
+func (v *boolValue) IsBoolFlag() bool { return true }
+func (v *intValue) Set(s string) error {
+	n, err := strconv.ParseInt(s, 0, strconv.IntSize)
+	if err != nil {
+		return errors.New("not an integer")
+	}
+	*v = intValue(n)
+	return nil
+}
+func (v *intValue) String() string { return strconv.Itoa(int(*v)) }
+func (v *int64Value) Set(s string) error {
+	n, err := strconv.ParseInt(s, 0, 64)
+	if err != nil {
+		return errors.New("not an integer")
+	}
+	*v = int64Value(n)
+	return nil
+}
+func (v *int64Value) String() string { return strconv.FormatInt(int64(*v), 10) }
+func (v *durationValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	*v = durationValue(d)
+	return err
+}
+func (v *durationValue) String() string { return time.Duration(*v).String() }
 
 func allKinds() []string {
 	var ks []string
@@ -199,10 +259,8 @@ func Help(w io.Writer) {
 
 // Validate checks values that parse but make no sense.
 func (o *Options) Validate() error {
-	switch o.Backend {
-	case "auto", "host", "cuda", "hsa", "hip":
-	default:
-		return usagef("--backend=%s: unknown backend (want auto, host, cuda, hsa or hip)", quote(o.Backend))
+	if _, ok := Matrix[o.Backend]; !ok && o.Backend != "auto" {
+		return usagef("--backend=%s: unknown backend (want auto or one of %s)", quote(o.Backend), strings.Join(harness.BackendNames(), ", "))
 	}
 	var shorthand []string
 	for k, set := range o.kindFlags {

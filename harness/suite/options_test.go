@@ -2,8 +2,11 @@ package suite
 
 import (
 	"flag"
+	"p2patomics/harness"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func parseWith(t *testing.T, env map[string]string, args ...string) (*Options, error) {
@@ -44,5 +47,65 @@ func TestOptionsIssue18(t *testing.T) {
 		if err == nil || strings.ContainsAny(err.Error(), "\n\x1b") {
 			t.Errorf("%q: %q, want one quoted line", a, err)
 		}
+	}
+}
+
+// TestFlagTable: every row of the flag table is registered with its
+// default and usage, sets a field, and every field has a row; a row whose
+// default does not parse, or that names no field, is refused at Register.
+func TestFlagTable(t *testing.T) {
+	var o Options
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	o.Register(fs)
+	for _, d := range FlagTable {
+		f := fs.Lookup(d.Name)
+		if f == nil || f.DefValue != d.Default || f.Usage != d.Usage {
+			t.Errorf("--%s registered as %+v, the table says default %q", d.Name, f, d.Default)
+		}
+	}
+	if len(o.fields()) != len(FlagTable) {
+		t.Errorf("%d Options fields bound to flags, %d table rows", len(o.fields()), len(FlagTable))
+	}
+	if o.Backend != "auto" || o.Ranks != 2 || o.Seed != 1 || o.Out != "./out" || o.Repeat != 1 || o.Clocks != "1ms" || o.Duration != 0 || o.Trace {
+		t.Errorf("defaults not applied: %+v", o)
+	}
+	if err := fs.Parse([]string{"--ranks=3", "--trace", "--duration=2s"}); err != nil || o.Ranks != 3 || !o.Trace || o.Duration != 2*time.Second {
+		t.Errorf("parse: %v, %+v", err, o)
+	}
+	for _, bad := range []flagDef{{"ranks", "two", "x"}, {"no-such-field", "", "x"}} {
+		saved := FlagTable
+		FlagTable = append(slices.Clone(saved), bad)
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("row %+v accepted", bad)
+				}
+			}()
+			var o Options
+			o.Register(flag.NewFlagSet("t", flag.ContinueOnError))
+		}()
+		FlagTable = saved
+	}
+}
+
+// TestBackendNames: the derived lists hold every backend of the one list.
+func TestBackendNames(t *testing.T) {
+	names := harness.BackendNames()
+	if len(names) != len(harness.Backends) || len(Matrix) != len(names) {
+		t.Fatalf("names %v, matrix %v", names, Matrix)
+	}
+	for _, b := range harness.Backends {
+		if !slices.Contains(names, b.Name) || !strings.Contains(FlagTable[0].Usage, b.Name) {
+			t.Errorf("backend %s missing from the names or the --backend usage", b.Name)
+		}
+		var o Options
+		o.Register(flag.NewFlagSet("t", flag.ContinueOnError))
+		o.Backend = b.Name
+		if err := o.Validate(); err != nil {
+			t.Errorf("--backend=%s refused: %v", b.Name, err)
+		}
+	}
+	if slices.Contains(harness.GPUBackends(), "host") {
+		t.Error("auto would probe host as a GPU backend")
 	}
 }

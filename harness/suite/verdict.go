@@ -112,9 +112,9 @@ func (r *Run) resolveBackends() ([]string, error) {
 		}
 		return []string{o.Backend}, nil
 	}
-	probes := make([]BackendProbe, len(GPUBackends))
+	probes := make([]BackendProbe, len(harness.GPUBackends()))
 	var wg sync.WaitGroup
-	for i, be := range GPUBackends {
+	for i, be := range harness.GPUBackends() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -6,6 +6,7 @@ package backend
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"p2patomics/internal/device"
@@ -117,6 +118,16 @@ var registry = map[string]func() Backend{}
 
 // Register makes a backend constructor available under name.
 func Register(name string, ctor func() Backend) { registry[name] = ctor }
+
+// Names lists the registered backends, sorted.
+func Names() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
 
 // New constructs a registered backend.
 func New(name string) (Backend, error) {
