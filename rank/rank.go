@@ -66,7 +66,7 @@ func Main() int {
 	// Vendor contexts (CUDA's current context, HIP's current device) are per
 	// OS thread: every backend call happens on this goroutine, pinned.
 	runtime.LockOSThread()
-	// Core dumps off (DESIGN.md): every crash canary and GPU fault ends in
+	// Core dumps off (docs/ARCHITECTURE.md, Contracts): every crash canary and GPU fault ends in
 	// SIGABRT under GOTRACEBACK=crash, and a GPU rank's core is its whole
 	// mapped address space.
 	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{Cur: 0, Max: 0})

@@ -99,7 +99,7 @@ func faultSig(f *report.Fault) string {
 	return fmt.Sprintf("%s/%s %s(%d)", f.Vendor, f.Kind, f.Name, f.Code)
 }
 
-// Compare applies piglit's rules with DESIGN.md's severity order:
+// Compare applies piglit's rules with the outcomes' severity order (docs/ARCHITECTURE.md, Contracts):
 // regression = outcome more severe than before, fix = less severe, change =
 // same outcome but a different expected outcome or GPU fault, enabled /
 // disabled = case only in the new / old run. A case that changed outcome

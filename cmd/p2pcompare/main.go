@@ -1,6 +1,6 @@
 // Command p2pcompare compares two p2patomics runs, typically before and
-// after a driver upgrade, with piglit's rules in DESIGN.md's severity order,
-// and tells a change from noise.
+// after a driver upgrade, with piglit's rules in the outcomes' severity order
+// (docs/ARCHITECTURE.md), and tells a change from noise.
 //
 //	p2pcompare [-v] [--json] [--metric-threshold=0.05] [--alpha=0.05]
 //	           [--expectations=PATH[,PATH]|none] OLD/results.json NEW/results.json

@@ -1,6 +1,6 @@
 // Package expect reads and writes expectation folders (the per-stack
 // baseline a driver upgrade is gated against) and turns a run's outcomes
-// into verdicts, following Mesa deqp-runner's semantics with DESIGN.md's
+// into verdicts, following Mesa deqp-runner's semantics with docs/ARCHITECTURE.md's
 // outcome order and verdict names.
 //
 // A folder expectations/<vendor>-<arch>-<driverline>/ holds:
@@ -45,7 +45,7 @@ const (
 	EvidenceFile = "evidence.txt"
 )
 
-// idRe is DESIGN.md's case id alphabet.
+// idRe is the case id alphabet (docs/ARCHITECTURE.md, Contracts).
 var idRe = regexp.MustCompile(`^[a-z0-9._-]+$`)
 
 // Pattern is one line of flakes.txt or skips.txt.

@@ -10,7 +10,7 @@ import (
 )
 
 // Judge gives one case its verdict against the baseline (deqp-runner's
-// with_baseline, in DESIGN.md's order pass < skip < fail < error < timeout <
+// with_baseline, in the outcomes' order (docs/ARCHITECTURE.md) pass < skip < fail < error < timeout <
 // crash < incomplete < abort). The baseline outcome b is s.Fails[id] when
 // listed, else the case's own expected outcome.
 //

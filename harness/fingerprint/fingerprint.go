@@ -3,7 +3,7 @@
 //
 // Collect reads ONLY procfs, sysfs, /etc/os-release, the process
 // environment and Go's build info: the suite process never loads a GPU
-// library (DESIGN.md, "The parent stays clean"). Device facts that need a
+// library (docs/ARCHITECTURE.md, Contracts: the parent never loads a vendor GPU library). Device facts that need a
 // runtime (name, arch, UUID, memory, runtime version, per-peer attributes)
 // come from the ranks and are folded in with Merge. A file that is missing
 // or unreadable is simply an absent key.

@@ -16,7 +16,7 @@ const (
 	Met State = "met"
 	// NotSupported: a skip whose reason is a capability the hardware or
 	// driver lacks (it names a device attribute or says "not supported").
-	// DESIGN.md counts it as met and lists it apart.
+	// The verdict counts it as met and lists it apart (docs/ARCHITECTURE.md).
 	NotSupported State = "not-supported"
 	// ExpectedFail: the outcome differs from the spec's but matches the
 	// baseline's fails.txt (gate verdict expected-fail): a known bug.

@@ -23,7 +23,7 @@ const Schema = 1
 // Outcome is what happened to a case.
 type Outcome string
 
-// Outcomes in severity order (DESIGN.md).
+// Outcomes in severity order (docs/ARCHITECTURE.md, Outcomes).
 const (
 	Pass       Outcome = "pass"
 	Skip       Outcome = "skip"

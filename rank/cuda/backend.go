@@ -628,7 +628,8 @@ func (b *Backend) importVMM(kind string, fd int, exp backend.Export, grant bool)
 		return nil, fmt.Errorf("cuda: export size %d is not a multiple of the granularity %d", sz, g)
 	}
 	var h uint64
-	// The POSIX fd's value goes in the pointer argument (nvidia-cuda.md §2.9).
+	// The POSIX fd's value goes in the pointer argument (the fd cast to
+	// void*, as CUDA's own samples pass it), not a pointer to the fd.
 	if err := d.check(d.cuMemImportFromShareableHandle(&h, uintptr(fd), memHandleTypePosixFileDescriptor)); err != nil {
 		return nil, err
 	}
@@ -667,7 +668,7 @@ func (b *Backend) importVMM(kind string, fd int, exp backend.Export, grant bool)
 // CPUWord implements backend.CPUMapper. Only host-NUMA allocations have a
 // CPU side; the CPU is granted access to the whole mapping once, with the
 // same cuMemSetAccess a device gets, at the allocation's NUMA node
-// (nvidia-cuda.md: HOST_NUMA locations since CUDA 12.2).
+// (CU_MEM_LOCATION_TYPE_HOST_NUMA, since CUDA 12.2).
 func (b *Backend) CPUWord(x backend.Buffer, off uint64) (*uint64, error) {
 	buf, err := b.own(x)
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 
 // This file is the one choke point between Go and libcuda.so.1: it opens the
 // library, binds every entry point at the versioned name CUDA 13.0's cuda.h
-// maps it to (nvidia-cuda.md §2.2–§2.3), and turns every CUresult into a Go
+// maps it to (its #define cuX cuX_v2 lines; docs/CUDA.md, Loading and errors), and turns every CUresult into a Go
 // error. Nothing else in the package calls purego.
 
 // libName is the driver library. Never "libcuda.so": toolkits ship a link-time

@@ -9,7 +9,7 @@ import (
 	"p2patomics/rank/backend"
 )
 
-// Values from nvidia-cuda.md §2.4–§2.6 and §2.8 (CUDA 13.0 cuda.h).
+// Values from CUDA 13.0's cuda.h.
 func TestEnumValues(t *testing.T) {
 	checks := []struct {
 		name      string

@@ -1,7 +1,6 @@
 package cuda
 
-// CUDA driver API enum values (CUDA 13.0 cuda.h; see
-// shared/reference/nvidia-cuda.md §2.4–§2.6 and §2.8). Only the values this
+// CUDA driver API enum values (CUDA 13.0 cuda.h). Only the values this
 // backend uses or reports are listed. The names keep the header's spelling
 // after the common prefix so a grep for the C name finds them.
 

@@ -1,8 +1,7 @@
 package cuda
 
 // Go mirrors of the CUDA structs this backend hands to the driver, laid out
-// exactly as x86-64 gcc lays out CUDA 13.0's cuda.h (nvidia-cuda.md §2.7;
-// asserted field by field in structs_test.go). purego never sees these by
+// exactly as x86-64 gcc lays out CUDA 13.0's cuda.h (asserted field by field in structs_test.go). purego never sees these by
 // value: they are always passed by pointer, and the one API that takes a
 // struct by value (cuIpcOpenMemHandle_v2) is spelled out in words, see
 // ipcOpenMemHandle in driver.go.

@@ -5,8 +5,8 @@ import (
 	"unsafe"
 )
 
-// Layouts from nvidia-cuda.md §2.7 (gcc offsetof/sizeof against CUDA 13.0
-// cuda.h on x86-64).
+// Layouts as gcc's offsetof/sizeof give them for CUDA 13.0's cuda.h on
+// x86-64.
 func TestStructLayouts(t *testing.T) {
 	var prop memAllocationProp
 	var loc memLocation

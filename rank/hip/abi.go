@@ -6,8 +6,8 @@ import (
 	"p2patomics/internal/amdabi"
 )
 
-// Values and layouts from HIP include/hip/hip_runtime_api.h (see
-// shared/reference/amd-rocm.md §3). abi_test.go checks every one against
+// Values and layouts from HIP include/hip/hip_runtime_api.h (docs/AMD.md).
+// abi_test.go checks every one against
 // Debian's ROCm 6.4 and 7.2 headers (scripts/amd-headers.sh).
 
 // hipError_t

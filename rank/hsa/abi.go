@@ -6,8 +6,7 @@ import (
 	"p2patomics/internal/amdabi"
 )
 
-// Values and layouts from ROCR inc/hsa.h and inc/hsa_ext_amd.h (see
-// shared/reference/amd-rocm.md §2). Every one is checked against Debian's
+// Values and layouts from ROCR inc/hsa.h and inc/hsa_ext_amd.h (docs/AMD.md). Every one is checked against Debian's
 // ROCm 6.4 and 7.2 headers by abi_test.go (scripts/amd-headers.sh); names
 // keep the C spelling after the prefix so a grep for the C name finds them.
 

@@ -7,7 +7,8 @@ import (
 	"unsafe"
 )
 
-// AQL kernel dispatch packets (shared/reference/amd-rocm.md §2.10). The
+// AQL kernel dispatch packets (hsa_kernel_dispatch_packet_t in ROCR's
+// inc/hsa.h; the HSA runtime spec's AQL chapter). The
 // encoder is pure Go so it is unit-tested byte for byte without a GPU.
 
 // dispatchHeader is the 16-bit header of a kernel dispatch packet with

@@ -8,7 +8,7 @@ import (
 )
 
 // TestDispatchBytes checks the packet image byte for byte against the
-// layout in shared/reference/amd-rocm.md §2.10, written out by hand.
+// layout of hsa_kernel_dispatch_packet_t (ROCR inc/hsa.h), written out by hand.
 func TestDispatchBytes(t *testing.T) {
 	p, err := newDispatch(3, 256, 0x1122334455667788, 0x7f00deadbee0, 0xabcdef, 16, 1024)
 	if err != nil {
