@@ -292,7 +292,7 @@ func deviceSum(c *harness.Ctx, rank, buf, out int, size uint64, grid, block uint
 // (vmm-host) is reached over PCIe at about 50 GB/s, where 1 GiB took 21 ms
 // a copy and its ten cases 31 s of the one-GPU suite's 65 s: 256 MiB
 // there is 5 ms a copy, twice the NVLink copy's length, still 5 times the
-// L2.
+// L2. 16 MiB on the host backend.
 func copySize(c *harness.Ctx) uint64 {
 	switch {
 	case c.Vendor() == "host":

@@ -3,13 +3,14 @@
 // the host backend) into one bounded ring, so that a failing case arrives with
 // the exact call sequence, arguments, result codes and durations.
 //
-// A call site looks like
+// A vendor binding never writes a call site: it wraps each function value
+// it binds once, at load (WrapN with the symbol's ArgSpec and an Ender that
+// names the result), so no call can bypass the trace. Calls that are not a
+// bound symbol trace themselves, as rank/cuda's dlopen does:
 //
-//	sp := trace.Begin("cuMemCreate", func() string {
-//		return trace.KV("size", trace.Hex(size), "flags", flags)
-//	})
-//	r := cuMemCreate(&h, size, &prop, flags)
-//	sp.End(int64(r), cuResultName(r), func() string { return "handle=" + trace.Hex(h) })
+//	sp := trace.Begin("dlopen", func() string { return trace.KV("path", path, "flags", "RTLD_NOW|RTLD_GLOBAL") })
+//	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+//	sp.EndErr(err, func() string { return "handle=" + trace.Hex(h) })
 //
 // When tracing is off, Begin is one atomic load and returns a zero Span, End
 // is one compare, neither allocates, and neither calls time.Now or the

@@ -48,12 +48,15 @@ type Options struct {
 	kindFlags                 map[string]*bool
 }
 
-// flagDef is one row of the flag table (also rendered into docs/FLAGS.md).
+// flagDef is one row of the flag table. docs/FLAGS.md is written by hand;
+// scripts/check-cli.sh fails when a flag the binary takes is missing there.
 type flagDef struct {
 	Name, Default, Usage string
 }
 
-// FlagTable is the one list of suite flags; each is also env P2PAT_<NAME>.
+// FlagTable is the one list of suite flags, with the one spelling of each
+// default; each is also env P2PAT_<NAME>. The --<kind> shorthands are not
+// rows: they follow from harness.Backends.
 var FlagTable = []flagDef{
 	{"backend", "auto", "auto|" + strings.Join(harness.BackendNames(), "|") + " (auto = every GPU backend that loads, else host)"},
 	{"alloc", "", "allocation kind to run (a matrix row); --<kind> is shorthand"},
