@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -121,5 +123,32 @@ func TestLaunchArgsStrict(t *testing.T) {
 	}
 	if _, err := (Launch{Kernel: "add_u64_relaxed_system", Args: good()}).wire(); err == nil || !strings.Contains(err.Error(), `kernel "add_u64_relaxed_system" is not in the manifest`) {
 		t.Errorf("unknown kernel: %v", err)
+	}
+}
+
+// TestWorstErr: of the launches' errors, the one that explains the most
+// wins whatever the order: a GPU fault over a death, a death over a
+// timeout, a timeout over a plain error, any error over none.
+func TestWorstErr(t *testing.T) {
+	fault := &RemoteError{Rank: 1, What: "launch", Msg: "fault", Fault: &device.Fault{Vendor: "nvidia", Name: "CUDA_ERROR_ILLEGAL_ADDRESS"}}
+	remote := &RemoteError{Rank: 0, What: "launch", Msg: "bad argument"}
+	dead := &DeadError{Rank: 0, What: "launch"}
+	timeout := &TimeoutError{Rank: 1, What: "launch"}
+	ranked := []error{fault, dead, timeout, remote} // most explanatory first
+	for i, want := range ranked {
+		lesser := append([]error{nil}, ranked[i+1:]...)
+		for rot := range lesser {
+			errs := append(append([]error{}, lesser[rot:]...), lesser[:rot]...)
+			errs = append(errs[:rot:rot], append([]error{want}, errs[rot:]...)...)
+			if got := worstErr(errs); got != want {
+				t.Errorf("worstErr(%v) = %v, want %v", errs, got, want)
+			}
+		}
+	}
+	if got := worstErr([]error{nil, nil}); got != nil {
+		t.Errorf("no errors: %v", got)
+	}
+	if got := worstErr([]error{fmt.Errorf("wrapped: %w", dead), timeout}); !errors.Is(got, dead) {
+		t.Errorf("a wrapped death must still beat a timeout, got %v", got)
 	}
 }

@@ -242,17 +242,31 @@ func TestSMIRateLimitAndFallback(t *testing.T) {
 	}
 }
 
-// TestRealMachine runs the default Monitor here: it must not fail or
-// call this machine untrustworthy (no GPU here).
+// TestRealMachine runs the real Monitor on this machine: two checks with
+// nothing between them must not call it untrustworthy, and every GPU the
+// NVIDIA driver lists must be read.
 func TestRealMachine(t *testing.T) {
 	m, err := NewMonitor()
 	if err != nil {
-		t.Logf("kernel log: %v", err)
+		t.Logf("kernel log: %v (the check goes on without it)", err)
 	}
 	start := time.Now()
-	s, v := m.Check(Snapshot{})
-	s, v = m.Check(s)
-	t.Logf("two checks in %v: %d NVIDIA, %d amdgpu, smi %d; verdict %+v", time.Since(start), len(s.NVIDIA), len(s.AMD), len(s.SMI), v)
+	s1, v1 := m.Check(Snapshot{})
+	s2, v2 := m.Check(s1)
+	t.Logf("two checks in %v: %d NVIDIA, %d amdgpu, smi %d; verdict %+v", time.Since(start), len(s2.NVIDIA), len(s2.AMD), len(s2.SMI), v2)
+	// Nothing happened between the two checks: a sound machine must not be
+	// judged untrustworthy by the second (that would abort every case).
+	if v2.Untrustworthy {
+		t.Errorf("second check on an idle machine: untrustworthy (%s); first said %+v", v2.Reason, v1)
+	}
+	if s2.Taken.IsZero() || s2.Taken.Before(s1.Taken) {
+		t.Errorf("snapshots not stamped in order: %v then %v", s1.Taken, s2.Taken)
+	}
+	// Every GPU the driver lists is read (a parser that drops one would
+	// hide its counters from the next comparison).
+	if dirs, _ := filepath.Glob("/proc/driver/nvidia/gpus/*"); len(s2.NVIDIA) != len(dirs) {
+		t.Errorf("read %d NVIDIA GPUs, the driver lists %d", len(s2.NVIDIA), len(dirs))
+	}
 }
 
 // BenchmarkCheckLines is one per-case check on this machine, without
