@@ -65,15 +65,6 @@ var canaries = map[string]func(s *server) error{
 	},
 }
 
-// CanaryNames lists the canaries a rank understands.
-func CanaryNames() []string {
-	names := make([]string, 0, len(canaries))
-	for n := range canaries {
-		names = append(names, n)
-	}
-	return names
-}
-
 func canary(s *server, how string) error {
 	f, ok := canaries[how]
 	if !ok {

@@ -22,7 +22,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"p2patomics/harness/kmsg"
@@ -145,32 +144,6 @@ func NewMonitor() (*Monitor, error) {
 		m.Kmsg = r
 	}
 	return m, err
-}
-
-var (
-	defOnce sync.Once
-	def     *Monitor
-	defErr  error
-)
-
-// Default is the process's Monitor (NewMonitor, created on first use) and
-// the error from opening the kernel log, if any.
-func Default() (*Monitor, error) {
-	defOnce.Do(func() { def, defErr = NewMonitor() })
-	return def, defErr
-}
-
-// Check is Default().Check.
-func Check(prev Snapshot) (Snapshot, Verdict) {
-	m, _ := Default()
-	return m.Check(prev)
-}
-
-// CheckLines is Default().CheckLines: for a caller that already read the
-// case's kernel-log lines with its own kmsg.Reader.
-func CheckLines(prev Snapshot, lines []kmsg.Line) (Snapshot, Verdict) {
-	m, _ := Default()
-	return m.CheckLines(prev, lines)
 }
 
 // Check reads the kernel log lines since the last Check (when m.Kmsg is

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -138,18 +137,6 @@ func (r *Reader) copyLines() []Line { return append([]Line(nil), r.lines...) }
 // (beyond MaxLines, not GPU-relevant) and how many times the kernel's ring
 // overwrote records before they were read.
 func (r *Reader) Dropped() (notKept, overwritten int) { return r.dropped, r.lost }
-
-// Annotate writes a line into the kernel log (root only), e.g. a case's
-// start, so that a driver engineer reading dmesg sees where it began.
-func Annotate(msg string) error {
-	f, err := os.OpenFile(Path, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = f.WriteString("<5>p2patomics: " + strings.ReplaceAll(msg, "\n", " ") + "\n")
-	return err
-}
 
 // ParseRecord parses one /dev/kmsg record:
 //
