@@ -53,10 +53,6 @@ func On() { enabled.Store(true) }
 // Off turns tracing off; records already in the ring stay.
 func Off() { enabled.Store(false) }
 
-// Enabled reports whether tracing is on. Call sites that need expensive
-// work for a code name (e.g. a library call) can test it first.
-func Enabled() bool { return enabled.Load() }
-
 // Span is an open call. The zero Span (tracing off) makes End a no-op.
 type Span struct {
 	seq   uint64

@@ -73,13 +73,6 @@ const (
 	p2pOnlyPartialNativeAtomicSupported = 5
 )
 
-// CUcomputemode.
-const (
-	computeModeDefault          = 0
-	computeModeProhibited       = 2
-	computeModeExclusiveProcess = 3
-)
-
 // CUmemAllocationType.
 const memAllocationTypePinned = 1
 
