@@ -52,8 +52,9 @@ func GPUBackends() []string {
 	return names
 }
 
-// BackendNames lists every backend, in Backends' order.
-func BackendNames() []string { return append(GPUBackends(), "host") }
+// BackendNames lists every backend, host first (as --backend's usage and
+// errors name them), then the GPU backends in probe order.
+func BackendNames() []string { return append([]string{"host"}, GPUBackends()...) }
 
 // Case is one runnable case.
 type Case struct {
