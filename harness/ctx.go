@@ -121,6 +121,24 @@ func (c *Ctx) Local(r int, size uint64) (int, error) {
 	return ar.Buf, err
 }
 
+// ScratchWords allocates size bytes in rank r's device memory, whatever
+// kind the case tests: the backend's first kind is its device's own memory
+// (cuda vmm, hsa fine, hip pinned, host memfd). A reduction's target lives
+// here: on vmm-host the sum kernel's 135 000 atomic adds to one word of
+// host memory crossed PCIe one by one (145 ms a check of 256 MiB, two
+// thirds of the one-GPU suite's host-memory copy time).
+func (c *Ctx) ScratchWords(r int, size uint64) (int, error) {
+	kinds := Matrix[c.W.Backend]
+	if len(kinds) == 0 {
+		return c.Local(r, size)
+	}
+	ar, fd, err := c.alloc(r, kinds[0], size)
+	if fd >= 0 {
+		unix.Close(fd)
+	}
+	return ar.Buf, err
+}
+
 // Shared allocates in owner and maps it into every other rank (the star
 // broker: the owner's fd goes to each peer as SCM_RIGHTS). grant=false maps
 // it into peers without access (negative control).

@@ -394,7 +394,7 @@ func runAllToAllCopy(c *harness.Ctx) error {
 		if locals[r], err = c.Local(r, size); err != nil {
 			return err
 		}
-		if scratch[r], err = c.Local(r, 64); err != nil {
+		if scratch[r], err = c.ScratchWords(r, 64); err != nil {
 			return err
 		}
 	}

@@ -347,7 +347,7 @@ func runCopyOpts(c *harness.Ctx, s, d int, eng, dir string, planted bool) error 
 	}
 	name := fmt.Sprintf("bw_%s_%s_gbps", eng, dir)
 	ceil := c.CopyCeiling(harness.Flow{Exec: s, Src: c.MemLoc(srcRank), Dst: c.MemLoc(dstRank)})
-	scratch, err := c.Local(dstRank, 64)
+	scratch, err := c.ScratchWords(dstRank, 64)
 	if err != nil {
 		return err
 	}
@@ -478,7 +478,7 @@ func runBidir(c *harness.Ctx, s, d int, eng string) error {
 	fillBuf := func(rank, buf int, v uint64) error { return fillU64(c, rank, buf, v, size, grid, block) }
 	scratch := map[int]int{}
 	for _, r := range []int{s, d} {
-		l, err := c.Local(r, 64)
+		l, err := c.ScratchWords(r, 64)
 		if err != nil {
 			return err
 		}
