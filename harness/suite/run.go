@@ -132,7 +132,7 @@ func NewRun(o *Options, userFilter string, cat Catalogue) (*Run, error) {
 		r.addSuiteCases()
 		r.planned = filterID(r.Groups, o.Case)
 		if len(r.planned) == 0 {
-			return nil, fmt.Errorf("--case=%s matches no case of backend %s (list ids with --ginkgo.dry-run --ginkgo.v)", o.Case, strings.Join(backends, ","))
+			return nil, fmt.Errorf("--case=%s matches no case of backend %s (list the ids with --list)", o.Case, strings.Join(backends, ","))
 		}
 	}
 	if len(r.planned) == 0 {
