@@ -74,15 +74,6 @@ func (c *Ctx) Units(r int) int { return max(c.W.Infos[r].Units, 1) }
 // attributes: read them from Info(r).Caps.
 func (c *Ctx) Attr(r int, name string) string { return c.W.Infos[r].Attrs[name] }
 
-// SameDevice reports whether ranks a and b run on one device, by the UUIDs
-// their hellos reported; false when either has none (host ranks, a failed
-// query). Two processes' kernels on one GPU are time-sliced, never resident
-// together, so a spec that needs them concurrent must know.
-func (c *Ctx) SameDevice(a, b int) bool {
-	ua, ub := c.W.Infos[a].UUID, c.W.Infos[b].UUID
-	return ua != "" && ua == ub
-}
-
 // Vendor is rank 0's device vendor.
 func (c *Ctx) Vendor() string { return c.W.Infos[0].Vendor }
 
