@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -248,7 +249,7 @@ func inconsistent(nodes []Node, sums []NodeSummary) []Inconsistent {
 			ic.ByNode[n.Name] = o
 			ic.Outcomes[o] = append(ic.Outcomes[o], n.Name)
 			st := s.stack.String()
-			if !contains(ic.Stacks[st], o) {
+			if !slices.Contains(ic.Stacks[st], o) {
 				ic.Stacks[st] = append(ic.Stacks[st], o)
 			}
 			if s.res.Met() {
@@ -263,15 +264,6 @@ func inconsistent(nodes []Node, sums []NodeSummary) []Inconsistent {
 		out = append(out, ic)
 	}
 	return out
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // better says which way a metric should go, from its unit: rates up,

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"p2patomics/harness"
+	"p2patomics/harness/report"
 	"p2patomics/wire"
 )
 
@@ -301,7 +302,7 @@ func (o *Options) Validate() error {
 	if o.Duration < 0 {
 		return usagef("--duration=%s: must not be negative", o.Duration)
 	}
-	if o.Case != "" && !validID(o.Case) {
+	if o.Case != "" && !report.ValidID(o.Case) {
 		return usagef("--case=%s: case ids are lowercase [a-z0-9._-]", quote(o.Case))
 	}
 	if o.UpdateExpectations && o.Expectations == "" {
@@ -327,18 +328,6 @@ func (o *Options) Settings() wire.Settings {
 		set.ClockPeriod = d
 	}
 	return set
-}
-
-func validID(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // Repro renders the command that re-runs one case.
