@@ -21,7 +21,7 @@
 // an outlier when its median sits more than 3 scales from the centre and
 // its own samples' range does not reach the centre.
 //
-// Exit status: 0 (with --gate: every node met every expected outcome, no
+// Exit status: 0 (with --gate: every node's run verdict is pass, no
 // case is inconsistent across nodes and no rate is a low outlier nor a time
 // a high one), 1 when --gate finds any of those, 2 usage error or an
 // unreadable results.json (one line on stderr).
