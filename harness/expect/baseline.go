@@ -160,12 +160,10 @@ func oneLine(s string) string {
 	return s
 }
 
+// writeAtomic writes an expectation file the way the reports are written
+// (report.WriteAtomic: synced temp file, rename, none left on failure).
 func writeAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("expectations: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := report.WriteAtomic(path, b); err != nil {
 		return fmt.Errorf("expectations: %w", err)
 	}
 	return nil
