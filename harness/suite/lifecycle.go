@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"p2patomics/harness"
 	"p2patomics/harness/report"
 	"p2patomics/internal/device"
 )
@@ -101,16 +102,11 @@ func (r *Run) interrupted(sig os.Signal) {
 	os.Exit(r.Finish())
 }
 
+// sigName names the signal the suite caught by its kernel name, as the
+// harness names a rank's (harness.SignalName).
 func sigName(sig os.Signal) string {
 	if s, ok := sig.(syscall.Signal); ok {
-		switch s {
-		case syscall.SIGINT:
-			return "SIGINT"
-		case syscall.SIGTERM:
-			return "SIGTERM"
-		case syscall.SIGHUP:
-			return "SIGHUP"
-		}
+		return harness.SignalName(s)
 	}
 	return sig.String()
 }
