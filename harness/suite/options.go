@@ -20,9 +20,6 @@ import (
 	"p2patomics/wire"
 )
 
-// Matrix lists every backend's allocation kinds (harness.Matrix).
-var Matrix = harness.Matrix
-
 // Options are the suite's flags.
 type Options struct {
 	Backend            string
@@ -175,7 +172,7 @@ func (v *durationValue) String() string { return time.Duration(*v).String() }
 
 func allKinds() []string {
 	var ks []string
-	for _, kinds := range Matrix {
+	for _, kinds := range harness.Matrix {
 		ks = append(ks, kinds...)
 	}
 	sort.Strings(ks)
@@ -263,7 +260,7 @@ func Help(w io.Writer) {
 
 // Validate checks values that parse but make no sense.
 func (o *Options) Validate() error {
-	if _, ok := Matrix[o.Backend]; !ok && o.Backend != "auto" {
+	if _, ok := harness.Matrix[o.Backend]; !ok && o.Backend != "auto" {
 		return usagef("--backend=%s: unknown backend (want auto or one of %s)", quote(o.Backend), strings.Join(harness.BackendNames(), ", "))
 	}
 	var shorthand []string
@@ -286,8 +283,8 @@ func (o *Options) Validate() error {
 		if !slices.Contains(allKinds(), o.Alloc) {
 			return usagef("--alloc=%s: unknown allocation kind (known: %s)", quote(o.Alloc), strings.Join(allKinds(), ", "))
 		}
-		if o.Backend != "auto" && !slices.Contains(Matrix[o.Backend], o.Alloc) {
-			return usagef("--alloc=%s: backend %s has no such kind (it has %s)", o.Alloc, o.Backend, strings.Join(Matrix[o.Backend], ", "))
+		if o.Backend != "auto" && !slices.Contains(harness.Matrix[o.Backend], o.Alloc) {
+			return usagef("--alloc=%s: backend %s has no such kind (it has %s)", o.Alloc, o.Backend, strings.Join(harness.Matrix[o.Backend], ", "))
 		}
 	}
 	if o.Ranks < 2 {

@@ -98,7 +98,7 @@ func NewRun(o *Options, userFilter string, cat Catalogue) (*Run, error) {
 		return nil, err
 	}
 	for _, be := range backends {
-		kinds := Matrix[be]
+		kinds := harness.Matrix[be]
 		if o.Alloc != "" {
 			if !slices.Contains(kinds, o.Alloc) {
 				continue
