@@ -104,8 +104,10 @@ func (c *Ctx) alloc(r int, kind string, size uint64) (wire.AllocReply, int, erro
 }
 
 // Local allocates size bytes of the case's kind in rank r only.
-func (c *Ctx) Local(r int, size uint64) (int, error) {
-	ar, fd, err := c.alloc(r, c.Kind, size)
+func (c *Ctx) Local(r int, size uint64) (int, error) { return c.localKind(r, c.Kind, size) }
+
+func (c *Ctx) localKind(r int, kind string, size uint64) (int, error) {
+	ar, fd, err := c.alloc(r, kind, size)
 	if fd >= 0 {
 		unix.Close(fd)
 	}
@@ -119,15 +121,10 @@ func (c *Ctx) Local(r int, size uint64) (int, error) {
 // host memory crossed PCIe one by one (145 ms a check of 256 MiB, two
 // thirds of the one-GPU suite's host-memory copy time).
 func (c *Ctx) ScratchWords(r int, size uint64) (int, error) {
-	kinds := Matrix[c.W.Backend]
-	if len(kinds) == 0 {
-		return c.Local(r, size)
+	if kinds := Matrix[c.W.Backend]; len(kinds) > 0 {
+		return c.localKind(r, kinds[0], size)
 	}
-	ar, fd, err := c.alloc(r, kinds[0], size)
-	if fd >= 0 {
-		unix.Close(fd)
-	}
-	return ar.Buf, err
+	return c.Local(r, size)
 }
 
 // Shared allocates in owner and maps it into every other rank (the star
