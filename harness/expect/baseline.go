@@ -38,6 +38,12 @@ func Dir(root string, env map[string]any) string {
 // atomically; an unreadable or malformed existing file is an error, so a
 // typo never silently drops its reasons.
 func WriteBaseline(dir string, rep *report.Report, reasons map[string]string) error {
+	// An id or outcome with a newline would become a line of its own in
+	// fails.txt: the writer refuses an invalid report, wherever it came
+	// from (the suite's --update-expectations, p2pbaseline).
+	if err := rep.Validate(); err != nil {
+		return fmt.Errorf("expectations: not writing from an invalid report: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("expectations: %w", err)
 	}
