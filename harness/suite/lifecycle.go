@@ -96,6 +96,11 @@ func (r *Run) interrupted(sig os.Signal) {
 	r.finished = true // no result written after this point
 	runners := r.runnerList()
 	r.mu.Unlock()
+	// A checkpoint the main goroutine is writing finishes first (its temp
+	// file renamed), and none starts after: os.Exit below would leave its
+	// temporary file in --out, or a late one would overwrite the final
+	// results.json. The lock is never released; the process exits.
+	r.ckptMu.Lock()
 	for _, rn := range runners {
 		rn.KillAll()
 	}
@@ -127,6 +132,12 @@ func (r *Run) checkpoint() {
 	}
 	r.ckptMu.Lock()
 	defer r.ckptMu.Unlock()
+	r.mu.Lock()
+	done := r.finished
+	r.mu.Unlock()
+	if done {
+		return // Finish writes results.json now; a checkpoint would race it
+	}
 	if r.ckptCost > ckptCheap && time.Since(r.ckptLast) < 10*r.ckptCost {
 		return
 	}
