@@ -67,7 +67,7 @@ func Classify(p *Proc) Death {
 		ws := st.Sys().(syscall.WaitStatus)
 		switch {
 		case ws.Signaled():
-			d.Signal = unixSignalName(ws.Signal())
+			d.Signal = SignalName(ws.Signal())
 		case ws.Exited():
 			c := ws.ExitStatus()
 			d.ExitCode = &c
@@ -112,9 +112,9 @@ func Classify(p *Proc) Death {
 	return d
 }
 
-// unixSignalName names any signal the way the kernel headers do (SIGHUP,
+// SignalName names any signal the way the kernel headers do (SIGHUP,
 // not "signal 1"); a number only for one without a name.
-func unixSignalName(s syscall.Signal) string {
+func SignalName(s syscall.Signal) string {
 	if n := unix.SignalName(s); n != "" {
 		return n
 	}

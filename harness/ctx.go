@@ -74,15 +74,6 @@ func (c *Ctx) Units(r int) int { return max(c.W.Infos[r].Units, 1) }
 // attributes: read them from Info(r).Caps.
 func (c *Ctx) Attr(r int, name string) string { return c.W.Infos[r].Attrs[name] }
 
-// SameDevice reports whether ranks a and b run on one device, by the UUIDs
-// their hellos reported; false when either has none (host ranks, a failed
-// query). Two processes' kernels on one GPU are time-sliced, never resident
-// together, so a spec that needs them concurrent must know.
-func (c *Ctx) SameDevice(a, b int) bool {
-	ua, ub := c.W.Infos[a].UUID, c.W.Infos[b].UUID
-	return ua != "" && ua == ub
-}
-
 // Vendor is rank 0's device vendor.
 func (c *Ctx) Vendor() string { return c.W.Infos[0].Vendor }
 
@@ -113,8 +104,10 @@ func (c *Ctx) alloc(r int, kind string, size uint64) (wire.AllocReply, int, erro
 }
 
 // Local allocates size bytes of the case's kind in rank r only.
-func (c *Ctx) Local(r int, size uint64) (int, error) {
-	ar, fd, err := c.alloc(r, c.Kind, size)
+func (c *Ctx) Local(r int, size uint64) (int, error) { return c.localKind(r, c.Kind, size) }
+
+func (c *Ctx) localKind(r int, kind string, size uint64) (int, error) {
+	ar, fd, err := c.alloc(r, kind, size)
 	if fd >= 0 {
 		unix.Close(fd)
 	}
@@ -128,15 +121,10 @@ func (c *Ctx) Local(r int, size uint64) (int, error) {
 // host memory crossed PCIe one by one (145 ms a check of 256 MiB, two
 // thirds of the one-GPU suite's host-memory copy time).
 func (c *Ctx) ScratchWords(r int, size uint64) (int, error) {
-	kinds := Matrix[c.W.Backend]
-	if len(kinds) == 0 {
-		return c.Local(r, size)
+	if kinds := Matrix[c.W.Backend]; len(kinds) > 0 {
+		return c.localKind(r, kinds[0], size)
 	}
-	ar, fd, err := c.alloc(r, kinds[0], size)
-	if fd >= 0 {
-		unix.Close(fd)
-	}
-	return ar.Buf, err
+	return c.Local(r, size)
 }
 
 // Shared allocates in owner and maps it into every other rank (the star

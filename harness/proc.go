@@ -39,7 +39,7 @@ var envAllow = []string{"PATH", "HOME", "USER", "LANG", "LD_LIBRARY_PATH", "TMPD
 var envPrefixAllow = []string{"CUDA_", "HSA_", "HIP_", "ROCR_", "AMD_", "GPU_", "NVIDIA_", "__GL", "HSAKMT_"}
 
 func rankEnv(rank int) []string {
-	env := []string{RankEnv + "=" + strconv.Itoa(rank), "P2PAT_PARENT=" + strconv.Itoa(os.Getpid()),
+	env := []string{RankEnv + "=" + strconv.Itoa(rank), wire.ParentEnv + "=" + strconv.Itoa(os.Getpid()),
 		"GOTRACEBACK=crash", "GOMAXPROCS=" + strconv.Itoa(max(2, runtime.NumCPU()))}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")

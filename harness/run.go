@@ -18,9 +18,10 @@ import (
 
 // Backends is the one list of backends and their allocation kinds (the
 // matrix rows), GPU backends in the order --backend=auto probes them and
-// host, the fallback, last. Matrix and GPUBackends derive from it; each
-// rank's backend reports the same kinds at hello (checked there, and by
-// TestMatrixMatchesBackends without a world).
+// host, the fallback, last. A backend's first kind is its device's own
+// memory (Ctx.ScratchWords relies on it). Matrix and GPUBackends derive
+// from it; each rank's backend reports the same kinds at hello (checked
+// there, and by TestMatrixMatchesBackends without a world).
 var Backends = []struct {
 	Name  string
 	Kinds []string

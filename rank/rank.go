@@ -73,7 +73,7 @@ func Main() int {
 	// Pdeathsig is armed by the parent; if the parent died before it took
 	// effect we would never be told, so check once (against the pid the
 	// parent wrote, not 1: the suite may itself be PID 1 in a container).
-	if want := os.Getenv("P2PAT_PARENT"); want != "" && want != strconv.Itoa(os.Getppid()) {
+	if want := os.Getenv(wire.ParentEnv); want != "" && want != strconv.Itoa(os.Getppid()) {
 		return 1
 	}
 	r, err := strconv.Atoi(os.Getenv(Env))

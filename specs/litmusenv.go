@@ -78,7 +78,7 @@ func newLitmusEnv(c *harness.Ctx) (*litmusEnv, error) {
 	// together, so both roles run in one launch of rank 1 on the memory it
 	// imported from rank 0 (the allocation path is still the cross-process
 	// one). Elsewhere each rank plays one role.
-	e.oneRank = c.SameDevice(0, 1)
+	e.oneRank = c.SharedGPU(0, 1)
 	e.words = kernels.LitmusEnvWords(sh.n, sh.iters, sh.spread)
 	e.memBytes = e.words*4 + sh.n*sh.iters*8
 	var err error

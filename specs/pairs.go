@@ -65,10 +65,7 @@ func (b *builder) pairs() {
 // source and destination run the racy kernel instead.
 func pairRound(b *builder, k kernels.Kernel, name string, pairs [][2]int, planted map[[2]int]bool) *harness.Round {
 	n := b.o.Ranks
-	var ordered [][2]int
-	for _, p := range pairs {
-		ordered = append(ordered, p)
-	}
+	ordered := append([][2]int(nil), pairs...)
 	for _, p := range pairs {
 		ordered = append(ordered, [2]int{p[1], p[0]})
 	}

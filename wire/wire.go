@@ -23,12 +23,15 @@ import (
 )
 
 // How the suite starts a rank: its own binary re-executed with argv[0]
-// RankArgv0 (so ps shows what it is) and RankEnv set to the rank's index;
+// RankArgv0 (so ps shows what it is), RankEnv set to the rank's index and
+// ParentEnv to the suite's pid (the rank checks it is still its parent;
+// the soak finds a suite's ranks by it);
 // the socket is at fd RankSockFd and the shared trace ring at RankTraceFd
 // (the spawner's ExtraFiles, in that order). Both sides read these names
 // from here.
 const (
 	RankEnv     = "P2PAT_RANK"
+	ParentEnv   = "P2PAT_PARENT"
 	RankArgv0   = "p2patomics-rank"
 	RankSockFd  = 3
 	RankTraceFd = 4

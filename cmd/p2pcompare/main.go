@@ -36,7 +36,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,6 +44,7 @@ import (
 
 	"p2patomics/harness/expect"
 	"p2patomics/harness/report"
+	"p2patomics/internal/cli"
 )
 
 const usage = "usage: p2pcompare [-v] [--json] [--metric-threshold=0.05] [--alpha=0.05] [--expectations=PATH[,PATH]|none] OLD/results.json NEW/results.json"
@@ -53,28 +53,14 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("p2pcompare", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	thr := fs.Float64("metric-threshold", 0.05, "smallest relative change of a metric's median that counts")
 	alpha := fs.Float64("alpha", 0.05, "significance level of the Mann-Whitney U test")
 	exps := fs.String("expectations", "", "expectation folders or files whose flakes.txt to read (default: ./expectations/<old run's stack> when present; none: read none)")
 	asJSON := fs.Bool("json", false, "print JSON instead of the table")
 	verbose := fs.Bool("v", false, "list fixes, changes, known flakes, enabled/disabled cases, improvements and informational metric changes too")
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintln(stdout, usage)
-				return 0
-			}
-			fmt.Fprintf(stderr, "p2pcompare: %v (%s)\n", err, usage)
-			return 2
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
+	pos, code, done := cli.Parse(fs, args, usage, stdout, stderr)
+	if done {
+		return code
 	}
 	if len(pos) != 2 {
 		fmt.Fprintf(stderr, "p2pcompare: want two results.json files, got %d (%s)\n", len(pos), usage)

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
+	"p2patomics/harness/expect"
 	"p2patomics/harness/fingerprint"
 	"p2patomics/harness/report"
 )
@@ -39,7 +41,7 @@ type NodeSummary struct {
 	Cases   int            `json:"cases"`
 	Unmet   int            `json:"unmet"`
 	Counts  map[string]int `json:"outcomes"`
-	Verdict string         `json:"verdict"` // pass: every case met its expected outcome (or the node's gate passed)
+	Verdict string         `json:"verdict"` // the run's one verdict, pass or fail (its summary's; see Merge)
 	Gate    *bool          `json:"gate,omitempty"`
 	WallS   float64        `json:"suite_wall_s,omitempty"`
 }
@@ -120,21 +122,19 @@ func Merge(nodes []Node) *Fleet {
 				ns.Unmet++
 			}
 		}
-		ns.Verdict = "pass"
-		if ns.Unmet > 0 {
-			ns.Verdict = "fail"
+		// The node's verdict is its run's one verdict (not-supported
+		// results and the gate included): the summary it told, or, for a
+		// results.json from before the suite told one, the same verdict
+		// function run on its recorded results, as p2preport does.
+		sum := n.Report.Summary
+		if sum == nil {
+			_, _, s := expect.JudgeRun(n.Report.Results, nil, n.Report.Environment, nil, "", "")
+			sum = &s
 		}
+		ns.Verdict = strings.ToLower(sum.Verdict)
 		if g := n.Report.Gate; g != nil {
-			// A gated run's verdict is its gate's: unmet cases may be
-			// known failures of the baseline.
 			pass := g.Pass
 			ns.Gate = &pass
-			ns.Verdict = map[bool]string{true: "pass", false: "fail"}[pass]
-		}
-		if sum := n.Report.Summary; sum != nil {
-			// The run told its one verdict (not-supported results
-			// included); the fleet repeats it rather than re-deriving it.
-			ns.Verdict = strings.ToLower(sum.Verdict)
 		}
 		if n.Report.Timing != nil {
 			ns.WallS = n.Report.Timing.SuiteWallS
@@ -248,7 +248,7 @@ func inconsistent(nodes []Node, sums []NodeSummary) []Inconsistent {
 			ic.ByNode[n.Name] = o
 			ic.Outcomes[o] = append(ic.Outcomes[o], n.Name)
 			st := s.stack.String()
-			if !contains(ic.Stacks[st], o) {
+			if !slices.Contains(ic.Stacks[st], o) {
 				ic.Stacks[st] = append(ic.Stacks[st], o)
 			}
 			if s.res.Met() {
@@ -263,15 +263,6 @@ func inconsistent(nodes []Node, sums []NodeSummary) []Inconsistent {
 		out = append(out, ic)
 	}
 	return out
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // better says which way a metric should go, from its unit: rates up,

@@ -274,3 +274,22 @@ func TestNodeVerdictIsTheRunsSummary(t *testing.T) {
 		t.Errorf("node verdict %q, the run said %s", f.Nodes[0].Verdict, sum.Verdict)
 	}
 }
+
+// A node whose results.json predates the summary is judged by the same
+// verdict function: a skip for a missing capability is not-supported, not
+// a failure, and a case that missed its outcome still fails the node.
+func TestNodeVerdictWithoutSummary(t *testing.T) {
+	skip := report.Result{ID: "cuda.vmm.cpugpu.add", Outcome: report.Skip, Expected: report.Pass, Detail: "CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is 0"}
+	pass := report.Result{ID: "cuda.vmm.counter.add", Outcome: report.Pass, Expected: report.Pass}
+	lost := report.Result{ID: "cuda.vmm.counter.sub", Outcome: report.Fail, Expected: report.Pass, Detail: "lost 3"}
+	node := func(rs ...report.Result) string {
+		f := Merge([]Node{{Name: "old", Report: &report.Report{Schema: 1, Environment: map[string]any{}, Results: rs}}})
+		return f.Nodes[0].Verdict
+	}
+	if v := node(skip, pass); v != "pass" {
+		t.Errorf("only a not-supported skip unmet: node verdict %q, want pass", v)
+	}
+	if v := node(skip, pass, lost); v != "fail" {
+		t.Errorf("a lost update: node verdict %q, want fail", v)
+	}
+}

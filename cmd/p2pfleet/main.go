@@ -21,14 +21,13 @@
 // an outlier when its median sits more than 3 scales from the centre and
 // its own samples' range does not reach the centre.
 //
-// Exit status: 0 (with --gate: every node met every expected outcome, no
+// Exit status: 0 (with --gate: every node's run verdict is pass, no
 // case is inconsistent across nodes and no rate is a low outlier nor a time
 // a high one), 1 when --gate finds any of those, 2 usage error or an
 // unreadable results.json (one line on stderr).
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,6 +36,7 @@ import (
 	"strings"
 
 	"p2patomics/harness/report"
+	"p2patomics/internal/cli"
 )
 
 const usage = "usage: p2pfleet [--json=FILE] [--html=FILE] [--gate] NODE/results.json|NODE/ ..."
@@ -45,26 +45,12 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("p2pfleet", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	jsonOut := fs.String("json", "", "write the fleet report as JSON to this file (- for stdout)")
 	htmlOut := fs.String("html", "", "write the fleet report as one HTML page to this file (- for stdout)")
 	gate := fs.Bool("gate", false, "exit 1 on any unmet case, inconsistent case or bad outlier")
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintln(stdout, usage)
-				return 0
-			}
-			fmt.Fprintf(stderr, "p2pfleet: %v (%s)\n", err, usage)
-			return 2
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
+	pos, code, done := cli.Parse(fs, args, usage, stdout, stderr)
+	if done {
+		return code
 	}
 	if *jsonOut == "-" && *htmlOut == "-" {
 		fmt.Fprintf(stderr, "p2pfleet: --json=- and --html=- both want stdout; give one a file\n")

@@ -13,7 +13,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 
 	"p2patomics/harness/heatmap"
 	"p2patomics/harness/report"
+	"p2patomics/internal/cli"
 )
 
 const usage = "usage: p2pheatmap --out DIR results.json"
@@ -29,24 +29,10 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("p2pheatmap", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	out := fs.String("out", "", "folder for the SVG files")
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintln(stdout, usage)
-				return 0
-			}
-			fmt.Fprintf(stderr, "p2pheatmap: %v (%s)\n", err, usage)
-			return 2
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
+	pos, code, done := cli.Parse(fs, args, usage, stdout, stderr)
+	if done {
+		return code
 	}
 	if *out == "" || len(pos) != 1 {
 		fmt.Fprintf(stderr, "p2pheatmap: %s\n", usage)

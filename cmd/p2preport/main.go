@@ -21,7 +21,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,6 +32,7 @@ import (
 	"p2patomics/harness/htmlreport"
 	"p2patomics/harness/report"
 	"p2patomics/harness/suite"
+	"p2patomics/internal/cli"
 )
 
 const usage = "usage: p2preport [--expectations=PATH[,PATH]] [--out=DIR] RUN/results.json"
@@ -41,22 +41,17 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("p2preport", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	exps := fs.String("expectations", "", "judge against this baseline instead of the recorded verdicts")
 	out := fs.String("out", "", "where the reports go (default: beside results.json)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, usage)
-			return 0
-		}
-		fmt.Fprintf(stderr, "p2preport: %v (%s)\n", err, usage)
+	pos, code, done := cli.Parse(fs, args, usage, stdout, stderr)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "p2preport: want one results.json, got %d (%s)\n", len(pos), usage)
 		return 2
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintf(stderr, "p2preport: want one results.json, got %d (%s)\n", fs.NArg(), usage)
-		return 2
-	}
-	path := fs.Arg(0)
+	path := pos[0]
 	rep, err := report.Read(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "p2preport: %v\n", err)

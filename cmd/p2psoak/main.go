@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"p2patomics/harness/report"
+	"p2patomics/wire"
 )
 
 // selection is what every run executes: the host counter cases, about 60
@@ -353,7 +354,7 @@ func rankPid(parent, n int) int {
 	for i := 0; i < 20; i++ {
 		for _, p := range procs() {
 			env := environ(p)
-			if env["P2PAT_PARENT"] == strconv.Itoa(parent) && env["P2PAT_RANK"] == strconv.Itoa(n) {
+			if env[wire.ParentEnv] == strconv.Itoa(parent) && env[wire.RankEnv] == strconv.Itoa(n) {
 				return p
 			}
 		}
@@ -366,7 +367,7 @@ func rankPid(parent, n int) int {
 func ranksOf(parent int) []int {
 	var out []int
 	for _, p := range procs() {
-		if environ(p)["P2PAT_PARENT"] == strconv.Itoa(parent) {
+		if environ(p)[wire.ParentEnv] == strconv.Itoa(parent) {
 			if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p)); err == nil && !zombie(st) {
 				out = append(out, p)
 			}

@@ -38,6 +38,12 @@ func Dir(root string, env map[string]any) string {
 // atomically; an unreadable or malformed existing file is an error, so a
 // typo never silently drops its reasons.
 func WriteBaseline(dir string, rep *report.Report, reasons map[string]string) error {
+	// An id or outcome with a newline would become a line of its own in
+	// fails.txt: the writer refuses an invalid report, wherever it came
+	// from (the suite's --update-expectations, p2pbaseline).
+	if err := rep.Validate(); err != nil {
+		return fmt.Errorf("expectations: not writing from an invalid report: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("expectations: %w", err)
 	}
@@ -160,12 +166,10 @@ func oneLine(s string) string {
 	return s
 }
 
+// writeAtomic writes an expectation file the way the reports are written
+// (report.WriteAtomic: synced temp file, rename, none left on failure).
 func writeAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("expectations: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := report.WriteAtomic(path, b); err != nil {
 		return fmt.Errorf("expectations: %w", err)
 	}
 	return nil

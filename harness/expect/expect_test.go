@@ -466,6 +466,20 @@ func TestWriteBaselineHost(t *testing.T) {
 	}
 }
 
+// TestWriteBaselineRefusesInvalid: an id with a newline (a line of its own
+// in fails.txt) is refused before anything is written.
+func TestWriteBaselineRefusesInvalid(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "b")
+	env := map[string]any{"vendor": "host", "goarch": "amd64"}
+	rep := &report.Report{Schema: 1, Environment: env, Results: []report.Result{res("host.memfd.a\nhost.memfd.b", report.Fail, report.Pass)}}
+	if err := WriteBaseline(dir, rep, nil); err == nil || !strings.Contains(err.Error(), "invalid report") {
+		t.Errorf("invalid id: %v", err)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("%s written from an invalid report", dir)
+	}
+}
+
 // A mutation-scored case whose baseline pass had strong evidence: a pass
 // with weak (or no) evidence now is a regression, a rerun that regains the
 // kill makes it a flake, a strong pass is expected; cases not listed in
@@ -506,7 +520,7 @@ func TestEvidenceRegression(t *testing.T) {
 	// WriteBaseline keeps strong-evidence passes only, and removes the file
 	// when there are none.
 	out := t.TempDir()
-	rep := &report.Report{Environment: map[string]any{}, Results: []report.Result{strong,
+	rep := &report.Report{Schema: report.Schema, Environment: map[string]any{}, Results: []report.Result{strong,
 		res("cuda.vmm.litmus.psb_u32_seqcst_sys", report.Pass, report.EvidenceWeak)}}
 	if err := WriteBaseline(out, rep, nil); err != nil {
 		t.Fatal(err)

@@ -633,8 +633,9 @@ func safeDiv(a, b float64) float64 {
 
 // PairRows builds the report's pair matrix: for each backend, kind and
 // ordered pair of ranks, the cases that name the pair (see Pair), how many
-// missed their expected outcome, the worst outcome, and every metric the
-// cases measured. Rows come sorted by backend, kind, source, destination.
+// are unmet as the verdict counts them (Classify: a not-supported skip or
+// a known bug is not), the worst outcome, and every metric the cases
+// measured. Rows come sorted by backend, kind, source, destination.
 func PairRows(results []report.Result) []report.PairRow {
 	type key struct {
 		backend, kind string
@@ -660,7 +661,7 @@ func PairRows(results []report.Result) []report.PairRow {
 		if sharedGPU(r, s, d) {
 			row.SharedGPU = true
 		}
-		if !r.Met() {
+		if Classify(r) == Unmet {
 			row.Unmet++
 		}
 		if r.Outcome.Severity() > row.Worst.Severity() {

@@ -397,3 +397,19 @@ func TestPairRowsSharedGPU(t *testing.T) {
 		t.Errorf("want one shared-GPU legend (cuda table only):\n%s", out)
 	}
 }
+
+// TestPairRowsUnmetIsTheVerdicts: a pair's unmet count is what the verdict
+// counts against the run: a skip for a capability the pair lacks (two
+// ranks on one GPU without MPS) and a known bug are not unmet, a lost
+// update is.
+func TestPairRowsUnmetIsTheVerdicts(t *testing.T) {
+	rs := []report.Result{
+		{ID: "cuda.vmm.perf.copy_ce_write.r0r1", Outcome: report.Skip, Expected: report.Pass, Detail: "ranks 0 and 1 share GPU x without MPS"},
+		{ID: "cuda.vmm.pairs.add.r0r1", Outcome: report.Fail, Expected: report.Pass, Verdict: report.ExpectedFail},
+		{ID: "cuda.vmm.pairs.sub.r0r1", Outcome: report.Fail, Expected: report.Pass, Detail: "lost 3"},
+	}
+	rows := PairRows(rs)
+	if len(rows) != 1 || rows[0].Cases != 3 || rows[0].Unmet != 1 {
+		t.Errorf("rows %+v, want one row of 3 cases, 1 unmet", rows)
+	}
+}

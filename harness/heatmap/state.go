@@ -1,10 +1,6 @@
 package heatmap
 
-import (
-	"strings"
-
-	"p2patomics/harness/report"
-)
+import "p2patomics/harness/report"
 
 // State is what a case's result means for the pictures: the four words of
 // the verdict matrix, worst last in States.
@@ -14,9 +10,10 @@ const (
 	// Met: the case did what its spec expects (a planted bug failing, a
 	// canary crashing, a real case passing).
 	Met State = "met"
-	// NotSupported: a skip whose reason is a capability the hardware or
-	// driver lacks (it names a device attribute or says "not supported").
-	// The verdict counts it as met and lists it apart (docs/ARCHITECTURE.md).
+	// NotSupported: a result the verdict calls not-supported
+	// (report.NotSupportedReason: a skip, or a fail a device's missing
+	// needs= attribute predicts). The verdict counts it as met and lists it
+	// apart (docs/ARCHITECTURE.md).
 	NotSupported State = "not-supported"
 	// ExpectedFail: the outcome differs from the spec's but matches the
 	// baseline's fails.txt (gate verdict expected-fail): a known bug.
@@ -38,47 +35,25 @@ func (s State) rank() int {
 	return len(States)
 }
 
-// Classify derives one result's state from its outcome, expected outcome
-// and gate verdict. It is the one place the pictures decide this: when
-// results.json gains the suite's own not-supported classification and
-// summary, this function is what to connect to them.
-//
-// A gate verdict decides when present (expected-fail is a known bug,
-// known-flake and flake are accepted as the gate accepts them, the
-// gating verdicts are unmet); without one the outcome is compared with
-// the expected outcome. Either way a skip whose detail names a missing
-// capability is not-supported rather than met or unmet.
+// Classify derives one result's state with the run's verdict rule
+// (report.Unexpected, report.NotSupportedReason), so a picture never
+// calls unmet what the verdict line calls met, nor the reverse: a gating
+// verdict or a missed outcome that is not not-supported is unmet; a
+// not-supported result is not-supported; a known bug (expected-fail) is
+// expected-fail; the rest is met. A result not judged yet (a results.json
+// older than the verdict) is classified by the same rule the suite would
+// have judged it with.
 func Classify(r report.Result) State {
-	if r.Outcome == report.Skip && r.Expected != report.Skip && notSupported(r.Detail) {
+	if r.Verdict == "" && r.NotSupported == "" {
+		r.NotSupported = report.NotSupportedReason(r, nil)
+	}
+	switch {
+	case report.Unexpected(r):
+		return Unmet
+	case r.NotSupported != "":
 		return NotSupported
-	}
-	switch r.Verdict {
-	case "":
-	case report.ExpectedFail:
+	case r.Verdict == report.ExpectedFail:
 		return ExpectedFail
-	case report.Expected, report.KnownFlake, report.Flake:
-		return Met
-	default:
-		if r.Verdict.Gating() {
-			return Unmet
-		}
 	}
-	if r.Met() {
-		return Met
-	}
-	return Unmet
-}
-
-// notSupported reports whether a skip's reason names a capability the
-// machine lacks: a device attribute (CU_DEVICE_ATTRIBUTE_…,
-// HSA_AMD_…_SUPPORTED, hipDeviceAttribute…) or the words "not supported" /
-// "unsupported".
-func notSupported(detail string) bool {
-	d := strings.ToLower(detail)
-	for _, w := range []string{"not supported", "unsupported", "_attribute_", "deviceattribute", "_supported"} {
-		if strings.Contains(d, w) {
-			return true
-		}
-	}
-	return false
+	return Met
 }

@@ -12,7 +12,8 @@ func res(id string, out, exp report.Outcome, detail string, labels ...string) re
 	return report.Result{ID: id, Outcome: out, Expected: exp, Detail: detail, Labels: labels}
 }
 
-// TestClassify: the four states from outcome, expected outcome and verdict.
+// TestClassify: the four states from outcome, expected outcome and verdict,
+// by the run's verdict rule (report.Unexpected, report.NotSupportedReason).
 func TestClassify(t *testing.T) {
 	attr := `device 0: CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is "0", need 1 for CPU and GPU system-scope atomics on one word`
 	cases := []struct {
@@ -27,7 +28,23 @@ func TestClassify(t *testing.T) {
 		{res("cpugpu", report.Skip, report.Pass, attr), NotSupported},
 		{res("racy_cpu", report.Skip, report.Fail, attr), NotSupported},
 		{res("hip", report.Skip, report.Pass, "hipMemAllocationTypeUncached not supported by this runtime"), NotSupported},
-		{res("why", report.Skip, report.Pass, "needs 2 ranks"), Unmet},
+		// Any skip is not-supported, as the verdict line counts it (the
+		// harness skips only for a capability the machine lacks), whatever
+		// words its reason uses; gated, one that passed in the baseline is
+		// a regression and unmet.
+		{res("why", report.Skip, report.Pass, "backend cuda unavailable: no device"), NotSupported},
+		{func() report.Result {
+			r := res("gone", report.Skip, report.Pass, "backend cuda unavailable: no device")
+			r.Verdict, r.NotSupported = report.Regression, r.Detail
+			return r
+		}(), Unmet},
+		// A fail a device's missing needs= attribute predicts: judged
+		// expected-fail and not-supported, it is not-supported.
+		{func() report.Result {
+			r := res("needs", report.Fail, report.Pass, "lost 3")
+			r.Verdict, r.NotSupported = report.ExpectedFail, "device 0: HOST_NATIVE_ATOMIC_SUPPORTED is 0"
+			return r
+		}(), NotSupported},
 		{func() report.Result {
 			r := res("known", report.Fail, report.Pass, "")
 			r.Verdict = report.ExpectedFail

@@ -28,19 +28,15 @@ import (
 // File is the report's name inside the run's folder.
 const File = "report.html"
 
-// WriteHTML writes outDir/report.html for rep (atomically: temp file and
-// rename, so a reader never sees half a page).
+// WriteHTML writes outDir/report.html for rep through report.WriteAtomic,
+// as the other reports: a reader never sees half a page, and a failed
+// write leaves no temporary file in --out.
 func WriteHTML(outDir string, rep *report.Report) error {
 	var b bytes.Buffer
 	if err := Render(&b, rep, outDir); err != nil {
 		return err
 	}
-	path := filepath.Join(outDir, File)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("htmlreport: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := report.WriteAtomic(filepath.Join(outDir, File), b.Bytes()); err != nil {
 		return fmt.Errorf("htmlreport: %w", err)
 	}
 	return nil

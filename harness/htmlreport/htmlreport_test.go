@@ -153,3 +153,21 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("%d svg elements, %d pictures", strings.Count(dom, "<svg"), len(pics))
 	}
 }
+
+// TestWriteHTMLLeavesNoTemp: a write that fails (report.html is a folder)
+// says so and leaves no temporary file in the run's folder.
+func TestWriteHTMLLeavesNoTemp(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, File), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(dir, sample()); err == nil {
+		t.Fatal("WriteHTML over a folder: no error")
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.Name() != File {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+}

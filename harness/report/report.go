@@ -173,11 +173,11 @@ func (c *Clock) Add(dev int, minMHz, maxMHz uint32, n int, reasons []string, err
 		c.MaxMHz = max(c.MaxMHz, maxMHz)
 		c.Samples += n
 	}
-	if !slicesContains(c.Devices, dev) {
+	if !slices.Contains(c.Devices, dev) {
 		c.Devices = append(c.Devices, dev)
 	}
 	for _, r := range reasons {
-		if !slicesContains(c.Reasons, r) {
+		if !slices.Contains(c.Reasons, r) {
 			c.Reasons = append(c.Reasons, r)
 		}
 		if !notThrottle[r] {
@@ -188,15 +188,6 @@ func (c *Clock) Add(dev int, minMHz, maxMHz uint32, n int, reasons []string, err
 		c.Error = errText
 	}
 	return c
-}
-
-func slicesContains[T comparable](s []T, v T) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // Result is one case.

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"p2patomics/harness"
 	"p2patomics/harness/report"
 	"p2patomics/internal/device"
 )
@@ -95,22 +96,22 @@ func (r *Run) interrupted(sig os.Signal) {
 	r.finished = true // no result written after this point
 	runners := r.runnerList()
 	r.mu.Unlock()
+	// A checkpoint the main goroutine is writing finishes first (its temp
+	// file renamed), and none starts after: os.Exit below would leave its
+	// temporary file in --out, or a late one would overwrite the final
+	// results.json. The lock is never released; the process exits.
+	r.ckptMu.Lock()
 	for _, rn := range runners {
 		rn.KillAll()
 	}
 	os.Exit(r.Finish())
 }
 
+// sigName names the signal the suite caught by its kernel name, as the
+// harness names a rank's (harness.SignalName).
 func sigName(sig os.Signal) string {
 	if s, ok := sig.(syscall.Signal); ok {
-		switch s {
-		case syscall.SIGINT:
-			return "SIGINT"
-		case syscall.SIGTERM:
-			return "SIGTERM"
-		case syscall.SIGHUP:
-			return "SIGHUP"
-		}
+		return harness.SignalName(s)
 	}
 	return sig.String()
 }
@@ -131,6 +132,12 @@ func (r *Run) checkpoint() {
 	}
 	r.ckptMu.Lock()
 	defer r.ckptMu.Unlock()
+	r.mu.Lock()
+	done := r.finished
+	r.mu.Unlock()
+	if done {
+		return // Finish writes results.json now; a checkpoint would race it
+	}
 	if r.ckptCost > ckptCheap && time.Since(r.ckptLast) < 10*r.ckptCost {
 		return
 	}

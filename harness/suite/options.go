@@ -16,11 +16,9 @@ import (
 	"time"
 
 	"p2patomics/harness"
+	"p2patomics/harness/report"
 	"p2patomics/wire"
 )
-
-// Matrix lists every backend's allocation kinds (harness.Matrix).
-var Matrix = harness.Matrix
 
 // Options are the suite's flags.
 type Options struct {
@@ -174,7 +172,7 @@ func (v *durationValue) String() string { return time.Duration(*v).String() }
 
 func allKinds() []string {
 	var ks []string
-	for _, kinds := range Matrix {
+	for _, kinds := range harness.Matrix {
 		ks = append(ks, kinds...)
 	}
 	sort.Strings(ks)
@@ -262,7 +260,7 @@ func Help(w io.Writer) {
 
 // Validate checks values that parse but make no sense.
 func (o *Options) Validate() error {
-	if _, ok := Matrix[o.Backend]; !ok && o.Backend != "auto" {
+	if _, ok := harness.Matrix[o.Backend]; !ok && o.Backend != "auto" {
 		return usagef("--backend=%s: unknown backend (want auto or one of %s)", quote(o.Backend), strings.Join(harness.BackendNames(), ", "))
 	}
 	var shorthand []string
@@ -285,8 +283,8 @@ func (o *Options) Validate() error {
 		if !slices.Contains(allKinds(), o.Alloc) {
 			return usagef("--alloc=%s: unknown allocation kind (known: %s)", quote(o.Alloc), strings.Join(allKinds(), ", "))
 		}
-		if o.Backend != "auto" && !slices.Contains(Matrix[o.Backend], o.Alloc) {
-			return usagef("--alloc=%s: backend %s has no such kind (it has %s)", o.Alloc, o.Backend, strings.Join(Matrix[o.Backend], ", "))
+		if o.Backend != "auto" && !slices.Contains(harness.Matrix[o.Backend], o.Alloc) {
+			return usagef("--alloc=%s: backend %s has no such kind (it has %s)", o.Alloc, o.Backend, strings.Join(harness.Matrix[o.Backend], ", "))
 		}
 	}
 	if o.Ranks < 2 {
@@ -301,7 +299,7 @@ func (o *Options) Validate() error {
 	if o.Duration < 0 {
 		return usagef("--duration=%s: must not be negative", o.Duration)
 	}
-	if o.Case != "" && !validID(o.Case) {
+	if o.Case != "" && !report.ValidID(o.Case) {
 		return usagef("--case=%s: case ids are lowercase [a-z0-9._-]", quote(o.Case))
 	}
 	if o.UpdateExpectations && o.Expectations == "" {
@@ -327,18 +325,6 @@ func (o *Options) Settings() wire.Settings {
 		set.ClockPeriod = d
 	}
 	return set
-}
-
-func validID(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // Repro renders the command that re-runs one case.

@@ -91,8 +91,8 @@ func TestFlagTable(t *testing.T) {
 // TestBackendNames: the derived lists hold every backend of the one list.
 func TestBackendNames(t *testing.T) {
 	names := harness.BackendNames()
-	if len(names) != len(harness.Backends) || len(Matrix) != len(names) {
-		t.Fatalf("names %v, matrix %v", names, Matrix)
+	if len(names) != len(harness.Backends) || len(harness.Matrix) != len(names) {
+		t.Fatalf("names %v, matrix %v", names, harness.Matrix)
 	}
 	for _, b := range harness.Backends {
 		if !slices.Contains(names, b.Name) || !strings.Contains(FlagTable[0].Usage, b.Name) {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -97,9 +98,9 @@ func NewRun(o *Options, userFilter string, cat Catalogue) (*Run, error) {
 		return nil, err
 	}
 	for _, be := range backends {
-		kinds := Matrix[be]
+		kinds := harness.Matrix[be]
 		if o.Alloc != "" {
-			if !contains(kinds, o.Alloc) {
+			if !slices.Contains(kinds, o.Alloc) {
 				continue
 			}
 			kinds = []string{o.Alloc}
@@ -124,7 +125,7 @@ func NewRun(o *Options, userFilter string, cat Catalogue) (*Run, error) {
 			}
 		}
 	}
-	if o.Case == "" && o.Alloc == "" && r.LabelFilter == "" && contains(backends, "host") {
+	if o.Case == "" && o.Alloc == "" && r.LabelFilter == "" && slices.Contains(backends, "host") {
 		r.addSuiteCases()
 		r.focusSuiteCases(inFocus)
 	}
@@ -175,15 +176,6 @@ func filterID(groups []Group, id string) []*harness.Case {
 		out = append(out, keep...)
 	}
 	return out
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *Run) runner(backend string) *harness.Runner {

@@ -271,17 +271,6 @@ func (r *Run) stdout() io.Writer {
 	return os.Stdout
 }
 
-// writeReports writes every report file of rep into dir: results.json,
-// junit.xml, results.csv, failures.csv, summary.txt (the full table and
-// the matrices) and report.html. Each writer takes a path and returns an error, so the
-// out/ discipline can wrap them; the first failure names its file.
-func writeReports(dir string, rep *report.Report, events []string, stamp time.Time) error {
-	if err := rep.Write(filepath.Join(dir, "results.json")); err != nil {
-		return err
-	}
-	return writeDerived(dir, rep, events, stamp)
-}
-
 // WriteReports writes the reports derived from a judged report (all but
 // results.json) into dir, report.html included: what cmd/p2preport
 // re-renders.
@@ -289,6 +278,10 @@ func WriteReports(dir string, rep *report.Report, stamp time.Time) error {
 	return writeDerived(dir, rep, nil, stamp)
 }
 
+// writeDerived writes junit.xml, results.csv, failures.csv, summary.txt
+// (the full table and the matrices) and report.html, each through
+// report.WriteAtomic; the first failure names its file. results.json is
+// written before it (Finish), so the record never waits on these.
 func writeDerived(dir string, rep *report.Report, events []string, stamp time.Time) error {
 	if err := report.WriteJUnit(filepath.Join(dir, "junit.xml"), rep, stamp); err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 // machine through NVML when the rank opens its device and reported in
 // DeviceInfo.Attrs (GB/s = 10^9 bytes/s, per direction where a link has
 // two). The suite compares each bandwidth metric with the ceiling of the
-// resources its bytes cross (specs/ceiling.go); a metric above it is a
+// resources its bytes cross (harness/ceiling.go); a metric above it is a
 // measurement error, not a number.
 
 // NVML constants (nvml.h).

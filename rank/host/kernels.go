@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -93,7 +94,11 @@ func (w word) rmw(p unsafe.Pointer, f func(old uint64) uint64) uint64 {
 
 // spin waits until cond holds or timeout passes (0 = forever); it yields so
 // that a spinning goroutine never starves the one it waits for.
-func spin(timeout time.Duration, cond func() bool) bool {
+func spin(timeout time.Duration, cond func() bool) bool { return spinWait(timeout, false, cond) }
+
+// spinWait is spin and spinYield: every 64 tries it checks the deadline and
+// yields the goroutine; with osYield, every 1024 tries the CPU as well.
+func spinWait(timeout time.Duration, osYield bool, cond func() bool) bool {
 	var deadline time.Time
 	for i := 0; ; i++ {
 		if cond() {
@@ -108,6 +113,9 @@ func spin(timeout time.Duration, cond func() bool) bool {
 				}
 			}
 			runtime.Gosched()
+			if osYield && i&1023 == 1023 {
+				syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+			}
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"math/bits"
 	"runtime"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -252,24 +251,4 @@ func startTogether() {
 // spinYield is spin for waits on other processes: after the goroutine
 // yields it also yields the CPU (sched_yield), so a rank in another process
 // that holds the word's answer gets to run on a machine with few cores.
-func spinYield(timeout time.Duration, cond func() bool) bool {
-	var deadline time.Time
-	for i := 0; ; i++ {
-		if cond() {
-			return true
-		}
-		if i&63 == 63 {
-			if timeout > 0 {
-				if deadline.IsZero() {
-					deadline = time.Now().Add(timeout)
-				} else if time.Now().After(deadline) {
-					return false
-				}
-			}
-			runtime.Gosched()
-			if i&1023 == 1023 {
-				syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
-			}
-		}
-	}
-}
+func spinYield(timeout time.Duration, cond func() bool) bool { return spinWait(timeout, true, cond) }

@@ -1,7 +1,7 @@
 // p2pref: a standalone CUDA reference for the harness's perf cases, built
 // with nvcc on the GPU machine and run in the same session, so the harness's
 // numbers can be checked against "a careful standalone program".
-// Same sizes and methods as specs/cases_perf.go: 1 GiB per copy, 1 warm-up
+// Same sizes and methods as specs/perf.go: 1 GiB per copy, 1 warm-up
 // + 5 event-timed samples, median; copy kernel 16 B/thread, SMs*4 x 256
 // threads; ping-pong with each side polling its own flag (ld.acquire.sys)
 // and writing the other's (st.release.sys), 625 rounds at each of 64 flag
