@@ -76,6 +76,17 @@ var (
 	pairRe = regexp.MustCompile(`^(\d+)-(\d+)$`)
 )
 
+// pairPath is a per-pair result's backend, kind (the id's first two
+// fields) and ordered pair of ranks; ok is false for any other result.
+func pairPath(r report.Result) (backend, kind string, src, dst int, ok bool) {
+	src, dst, ok = Pair(r)
+	segs := strings.SplitN(r.ID, ".", 3)
+	if !ok || len(segs) < 3 {
+		return "", "", 0, 0, false
+	}
+	return segs[0], segs[1], src, dst, true
+}
+
 // Pair finds a result's source and destination GPU (see package doc).
 func Pair(r report.Result) (src, dst int, ok bool) {
 	var s, d = -1, -1
@@ -643,15 +654,11 @@ func PairRows(results []report.Result) []report.PairRow {
 	}
 	rows := map[key]*report.PairRow{}
 	for _, r := range results {
-		s, d, ok := Pair(r)
+		be, kind, s, d, ok := pairPath(r)
 		if !ok {
 			continue
 		}
-		segs := strings.SplitN(r.ID, ".", 3)
-		if len(segs) < 3 {
-			continue
-		}
-		k := key{segs[0], segs[1], s, d}
+		k := key{be, kind, s, d}
 		row := rows[k]
 		if row == nil {
 			row = &report.PairRow{Backend: k.backend, Kind: k.kind, Src: s, Dst: d, Worst: report.Pass}

@@ -141,15 +141,11 @@ func PairVerdicts(results []report.Result) []*Grid {
 	var kinds []string
 	atomics := map[string]bool{}
 	for _, r := range results {
-		s, d, ok := Pair(r)
+		be, k, s, d, ok := pairPath(r)
 		if !ok {
 			continue
 		}
-		segs := strings.SplitN(r.ID, ".", 3)
-		if len(segs) < 3 {
-			continue
-		}
-		kind := segs[0] + "." + segs[1]
+		kind := be + "." + k
 		g := byKind[kind]
 		if g == nil {
 			g = &Grid{Title: "verdict per GPU pair: " + kind, Kind: kind, File: "verdict." + safe(kind) + ".pairs.svg", Cells: map[[2]string]*Tally{}, Pairs: true,
