@@ -34,6 +34,7 @@ type Ctx struct {
 	// Evidence grades the case's pass (report.Result.Evidence); only
 	// mutation-scored cases set it, and the runner keeps it on a pass only.
 	Evidence report.Evidence
+	wit      map[int]*witBuf // per rank: the witness slots (NewWitness)
 }
 
 type owned struct{ rank, buf int }

@@ -258,24 +258,24 @@ func TestOutOfRangeRequests(t *testing.T) {
 				"sum count wraps":    func() error { _, err := ctx.Sum(0, b, 0, 1<<61, 64); return err },
 				"fill past the end": func() error {
 					_, err := ctx.Run(harness.Launch{Rank: 0, Kernel: "fill_u64_plain_dev", Grid: 1, Block: 1, Args: map[string]harness.Arg{
-						"dst": harness.P(b, 0), "value": harness.V(7), "n": harness.V(1024), "block": harness.V(1), "nthreads": harness.V(1)}})
+						"dst": harness.P(b, 0), "value": harness.V(7), "n": harness.V(1024), "block": harness.V(1), "nthreads": harness.V(1), "wit": harness.P(b, 16), "nonce": harness.V(1)}})
 					return err
 				},
 				"cpu share with no threads": func() error {
 					_, err := ctx.Run(harness.Launch{Rank: 0, Kernel: "fill_u64_plain_dev", Grid: 1, Block: 1, Args: map[string]harness.Arg{
-						"dst": harness.P(b, 0), "value": harness.V(7), "n": harness.V(1), "block": harness.V(1), "nthreads": harness.V(1)},
+						"dst": harness.P(b, 0), "value": harness.V(7), "n": harness.V(1), "block": harness.V(1), "nthreads": harness.V(1), "wit": harness.P(b, 16), "nonce": harness.V(1)},
 						CPU: &wire.CPUAtomics{Target: harness.P(b, 0), Threads: 0, Iters: 1, Operand: 1}})
 					return err
 				},
 				"cpu word past the end": func() error {
 					_, err := ctx.Run(harness.Launch{Rank: 0, Kernel: "fill_u64_plain_dev", Grid: 1, Block: 1, Args: map[string]harness.Arg{
-						"dst": harness.P(b, 0), "value": harness.V(7), "n": harness.V(1), "block": harness.V(1), "nthreads": harness.V(1)},
+						"dst": harness.P(b, 0), "value": harness.V(7), "n": harness.V(1), "block": harness.V(1), "nthreads": harness.V(1), "wit": harness.P(b, 16), "nonce": harness.V(1)},
 						CPU: &wire.CPUAtomics{Target: harness.P(b, 4092), Threads: 1, Iters: 1, Operand: 1}})
 					return err
 				},
 				"pointer at the end": func() error {
 					_, err := ctx.Run(harness.Launch{Rank: 0, Kernel: "fill_u64_plain_dev", Grid: 1, Block: 1, Args: map[string]harness.Arg{
-						"dst": harness.P(b, 4096), "value": harness.V(7), "n": harness.V(1), "block": harness.V(1), "nthreads": harness.V(1)}})
+						"dst": harness.P(b, 4096), "value": harness.V(7), "n": harness.V(1), "block": harness.V(1), "nthreads": harness.V(1), "wit": harness.P(b, 16), "nonce": harness.V(1)}})
 					return err
 				},
 			}

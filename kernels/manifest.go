@@ -151,8 +151,33 @@ type Kernel struct {
 	// counts as strong evidence. Mutation (on a mutant): what was weakened.
 	Mutants  []string
 	Mutation string
-	Doc      string
+	// Witness: the kernel takes WitnessArgs and proves it ran over all
+	// of its input (docs/KERNELS.md, "Witnesses").
+	Witness bool
+	// NoVerdict says why a launch of this kernel decides no verdict (a
+	// warm-up, a timing-only launch), so dropping it may leave a case
+	// passing; `make mutate` accepts its survivors (docs/FAULTS.md).
+	// Empty: every case that launches it must fail when it is dropped.
+	NoVerdict string
+	Doc       string
 }
+
+// WitnessArgs end the argument list of every witnessed kernel: wit points at
+// two u64 words the launcher zeroed; each thread adds how many elements it
+// visited to wit[0] and thread 0 stores nonce (fresh per launch) in wit[1].
+// A check whose witness is not {elements, nonce} did not run over its input.
+var WitnessArgs = []Arg{p("wit"), v("nonce")}
+
+// TallyBins is the size of the tally's histogram: bin TallyBin(a, b) counts
+// the instances whose two result slots held a and b.
+const TallyBins = 36
+
+// TallyClass is how a result slot's value is binned: 0 (never recorded),
+// 1..4 as recorded, 5 for anything larger (no shape writes it).
+func TallyClass(v uint64) uint64 { return min(v, 5) }
+
+// TallyBin is the histogram bin of a result pair.
+func TallyBin(a, b uint64) uint64 { return TallyClass(a)*6 + TallyClass(b) }
 
 // ArgIndex returns the position of the named argument, or -1.
 func (k Kernel) ArgIndex(name string) int {
@@ -248,10 +273,14 @@ func init() {
 	// single block handles iterations i = t, t+block, ...; out is a u32
 	// array in the launching rank's own memory.
 	litmusArgs := []Arg{p("x"), p("y"), p("out"), v("n"), v("role"), v("block"), v("timeout_ns")}
-	add(Kernel{Name: Name(OpMP, U32, AcqRel, Sys), Op: OpMP, Type: U32, Order: AcqRel, Scope: Sys, Args: litmusArgs, Spins: true,
+	// MP's outcome is a count (stale reads), so it carries a witness: a
+	// launch that never ran would count 0 stale reads (docs/KERNELS.md).
+	mpArgs := append(slices.Clone(litmusArgs), WitnessArgs...)
+	add(Kernel{Name: Name(OpMP, U32, AcqRel, Sys), Op: OpMP, Type: U32, Order: AcqRel, Scope: Sys, Args: mpArgs, Spins: true, Witness: true,
 		Doc: "role 0: x[i]=i+1 (relaxed), then store-release y[i]=1. role 1: spin load-acquire y[i]==1 (bounded), r=x[i]; " +
-			"out[0]+= (r != i+1), out[1]+= timed-out waits, out[2]=last y seen on timeout, out[3]=last i seen"})
-	add(Kernel{Name: Name(OpMP, U32, Relaxed, Sys), Op: OpMP, Type: U32, Order: Relaxed, Scope: Sys, Args: litmusArgs, Spins: true, Info: true,
+			"out[0]+= (r != i+1), out[1]+= timed-out waits, out[2]=last y seen on timeout, out[3]=last i seen; " +
+			"witness: rounds written (role 0) or read to the end (role 1)"})
+	add(Kernel{Name: Name(OpMP, U32, Relaxed, Sys), Op: OpMP, Type: U32, Order: Relaxed, Scope: Sys, Args: mpArgs, Spins: true, Info: true, Witness: true,
 		Doc: "as mp_u32_acqrel_sys with every access relaxed: weak hardware may show stale data (informational)"})
 	add(Kernel{Name: Name(OpSB, U32, SeqCst, Sys), Op: OpSB, Type: U32, Order: SeqCst, Scope: Sys, Args: litmusArgs,
 		Doc: "role r in {0,1}: mine=(r==0?x:y), theirs=(r==0?y:x); store-seqcst mine[i]=1, out[i]=load-seqcst theirs[i]; " +
@@ -283,17 +312,32 @@ func init() {
 		Args: []Arg{p("flag"), p("out"), v("expect"), v("timeout_ns")},
 		Doc:  "one thread spins load-acquire flag[0] == expect; out[0]=1 on success, 2 on timeout; out[1]=last value seen. timeout 0 = unbounded"})
 	add(Kernel{Name: Name(OpFill, U64, Plain, Dev), Op: OpFill, Type: U64, Order: Plain, Scope: Dev,
-		Args: []Arg{p("dst"), v("value"), v("n"), v("block"), v("nthreads")},
-		Doc:  "for j = g; j < n; j += nthreads: dst[j] = value"})
+		Args: []Arg{p("dst"), v("value"), v("n"), v("block"), v("nthreads"), p("wit"), v("nonce")}, Witness: true,
+		Doc: "for j = g; j < n; j += nthreads: dst[j] = value; witness: words written"})
 	add(Kernel{Name: Name(OpSum, U64, Relaxed, Dev), Op: OpSum, Type: U64, Order: Relaxed, Scope: Dev,
-		Args: []Arg{p("src"), p("out"), v("n"), v("block"), v("nthreads")},
-		Doc:  "out[0] += sum of src[j] for j = g; j < n; j += nthreads (one relaxed device-scope add per thread; 64-bit wrap-around)"})
+		Args: []Arg{p("src"), p("out"), v("n"), v("block"), v("nthreads"), p("wit"), v("nonce")}, Witness: true,
+		Doc: "out[0] += sum of src[j] for j = g; j < n; j += nthreads (one relaxed device-scope add per thread; 64-bit wrap-around); witness: words read"})
 	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
 }
 
 // LitmusWeak is the tally of a litmus environment shape: res[2k], res[2k+1]
 // of an instance that showed the shape's weak outcome (kernels.cu).
 var LitmusWeak = map[Op][2]uint64{OpPMP: {1, 3}, OpPSB: {1, 1}, OpPLB: {2, 2}, OpPIRIW: {3, 3}, OpP22W: {2, 2}, OpPCoRR: {1, 3}}
+
+// LitmusNeeds lists, per shape, the outcomes (result pairs, as LitmusWeak)
+// that a run must show before the absence of the weak outcome means
+// anything: the shape's two sequential orders of its roles. A histogram
+// without every one of them is degenerate (the roles never overlapped
+// enough to tell an ordering from a schedule) and a strong case with it is
+// inconclusive (docs/LITMUS.md, "Histograms").
+var LitmusNeeds = map[Op][][2]uint64{
+	OpPMP:   {{1, 1}, {1, 4}}, // reader saw (y, x) = (0, 0): before the writer; (1, 1): after it
+	OpPSB:   {{1, 2}, {2, 1}}, // role 0 first (it reads 0, role 1 reads 1), and role 1 first
+	OpPLB:   {{1, 2}, {2, 1}}, // role 0 first (reads 0; role 1 then reads 1), and role 1 first
+	OpPIRIW: {{1, 1}, {4, 4}}, // both readers before both writers, and after them
+	OpP22W:  {{3, 2}, {2, 3}}, // final (x, y) = (2, 1): role 0 then role 1; (1, 2): role 1 then role 0
+	OpPCoRR: {{1, 1}, {1, 4}}, // reader saw (0, 0): before the write; (1, 1): after it
+}
 
 // IsLitmusEnv reports whether op is a parallel-testing-environment shape.
 func IsLitmusEnv(op Op) bool { _, ok := LitmusWeak[op]; return ok }
@@ -374,8 +418,9 @@ func addLitmusEnvs() {
 			Mutation: "device (agent) scope instead of system scope", Doc: "mutant of " + strong + ": every access at device scope"})
 	}
 	add(Kernel{Name: Name(OpTally, U32, Relaxed, Dev), Op: OpTally, Type: U32, Order: Relaxed, Scope: Dev,
-		Args: []Arg{p("res"), p("out"), v("n"), v("want0"), v("want1"), v("block"), v("nthreads")},
-		Doc:  "for i = g; i < n; i += nthreads: out[0] += (res[2i],res[2i+1]) == (want0,want1); out[1] += res[2i]==0 || res[2i+1]==0 (u64 out, relaxed device adds)"})
+		Args: []Arg{p("res"), p("out"), v("n"), v("block"), v("nthreads"), p("wit"), v("nonce")}, Witness: true,
+		Doc: "the outcome histogram: for i = g; i < n; i += nthreads: out[TallyBin(res[2i], res[2i+1])] += 1 " +
+			"(TallyBins u64 words, relaxed device adds); witness: instances read"})
 }
 
 // All returns every manifest entry, sorted by name.

@@ -327,7 +327,9 @@ func checkPTXKernel(k Kernel, body []string) []string {
 			bad("copy must move 16 bytes per access (ld/st.global.v2.u64)")
 		}
 	case k.Op == OpFill:
-		only()
+		// Plain stores; the one atomic is the witness's count.
+		need("atom.relaxed", 1)
+		only("atom.relaxed")
 	default:
 		bad("no PTX rule for this kernel: add one to ptx_test.go")
 	}

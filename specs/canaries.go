@@ -78,8 +78,8 @@ func freshWorldCheck(c *harness.Ctx, after string) error {
 	}
 	const n = 4096
 	v := uint64(0x5eed0000) + uint64(c.Seed)
-	if _, err := c.Run(harness.Launch{Rank: 1, Kernel: fill.Name, Grid: 1, Block: 2, Args: map[string]wireArg{
-		"dst": harness.P(m.Bufs[1], 0), "value": harness.V(v), "n": harness.V(n), "block": harness.V(2), "nthreads": harness.V(2)}}); err != nil {
+	if err := c.RunWitnessed(harness.Launch{Rank: 1, Kernel: fill.Name, Grid: 1, Block: 2, Args: map[string]wireArg{
+		"dst": harness.P(m.Bufs[1], 0), "value": harness.V(v), "n": harness.V(n), "block": harness.V(2), "nthreads": harness.V(2)}}, n, "words"); err != nil {
 		return err
 	}
 	sum, err := c.Sum(0, m.Bufs[0], 0, n, 64)

@@ -42,14 +42,65 @@ func litmusEnvShape(c *harness.Ctx) envShape {
 		budget: 700 * time.Millisecond, maxInstances: 1 << 25}
 }
 
-// envRun is what one kernel showed over its launches.
+// envRun is what one kernel showed over its launches: hist is the full
+// outcome histogram (kernels.TallyBin), summing to instances.
 type envRun struct {
 	kernel                   string
+	op                       kernels.Op
 	instances, weak, missing uint64
 	launches, lateBarriers   uint64
 	stressAtKill             uint64
 	killed                   bool
 	elapsed                  time.Duration
+	hist                     [kernels.TallyBins]uint64
+}
+
+// missingOf counts a histogram's instances that a role never recorded (a
+// slot still 0 from the witnessed clear).
+func missingOf(h *[kernels.TallyBins]uint64) uint64 {
+	var m uint64
+	for a := uint64(0); a < 6; a++ {
+		for b := uint64(0); b < 6; b++ {
+			if a == 0 || b == 0 {
+				m += h[kernels.TallyBin(a, b)]
+			}
+		}
+	}
+	return m
+}
+
+// degenerate lists the outcomes the shape needs (kernels.LitmusNeeds) that
+// the histogram never shows: "" when every one showed.
+func (r envRun) degenerate() string {
+	var lack []string
+	for _, o := range kernels.LitmusNeeds[r.op] {
+		if r.hist[kernels.TallyBin(o[0], o[1])] == 0 {
+			lack = append(lack, fmt.Sprintf("(%d,%d)", o[0], o[1]))
+		}
+	}
+	return strings.Join(lack, " ")
+}
+
+// histogram is the run's outcome table in the form GPUHarbor and MC Mutants
+// tabulate: each outcome seen, as the two result slots (1 + what the role
+// read, per the shape's Doc), with its count; the weak outcome marked.
+func (r envRun) histogram() string {
+	want := kernels.LitmusWeak[r.op]
+	var parts []string
+	for a := uint64(0); a < 6; a++ {
+		for b := uint64(0); b < 6; b++ {
+			n := r.hist[kernels.TallyBin(a, b)]
+			if n == 0 {
+				continue
+			}
+			mark := ""
+			if a == want[0] && b == want[1] {
+				mark = " weak"
+			}
+			parts = append(parts, fmt.Sprintf("(%d,%d)%s=%d", a, b, mark, n))
+		}
+	}
+	return "histogram " + strings.Join(parts, " ")
 }
 
 func (r envRun) perMillion() float64 { return float64(r.weak) * 1e6 / float64(max(r.instances, 1)) }
@@ -98,24 +149,27 @@ func (e *litmusEnv) mode() string {
 	return "cross-rank (role 0 in rank 0, role 1 in rank 1; IRIW: writers in rank 0, readers in rank 1; on one shared allocation)"
 }
 
-// clear zeroes the arena and results with the owner's fill kernel.
+// clear zeroes the arena and results with the owner's fill kernel, whose
+// witness proves it ran: on an arena that was never reset, the results of
+// an earlier launch read as this one's (docs/FAULTS.md).
 func (e *litmusEnv) clear() error {
 	grid, block := uint32(max(e.c.Units(0), 1)), uint32(256)
 	if e.c.Vendor() == "host" {
 		grid, block = 1, 2
 	}
 	nw := (e.memBytes + 7) / 8
-	_, err := e.c.Run(harness.Launch{Rank: 0, Kernel: "fill_u64_plain_dev", Grid: grid, Block: block, Args: map[string]wireArg{
+	if err := e.c.RunWitnessed(harness.Launch{Rank: 0, Kernel: "fill_u64_plain_dev", Grid: grid, Block: block, Args: map[string]wireArg{
 		"dst": harness.P(e.mem.Bufs[0], 0), "value": harness.V(0), "n": harness.V(nw), "block": harness.V(uint64(block)),
-		"nthreads": harness.V(uint64(grid) * uint64(block))}})
-	if err != nil {
+		"nthreads": harness.V(uint64(grid) * uint64(block))}}, nw, "words"); err != nil {
 		return err
 	}
-	return e.c.Zero(0, e.out, 0, 16)
+	return e.c.Zero(0, e.out, 0, kernels.TallyBins*8)
 }
 
-// launch runs one launch of kernel name (both roles) and tallies it.
-func (e *litmusEnv) launch(name string, stress uint64) (weak, missing, late uint64, el time.Duration, err error) {
+// launch runs one launch of kernel name (both roles) and tallies it: the
+// full outcome histogram, witnessed, its total checked against the
+// instances the launch ran.
+func (e *litmusEnv) launch(name string, stress uint64) (hist [kernels.TallyBins]uint64, late uint64, el time.Duration, err error) {
 	if err = e.clear(); err != nil {
 		return
 	}
@@ -163,27 +217,34 @@ func (e *litmusEnv) launch(name string, stress uint64) (weak, missing, late uint
 			return
 		}
 	}
-	want := kernels.LitmusWeak[k.Op]
 	grid, block := uint32(max(e.c.Units(0), 1)), uint32(256)
 	if e.c.Vendor() == "host" {
 		grid, block = 1, 2
 	}
 	total := sh.n * sh.iters
-	if _, err = e.c.Run(harness.Launch{Rank: 0, Kernel: "tally_u32_relaxed_dev", Grid: grid, Block: block, Args: map[string]wireArg{
+	if err = e.c.RunWitnessed(harness.Launch{Rank: 0, Kernel: "tally_u32_relaxed_dev", Grid: grid, Block: block, Args: map[string]wireArg{
 		"res": harness.P(e.mem.Bufs[0], e.words*4), "out": harness.P(e.out, 0), "n": harness.V(total),
-		"want0": harness.V(want[0]), "want1": harness.V(want[1]), "block": harness.V(uint64(block)),
-		"nthreads": harness.V(uint64(grid) * uint64(block))}}); err != nil {
+		"block": harness.V(uint64(block)), "nthreads": harness.V(uint64(grid) * uint64(block))}}, total, "instances"); err != nil {
 		return
 	}
-	o, err := e.c.Read(0, e.out, 0, 16)
+	o, err := e.c.Read(0, e.out, 0, kernels.TallyBins*8)
 	if err != nil {
+		return
+	}
+	var sum uint64
+	for i := range hist {
+		hist[i] = binary.LittleEndian.Uint64(o[8*i:])
+		sum += hist[i]
+	}
+	if sum != total {
+		err = fmt.Errorf("%w: tally_u32_relaxed_dev's histogram of %s holds %d instances, the launch ran %d", harness.ErrUnwitnessed, name, sum, total)
 		return
 	}
 	s, err := e.c.Read(0, e.mem.Bufs[0], 2*total*sh.spread*4, 8)
 	if err != nil {
 		return
 	}
-	return binary.LittleEndian.Uint64(o), binary.LittleEndian.Uint64(o[8:]), uint64(binary.LittleEndian.Uint32(s[4:])), el, nil
+	return hist, uint64(binary.LittleEndian.Uint32(s[4:])), el, nil
 }
 
 // run launches name until it is killed (stopAtWeak), the budget is spent or
@@ -191,7 +252,8 @@ func (e *litmusEnv) launch(name string, stress uint64) (weak, missing, late uint
 // none, the base and four times the base, so a mutant that only shows under
 // one of them still gets each.
 func (e *litmusEnv) run(name string, stopAtWeak bool, minInstances uint64) (envRun, error) {
-	r := envRun{kernel: name}
+	r := envRun{kernel: name, op: kernels.MustLookup(name).Op}
+	want := kernels.LitmusWeak[r.op]
 	t0 := time.Now()
 	levels := []uint64{e.sh.stress, 0, 4 * e.sh.stress}
 	for {
@@ -199,9 +261,13 @@ func (e *litmusEnv) run(name string, stopAtWeak bool, minInstances uint64) (envR
 		if e.sh.sblocks == 0 {
 			stress = 0
 		}
-		weak, missing, late, el, err := e.launch(name, stress)
+		hist, late, el, err := e.launch(name, stress)
 		if err != nil {
 			return r, err
+		}
+		weak, missing := hist[kernels.TallyBin(want[0], want[1])], missingOf(&hist)
+		for i, n := range hist {
+			r.hist[i] += n
 		}
 		r.launches++
 		r.instances += e.sh.n * e.sh.iters
@@ -226,8 +292,8 @@ func (e *litmusEnv) note(r envRun) string {
 	if r.killed {
 		kill = fmt.Sprintf(", first weak outcome at stress %d", r.stressAtKill)
 	}
-	return fmt.Sprintf("%s: %d weak in %d instances (%.3g per million, %d launches, %.1f ms of kernel time, %d barrier timeouts%s)",
-		r.kernel, r.weak, r.instances, r.perMillion(), r.launches, float64(r.elapsed)/1e6, r.lateBarriers, kill)
+	return fmt.Sprintf("%s: %d weak in %d instances (%.3g per million, %d launches, %.1f ms of kernel time, %d barrier timeouts%s); %s",
+		r.kernel, r.weak, r.instances, r.perMillion(), r.launches, float64(r.elapsed)/1e6, r.lateBarriers, kill, r.histogram())
 }
 
 func (e *litmusEnv) params() string {
@@ -236,9 +302,18 @@ func (e *litmusEnv) params() string {
 		e.mode(), sh.n, sh.iters, sh.block, sh.sblocks, sh.stress, sh.spread, e.seed)
 }
 
+// metric records the run's rate and instances, and its histogram: one
+// metric per outcome seen, outcome.<a>_<b> (the two result slots).
 func (e *litmusEnv) metric(prefix string, r envRun) {
 	e.c.Metric(prefix+"weak_per_million", "1/M", "tally", r.perMillion())
 	e.c.Metric(prefix+"instances", "count", "tally", float64(r.instances))
+	for a := uint64(0); a < 6; a++ {
+		for b := uint64(0); b < 6; b++ {
+			if n := r.hist[kernels.TallyBin(a, b)]; n != 0 {
+				e.c.Metric(fmt.Sprintf("%soutcome.%d_%d", prefix, a, b), "count", "tally histogram (result slots: 1 + what each role read)", float64(n))
+			}
+		}
+	}
 }
 
 func shapeLabel(op kernels.Op) string { return strings.TrimPrefix(string(op), "p") }
@@ -301,7 +376,12 @@ func (b *builder) litmusEnvs() {
 				return harness.Failf("forbidden outcome: %d of %d instances showed %s's weak outcome (%.3g per million)",
 					r.weak, r.instances, shapeLabel(k.Op), r.perMillion())
 			}
-			if len(killed) > 0 {
+			if lack := r.degenerate(); lack != "" {
+				// The absence of the weak outcome means nothing when
+				// the roles never ran in both orders.
+				c.Evidence = report.EvidenceInconclusive
+				c.Note("evidence inconclusive: the histogram never shows %s, the outcomes %s needs to tell an ordering from a schedule", lack, shapeLabel(k.Op))
+			} else if len(killed) > 0 {
 				c.Evidence = report.EvidenceStrong
 				c.Note("evidence strong: killed %s", strings.Join(killed, ", "))
 			} else {

@@ -213,8 +213,9 @@ type Result struct {
 	// Evidence grades a pass of a mutation-scored case (the litmus
 	// environments): "strong" when one of its mutants showed its weak
 	// outcome on this machine in this run, "weak" when none did, so the
-	// pass could not have told a broken ordering from a working one.
-	// Empty for cases without mutants. Never set on an outcome but pass.
+	// pass could not have told a broken ordering from a working one;
+	// "inconclusive" when its outcome histogram never showed the
+	// interleavings its shape needs. Empty for cases without mutants. Never set on an outcome but pass.
 	Evidence Evidence `json:"evidence,omitempty"`
 }
 
@@ -224,6 +225,10 @@ type Evidence string
 const (
 	EvidenceStrong Evidence = "strong"
 	EvidenceWeak   Evidence = "weak"
+	// EvidenceInconclusive: the outcome histogram is degenerate (it never
+	// shows the interleavings the shape needs, kernels.LitmusNeeds), so the
+	// absence of the forbidden outcome says nothing about the ordering.
+	EvidenceInconclusive Evidence = "inconclusive"
 )
 
 // Met reports whether the outcome is what the case expects.

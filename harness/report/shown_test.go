@@ -37,3 +37,24 @@ func TestWeakEvidenceShown(t *testing.T) {
 		}
 	}
 }
+
+// A pass whose outcome histogram was degenerate reads "pass (inconclusive)"
+// wherever the outcome is shown, never as a plain pass.
+func TestInconclusiveShown(t *testing.T) {
+	rep := &Report{Results: []Result{
+		{ID: "host.memfd.litmus.a", Outcome: Pass, Expected: Pass, Evidence: EvidenceInconclusive},
+		{ID: "host.memfd.litmus.b", Outcome: Pass, Expected: Pass, Evidence: EvidenceStrong},
+	}}
+	var b bytes.Buffer
+	WriteTable(&b, rep, nil)
+	j, err := JUnit(rep, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := LiveLine(Style{}, 1, 2, rep.Results[0])
+	for _, out := range []string{b.String(), string(j), live} {
+		if n := strings.Count(out, "pass (inconclusive)"); n != 1 {
+			t.Errorf("want exactly one \"pass (inconclusive)\" (case a), have %d in:\n%s", n, out)
+		}
+	}
+}

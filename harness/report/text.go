@@ -23,10 +23,14 @@ func (s Style) paint(code, text string) string {
 
 // Shown is the outcome as the table, the live line and junit's system-out
 // show it: a pass whose evidence is weak (no mutant killed, docs/LITMUS.md)
-// says so, so that it never reads like a pass that proved something.
+// or inconclusive (a degenerate outcome histogram) says so, so that it never
+// reads like a pass that proved something.
 func Shown(r Result) string {
 	if r.Outcome == Pass && r.Evidence == EvidenceWeak {
 		return "pass (weak evidence)"
+	}
+	if r.Outcome == Pass && r.Evidence == EvidenceInconclusive {
+		return "pass (inconclusive)"
 	}
 	return string(r.Outcome)
 }

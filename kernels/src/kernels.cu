@@ -109,13 +109,15 @@ P2P_KERNEL void allreduce_u64_relaxed_dev(u64 *dst, const u64 *src, u64 n, u64 b
 // that thread's loop (a lost flag would otherwise cost timeout_ns per i).
 #define P2P_K_MP(o, ST_Y, LD_Y)                                                         \
   P2P_KERNEL void mp_u32_##o##_sys(u32 *x, u32 *y, u32 *out, u64 n, u64 role, u64 block, \
-                                   u64 timeout_ns) {                                    \
+                                   u64 timeout_ns, u64 *wit, u64 nonce) {               \
     const u64 t = p2p_gid(block);                                                       \
+    u64 seen = 0;                                                                       \
     if (role == 0) {                                                                    \
-      for (u64 i = t; i < n; i += block) {                                              \
+      for (u64 i = t; i < n; i += block, seen++) {                                      \
         p2p_st_relaxed_u32_sys(&x[i], (u32)(i + 1));                                    \
         ST_Y(&y[i], 1u);                                                                \
       }                                                                                 \
+      p2p_witness_sys(wit, nonce, seen, block);                                         \
       return;                                                                           \
     }                                                                                   \
     u32 stale = 0;                                                                      \
@@ -134,8 +136,10 @@ P2P_KERNEL void allreduce_u64_relaxed_dev(u64 *dst, const u64 *src, u64 n, u64 b
       }                                                                                 \
       const u32 r = p2p_ld_relaxed_u32_sys(&x[i]);                                      \
       stale += (r != (u32)(i + 1));                                                     \
+      seen++;                                                                           \
     }                                                                                   \
     if (stale) p2p_add_u32_relaxed_sys(&out[0], stale);                                 \
+    p2p_witness_sys(wit, nonce, seen, block);                                           \
   }
 P2P_K_MP(acqrel, p2p_st_release_u32_sys, p2p_ld_acquire_u32_sys)
 P2P_K_MP(relaxed, p2p_st_relaxed_u32_sys, p2p_ld_relaxed_u32_sys)
@@ -292,15 +296,22 @@ P2P_KERNEL void wait_u32_acquire_sys(u32 *flag, u32 *out, u64 expect, u64 timeou
 // share, then one relaxed device-scope add per thread. The copy cases check
 // a GiB on the device instead of reading it back to the host (0.2 s per GiB
 // through cuMemcpyDtoH into pageable memory, most of a copy case's time).
-P2P_KERNEL void sum_u64_relaxed_dev(const u64 *src, u64 *out, u64 n, u64 block, u64 nthreads) {
-  u64 s = 0;
-  for (u64 j = p2p_gid(block); j < n; j += nthreads) s += src[j];
+// Witnessed (docs/KERNELS.md, "Witnesses"): every thread adds the words it
+// visited to wit[0], thread 0 stores the launch's nonce in wit[1]; the parent
+// zeroes wit first and refuses the sum unless wit = {n, nonce}.
+P2P_KERNEL void sum_u64_relaxed_dev(const u64 *src, u64 *out, u64 n, u64 block, u64 nthreads, u64 *wit,
+                                    u64 nonce) {
+  u64 s = 0, seen = 0;
+  for (u64 j = p2p_gid(block); j < n; j += nthreads, seen++) s += src[j];
   p2p_add_u64_relaxed_dev(out, s);
+  p2p_witness_dev(wit, nonce, seen, block);
 }
 
-// Fill: for j = g; j < n; j += nthreads: dst[j] = value.
-P2P_KERNEL void fill_u64_plain_dev(u64 *dst, u64 value, u64 n, u64 block, u64 nthreads) {
-  for (u64 j = p2p_gid(block); j < n; j += nthreads) dst[j] = value;
+// Fill: for j = g; j < n; j += nthreads: dst[j] = value. Witnessed as sum.
+P2P_KERNEL void fill_u64_plain_dev(u64 *dst, u64 value, u64 n, u64 block, u64 nthreads, u64 *wit, u64 nonce) {
+  u64 seen = 0;
+  for (u64 j = p2p_gid(block); j < n; j += nthreads, seen++) dst[j] = value;
+  p2p_witness_dev(wit, nonce, seen, block);
 }
 
 // ------------------------------------------------------ litmus environments
@@ -497,16 +508,25 @@ P2P_K_LITMUS(p22w, seqcst, dev, 2, P2P_22W_BODY(p2p_st_seqcst_u32_dev), P2P_22W_
 P2P_K_LITMUS(pcorr, relaxed, sys, 2, P2P_CORR_BODY(p2p_st_relaxed_u32_sys, p2p_ld_relaxed_u32_sys), )
 P2P_K_LITMUS(pcorr, relaxed, dev, 2, P2P_CORR_BODY(p2p_st_relaxed_u32_dev, p2p_ld_relaxed_u32_dev), )
 
-// Tally: out[0] += instances with res = (want0, want1) (the weak outcome),
-// out[1] += instances a role never recorded (0). u64 out, relaxed device adds.
-P2P_KERNEL void tally_u32_relaxed_dev(const u32 *res, u64 *out, u64 n, u64 want0, u64 want1,
-                                      u64 block, u64 nthreads) {
-  u64 weak = 0, missing = 0;
-  for (u64 i = p2p_gid(block); i < n; i += nthreads) {
+// Tally: the full outcome histogram. Instance i's pair (a, b) = (res[2i],
+// res[2i+1]) lands in bin min(a,5)*6 + min(b,5) of out[0..36) (0 = a role
+// never recorded, 5 = a value no shape writes); u64 out, relaxed device adds.
+// The 36 counters are per-thread registers (fully unrolled, constant
+// indices: no scratch). Witnessed as sum: wit = {instances visited, nonce}.
+P2P_KERNEL void tally_u32_relaxed_dev(const u32 *res, u64 *out, u64 n, u64 block, u64 nthreads, u64 *wit,
+                                      u64 nonce) {
+  u32 c[36];
+#pragma unroll
+  for (int j = 0; j < 36; j++) c[j] = 0;
+  u64 seen = 0;
+  for (u64 i = p2p_gid(block); i < n; i += nthreads, seen++) {
     const u32 a = res[2 * i], b = res[2 * i + 1];
-    weak += a == (u32)want0 && b == (u32)want1;
-    missing += a == 0 || b == 0;
+    const u32 bin = (a < 5u ? a : 5u) * 6u + (b < 5u ? b : 5u);
+#pragma unroll
+    for (int j = 0; j < 36; j++) c[j] += bin == (u32)j;
   }
-  if (weak) p2p_add_u64_relaxed_dev(&out[0], weak);
-  if (missing) p2p_add_u64_relaxed_dev(&out[1], missing);
+#pragma unroll
+  for (int j = 0; j < 36; j++)
+    if (c[j]) p2p_add_u64_relaxed_dev(&out[j], (u64)c[j]);
+  p2p_witness_dev(wit, nonce, seen, block);
 }

@@ -262,4 +262,17 @@ P2P_FN u64 p2p_tag(u64 salt, u64 g, u64 i) {
 }
 P2P_FN u64 p2p_minmax_value(u64 salt, u64 g, u64 operand) { return ((salt << 20) | g) - operand; }
 
+// The witness of a check kernel (docs/KERNELS.md): every thread adds the
+// elements it visited to wit[0] (one relaxed add at the kernel's scope, none
+// for a thread that visited nothing) and thread 0 stores the launch's nonce in
+// wit[1], so a launch that did not run, ran in part or ran an earlier time
+// cannot read as {n, nonce}.
+#define P2P_WITNESS(s)                                                                  \
+  P2P_FN void p2p_witness_##s(u64 *wit, u64 nonce, u64 seen, u64 block) {               \
+    if (seen) p2p_add_u64_relaxed_##s(&wit[0], seen);                                   \
+    if (p2p_gid(block) == 0) wit[1] = nonce;                                            \
+  }
+P2P_WITNESS(sys)
+P2P_WITNESS(dev)
+
 #endif // P2P_H

@@ -306,13 +306,18 @@ func (h *Backend) body(k kernels.Kernel, ptr map[string]unsafe.Pointer, val map[
 		if err := need("x", "y", "out"); err != nil {
 			return nil, err
 		}
+		if err := need("wit"); err != nil {
+			return nil, err
+		}
 		x, y, n, role := ptr["x"], ptr["y"], val["n"], val["role"]
+		wit, nonce := ptr["wit"], val["nonce"]
 		return func(g uint64) {
-			var bad, lost uint64
+			var bad, lost, seen uint64
 			for i := g; i < n; i += block {
 				if role == 0 {
 					w32.store(at(x, i, 4), i+1)
 					w32.store(at(y, i, 4), 1)
+					seen++
 					continue
 				}
 				if !spin(timeout, func() bool { return w32.load(at(y, i, 4)) == 1 }) {
@@ -324,9 +329,11 @@ func (h *Backend) body(k kernels.Kernel, ptr map[string]unsafe.Pointer, val map[
 				if w32.load(at(x, i, 4)) != w32.mask(i+1) {
 					bad++
 				}
+				seen++
 			}
 			w32.add(at(out, 0, 4), bad)
 			w32.add(at(out, 1, 4), lost)
+			witness(wit, nonce, seen, g)
 		}, nil
 	case kernels.OpSB:
 		if err := need("x", "y", "out"); err != nil {
@@ -437,26 +444,26 @@ func (h *Backend) body(k kernels.Kernel, ptr map[string]unsafe.Pointer, val map[
 		}
 		return litmusEnv(k, ptr["mem"], ptr["res"], val, block, nthreads)
 	case kernels.OpTally:
-		if err := need("res", "out"); err != nil {
+		if err := need("res", "out", "wit"); err != nil {
 			return nil, err
 		}
-		res, n, w0, w1, nt := ptr["res"], val["n"], val["want0"], val["want1"], val["nthreads"]
+		res, n, nt, wit, nonce := ptr["res"], val["n"], val["nthreads"], ptr["wit"], val["nonce"]
 		if nt == 0 {
 			nt = nthreads
 		}
 		return func(g uint64) {
-			var weak, missing uint64
+			var hist [kernels.TallyBins]uint64
+			var seen uint64
 			for i := g; i < n; i += nt {
-				a, b := w32.load(at(res, 2*i, 4)), w32.load(at(res, 2*i+1, 4))
-				if a == w32.mask(w0) && b == w32.mask(w1) {
-					weak++
-				}
-				if a == 0 || b == 0 {
-					missing++
+				hist[kernels.TallyBin(w32.load(at(res, 2*i, 4)), w32.load(at(res, 2*i+1, 4)))]++
+				seen++
+			}
+			for b, c := range hist {
+				if c != 0 {
+					w64.add(at(out, uint64(b), 8), c)
 				}
 			}
-			w64.add(out, weak)
-			w64.add(at(out, 1, 8), missing)
+			witness(wit, nonce, seen, g)
 		}, nil
 	case kernels.OpCopy:
 		if err := need("dst", "src"); err != nil {
@@ -514,32 +521,37 @@ func (h *Backend) body(k kernels.Kernel, ptr map[string]unsafe.Pointer, val map[
 			w32.store(at(out, 1, 4), w32.load(flag))
 		}, nil
 	case kernels.OpSum:
-		if err := need("src", "out"); err != nil {
+		if err := need("src", "out", "wit"); err != nil {
 			return nil, err
 		}
-		src, n, nt := ptr["src"], val["n"], val["nthreads"]
+		src, n, nt, wit, nonce := ptr["src"], val["n"], val["nthreads"], ptr["wit"], val["nonce"]
 		if nt == 0 {
 			nt = nthreads
 		}
 		return func(g uint64) {
-			var s uint64
+			var s, seen uint64
 			for j := g; j < n; j += nt {
 				s += w64.load(at(src, j, 8))
+				seen++
 			}
 			w64.add(out, s)
+			witness(wit, nonce, seen, g)
 		}, nil
 	case kernels.OpFill:
-		if err := need("dst"); err != nil {
+		if err := need("dst", "wit"); err != nil {
 			return nil, err
 		}
-		dst, value, n, nt := ptr["dst"], val["value"], val["n"], val["nthreads"]
+		dst, value, n, nt, wit, nonce := ptr["dst"], val["value"], val["n"], val["nthreads"], ptr["wit"], val["nonce"]
 		if nt == 0 {
 			nt = nthreads
 		}
 		return func(g uint64) {
+			var seen uint64
 			for j := g; j < n; j += nt {
 				w64.store(at(dst, j, 8), value)
+				seen++
 			}
+			witness(wit, nonce, seen, g)
 		}, nil
 	}
 	return nil, fmt.Errorf("host: kernel %s (op %s) has no host implementation", k.Name, k.Op)
@@ -567,7 +579,7 @@ func needBytes(k kernels.Kernel, val map[string]uint64, nthreads uint64) map[str
 	case kernels.OpAllReduce:
 		return map[string]uint64{"dst": mul(n, 8), "src": mul(n, 8)}
 	case kernels.OpMP:
-		return map[string]uint64{"x": mul(n, 4), "y": mul(n, 4), "out": 16}
+		return map[string]uint64{"x": mul(n, 4), "y": mul(n, 4), "out": 16, "wit": 16}
 	case kernels.OpPMP, kernels.OpPSB, kernels.OpPLB, kernels.OpPIRIW, kernels.OpP22W, kernels.OpPCoRR:
 		total := mul(n, val["iters"])
 		words := kernels.LitmusEnvWords(n, val["iters"], val["spread"])
@@ -576,7 +588,7 @@ func needBytes(k kernels.Kernel, val map[string]uint64, nthreads uint64) map[str
 		}
 		return map[string]uint64{"mem": mul(words, 4), "res": mul(total, 8)}
 	case kernels.OpTally:
-		return map[string]uint64{"res": mul(n, 8), "out": 16}
+		return map[string]uint64{"res": mul(n, 8), "out": kernels.TallyBins * 8, "wit": 16}
 	case kernels.OpSB:
 		return map[string]uint64{"x": mul(n, 4), "y": mul(n, 4), "out": mul(n, 4)}
 	case kernels.OpIRIW:
@@ -601,9 +613,20 @@ func needBytes(k kernels.Kernel, val map[string]uint64, nthreads uint64) map[str
 	case kernels.OpWait:
 		return map[string]uint64{"flag": 4, "out": 8}
 	case kernels.OpFill:
-		return map[string]uint64{"dst": mul(n, 8)}
+		return map[string]uint64{"dst": mul(n, 8), "wit": 16}
 	case kernels.OpSum:
-		return map[string]uint64{"src": mul(n, 8), "out": 8}
+		return map[string]uint64{"src": mul(n, 8), "out": 8, "wit": 16}
 	}
 	return nil
+}
+
+// witness is p2p_witness of kernels/src/p2p.h: thread g adds the elements it
+// visited to wit[0] and thread 0 stores the launch's nonce in wit[1].
+func witness(wit unsafe.Pointer, nonce, seen, g uint64) {
+	if seen != 0 {
+		w64.add(wit, seen)
+	}
+	if g == 0 {
+		w64.store(at(wit, 1, 8), nonce)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"p2patomics/kernels"
+	"p2patomics/rank/backend"
 )
 
 // runEnv runs one litmus environment in one launch (role 2) on the host and
@@ -22,14 +23,14 @@ func runEnvHook(t *testing.T, name string, n, iters uint64, hook func(put func(w
 	h := open(t)
 	const spread = 16
 	words := kernels.LitmusEnvWords(n, iters, spread)
-	size := words*4 + n*iters*8 + 16
+	size := words*4 + n*iters*8 + kernels.TallyBins*8 + 16
 	b, exp, err := h.Alloc(Kind, size)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Free(b)
 	_ = closeFd(exp.Fd)
-	mem, res, out := b.Addr(), b.Addr()+words*4, b.Addr()+words*4+n*iters*8
+	mem, res := b.Addr(), b.Addr()+words*4
 	k := kernels.MustLookup(name)
 	// One thread per block: roles*n testing blocks, each its own barrier party.
 	tb := kernels.LitmusRoles(k.Op) * n
@@ -51,15 +52,113 @@ func runEnvHook(t *testing.T, name string, n, iters uint64, hook func(put func(w
 		}
 	}
 	want := kernels.LitmusWeak[k.Op]
-	tally := kernels.MustLookup("tally_u32_relaxed_dev")
-	if _, err := h.Launch(tally, 1, 2, []uint64{res, out, n * iters, want[0], want[1], 2, 2}); err != nil {
-		t.Fatal(err)
+	hist := tally(t, h, b, words*4, words*4+n*iters*8, n*iters)
+	weak = hist[kernels.TallyBin(want[0], want[1])]
+	for x := uint64(0); x < 6; x++ {
+		for y := uint64(0); y < 6; y++ {
+			if x == 0 || y == 0 {
+				missing += hist[kernels.TallyBin(x, y)]
+			}
+		}
 	}
-	p := make([]byte, 16)
-	h.Read(b, words*4+n*iters*8, p)
 	s := make([]byte, 8)
 	h.Read(b, 2*n*iters*spread*4, s)
-	return le(p[:8]), le(p[8:]), uint64(binary.LittleEndian.Uint32(s[4:]))
+	return weak, missing, uint64(binary.LittleEndian.Uint32(s[4:]))
+}
+
+// tally runs the tally over the n result pairs at byte resOff of b into the
+// histogram at outOff (its witness right after it), checks the witness and
+// returns the histogram.
+func tally(t *testing.T, h *Backend, b backend.Buffer, resOff, outOff, n uint64) (hist [kernels.TallyBins]uint64) {
+	t.Helper()
+	const nonce = 0xfeedf00d
+	witOff := outOff + kernels.TallyBins*8
+	if err := h.Write(b, outOff, make([]byte, kernels.TallyBins*8+16)); err != nil {
+		t.Fatal(err)
+	}
+	k := kernels.MustLookup("tally_u32_relaxed_dev")
+	if _, err := h.Launch(k, 1, 2, []uint64{b.Addr() + resOff, b.Addr() + outOff, n, 2, 2, b.Addr() + witOff, nonce}); err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, kernels.TallyBins*8+16)
+	h.Read(b, outOff, p)
+	for i := range hist {
+		hist[i] = le(p[8*i:])
+	}
+	if seen, got := le(p[kernels.TallyBins*8:]), le(p[kernels.TallyBins*8+8:]); seen != n || got != nonce {
+		t.Fatalf("tally witness {%d, %#x}, want {%d, %#x}", seen, got, n, uint64(nonce))
+	}
+	return hist
+}
+
+// The tally's histogram counts every pair in its bin (a value above 4 in
+// the "other" class 5, 0 as never recorded), and sums to the instances.
+func TestTallyHistogram(t *testing.T) {
+	h := open(t)
+	pairs := [][2]uint32{{1, 1}, {1, 4}, {1, 4}, {0, 3}, {2, 9}, {4, 4}, {1, 3}, {5, 0}}
+	b, exp, err := h.Alloc(Kind, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Free(b)
+	_ = closeFd(exp.Fd)
+	var raw []byte
+	for _, pr := range pairs {
+		raw = binary.LittleEndian.AppendUint32(raw, pr[0])
+		raw = binary.LittleEndian.AppendUint32(raw, pr[1])
+	}
+	if err := h.Write(b, 0, raw); err != nil {
+		t.Fatal(err)
+	}
+	hist := tally(t, h, b, 0, 1024, uint64(len(pairs)))
+	var want [kernels.TallyBins]uint64
+	for _, pr := range pairs {
+		want[kernels.TallyBin(uint64(pr[0]), uint64(pr[1]))]++
+	}
+	if hist != want {
+		t.Fatalf("histogram %v, want %v", hist, want)
+	}
+	if want[kernels.TallyBin(2, 5)] != 1 || want[kernels.TallyBin(5, 0)] != 1 {
+		t.Fatal("TallyBin does not class values above 4 together")
+	}
+}
+
+// Fill and sum leave their witness: the words visited and the nonce; a
+// launch over no words leaves 0 (what a dropped launch leaves too).
+func TestFillSumWitness(t *testing.T) {
+	h := open(t)
+	b, exp, err := h.Alloc(Kind, 8192)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Free(b)
+	_ = closeFd(exp.Fd)
+	wit := func(off uint64) (uint64, uint64) {
+		p := make([]byte, 16)
+		h.Read(b, off, p)
+		return le(p), le(p[8:])
+	}
+	fill, sum := kernels.MustLookup("fill_u64_plain_dev"), kernels.MustLookup("sum_u64_relaxed_dev")
+	for _, n := range []uint64{0, 1, 3, 500} {
+		if err := h.Write(b, 4096, make([]byte, 64)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Launch(fill, 2, 2, []uint64{b.Addr(), 7, n, 2, 4, b.Addr() + 4096, 11}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Launch(sum, 2, 2, []uint64{b.Addr(), b.Addr() + 4096 + 32, n, 2, 4, b.Addr() + 4096 + 16, 12}); err != nil {
+			t.Fatal(err)
+		}
+		if seen, nonce := wit(4096); seen != n || nonce != 11 {
+			t.Errorf("fill of %d words: witness {%d, %d}, want {%d, 11}", n, seen, nonce, n)
+		}
+		if seen, nonce := wit(4096 + 16); seen != n || nonce != 12 {
+			t.Errorf("sum of %d words: witness {%d, %d}, want {%d, 12}", n, seen, nonce, n)
+		}
+		if s, _ := wit(4096 + 32); s != 7*n {
+			t.Errorf("sum of %d words of 7: %d", n, s)
+		}
+	}
 }
 
 // Both directions of the store-buffering environment on x86-TSO: the
