@@ -136,7 +136,7 @@ func newLitmusEnv(c *harness.Ctx) (*litmusEnv, error) {
 	if e.mem, err = c.Shared(0, e.memBytes, true); err != nil {
 		return nil, err
 	}
-	if e.out, err = c.Local(0, 64); err != nil {
+	if e.out, err = c.Local(0, kernels.TallyBins*8); err != nil {
 		return nil, err
 	}
 	return e, nil
