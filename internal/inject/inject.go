@@ -229,17 +229,18 @@ func DropLaunch(kernel string) (Rule, bool) {
 }
 
 // Call is the choke-point seam, asked before a call is made under any of
-// names (the table's first name and the name actually bound, e.g.
-// cuMemGetInfo and cuMemGetInfo_v2). skip says the call is not to be made:
+// names (the name actually bound and the table's names for the entry
+// point). A rule's symbol matches a name exactly or without its version
+// suffix (cuMemGetInfo matches cuMemGetInfo_v2). skip says the call is not to be made:
 // it returns code instead (0 for a noop). Every rule naming the symbol
 // counts the call, so fail-every's N-th is the N-th call made or skipped.
-func Call(names ...string) (code int64, skip bool, rule Rule) {
+func Call(bound string, names ...string) (code int64, skip bool, rule Rule) {
 	in := active.Load()
 	if in == nil {
 		return 0, false, Rule{}
 	}
 	for i, r := range in.rules {
-		if r.Launch() || !matches(r.Target, names) {
+		if r.Launch() || (!matchName(r.Target, bound) && !matches(r.Target, names)) {
 			continue
 		}
 		n := in.counts[i].Add(1)
@@ -259,9 +260,17 @@ func Call(names ...string) (code int64, skip bool, rule Rule) {
 
 func matches(target string, names []string) bool {
 	for _, n := range names {
-		if n == target {
+		if matchName(target, n) {
 			return true
 		}
 	}
 	return false
+}
+
+func matchName(target, n string) bool {
+	if n == target {
+		return true
+	}
+	rest, ok := strings.CutPrefix(n, target+"_v")
+	return ok && rest != "" && strings.Trim(rest, "0123456789") == ""
 }

@@ -66,7 +66,7 @@ func TestSeams(t *testing.T) {
 	if r, d := DropLaunch("k"); !d || r.Kind != Drop {
 		t.Errorf("drop:k did not drop k")
 	}
-	if code, skip, _ := Call("a_v2", "a"); !skip || code != 5 {
+	if code, skip, _ := Call("a_v2"); !skip || code != 5 {
 		t.Errorf("fail:a: %d %v", code, skip)
 	}
 	if code, skip, _ := Call("b"); !skip || code != 0 {
@@ -83,6 +83,9 @@ func TestSeams(t *testing.T) {
 	}
 	if len(failed) != 3 || failed[0] != 3 || failed[2] != 9 {
 		t.Errorf("fail-every:c=7/3 failed calls %v", failed)
+	}
+	if _, skip, _ := Call("bx", "b_v2x"); skip {
+		t.Errorf("b matched a name that is not b or a version of it")
 	}
 	if _, skip, _ := Call("d"); skip {
 		t.Errorf("an unnamed symbol was skipped")
