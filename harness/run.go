@@ -221,7 +221,7 @@ func (r *Runner) KillAll() {
 // Run executes one case and always returns a result.
 func (r *Runner) Run(c *Case) (res report.Result) {
 	t0 := time.Now()
-	res = report.Result{ID: c.ID, Labels: c.Labels, Expected: c.Expected, Repro: c.Repro}
+	res = report.Result{ID: c.ID, Labels: c.Labels, Expected: c.Expected, Repro: c.Repro, Inject: r.Settings.Inject}
 	defer func() {
 		res.Duration = math.Round(time.Since(t0).Seconds()*1e6) / 1e6
 		if res.Ranks == nil {

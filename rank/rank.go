@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"p2patomics/internal/inject"
 	"p2patomics/kernels"
 	"p2patomics/rank/backend"
 	"p2patomics/trace"
@@ -280,7 +281,18 @@ func (s *server) handle(m *wire.Msg) (any, []int, error) {
 			clocks = s.sampleClocks()
 		}
 		t0 := monotonicNs()
-		res, err := s.be.Launch(k, l.Grid, l.Block, args)
+		var res backend.LaunchResult
+		var err error
+		if r, drop := inject.DropLaunch(k.Name); drop {
+			// The driver that accepts a launch and does nothing: success,
+			// no work, a timing as a fast launch would give. The trace says
+			// so, so the case's evidence shows which launch was dropped.
+			sp := trace.Begin("inject."+r.Kind, func() string { return "kernel=" + k.Name + " rule=" + r.String() })
+			sp.End(0, "dropped", nil)
+			res = backend.LaunchResult{Elapsed: time.Microsecond, Method: "wall"}
+		} else {
+			res, err = s.be.Launch(k, l.Grid, l.Block, args)
+		}
 		t1 := monotonicNs()
 		var clk *wire.ClockStats
 		if clocks != nil {
@@ -415,6 +427,13 @@ func (s *server) hello(m *wire.Msg) (any, []int, error) {
 		return nil, nil, fmt.Errorf("clock period %s is negative", h.Settings.ClockPeriod)
 	}
 	s.clockPeriod = h.Settings.ClockPeriod
+	// The injector's rules go in before the backend opens, so its first
+	// vendor call is already behind them.
+	rules, err := inject.Parse(strings.Join(h.Settings.Inject, ","))
+	if err != nil {
+		return nil, nil, err
+	}
+	inject.Set(rules)
 	be, err := backend.New(h.Backend)
 	if err != nil {
 		return nil, nil, err

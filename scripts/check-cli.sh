@@ -42,6 +42,11 @@ check 2 -test.count=2
 check 2 --backend="$(printf 'a\nb\033[31m')"
 check 2 --backend=host --ginkgo.label-filter='(('
 P2PAT_TRACE=maybe check 2
+# Issue 24: the driver-fault injector's switch is checked with the flags.
+check 2 --backend=host --internal-inject=drop:no_such_kernel
+check 2 --backend=host --internal-inject=fail:memfd_create
+P2PAT_INTERNAL_INJECT=drop-every:0 check 2 --backend=host
+check 2 --backend=host --internal-inject=drop-every:2 --update-expectations --expectations=/tmp/p2pat-cli-x
 # An explicit backend that cannot load (no GPU here): one line with a hint,
 # exit 2, before any case runs.
 check 2 --backend=cuda

@@ -316,6 +316,10 @@ type Settings struct {
 	// ClockPeriod is how often a launch or copy that asks for clocks
 	// (Launch.Clocks, perf cases) samples the device clock; 0 is off.
 	ClockPeriod time.Duration `json:"clock_period_ns"`
+	// Inject is the driver-fault injector's rules (internal/inject, as
+	// Rule.String writes them), installed before the backend opens; empty
+	// in every run but the injector's own.
+	Inject []string `json:"inject,omitempty"`
 }
 
 // DefaultSettings are a rank's settings when the suite's flags say nothing.

@@ -47,5 +47,7 @@ func JudgeRun(results []report.Result, s *Set, env map[string]any, selected func
 		judged, gg = Gate(judged, s, selected)
 		g = &gg
 	}
-	return judged, g, report.Summarize(judged, gate, out)
+	sum := report.Summarize(judged, gate, out)
+	sum.MarkInjected(report.InjectRules(env))
+	return judged, g, sum
 }

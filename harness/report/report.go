@@ -217,6 +217,9 @@ type Result struct {
 	// "inconclusive" when its outcome histogram never showed the
 	// interleavings its shape needs. Empty for cases without mutants. Never set on an outcome but pass.
 	Evidence Evidence `json:"evidence,omitempty"`
+	// Inject is the driver-fault injector's rules the case ran under
+	// (internal/inject); absent in every real measurement.
+	Inject []string `json:"inject,omitempty"`
 }
 
 // Evidence is what a pass is worth (Result.Evidence).

@@ -96,6 +96,37 @@ type Summary struct {
 	NotSupported []NotSupportedRef `json:"not_supported"`
 	// Line is the last line of stdout.
 	Line string `json:"line"`
+	// Inject is the driver-fault injector's rules the run was made under
+	// (environment.inject); the line names them.
+	Inject []string `json:"inject,omitempty"`
+}
+
+// MarkInjected names the injector's rules on the verdict line: a run
+// whose driver was made to lie is never read as a measurement of it.
+func (s *Summary) MarkInjected(rules []string) {
+	if len(rules) == 0 {
+		return
+	}
+	s.Inject = rules
+	s.Line = s.line()
+}
+
+// InjectRules reads environment.inject as the suite wrote it ([]string)
+// or as a results.json read back holds it ([]any of strings).
+func InjectRules(env map[string]any) []string {
+	switch v := env["inject"].(type) {
+	case []string:
+		return v
+	case []any:
+		var out []string
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // UnexpectedCase is one case the verdict calls unexpected: it went from
@@ -185,6 +216,14 @@ func Summarize(results []Result, gate, out string) Summary {
 const maxNamed = 3
 
 func (s Summary) line() string {
+	l := s.verdictLine()
+	if len(s.Inject) > 0 {
+		l += " [driver faults injected: " + strings.Join(s.Inject, ",") + "]"
+	}
+	return l
+}
+
+func (s Summary) verdictLine() string {
 	basis := "no baseline: each case's expected outcome"
 	if s.Gate != "" {
 		basis = "gate " + s.Gate

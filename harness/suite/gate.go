@@ -19,6 +19,9 @@ func environment(o *Options, infos [][]device.Info) map[string]any {
 	}
 	fingerprint.Merge(env, facts)
 	env["flags"] = map[string]any{"backend": o.Backend, "alloc": o.Alloc, "ranks": o.Ranks, "seed": o.Seed}
+	if rules := o.InjectRules(); len(rules) > 0 {
+		env["inject"] = rules // the run is not a measurement of this driver
+	}
 	if h, err := os.Hostname(); err == nil {
 		env["hostname"] = h // junit.xml's hostname, also when re-rendered elsewhere
 	}

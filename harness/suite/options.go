@@ -17,6 +17,8 @@ import (
 
 	"p2patomics/harness"
 	"p2patomics/harness/report"
+	"p2patomics/internal/inject"
+	"p2patomics/kernels"
 	"p2patomics/wire"
 )
 
@@ -44,7 +46,16 @@ type Options struct {
 	// plan applies them too (focusFilter).
 	FocusStrings, SkipStrings []string
 	kindFlags                 map[string]*bool
+	// Inject is the driver-fault injector's rules (internal/inject): the
+	// hidden flag --internal-inject, env P2PAT_INTERNAL_INJECT. Not a row
+	// of FlagTable: it is for proving the suite, never for a user's run.
+	Inject string
+	inject []inject.Rule
 }
+
+// InjectFlag is the hidden flag of the driver-fault injector; its env is
+// inject.Env (EnvName of it).
+const InjectFlag = "internal-inject"
 
 // flagDef is one row of the flag table. docs/FLAGS.md is written by hand;
 // scripts/check-cli.sh fails when a flag the binary takes is missing there.
@@ -107,6 +118,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 		}
 		fs.Var(v, d.Name, d.Usage)
 	}
+	fs.Var((*stringValue)(&o.Inject), InjectFlag, "internal: driver-fault injector rules (docs/FAULTS.md)")
 	o.kindFlags = map[string]*bool{}
 	for _, k := range allKinds() {
 		o.kindFlags[k] = fs.Bool(k, false, "shorthand for --alloc="+k)
@@ -223,6 +235,11 @@ func Parse(fs *flag.FlagSet, args []string) error {
 			}
 		}
 	}
+	if v, ok := os.LookupEnv(inject.Env); ok {
+		if err := shadow.Set(InjectFlag, v); err != nil {
+			return usagef("%s=%q: %v", inject.Env, v, err)
+		}
+	}
 	for _, k := range allKinds() {
 		if v, ok := os.LookupEnv(EnvName(k)); ok {
 			if err := shadow.Set(k, v); err != nil {
@@ -314,7 +331,37 @@ func (o *Options) Validate() error {
 	if _, err := wire.ParseClockPeriod(o.Clocks); err != nil {
 		return usagef("--clocks=%s: %v", quote(o.Clocks), err)
 	}
+	return o.validateInject()
+}
+
+// validateInject parses the injector's rules: a bad rule, a kernel the
+// manifest does not have, or rules on a run that would write a baseline
+// is a usage error, before --out is touched.
+func (o *Options) validateInject() error {
+	rules, err := inject.Parse(o.Inject)
+	if err != nil {
+		return usagef("--%s=%s: %v", InjectFlag, quote(o.Inject), err)
+	}
+	for _, r := range rules {
+		if r.Kind == inject.Drop {
+			if _, ok := kernels.Lookup(r.Target); !ok {
+				return usagef("--%s: drop:%s: no kernel of that name in the manifest", InjectFlag, r.Target)
+			}
+		}
+	}
+	if len(rules) > 0 && o.UpdateExpectations {
+		return usagef("--%s with --update-expectations is refused: an injected run is never a baseline", InjectFlag)
+	}
+	o.inject = rules
 	return nil
+}
+
+// InjectRules is the injector's rules as Validate read them (nil: none).
+func (o *Options) InjectRules() []string {
+	if len(o.inject) == 0 {
+		return nil
+	}
+	return inject.Strings(o.inject)
 }
 
 // Settings are what every rank is told in its hello (Validate has checked
@@ -324,6 +371,7 @@ func (o *Options) Settings() wire.Settings {
 	if d, err := wire.ParseClockPeriod(o.Clocks); err == nil {
 		set.ClockPeriod = d
 	}
+	set.Inject = o.InjectRules()
 	return set
 }
 
@@ -335,6 +383,10 @@ func Repro(o *Options, backend, kind, id string, ranks int) string {
 	}
 	if o.Pairs == "alone" {
 		s += " --pairs=alone"
+	}
+	if rules := o.InjectRules(); len(rules) > 0 {
+		// The rules are identifiers, digits and :=/,- : nothing to quote.
+		s += " --" + InjectFlag + "=" + strings.Join(rules, ",")
 	}
 	return s
 }

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"errors"
 	"flag"
 	"p2patomics/harness"
 	"slices"
@@ -107,5 +108,42 @@ func TestBackendNames(t *testing.T) {
 	}
 	if slices.Contains(harness.GPUBackends(), "host") {
 		t.Error("auto would probe host as a GPU backend")
+	}
+}
+
+// Issue 24 item 2: the injector's switch is validated with the flags (a
+// usage error before --out is touched), refused on a baseline-writing run,
+// taken from P2PAT_INTERNAL_INJECT, handed to the ranks and the repro.
+func TestInjectOption(t *testing.T) {
+	o, err := parseWith(t, nil, "--internal-inject=drop:fill_u64_plain_dev,fail:memfd_create=12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(o.Settings().Inject, ","); got != "drop:fill_u64_plain_dev,fail:memfd_create=12" {
+		t.Errorf("settings carry %q", got)
+	}
+	if rp := Repro(o, "host", "memfd", "x", 2); !strings.Contains(rp, "--internal-inject=drop:fill_u64_plain_dev,fail:memfd_create=12") {
+		t.Errorf("repro %q does not carry the rules", rp)
+	}
+	t.Run("env", func(t *testing.T) {
+		o, err := parseWith(t, map[string]string{"P2PAT_INTERNAL_INJECT": "noop:mprotect"})
+		if err != nil || strings.Join(o.InjectRules(), ",") != "noop:mprotect" {
+			t.Errorf("env: %v %v", o.InjectRules(), err)
+		}
+	})
+	for _, bad := range [][]string{
+		{"--internal-inject=drop:no_such_kernel"},
+		{"--internal-inject=fail:x"},
+		{"--internal-inject=drop-every:0"},
+		{"--internal-inject=drop-every:2", "--update-expectations", "--expectations=/tmp/x"},
+	} {
+		_, err := parseWith(t, nil, bad...)
+		var ue *UsageError
+		if !errors.As(err, &ue) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: %v, want a one-line usage error", bad, err)
+		}
+	}
+	if o, _ := parseWith(t, nil); o.Settings().Inject != nil || o.InjectRules() != nil {
+		t.Errorf("no switch, yet rules %v", o.Settings().Inject)
 	}
 }

@@ -279,6 +279,7 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 	// Judged here the way the whole run is judged, so the spec's pass or
 	// fail and its live line agree with the verdict.
 	res = expect.JudgeOne(res, r.gate, caseEnv(rn))
+	res.Inject = r.Opts.InjectRules() // also on a result the runner did not make (abort)
 	r.mu.Lock()
 	late := r.finished
 	if !late {

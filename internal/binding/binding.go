@@ -24,6 +24,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
+	"p2patomics/internal/inject"
 	"p2patomics/trace"
 )
 
@@ -77,7 +78,12 @@ func Sym0[C Code](fn *func() Status[C], end trace.Ender[C], names ...string) Sym
 	return status(names, fn, func(raw *func() C, name string) func() Status[C] {
 		trace.Wrap0(raw, name, end)
 		f := *raw
-		return func() Status[C] { return Status[C]{name, f()} }
+		return func() Status[C] {
+			if st, skip := injected(names, name, end); skip {
+				return st
+			}
+			return Status[C]{name, f()}
+		}
 	})
 }
 
@@ -86,7 +92,12 @@ func Sym1[A any, C Code](fn *func(A) Status[C], end trace.Ender[C], spec string,
 	return status(names, fn, func(raw *func(A) C, name string) func(A) Status[C] {
 		trace.Wrap1(raw, name, p, end)
 		f := *raw
-		return func(a A) Status[C] { return Status[C]{name, f(a)} }
+		return func(a A) Status[C] {
+			if st, skip := injected(names, name, end); skip {
+				return st
+			}
+			return Status[C]{name, f(a)}
+		}
 	})
 }
 
@@ -95,7 +106,12 @@ func Sym2[A, B any, C Code](fn *func(A, B) Status[C], end trace.Ender[C], spec s
 	return status(names, fn, func(raw *func(A, B) C, name string) func(A, B) Status[C] {
 		trace.Wrap2(raw, name, p, end)
 		f := *raw
-		return func(a A, b B) Status[C] { return Status[C]{name, f(a, b)} }
+		return func(a A, b B) Status[C] {
+			if st, skip := injected(names, name, end); skip {
+				return st
+			}
+			return Status[C]{name, f(a, b)}
+		}
 	})
 }
 
@@ -104,7 +120,12 @@ func Sym3[A, B, D any, C Code](fn *func(A, B, D) Status[C], end trace.Ender[C], 
 	return status(names, fn, func(raw *func(A, B, D) C, name string) func(A, B, D) Status[C] {
 		trace.Wrap3(raw, name, p, end)
 		f := *raw
-		return func(a A, b B, d D) Status[C] { return Status[C]{name, f(a, b, d)} }
+		return func(a A, b B, d D) Status[C] {
+			if st, skip := injected(names, name, end); skip {
+				return st
+			}
+			return Status[C]{name, f(a, b, d)}
+		}
 	})
 }
 
@@ -113,7 +134,12 @@ func Sym4[A, B, D, E any, C Code](fn *func(A, B, D, E) Status[C], end trace.Ende
 	return status(names, fn, func(raw *func(A, B, D, E) C, name string) func(A, B, D, E) Status[C] {
 		trace.Wrap4(raw, name, p, end)
 		f := *raw
-		return func(a A, b B, d D, e E) Status[C] { return Status[C]{name, f(a, b, d, e)} }
+		return func(a A, b B, d D, e E) Status[C] {
+			if st, skip := injected(names, name, end); skip {
+				return st
+			}
+			return Status[C]{name, f(a, b, d, e)}
+		}
 	})
 }
 
@@ -122,7 +148,12 @@ func Sym5[A, B, D, E, F any, C Code](fn *func(A, B, D, E, F) Status[C], end trac
 	return status(names, fn, func(raw *func(A, B, D, E, F) C, name string) func(A, B, D, E, F) Status[C] {
 		trace.Wrap5(raw, name, p, end)
 		f := *raw
-		return func(a A, b B, d D, e E, f5 F) Status[C] { return Status[C]{name, f(a, b, d, e, f5)} }
+		return func(a A, b B, d D, e E, f5 F) Status[C] {
+			if st, skip := injected(names, name, end); skip {
+				return st
+			}
+			return Status[C]{name, f(a, b, d, e, f5)}
+		}
 	})
 }
 
@@ -132,6 +163,9 @@ func Sym8[A, B, D, E, F, G, H, I any, C Code](fn *func(A, B, D, E, F, G, H, I) S
 		trace.Wrap8(raw, name, p, end)
 		f := *raw
 		return func(a A, b B, d D, e E, f5 F, g G, h H, i I) Status[C] {
+			if st, skip := injected(names, name, end); skip {
+				return st
+			}
 			return Status[C]{name, f(a, b, d, e, f5, g, h, i)}
 		}
 	})
@@ -147,6 +181,9 @@ func Launch[C Code](fn *func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s
 	return status(names, fn, func(raw *launch, name string) launchStatus {
 		f := *raw
 		return func(fu uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream, params, extra uintptr) Status[C] {
+			if st, skip := injected(names, name, end); skip {
+				return st
+			}
 			sp := trace.Begin(name, func() string {
 				return trace.KV("f", trace.Hex(fu), "grid", dim3(gx, gy, gz), "block", dim3(bx, by, bz),
 					sharedName, shared, "stream", trace.Hex(stream), paramsName, trace.Hex(params), "extra", trace.Hex(extra))
@@ -156,6 +193,21 @@ func Launch[C Code](fn *func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s
 			return Status[C]{name, r}
 		}
 	})
+}
+
+// injected is the binding choke point's seam of the driver-fault injector
+// (internal/inject): when a rule names the entry point (its first name or
+// the one bound) the call is not made and the rule's status is returned,
+// recorded in the trace the vendor's way, so the case's evidence shows the
+// call as failed (fail) or as a success that did nothing (noop).
+func injected[C Code](names []string, bound string, end trace.Ender[C]) (Status[C], bool) {
+	code, skip, r := inject.Call(bound, names...)
+	if !skip {
+		return Status[C]{}, false
+	}
+	sp := trace.Begin(bound, func() string { return "injected " + r.String() + ": not called" })
+	end(sp, C(code), nil)
+	return Status[C]{bound, C(code)}, true
 }
 
 func dim3(x, y, z uint32) string { return fmt.Sprintf("(%d,%d,%d)", x, y, z) }

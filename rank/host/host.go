@@ -26,7 +26,6 @@ import (
 
 	"p2patomics/internal/device"
 	"p2patomics/rank/backend"
-	"p2patomics/trace"
 )
 
 func init() { backend.Register("host", func() backend.Backend { return &Backend{} }) }
@@ -79,32 +78,53 @@ func (h *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Expor
 	if size == 0 {
 		return nil, backend.Export{}, fmt.Errorf("host: zero-byte allocation")
 	}
-	sp := trace.Begin("memfd_create", func() string { return "name=p2patomics flags=MFD_CLOEXEC" })
-	fd, err := unix.MemfdCreate("p2patomics", unix.MFD_CLOEXEC)
-	sp.EndErr(err, func() string { return fmt.Sprintf("fd=%d", fd) })
+	fd := -1
+	err := sys("memfd_create", func() string { return "name=p2patomics flags=MFD_CLOEXEC" }, func() (err error) {
+		fd, err = unix.MemfdCreate("p2patomics", unix.MFD_CLOEXEC)
+		return err
+	})
 	if err != nil {
 		return nil, backend.Export{}, fmt.Errorf("host: memfd_create: %w", err)
 	}
-	if err := unix.Ftruncate(fd, int64(size)); err != nil {
-		unix.Close(fd)
+	defer unix.Close(fd) // the mapping and the exported dup keep the memory
+	if err := sys("ftruncate", func() string { return fmt.Sprintf("fd=%d length=%d", fd, size) }, func() error {
+		return unix.Ftruncate(fd, int64(size))
+	}); err != nil {
 		return nil, backend.Export{}, fmt.Errorf("host: ftruncate %d: %w", size, err)
 	}
 	b, err := h.mmap(fd, size, unix.PROT_READ|unix.PROT_WRITE, false)
 	if err != nil {
-		unix.Close(fd)
 		return nil, backend.Export{}, err
 	}
+	// The export: a descriptor made for the peers, as a GPU driver makes
+	// one from an allocation's handle.
+	efd := -1
+	if err := sys("dup", func() string { return fmt.Sprintf("fd=%d cmd=F_DUPFD_CLOEXEC", fd) }, func() (err error) {
+		efd, err = unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+		return err
+	}); err != nil || efd < 0 {
+		_ = h.Free(b)
+		if err == nil {
+			err = fmt.Errorf("no descriptor came back")
+		}
+		return nil, backend.Export{}, fmt.Errorf("host: export (dup): %w", err)
+	}
 	var st unix.Stat_t
-	_ = unix.Fstat(fd, &st)
+	_ = unix.Fstat(efd, &st)
 	// The mapping keeps the memory alive; the fd goes to the peers and the
 	// rank server closes it once sent.
-	return b, backend.Export{Fd: fd, Size: size, Meta: map[string]string{"inode": strconv.FormatUint(st.Ino, 10)}}, nil
+	return b, backend.Export{Fd: efd, Size: size, Meta: map[string]string{"inode": strconv.FormatUint(st.Ino, 10)}}, nil
 }
 
 func (h *Backend) mmap(fd int, size uint64, prot int, peer bool) (*buffer, error) {
-	sp := trace.Begin("mmap", func() string { return fmt.Sprintf("fd=%d len=%d prot=%#x flags=MAP_SHARED", fd, size, prot) })
-	mem, err := unix.Mmap(fd, 0, int(size), prot, unix.MAP_SHARED)
-	sp.EndErr(err, nil)
+	var mem []byte
+	err := sys("mmap", func() string { return fmt.Sprintf("fd=%d len=%d prot=%#x flags=MAP_SHARED", fd, size, prot) }, func() (err error) {
+		mem, err = unix.Mmap(fd, 0, int(size), prot, unix.MAP_SHARED)
+		return err
+	})
+	if err == nil && len(mem) == 0 {
+		err = fmt.Errorf("success, but no mapping came back")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("host: mmap %d bytes: %w", size, err)
 	}
@@ -126,19 +146,26 @@ func (h *Backend) Import(kind string, exp backend.Export, grant bool) (backend.B
 		return nil, fmt.Errorf("host: import of %q without an fd", kind)
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(exp.Fd, &st); err != nil {
+	if err := sys("fstat", func() string { return fmt.Sprintf("fd=%d", exp.Fd) }, func() error { return unix.Fstat(exp.Fd, &st) }); err != nil {
 		return nil, fmt.Errorf("host: fstat imported fd: %w", err)
 	}
 	if uint64(st.Size) < exp.Size {
 		return nil, fmt.Errorf("host: imported fd holds %d bytes, export says %d", st.Size, exp.Size)
 	}
-	prot := unix.PROT_READ | unix.PROT_WRITE
-	if !grant {
-		// The negative control: mapped, but no access. A kernel touching
-		// it faults exactly as a GPU without cuMemSetAccess does.
-		prot = unix.PROT_NONE
+	// Mapped with no access, then granted, as cuMemMap then cuMemSetAccess:
+	// without the grant (the negative control) a kernel touching it faults
+	// exactly as a GPU's does.
+	b, err := h.mmap(exp.Fd, exp.Size, unix.PROT_NONE, true)
+	if err != nil || !grant {
+		return b, err
 	}
-	return h.mmap(exp.Fd, exp.Size, prot, true)
+	if err := sys("mprotect", func() string { return fmt.Sprintf("addr=%#x len=%d prot=PROT_READ|PROT_WRITE", b.base, len(b.mem)) }, func() error {
+		return unix.Mprotect(b.mem, unix.PROT_READ|unix.PROT_WRITE)
+	}); err != nil {
+		_ = h.Free(b)
+		return nil, fmt.Errorf("host: access grant (mprotect): %w", err)
+	}
+	return b, nil
 }
 
 func (h *Backend) Read(b backend.Buffer, off uint64, p []byte) error {
@@ -172,10 +199,9 @@ func (h *Backend) Free(bb backend.Buffer) error {
 	}
 	h.mapped -= b.Size()
 	h.mu.Unlock()
-	sp := trace.Begin("munmap", func() string { return fmt.Sprintf("addr=%#x len=%d", b.base, len(b.mem)) })
-	err := unix.Munmap(b.mem)
-	sp.EndErr(err, nil)
-	if err != nil {
+	if err := sys("munmap", func() string { return fmt.Sprintf("addr=%#x len=%d", b.base, len(b.mem)) }, func() error {
+		return unix.Munmap(b.mem)
+	}); err != nil {
 		return fmt.Errorf("host: munmap: %w", err)
 	}
 	return nil

@@ -1,0 +1,276 @@
+// Package inject is the driver-fault injector: rules that make the rank's
+// launch path drop kernels and the vendor choke points (internal/binding
+// for CUDA, HSA and HIP, the host backend's own syscalls) fail or skip
+// calls, so the suite can be shown to notice a driver that lies.
+//
+// The parent parses and validates the rules (Parse) before it touches
+// --out and hands them to every rank in wire.Settings; the rank installs
+// them (Set) before it opens its backend, so the first vendor call is
+// already behind them. With no rules installed every seam is one atomic
+// load and a nil check.
+//
+// The rules (docs/FAULTS.md, "The driver-fault injector"):
+//
+//	drop:<kernel>                  the launch reports success and runs nothing
+//	drop-every:<N>                 every N-th launch of the rank is dropped
+//	fail:<symbol>=<code>           the call returns status <code> without being made
+//	noop:<symbol>                  the call returns success without being made
+//	fail-every:<symbol>=<code>/<N> every N-th call of <symbol> fails with <code>
+package inject
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+)
+
+// Env is the internal switch (also the hidden flag --internal-inject=).
+const Env = "P2PAT_INTERNAL_INJECT"
+
+// The rule kinds.
+const (
+	Drop      = "drop"
+	DropEvery = "drop-every"
+	Fail      = "fail"
+	Noop      = "noop"
+	FailEvery = "fail-every"
+)
+
+// Rule is one parsed rule.
+type Rule struct {
+	Kind string
+	// Target is the kernel (drop) or the symbol (fail, noop, fail-every);
+	// empty for drop-every.
+	Target string
+	// Code is the status a fail or fail-every returns.
+	Code int64
+	// Every is N of drop-every and fail-every.
+	Every uint64
+}
+
+// String is the rule as Parse reads it back.
+func (r Rule) String() string {
+	switch r.Kind {
+	case Drop:
+		return Drop + ":" + r.Target
+	case DropEvery:
+		return fmt.Sprintf("%s:%d", DropEvery, r.Every)
+	case Fail:
+		return fmt.Sprintf("%s:%s=%d", Fail, r.Target, r.Code)
+	case Noop:
+		return Noop + ":" + r.Target
+	case FailEvery:
+		return fmt.Sprintf("%s:%s=%d/%d", FailEvery, r.Target, r.Code, r.Every)
+	}
+	return r.Kind + ":" + r.Target
+}
+
+// Launch reports whether the rule acts on the launch path.
+func (r Rule) Launch() bool { return r.Kind == Drop || r.Kind == DropEvery }
+
+// ErrRule is wrapped by every Parse error.
+var ErrRule = errors.New("inject: bad rule")
+
+// Parse reads a comma-separated list of rules; "" is none. Every error
+// names the rule it could not read and wraps ErrRule.
+func Parse(s string) ([]Rule, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []Rule
+	seen := map[string]bool{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		r, err := parseOne(f)
+		if err != nil {
+			return nil, fmt.Errorf("%w %q: %v", ErrRule, f, err)
+		}
+		if seen[r.String()] {
+			return nil, fmt.Errorf("%w %q: given twice", ErrRule, f)
+		}
+		seen[r.String()] = true
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func parseOne(f string) (Rule, error) {
+	kind, arg, ok := strings.Cut(f, ":")
+	if !ok {
+		return Rule{}, errors.New("want kind:argument (drop, drop-every, fail, noop, fail-every)")
+	}
+	switch kind {
+	case Drop:
+		if !name(arg) {
+			return Rule{}, errors.New("want drop:<kernel>, the kernel's manifest name")
+		}
+		return Rule{Kind: Drop, Target: arg}, nil
+	case DropEvery:
+		n, err := every(arg)
+		if err != nil {
+			return Rule{}, err
+		}
+		return Rule{Kind: DropEvery, Every: n}, nil
+	case Noop:
+		if !name(arg) {
+			return Rule{}, errors.New("want noop:<symbol>")
+		}
+		return Rule{Kind: Noop, Target: arg}, nil
+	case Fail, FailEvery:
+		sym, rest, ok := strings.Cut(arg, "=")
+		if !ok || !name(sym) {
+			if kind == Fail {
+				return Rule{}, errors.New("want fail:<symbol>=<code>")
+			}
+			return Rule{}, errors.New("want fail-every:<symbol>=<code>/<N>")
+		}
+		r := Rule{Kind: kind, Target: sym}
+		codeText := rest
+		if kind == FailEvery {
+			var nText string
+			if codeText, nText, ok = strings.Cut(rest, "/"); !ok {
+				return Rule{}, errors.New("want fail-every:<symbol>=<code>/<N>")
+			}
+			n, err := every(nText)
+			if err != nil {
+				return Rule{}, err
+			}
+			r.Every = n
+		}
+		c, err := strconv.ParseInt(codeText, 0, 64)
+		if err != nil || c == 0 || c < -1<<31 || c > 1<<32-1 {
+			return Rule{}, fmt.Errorf("code %q: want a non-zero status that fits 32 bits (0 is success in every vendor's enum: use noop)", codeText)
+		}
+		r.Code = c
+		return r, nil
+	}
+	return Rule{}, fmt.Errorf("unknown kind %q (want drop, drop-every, fail, noop, fail-every)", kind)
+}
+
+func every(s string) (uint64, error) {
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("N %q: want a whole number of at least 1", s)
+	}
+	return n, nil
+}
+
+// name reports whether s is a C identifier (a symbol or a kernel name).
+func name(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case c == '_', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Strings is the rules as text, in order (results.json's environment).
+func Strings(rules []Rule) []string {
+	out := make([]string, len(rules))
+	for i, r := range rules {
+		out[i] = r.String()
+	}
+	return out
+}
+
+// installed is one process's rules with their counters.
+type installed struct {
+	rules    []Rule
+	counts   []atomic.Uint64 // per rule: calls (or launches) it has seen
+	launches atomic.Uint64
+}
+
+var active atomic.Pointer[installed]
+
+// Set installs rules in this process (a rank, at its hello), replacing
+// any before; nil removes them.
+func Set(rules []Rule) {
+	if len(rules) == 0 {
+		active.Store(nil)
+		return
+	}
+	active.Store(&installed{rules: rules, counts: make([]atomic.Uint64, len(rules))})
+}
+
+// Active is the installed rules (nil when none).
+func Active() []Rule {
+	if in := active.Load(); in != nil {
+		return in.rules
+	}
+	return nil
+}
+
+// DropLaunch is the launch seam: it reports whether this launch of kernel
+// is to be dropped (reported as done, nothing run) and the rule that says so.
+func DropLaunch(kernel string) (Rule, bool) {
+	in := active.Load()
+	if in == nil {
+		return Rule{}, false
+	}
+	n := in.launches.Add(1)
+	for _, r := range in.rules {
+		switch {
+		case r.Kind == Drop && r.Target == kernel:
+			return r, true
+		case r.Kind == DropEvery && n%r.Every == 0:
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+// Call is the choke-point seam, asked before a call is made under any of
+// names (the name actually bound and the table's names for the entry
+// point). A rule's symbol matches a name exactly or without its version
+// suffix (cuMemGetInfo matches cuMemGetInfo_v2). skip says the call is not to be made:
+// it returns code instead (0 for a noop). Every rule naming the symbol
+// counts the call, so fail-every's N-th is the N-th call made or skipped.
+func Call(bound string, names ...string) (code int64, skip bool, rule Rule) {
+	in := active.Load()
+	if in == nil {
+		return 0, false, Rule{}
+	}
+	for i, r := range in.rules {
+		if r.Launch() || (!matchName(r.Target, bound) && !matches(r.Target, names)) {
+			continue
+		}
+		n := in.counts[i].Add(1)
+		switch r.Kind {
+		case Fail:
+			return r.Code, true, r
+		case Noop:
+			return 0, true, r
+		case FailEvery:
+			if n%r.Every == 0 {
+				return r.Code, true, r
+			}
+		}
+	}
+	return 0, false, Rule{}
+}
+
+func matches(target string, names []string) bool {
+	for _, n := range names {
+		if matchName(target, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchName(target, n string) bool {
+	if n == target {
+		return true
+	}
+	rest, ok := strings.CutPrefix(n, target+"_v")
+	return ok && rest != "" && strings.Trim(rest, "0123456789") == ""
+}
