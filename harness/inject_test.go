@@ -16,7 +16,7 @@ func fillCase(id string) *harness.Case {
 	return &harness.Case{ID: id, Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass,
 		Timeout: 20 * time.Second, Grace: time.Second, Run: func(c *harness.Ctx) error {
 			const n = 1024
-			b, err := c.Local(0, n*8)
+			b, err := c.Local(0, n*8+16) // the fill's witness words after the data
 			if err != nil {
 				return err
 			}
@@ -25,7 +25,7 @@ func fillCase(id string) *harness.Case {
 			}
 			if _, err := c.Run(harness.Launch{Rank: 0, Kernel: "fill_u64_plain_dev", Grid: 1, Block: 64,
 				Args: map[string]wire.Arg{"dst": harness.P(b, 0), "value": harness.V(7), "n": harness.V(n),
-					"block": harness.V(64), "nthreads": harness.V(64)}}); err != nil {
+					"block": harness.V(64), "nthreads": harness.V(64), "wit": harness.P(b, n*8), "nonce": harness.V(1)}}); err != nil {
 				return err
 			}
 			s, err := c.Sum(0, b, 0, n, 64)
