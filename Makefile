@@ -9,7 +9,7 @@ OUT   := $(CURDIR)/out
 ABI   := $(CURDIR)/.cache/amd-headers/abi
 export CGO_ENABLED := 0
 
-.PHONY: run test check-go deps kernels vet unit suite cli gate firstrun schema rounds soak fuzz bench device-build amd-first-run
+.PHONY: run test check-go deps kernels vet unit suite cli gate firstrun schema rounds soak fuzz bench device-build amd-first-run mutate
 
 check-go:
 	@command -v $(GO) >/dev/null 2>&1 || { echo "p2patomics: Go >= 1.26 is not on PATH (install it from go.dev/dl, add /usr/local/go/bin to PATH)" >&2; exit 1; }
@@ -89,13 +89,18 @@ rounds: bin/specs.test
 soak: bin/specs.test
 	$(GO) run ./cmd/p2psoak --specs=./bin/specs.test --out=$(OUT)/soak --budget=30s
 
+# The verification mutation score (docs/FAULTS.md): every passing case, run
+# again with each kernel it launches dropped by the injector, must not pass.
+mutate: bin/specs.test
+	$(GO) run ./cmd/p2pmutate --specs=./bin/specs.test --out=$(OUT)/mutate
+
 # A short run of each fuzz target (the wire decoder, the rank's request
 # handling); `go test -fuzz` keeps what it finds under testdata/fuzz.
 fuzz: check-go
 	$(GO) test -run '^$$' -fuzz '^FuzzRecv$$' -fuzztime 4s ./wire
 	$(GO) test -run '^$$' -fuzz '^FuzzHandle$$' -fuzztime 4s ./rank
 
-test: deps vet unit suite cli gate firstrun schema rounds soak fuzz
+test: deps vet unit suite cli gate firstrun schema rounds soak fuzz mutate
 
 bench: check-go
 	$(GO) test -run '^$$' -bench . -benchtime=20x ./harness ./wire ./rank/host ./trace
