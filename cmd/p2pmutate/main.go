@@ -6,7 +6,7 @@
 // done. Kernels the manifest declares NoVerdict (a warm-up, a timing-only
 // launch) may survive; they are listed, not scored.
 //
-//	p2pmutate --specs=bin/specs.test --out=DIR [--backend=host] [--kernels=REGEXP] [-- suite flags...]
+//	p2pmutate --specs=bin/specs.test --out=DIR [--backend=host] [--kernels=REGEXP] [--healthy=RUN] [-- suite flags...]
 //
 // It runs the suite once healthy with --trace (every case keeps its ranks'
 // API traces, whose request.launch spans name each kernel launched), then
@@ -43,6 +43,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 type options struct {
 	specs, out, backend string
+	healthy             string // an existing --trace run to plan from
 	kernels             *regexp.Regexp
 	extra               []string
 }
@@ -55,6 +56,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.specs, "specs", "", "the suite binary (bin/specs.test)")
 	fs.StringVar(&o.out, "out", "", "folder for the runs and the score")
 	fs.StringVar(&o.backend, "backend", "host", "the suite's --backend")
+	fs.StringVar(&o.healthy, "healthy", "", "plan from this existing run's folder (run with --trace and --pairs=alone) instead of a healthy run of its own")
 	fs.StringVar(&kre, "kernels", "", "only kernels whose name matches this regexp (default: every kernel launched)")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintf(stderr, "p2pmutate: %v\n", err)
@@ -158,21 +160,36 @@ func (o options) suite(dir string, stderr io.Writer, extra ...string) (*report.R
 	// The suite's exit status says whether cases met their expected
 	// outcome; a mutated run is meant to miss. Only results.json counts.
 	runErr := cmd.Run()
+	rep, err := readReport(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w (suite: %v; see %s.log)", err, runErr, dir)
+	}
+	return rep, nil
+}
+
+func readReport(dir string) (*report.Report, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
 	if err != nil {
-		return nil, fmt.Errorf("no results.json (%v; see %s.log)", runErr, dir)
+		return nil, err
 	}
 	var rep report.Report
 	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("results.json: %w", err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "results.json"), err)
 	}
 	return &rep, nil
 }
 
 func (o options) plan(stderr io.Writer) (Plan, error) {
 	dir := filepath.Join(o.out, "healthy")
-	os.RemoveAll(dir)
-	rep, err := o.suite(dir, stderr, "--trace")
+	var rep *report.Report
+	var err error
+	if o.healthy != "" {
+		dir = o.healthy
+		rep, err = readReport(dir)
+	} else {
+		os.RemoveAll(dir)
+		rep, err = o.suite(dir, stderr, "--trace")
+	}
 	if err != nil {
 		return Plan{}, err
 	}
