@@ -95,6 +95,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	sc := score(plan, runs)
+	sc.Unscored = plan.Unscored
 	sc.Seconds = time.Since(t0).Seconds()
 	sc.Runs = len(groups) + 1
 	text := sc.text()
@@ -117,7 +118,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 // Plan is the healthy run: the kernels each case launched, for the cases
 // that passed as expected.
 type Plan struct {
-	Kernels map[string][]string // case id -> distinct kernels launched, sorted
+	Kernels  map[string][]string // case id -> distinct kernels launched, sorted
+	Unscored []string            // "<id> <outcome>": expected pass, did not pass healthy
 }
 
 var launchRE = regexp.MustCompile(`request\.launch\([^)]*body=\{"kernel":"([a-z0-9_]+)"`)
@@ -212,9 +214,10 @@ func (o options) plan(stderr io.Writer) (Plan, error) {
 			p.Kernels[r.ID] = ks
 		}
 	}
-	if len(bad) > 0 {
-		return Plan{}, fmt.Errorf("cases expected to pass did not, healthy: %s", strings.Join(bad, ", "))
-	}
+	// A case that did not pass healthy (a skip for a capability the
+	// device lacks, a known failure) has no verdict to mutate: listed,
+	// not scored.
+	p.Unscored = bad
 	if len(p.Kernels) == 0 {
 		return Plan{}, errors.New("no passing case launched a kernel (are the traces in cases/<id>/?)")
 	}
@@ -322,6 +325,7 @@ type Score struct {
 	Lost      []Mutant `json:"lost,omitempty"`      // cases the mutated run did not report
 	Declared  []Mutant `json:"declared,omitempty"`  // survivors of NoVerdict kernels (not scored)
 	Mutants   []Mutant `json:"mutants"`
+	Unscored  []string `json:"unscored,omitempty"` // expected pass but did not pass healthy
 	Runs      int      `json:"runs"`
 	Seconds   float64  `json:"seconds"`
 }
@@ -404,6 +408,9 @@ func (s Score) text() string {
 	}
 	for _, m := range s.Declared {
 		fmt.Fprintf(&b, "declared  %s with %s dropped: pass (no verdict: %s)\n", m.Case, m.Kernel, m.NoVerdict)
+	}
+	if len(s.Unscored) > 0 {
+		fmt.Fprintf(&b, "not scored (expected pass, did not pass healthy): %s\n", strings.Join(s.Unscored, ", "))
 	}
 	pct := 100.0
 	if s.Total > 0 {
