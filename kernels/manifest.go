@@ -339,6 +339,18 @@ var LitmusNeeds = map[Op][][2]uint64{
 	OpPCoRR: {{1, 1}, {1, 4}}, // reader saw (0, 0): before the write; (1, 1): after it
 }
 
+// LitmusLacking lists the outcomes of LitmusNeeds[op] that hist (a tally
+// histogram) never shows; empty when the histogram is not degenerate.
+func LitmusLacking(op Op, hist *[TallyBins]uint64) [][2]uint64 {
+	var lack [][2]uint64
+	for _, o := range LitmusNeeds[op] {
+		if hist[TallyBin(o[0], o[1])] == 0 {
+			lack = append(lack, o)
+		}
+	}
+	return lack
+}
+
 // IsLitmusEnv reports whether op is a parallel-testing-environment shape.
 func IsLitmusEnv(op Op) bool { _, ok := LitmusWeak[op]; return ok }
 

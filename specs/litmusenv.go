@@ -73,10 +73,8 @@ func missingOf(h *[kernels.TallyBins]uint64) uint64 {
 // the histogram never shows: "" when every one showed.
 func (r envRun) degenerate() string {
 	var lack []string
-	for _, o := range kernels.LitmusNeeds[r.op] {
-		if r.hist[kernels.TallyBin(o[0], o[1])] == 0 {
-			lack = append(lack, fmt.Sprintf("(%d,%d)", o[0], o[1]))
-		}
+	for _, o := range kernels.LitmusLacking(r.op, &r.hist) {
+		lack = append(lack, fmt.Sprintf("(%d,%d)", o[0], o[1]))
 	}
 	return strings.Join(lack, " ")
 }
