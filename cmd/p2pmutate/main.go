@@ -33,6 +33,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"p2patomics/harness/report"
@@ -44,6 +45,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 type options struct {
 	specs, out, backend string
 	healthy             string // an existing --trace run to plan from
+	jobs                int    // mutated runs at once
 	kernels             *regexp.Regexp
 	extra               []string
 }
@@ -57,19 +59,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.out, "out", "", "folder for the runs and the score")
 	fs.StringVar(&o.backend, "backend", "host", "the suite's --backend")
 	fs.StringVar(&o.healthy, "healthy", "", "plan from this existing run's folder (run with --trace and --pairs=alone) instead of a healthy run of its own")
+	fs.IntVar(&o.jobs, "jobs", 3, "mutated runs at once (host backend only; GPU runs are one at a time)")
 	fs.StringVar(&kre, "kernels", "", "only kernels whose name matches this regexp (default: every kernel launched)")
+	const usage = "usage: p2pmutate --specs=bin/specs.test --out=DIR [--backend=host] [--kernels=REGEXP] [--healthy=RUN] [-- suite flags...]"
 	if err := fs.Parse(args); err != nil {
-		fmt.Fprintf(stderr, "p2pmutate: %v\n", err)
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, usage)
+			return 0
+		}
+		fmt.Fprintf(stderr, "p2pmutate: %v (%s)\n", err, usage)
 		return 2
 	}
 	o.extra = fs.Args()
 	if o.specs == "" || o.out == "" {
-		fmt.Fprintln(stderr, "p2pmutate: --specs and --out are required")
+		fmt.Fprintf(stderr, "p2pmutate: --specs and --out are required (%s)\n", usage)
 		return 2
 	}
 	var err error
 	if o.kernels, err = regexp.Compile(kre); err != nil {
 		fmt.Fprintf(stderr, "p2pmutate: --kernels: %v\n", err)
+		return 2
+	}
+	if o.out, err = filepath.Abs(o.out); err != nil {
+		fmt.Fprintf(stderr, "p2pmutate: --out: %v\n", err)
 		return 2
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
@@ -84,14 +96,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	groups := groupKernels(plan)
 	runs := map[string]map[string]report.Outcome{} // kernel -> case -> outcome
+	results := make([]map[string]report.Outcome, len(groups))
+	errs := make([]error, len(groups))
+	jobs := 1
+	if o.backend == "host" {
+		// Most of a mutated host run is waiting (litmus budgets, world
+		// starts), not CPU: a few at once cut the sweep's wall clock.
+		jobs = max(o.jobs, 1)
+	}
+	sem := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
 	for i, g := range groups {
-		res, err := o.mutated(i, g, plan, stderr)
-		if err != nil {
-			fmt.Fprintf(stderr, "p2pmutate: run %d (%s): %v\n", i, strings.Join(g, ","), err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			results[i], errs[i] = o.mutated(i, g, plan, stderr)
+		}()
+	}
+	wg.Wait()
+	for i, g := range groups {
+		if errs[i] != nil {
+			fmt.Fprintf(stderr, "p2pmutate: run %d (%s): %v\n", i, strings.Join(g, ","), errs[i])
 			return 1
 		}
 		for _, k := range g {
-			runs[k] = res
+			runs[k] = results[i]
 		}
 	}
 	sc := score(plan, runs)
@@ -159,6 +190,17 @@ func (o options) suite(dir string, stderr io.Writer, extra ...string) (*report.R
 	defer log.Close()
 	cmd := exec.Command(o.specs, args...)
 	cmd.Stdout, cmd.Stderr = log, log
+	if o.backend == "host" {
+		// The host backend's "device" locks only keep two suites off one
+		// GPU; here they would serialise this sweep's runs against each
+		// other (and any other host suite on the machine). Each run gets
+		// a lock folder of its own.
+		locks := dir + ".locks"
+		if err := os.MkdirAll(locks, 0o700); err != nil {
+			return nil, err
+		}
+		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+locks)
+	}
 	// The suite's exit status says whether cases met their expected
 	// outcome; a mutated run is meant to miss. Only results.json counts.
 	runErr := cmd.Run()
