@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -120,8 +121,8 @@ type Runner struct {
 	// unavailable is set once the backend failed to open for want of a
 	// capability: every later case skips with the same reason at once.
 	unavailable *SkipError
-	// setup is, per allocation kind, the run of cases in a row whose setup
-	// (an alloc or import request) failed the same way; from setupStreakMax
+	// setup is, per allocation kind, the run of cases in a row that failed
+	// the same way (failSig: a setup request's status, or the same crash); from setupStreakMax
 	// on, later cases of the kind are judged from it without running.
 	setup map[string]*setupStreak
 	// judged names the cases judged from a setup streak (never run).
@@ -131,8 +132,8 @@ type Runner struct {
 }
 
 // setupStreakMax: after this many cases of one kind in a row whose setup
-// failed with the same call and status, the kind's later cases are judged
-// from the first of them without running (a driver whose export says
+// failed with the same call and status, the kind's later cases (canaries
+// aside) are judged from the first of them without running (a driver whose export says
 // NOT_SUPPORTED otherwise costs every case of the kind its own attempt).
 const setupStreakMax = 3
 
@@ -152,7 +153,36 @@ func setupSig(err error) string {
 	if !errors.As(err, &re) || re.Fault != nil || (re.What != "alloc" && re.What != "import") {
 		return ""
 	}
-	return re.What + ": " + re.Msg
+	return re.What + ": " + rankField.ReplaceAllString(re.Msg, "rank N")
+}
+
+// pidField and rankField are what differs between two ranks' identical
+// deaths: which rank touched the memory first is the scheduler's choice.
+var (
+	pidField  = regexp.MustCompile(`\(pid [0-9]+\)`)
+	rankField = regexp.MustCompile(`\brank [0-9]+\b`)
+)
+
+// failSig is the signature of the way a case failed, for the streak: a
+// setup request's error or skip (the same call, the same status), or a
+// crash in the same request the same way (a GPU fault the rank reported, or
+// a rank's death as classified, its pid left out): a grant that does
+// nothing faults every case's first launch. "" for any other ending.
+func failSig(res report.Result, err error) string {
+	switch res.Outcome {
+	case report.Error, report.Skip:
+		return setupSig(err)
+	case report.Crash:
+		var re *RemoteError
+		var de *DeadError
+		if errors.As(err, &re) && re.Fault != nil {
+			return "fault in " + re.What + ": " + rankField.ReplaceAllString(re.Msg, "rank N")
+		}
+		if errors.As(err, &de) {
+			return "crash: " + rankField.ReplaceAllString(pidField.ReplaceAllString(res.Detail, "(pid)"), "rank N")
+		}
+	}
+	return ""
 }
 
 // judgedFromSetup returns the result of c judged from its kind's setup
@@ -161,7 +191,9 @@ func (r *Runner) judgedFromSetup(c *Case, res *report.Result) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := r.setup[c.Kind]
-	if r.rerun || st == nil || st.n < setupStreakMax {
+	// A case that expects the streak's outcome runs: judged, it would meet
+	// its expectation without having run.
+	if r.rerun || st == nil || st.n < setupStreakMax || slices.Contains(c.Labels, "canary") || c.Expected == st.outcome {
 		return false
 	}
 	if r.judged == nil {
@@ -169,7 +201,7 @@ func (r *Runner) judgedFromSetup(c *Case, res *report.Result) bool {
 	}
 	r.judged[c.ID] = true
 	res.Outcome = st.outcome
-	res.Detail = fmt.Sprintf("not run: judged from %s, the first of %d %s cases in a row whose setup failed the same way (%s): %s",
+	res.Detail = fmt.Sprintf("not run: judged from %s, the first of %d %s cases in a row that failed the same way (%s): %s",
 		st.first, st.n, c.Kind, st.sig, st.detail)
 	return true
 }
@@ -178,11 +210,16 @@ func (r *Runner) judgedFromSetup(c *Case, res *report.Result) bool {
 func (r *Runner) noteSetup(c *Case, res report.Result, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.rerun {
+	if r.rerun || slices.Contains(c.Labels, "canary") {
+		// A canary tests the harness's handling of a rank's death, not
+		// the kind's setup: it neither extends nor ends a streak, and is
+		// never judged from one.
 		return
 	}
-	sig := setupSig(err)
-	if sig == "" || (res.Outcome != report.Error && res.Outcome != report.Skip) {
+	sig := failSig(res, err)
+	if sig == "" || res.Outcome == c.Expected {
+		// Only a case that missed its expected outcome extends a streak:
+		// a control's expected crash never judges the cases after it.
 		delete(r.setup, c.Kind)
 		return
 	}
@@ -195,7 +232,7 @@ func (r *Runner) noteSetup(c *Case, res report.Result, err error) {
 		r.setup[c.Kind] = st
 	}
 	if st.n++; st.n == setupStreakMax {
-		r.Events = append(r.Events, fmt.Sprintf("%s: %d %s cases in a row from %s failed their setup the same way (%s); the kind's later cases are judged from it without running",
+		r.Events = append(r.Events, fmt.Sprintf("%s: %d %s cases in a row from %s failed the same way (%s); the kind's later cases are judged from it without running",
 			time.Now().Format(time.TimeOnly), st.n, c.Kind, st.first, sig))
 	}
 }
