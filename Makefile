@@ -64,6 +64,12 @@ cli: bin/specs.test
 gate: bin/specs.test
 	bash scripts/check-gate.sh ./bin/specs.test $(OUT)/gate
 
+# The gate against injected driver faults: each rule kind must FAIL it
+# (scripts/gate-selftest.sh, docs/FAULTS.md).
+.PHONY: gate-selftest
+gate-selftest: bin/specs.test
+	bash scripts/gate-selftest.sh ./bin/specs.test $(OUT)/gate-selftest
+
 # The AMD first-run script's logic, on the host backend with a fake
 # rocminfo (scripts/check-amd-first-run.sh).
 firstrun: bin/specs.test
@@ -100,7 +106,7 @@ fuzz: check-go
 	$(GO) test -run '^$$' -fuzz '^FuzzRecv$$' -fuzztime 4s ./wire
 	$(GO) test -run '^$$' -fuzz '^FuzzHandle$$' -fuzztime 4s ./rank
 
-test: deps vet unit suite cli gate firstrun schema rounds soak fuzz mutate
+test: deps vet unit suite cli gate gate-selftest firstrun schema rounds soak fuzz mutate
 
 bench: check-go
 	$(GO) test -run '^$$' -bench . -benchtime=20x ./harness ./wire ./rank/host ./trace

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -120,6 +121,149 @@ type Runner struct {
 	// unavailable is set once the backend failed to open for want of a
 	// capability: every later case skips with the same reason at once.
 	unavailable *SkipError
+	// setup is, per allocation kind, the run of cases in a row that failed
+	// the same way (failSig: a setup request's status, or the same crash); from setupStreakMax
+	// on, later cases of the kind are judged from it without running.
+	setup map[string]*setupStreak
+	// judged names the cases judged from a setup streak (never run).
+	judged map[string]bool
+	// rerun is set while Rerun runs a case: it runs, streak or not.
+	rerun bool
+}
+
+// setupStreakMax: after this many cases of one kind in a row whose setup
+// failed with the same call and status, the kind's later cases (canaries
+// aside) are judged from the first of them without running (a driver whose export says
+// NOT_SUPPORTED otherwise costs every case of the kind its own attempt).
+const setupStreakMax = 3
+
+type setupStreak struct {
+	sig     string // request + the rank's message: the same call, the same status
+	n       int
+	first   string // the first case that hit it
+	outcome report.Outcome
+	detail  string
+}
+
+// setupSig is the signature of an error that came back from a setup
+// request (alloc, import) with every rank still answering; "" for any
+// other error.
+func setupSig(err error) string {
+	var re *RemoteError
+	if !errors.As(err, &re) || re.Fault != nil || (re.What != "alloc" && re.What != "import") {
+		return ""
+	}
+	return re.What + ": " + rankField.ReplaceAllString(re.Msg, "rank N")
+}
+
+// pidField and rankField are what differs between two ranks' identical
+// deaths: which rank touched the memory first is the scheduler's choice.
+var (
+	pidField  = regexp.MustCompile(`\(pid [0-9]+\)`)
+	rankField = regexp.MustCompile(`\brank [0-9]+\b`)
+)
+
+// failSig is the signature of the way a case failed, for the streak: a
+// setup request's error or skip (the same call, the same status), or a
+// crash in the same request the same way (a GPU fault the rank reported, or
+// a rank's death as classified, its pid left out): a grant that does
+// nothing faults every case's first launch. "" for any other ending.
+func failSig(res report.Result, err error) string {
+	switch res.Outcome {
+	case report.Error, report.Skip:
+		return setupSig(err)
+	case report.Crash:
+		var re *RemoteError
+		var de *DeadError
+		if errors.As(err, &re) && re.Fault != nil {
+			return "fault in " + re.What + ": " + rankField.ReplaceAllString(re.Msg, "rank N")
+		}
+		if errors.As(err, &de) {
+			return "crash: " + rankField.ReplaceAllString(pidField.ReplaceAllString(res.Detail, "(pid)"), "rank N")
+		}
+	}
+	return ""
+}
+
+// judgedFromSetup returns the result of c judged from its kind's setup
+// streak, or false when c must run.
+func (r *Runner) judgedFromSetup(c *Case, res *report.Result) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.setup[c.Kind]
+	// A case that expects the streak's outcome runs: judged, it would meet
+	// its expectation without having run.
+	if r.rerun || st == nil || st.n < setupStreakMax || slices.Contains(c.Labels, "canary") || c.Expected == st.outcome {
+		return false
+	}
+	if r.judged == nil {
+		r.judged = map[string]bool{}
+	}
+	r.judged[c.ID] = true
+	res.Outcome = st.outcome
+	res.Detail = fmt.Sprintf("not run: judged from %s, the first of %d %s cases in a row that failed the same way (%s): %s",
+		st.first, st.n, c.Kind, st.sig, st.detail)
+	return true
+}
+
+// noteSetup extends or ends c's kind's setup streak with the case's end.
+func (r *Runner) noteSetup(c *Case, res report.Result, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.rerun || slices.Contains(c.Labels, "canary") {
+		// A canary tests the harness's handling of a rank's death, not
+		// the kind's setup: it neither extends nor ends a streak, and is
+		// never judged from one.
+		return
+	}
+	sig := failSig(res, err)
+	if sig == "" || res.Outcome == c.Expected {
+		// Only a case that missed its expected outcome extends a streak:
+		// a control's expected crash never judges the cases after it.
+		delete(r.setup, c.Kind)
+		return
+	}
+	if r.setup == nil {
+		r.setup = map[string]*setupStreak{}
+	}
+	st := r.setup[c.Kind]
+	if st == nil || st.sig != sig || st.outcome != res.Outcome {
+		st = &setupStreak{sig: sig, first: c.ID, outcome: res.Outcome, detail: res.Detail}
+		r.setup[c.Kind] = st
+	}
+	if st.n++; st.n == setupStreakMax {
+		r.Events = append(r.Events, fmt.Sprintf("%s: %d %s cases in a row from %s failed the same way (%s); the kind's later cases are judged from it without running",
+			time.Now().Format(time.TimeOnly), st.n, c.Kind, st.first, sig))
+	}
+}
+
+// JudgedFromSetup reports whether the case's last result was judged from a
+// setup streak without running.
+func (r *Runner) JudgedFromSetup(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.judged[id]
+}
+
+// Rerun runs c again for real (a setup streak does not judge it, nor does
+// the rerun extend one): the gate's flake check.
+func (r *Runner) Rerun(c *Case) report.Result {
+	r.mu.Lock()
+	r.rerun = true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.rerun = false
+		r.mu.Unlock()
+	}()
+	return r.Run(c)
+}
+
+// WorldsStarted is how many worlds the runner has started.
+func (r *Runner) WorldsStarted() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.Starts)
 }
 
 // NewRunner makes a runner for one backend.
@@ -230,6 +374,9 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 	}()
 	if c.Standalone != nil {
 		res.Outcome, res.Detail = c.Standalone()
+		return res
+	}
+	if r.judgedFromSetup(c, &res) {
 		return res
 	}
 	timeout := c.Limit()
@@ -343,6 +490,7 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 		}
 	}
 	r.endWatch(c, w, cw, &res)
+	r.noteSetup(c, res, err)
 	retire := r.retireAfter(w, res, err)
 	if !w.Alive() || isWorldFatal(err) || fatal != nil || retire {
 		// Whatever is left of this world is not trusted by the next case.
@@ -377,20 +525,28 @@ func (r *Runner) retireAfter(w *World, res report.Result, err error) bool {
 		delete(r.errStreak, w)
 		return false
 	}
+	var re *RemoteError
+	clean := errors.As(err, &re) && re.Fault == nil
+	if clean {
+		// A rank answered with an API error: it failed cleanly and keeps
+		// its world, unless the error says the rank is unusable.
+		for _, m := range unusableMarks {
+			if strings.Contains(strings.ToLower(re.Msg), m) {
+				delete(r.errStreak, w)
+				r.Events = append(r.Events, fmt.Sprintf("%s: world of %d retired after %s: rank %d is unusable (%s); the next case starts a fresh one",
+					time.Now().Format(time.TimeOnly), w.N, res.ID, re.Rank, m))
+				return true
+			}
+		}
+		delete(r.errStreak, w)
+		return false
+	}
 	if r.errStreak == nil {
 		r.errStreak = map[*World]int{}
 	}
 	r.errStreak[w]++
 	why := ""
-	var re *RemoteError
-	if errors.As(err, &re) {
-		for _, m := range unusableMarks {
-			if strings.Contains(strings.ToLower(re.Msg), m) {
-				why = fmt.Sprintf("rank %d is unusable (%s)", re.Rank, m)
-			}
-		}
-	}
-	if why == "" && r.errStreak[w] >= errStreakMax {
+	if r.errStreak[w] >= errStreakMax {
 		why = fmt.Sprintf("%d cases in a row ended in error", r.errStreak[w])
 	}
 	if why == "" {

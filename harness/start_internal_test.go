@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -130,4 +131,78 @@ func fmt0(c *Ctx) string {
 		b.WriteString(strconv.Itoa(p.Pid))
 	}
 	return b.String()
+}
+
+// Issue 24 item 4: a case that fails cleanly (a rank answers with an API
+// error, a check finds a wrong result) keeps its world, however many such
+// cases follow one another; only a dead, hung or unusable rank costs one.
+func TestCleanFailureKeepsItsWorld(t *testing.T) {
+	r := NewRunner("host", wire.DefaultSettings, 1)
+	defer r.Close()
+	pids := func(c *Ctx) string { return strings.Trim(strings.Join(strings.Fields(fmt0(c)), ","), ",") }
+	var seen []string
+	for i := 0; i < 2*errStreakMax+1; i++ {
+		res := r.Run(&Case{ID: fmt.Sprintf("clean%d", i), Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
+			Run: func(c *Ctx) error {
+				seen = append(seen, pids(c))
+				if i == 2*errStreakMax {
+					return Failf("expected 1, got %d", i)
+				}
+				b, err := c.Local(0, 4096)
+				if err != nil {
+					return err
+				}
+				_, err = c.Read(0, b, uint64(8192+i), 8) // the rank refuses: outside the buffer
+				return err
+			}})
+		if res.Outcome != report.Error && res.Outcome != report.Fail {
+			t.Fatalf("case %d: %s %s", i, res.Outcome, res.Detail)
+		}
+	}
+	for i := range seen {
+		if seen[i] != seen[0] {
+			t.Fatalf("world replaced after clean failures: %v; events %v", seen, r.Events)
+		}
+	}
+	if n := r.WorldsStarted(); n != 1 {
+		t.Fatalf("%d worlds started, want 1", n)
+	}
+}
+
+// Issue 24 item 4: with the host's export failing (fail:dup), the first
+// setupStreakMax cases of the kind run and fail their setup the same way;
+// the rest are judged from the first without running, each saying so, in
+// the one world; a rerun still runs for real.
+func TestSetupStreakJudgesTheRest(t *testing.T) {
+	set := wire.DefaultSettings
+	set.Inject = []string{"fail:dup=95"}
+	r := NewRunner("host", set, 1)
+	defer r.Close()
+	ran := 0
+	mk := func(i int) *Case {
+		return &Case{ID: fmt.Sprintf("shared%d", i), Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
+			Run: func(c *Ctx) error { ran++; _, err := c.Shared(0, 4096, true); return err }}
+	}
+	var results []report.Result
+	for i := 0; i < setupStreakMax+4; i++ {
+		results = append(results, r.Run(mk(i)))
+	}
+	if ran != setupStreakMax {
+		t.Fatalf("%d bodies ran, want %d", ran, setupStreakMax)
+	}
+	for i, res := range results {
+		if res.Outcome != report.Error || !strings.Contains(res.Detail, "export (dup)") {
+			t.Fatalf("case %d: %s %s", i, res.Outcome, res.Detail)
+		}
+		judged := strings.Contains(res.Detail, "not run: judged from shared0")
+		if judged != (i >= setupStreakMax) || judged != r.JudgedFromSetup(res.ID) {
+			t.Fatalf("case %d judged=%v: %s", i, judged, res.Detail)
+		}
+	}
+	if n := r.WorldsStarted(); n != 1 {
+		t.Fatalf("%d worlds started, want 1", n)
+	}
+	if res := r.Rerun(mk(99)); ran != setupStreakMax+1 || res.Outcome != report.Error {
+		t.Fatalf("a rerun did not run: %d bodies, %s %s", ran, res.Outcome, res.Detail)
+	}
 }

@@ -90,6 +90,7 @@ func TestMain(m *testing.M) {
 	fmt.Printf("p2patomics: %d case(s), seed %d, reports in %s\n", len(run.IDs()), opts.Seed, opts.Out)
 	run.WatchSignals()
 	m.Run()
+	run.RerunPending() // the gate's flake checks, one fresh world per kind
 	os.Exit(run.Finish())
 }
 

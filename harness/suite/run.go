@@ -57,6 +57,81 @@ type Run struct {
 	// the conclusion and the verdict line go (nil: os.Stdout).
 	Style  report.Style
 	Stdout io.Writer
+	// pending are the cases waiting for their flake-check rerun, in the
+	// order they ran, with their first (unjudged) result.
+	pending []pendingRerun
+}
+
+type pendingRerun struct {
+	c     *harness.Case
+	first report.Result
+}
+
+// RerunPending reruns the cases whose first result the gate calls a
+// regression, once each, batched: one fresh world per backend and kind
+// (its runner's worlds closed once before the kind's first rerun). A case
+// that meets the baseline on its rerun is a flake. It runs after the last
+// spec; an interrupt stops it and keeps the first verdicts.
+func (r *Run) RerunPending() {
+	r.mu.Lock()
+	pending := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	if len(pending) == 0 {
+		return
+	}
+	w := r.stdout()
+	fmt.Fprintf(w, "rerunning %d case(s) the gate calls regressions, one fresh world per kind\n", len(pending))
+	byGroup := map[string][]pendingRerun{}
+	for _, p := range pending {
+		k := p.c.Backend + "." + p.c.Kind
+		byGroup[k] = append(byGroup[k], p)
+	}
+	for _, g := range r.Groups {
+		ps := byGroup[g.Name]
+		delete(byGroup, g.Name)
+		r.rerunGroup(ps)
+	}
+	for _, ps := range byGroup { // a case outside the groups (never, but never lost)
+		r.rerunGroup(ps)
+	}
+}
+
+func (r *Run) rerunGroup(ps []pendingRerun) {
+	if len(ps) == 0 {
+		return
+	}
+	rn := r.runner(ps[0].c.Backend)
+	rn.Close() // the kind's one fresh world
+	for _, p := range ps {
+		r.mu.Lock()
+		stop := r.finished || rn.Abort != ""
+		r.current = p.c.ID
+		r.mu.Unlock()
+		if stop {
+			return
+		}
+		again := rn.Rerun(p.c)
+		res := p.first
+		res.Verdict = expect.Judge(res, r.gate, &again)
+		if res.Verdict == report.Flake {
+			res.Detail = strings.TrimSpace(res.Detail + fmt.Sprintf(" (rerun in a fresh world: %s)", again.Outcome))
+		}
+		res = expect.JudgeOne(res, r.gate, caseEnv(rn))
+		res.Inject = r.Opts.InjectRules()
+		r.mu.Lock()
+		late := r.finished
+		if !late {
+			r.results[p.c.ID] = res
+		}
+		r.current = ""
+		r.mu.Unlock()
+		if late {
+			return
+		}
+		fmt.Fprintf(r.stdout(), "rerun %s: %s → %s (%s)\n", p.c.ID, p.first.Outcome, again.Outcome, res.Verdict)
+	}
+	r.checkpoint()
 }
 
 // Catalogue builds every case for one backend and kind (package specs).
@@ -259,22 +334,21 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 			break
 		}
 	}
-	if r.gate != nil && res.Verdict == "" {
-		// deqp-runner's rule: an unexpected result gets one rerun in a
-		// fresh world; meeting the baseline then makes it a flake.
-		if v := expect.Judge(res, r.gate, nil); expect.NeedsRerun(v) {
-			rn := r.runner(c.Backend)
-			rn.Close()
-			again := rn.Run(c)
-			res.Verdict = expect.Judge(res, r.gate, &again)
-			if res.Verdict == report.Flake {
-				res.Detail = strings.TrimSpace(res.Detail + fmt.Sprintf(" (rerun in a fresh world: %s)", again.Outcome))
-			}
-		}
-	}
 	if runs > 1 {
 		res.Metrics = report.SoakMetrics(soak)
 		res.Detail = strings.TrimSpace(fmt.Sprintf("%s (soak: %d runs, %d did not meet %s)", res.Detail, runs, unmet, c.Expected))
+	}
+	if r.gate != nil && res.Verdict == "" && !rn.JudgedFromSetup(c.ID) {
+		// deqp-runner's rule: an unexpected result gets one rerun in a
+		// fresh world; meeting the baseline then makes it a flake. The
+		// reruns are batched (RerunPending): one fresh world per kind, not
+		// one per regressed case. A case judged from its kind's setup
+		// streak never ran, and is not rerun either.
+		if v := expect.Judge(res, r.gate, nil); expect.NeedsRerun(v) {
+			r.mu.Lock()
+			r.pending = append(r.pending, pendingRerun{c: c, first: res})
+			r.mu.Unlock()
+		}
 	}
 	// Judged here the way the whole run is judged, so the spec's pass or
 	// fail and its live line agree with the verdict.
@@ -369,6 +443,9 @@ func (r *Run) finish() int {
 	env := environment(r.Opts, infos)
 	env["backends"] = r.Probes
 	env["started"] = r.t0.UTC().Format(time.RFC3339) // junit.xml's timestamp, also when re-rendered
+	// How many worlds the run started (timing.worlds lists each): a path
+	// that breaks must not cost a world per case (docs/FAULTS.md).
+	env["worlds_started"] = len(timing.Worlds)
 	gate := ""
 	if r.gate != nil {
 		gate = r.Opts.Expectations
@@ -410,6 +487,7 @@ func (r *Run) finish() int {
 			fmt.Fprintf(w, "world event: %s\n", e)
 		}
 	}
+	fmt.Fprintf(w, "worlds started: %d in %.1f s\n", len(timing.Worlds), timing.SuiteWallS)
 	fmt.Fprintf(w, "reports: %s (results.json, report.html, junit.xml, summary.txt with the full table, results.csv, failures.csv)\n", out)
 	report.WriteConclusion(w, r.Style, rep)
 	return code

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The gate against a lying driver (docs/FAULTS.md, "The driver-fault
+# injector"): on the host backend, each kind of injected fault, gated
+# against the committed host baseline, must end the run FAIL (exit 1) —
+# never PASS, never a usage error — with the rule named on the verdict
+# line, in results.json's environment and summary and on every case:
+#   drop:tally_u32_relaxed_dev  a dropped check kernel (the litmus tally)
+#   fail:dup=95                 the export fails always (EOPNOTSUPP); the
+#                               fast verdict: a handful of worlds, the kind's
+#                               cases judged from the first failure
+#   fail-every:mmap=5/3         every third map fails (EIO): its reruns must
+#                               not forgive it (not PASS, whatever the word)
+#   noop:mprotect               the access grant does nothing: the host maps
+#                               an import PROT_NONE and grants with mprotect,
+#                               so every rule kind is exercised here too
+# On CUDA the same kinds are shown by scripts/device-faults.sh.
+set -uo pipefail
+bin=${1:?usage: gate-selftest.sh specs.test OUTDIR}; out=${2:?}
+base=${P2PAT_SELFTEST_BASELINE:-expectations/host-amd64}
+rm -rf "$out"; mkdir -p "$out"
+fail=0
+for rule in drop:tally_u32_relaxed_dev fail:dup=95 fail-every:mmap=5/3 noop:mprotect; do
+  name=$(printf '%s' "$rule" | tr ':=/' '___')
+  t0=$(date +%s.%N)
+  "$bin" --backend=host --expectations="$base" --internal-inject="$rule" --out="$out/$name" >"$out/$name.log" 2>&1; rc=$?
+  t1=$(date +%s.%N)
+  last=$(tail -n 1 "$out/$name.log")
+  secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
+  why=""
+  [ "$rc" = 1 ] || why="exit $rc, want 1 (FAIL)"
+  case $last in "p2patomics: FAIL — "*"[driver faults injected: $rule]") ;; *) why="${why:+$why; }verdict line does not say FAIL and name the rule";; esac
+  chk=$(python3 - "$out/$name/results.json" "$rule" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); rule = sys.argv[2]
+bad = []
+if r["environment"].get("inject") != [rule]: bad.append("environment.inject %r" % r["environment"].get("inject"))
+if r["summary"].get("inject") != [rule]: bad.append("summary.inject %r" % r["summary"].get("inject"))
+ran = [x for x in r["results"] if x["outcome"] not in ("incomplete", "abort") and x.get("verdict") != "missing"]
+without = [x["id"] for x in ran if x.get("inject") != [rule]]
+if without: bad.append("%d case(s) without the rule, e.g. %s" % (len(without), without[0]))
+worlds = r["environment"].get("worlds_started", -1)
+if rule.startswith("fail:dup"):
+    judged = [x for x in r["results"] if x["detail"].startswith("not run: judged from ")]
+    # canaries kill ranks on purpose (a world each); everything else shares one.
+    if worlds > 12: bad.append("%d worlds started for an export that always fails (want at most 12)" % worlds)
+    if len(judged) < 50: bad.append("only %d cases judged from the first failure" % len(judged))
+print("; ".join(bad) if bad else "ok worlds=%d" % worlds)
+PY
+)
+  case $chk in ok*) ;; *) why="${why:+$why; }$chk";; esac
+  if [ -n "$why" ]; then
+    echo "FAIL: $rule ($secs s): $why"; echo "      $last"; fail=1
+  else
+    echo "ok:   $rule -> exit 1 in $secs s, $chk: ${last:0:140}…"
+  fi
+done
+[ $fail = 0 ] && echo "gate-selftest: every injected fault fails the gate" || echo "gate-selftest: FAILED"
+exit $fail
