@@ -230,3 +230,38 @@ func TestROCmLibDirs(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// TestPeerCapsFromP2PAttribute (issue 30, N3): peer access and P2P atomics
+// are hipDeviceGetP2PAttribute's answers, so a PCIe pair without native
+// atomics skips the P2P atomic cases as not supported, naming the
+// attribute. On a44624c every pair was "yes".
+func TestPeerCapsFromP2PAttribute(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		access, atomic  int32
+		okAcc, okAtomic bool
+		reason          string
+	}{
+		{"xgmi", 1, 1, true, true, "hipDevP2PAttrNativeAtomicSupported, 0, 1) is 1"},
+		{"pcie without atomics", 1, 0, true, false, "hipDevP2PAttrNativeAtomicSupported, 0, 1) is 0"},
+		{"no p2p", 0, 0, false, false, "hipDevP2PAttrAccessSupported, 0, 1) is 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := fakeLib(t, map[string]any{"hipDeviceGetP2PAttribute": func(v *int32, attr uint32, src, dst int32) uint32 {
+				if src != 0 || dst != 1 {
+					t.Errorf("asked for %d→%d", src, dst)
+				}
+				*v = map[uint32]int32{p2pAttrAccessSupported: c.access, p2pAttrNativeAtomic: c.atomic}[attr]
+				return errSuccess
+			}})
+			b := &Backend{l: l, cfg: backend.Config{Device: 0}}
+			p := b.peer(1)
+			if p.Access.OK != c.okAcc || p.Atomics.OK != c.okAtomic {
+				t.Fatalf("access %+v atomics %+v", p.Access, p.Atomics)
+			}
+			if !strings.Contains(p.Atomics.Reason, c.reason) {
+				t.Errorf("atomics reason %q, want %q", p.Atomics.Reason, c.reason)
+			}
+		})
+	}
+}

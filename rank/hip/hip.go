@@ -177,17 +177,20 @@ func (b *Backend) deviceInfo(count int) backend.DeviceInfo {
 	b.l.driverVersion(&drv)
 	a, _, _ := strings.Cut(gcn, ":")
 	attrs := map[string]string{"gcnArchName": gcn, "import_convention": b.mode.String(), "library": b.l.path}
+	caps := device.Caps{HostAtomics: device.Yes("AMD: fine-grained host memory is coherent with the CPU; the kind's CPU mapping is checked at allocation")}
 	for peer := 0; peer < count; peer++ {
 		if peer == b.cfg.Device {
 			continue
 		}
-		attrs[fmt.Sprintf("p2p.%d", peer)] = "see hsa backend link info"
+		p := b.peer(peer)
+		attrs[fmt.Sprintf("p2p.%d", peer)] = fmt.Sprintf("access=%v atomics=%v (hipDeviceGetP2PAttribute; link details: hsa backend)", p.Access.OK, p.Atomics.OK)
+		caps.Peers = append(caps.Peers, p)
 	}
 	return backend.DeviceInfo{
 		Vendor: "amd", Name: name, Arch: a, UUID: uuid, Ordinal: b.cfg.Device, Count: count,
 		MemBytes: total, Units: int(mp), Driver: fmt.Sprint(drv),
 		Runtime: "hip " + versionString(b.version), Attrs: attrs,
-		Caps: amdCaps(b.cfg.Device, count),
+		Caps: caps,
 	}
 }
 
@@ -639,14 +642,30 @@ func (b *Backend) Close() error {
 	return errors.Join(errs...)
 }
 
-// amdCaps answers the capability questions for an AMD device (as the hsa
-// backend does): host atomics are decided by the kind's CPU mapping at
-// allocation, peer access is granted at import and fails there when no link
-// carries it, so no pair is refused before a case tries.
-func amdCaps(self, count int) device.Caps {
-	yes := device.Yes("AMD: a peer's memory access is granted at import, which fails there when the link lacks it")
-	return device.Caps{
-		HostAtomics: device.Yes("AMD: fine-grained host memory is coherent with the CPU; the kind's CPU mapping is checked at allocation"),
-		Peers:       device.AllPeers(self, count, yes, yes),
+// peer answers peer access and P2P atomics from hipDeviceGetP2PAttribute
+// (CLR fills them from ROCr's link info: no link or KFD's NoAtomics flag on
+// a PCIe path reads 0). A runtime that does not answer leaves the pair to
+// the import, which fails there when the link lacks it.
+func (b *Backend) peer(q int) device.Peer {
+	self := int32(b.cfg.Device)
+	ask := func(attr uint32, name string) device.Cap {
+		var v int32
+		b.l.beginProbe()
+		st := b.l.p2pAttribute(&v, attr, self, int32(q))
+		b.l.endProbe()
+		switch {
+		case st.Code != errSuccess:
+			return device.Yes("AMD: hipDeviceGetP2PAttribute(%s, %d, %d) failed (%v); left to the import", name, self, q, b.l.check(st))
+		case v == 0:
+			return device.No("AMD: hipDeviceGetP2PAttribute(%s, %d, %d) is 0", name, self, q)
+		}
+		return device.Yes("AMD: hipDeviceGetP2PAttribute(%s, %d, %d) is %d", name, self, q, v)
 	}
+	p := device.Peer{Ordinal: q, Access: ask(p2pAttrAccessSupported, "hipDevP2PAttrAccessSupported")}
+	if !p.Access.OK {
+		p.Atomics = p.Access
+		return p
+	}
+	p.Atomics = ask(p2pAttrNativeAtomic, "hipDevP2PAttrNativeAtomicSupported")
+	return p
 }

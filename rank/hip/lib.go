@@ -31,6 +31,7 @@ var requiredSymbols = []string{
 	"hipModuleLoadData", "hipModuleGetFunction", "hipModuleLaunchKernel", "hipModuleUnload",
 	"hipEventCreate", "hipEventRecord", "hipEventSynchronize", "hipEventElapsedTime", "hipEventDestroy",
 	"hipMemcpyDtoH", "hipMemcpyHtoD", "hipMemcpyDtoDAsync", "hipDeviceSynchronize", "hipMemGetInfo",
+	"hipDeviceGetP2PAttribute",
 }
 
 // optionalSymbols: symbol -> the HIP release that added it.
@@ -55,6 +56,7 @@ type lib struct {
 	runtimeVersion   func(v *int32) status
 	driverVersion    func(v *int32) status
 	deviceAttribute  func(v *int32, attr uint32, dev int32) status
+	p2pAttribute     func(v *int32, attr uint32, src, dst int32) status
 	propsOld         func(p unsafe.Pointer, dev int32) status
 	propsR0600       func(p unsafe.Pointer, dev int32) status
 	granularity      func(g *uint64, prop *allocProp, option uint32) status
@@ -134,6 +136,7 @@ func (l *lib) symbols() []binding.Symbol {
 		binding.Sym1(&l.runtimeVersion, l.end, ">runtimeVersion", "hipRuntimeGetVersion"),
 		binding.Sym1(&l.driverVersion, l.end, ">driverVersion", "hipDriverGetVersion"),
 		binding.Sym3(&l.deviceAttribute, l.end, ">pi attr deviceId", "hipDeviceGetAttribute"),
+		binding.Sym4(&l.p2pAttribute, l.end, ">value attr srcDevice dstDevice", "hipDeviceGetP2PAttribute"),
 		binding.Sym2(&l.propsOld, l.end, "prop deviceId", "hipGetDeviceProperties"),
 		binding.Sym2(&l.propsR0600, l.end, "prop deviceId", "hipGetDevicePropertiesR0600"),
 		binding.Sym3(&l.granularity, l.end, ">granularity prop option", "hipMemGetAllocationGranularity"),
