@@ -480,3 +480,18 @@ func TestPeerCapsFollowLinkInfo(t *testing.T) {
 		})
 	}
 }
+
+// TestInterruptsOffIsRefused (issue 30, N10): with HSA_ENABLE_INTERRUPT=0
+// Open refuses, naming the variable, before hsa_init (a44624c opened and
+// every GPU fault became a 5-minute timeout).
+func TestInterruptsOffIsRefused(t *testing.T) {
+	t.Setenv("HSA_ENABLE_INTERRUPT", "0")
+	initOnce, initErr = sync.Once{}, nil
+	t.Cleanup(func() { initOnce, initErr = sync.Once{}, nil })
+	_, err := (&Backend{}).open(mi300(t).lib(), backend.Config{Ranks: 1})
+	if !errors.Is(err, backend.ErrNotSupported) || !strings.Contains(err.Error(), "HSA_ENABLE_INTERRUPT=0") {
+		t.Fatalf("Open with HSA_ENABLE_INTERRUPT=0: %v", err)
+	}
+	t.Setenv("HSA_ENABLE_INTERRUPT", "1")
+	openFake(t, mi300(t), 0)
+}

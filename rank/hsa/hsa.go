@@ -133,6 +133,9 @@ func (b *Backend) open(l *lib, cfg backend.Config) (backend.DeviceInfo, error) {
 	if err := l.needVmem(); err != nil { // before hsa_init: cheap and GPU-free
 		return backend.DeviceInfo{}, err
 	}
+	if err := interruptsOn(); err != nil {
+		return backend.DeviceInfo{}, err
+	}
 	if err := hsaInit(l); err != nil {
 		return backend.DeviceInfo{}, err
 	}
@@ -184,6 +187,18 @@ func (b *Backend) open(l *lib, cfg backend.Config) (backend.DeviceInfo, error) {
 		return backend.DeviceInfo{}, err
 	}
 	return b.deviceInfo(), nil
+}
+
+// interruptsOn refuses HSA_ENABLE_INTERRUPT=0: without interrupt signals
+// ROCr binds no error handlers (core/runtime/runtime.cpp BindErrorHandlers
+// returns early), so neither the system event handler nor ROCr's abort
+// ever runs and every GPU fault would end as a 5-minute launch timeout
+// instead of a crash with its address.
+func interruptsOn() error {
+	if os.Getenv("HSA_ENABLE_INTERRUPT") == "0" {
+		return backend.NotSupportedf("HSA_ENABLE_INTERRUPT=0 is set: ROCr then installs no GPU fault handler and a fault would read as a %v timeout, not a crash; unset it to run the hsa backend", launchTimeout)
+	}
+	return nil
 }
 
 // discover enumerates agents, their ISAs and pools.
