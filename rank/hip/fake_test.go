@@ -333,3 +333,24 @@ func TestCopyNamesTheEngine(t *testing.T) {
 		t.Fatalf("Copy: %v, method %q", err, res.Method)
 	}
 }
+
+// TestNoDeviceNamesKFD (issue 30, N7): hipErrorNoDevice with a /dev/kfd
+// that exists but cannot be opened says so and names the groups, instead
+// of "no AMD GPU" (a44624c).
+func TestNoDeviceNamesKFD(t *testing.T) {
+	old := openKFD
+	t.Cleanup(func() { openKFD = old })
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&os.PathError{Op: "open", Path: "/dev/kfd", Err: syscall.EACCES}, "cannot be opened (open /dev/kfd: permission denied): add the user to the render and video groups"},
+		{&os.PathError{Op: "open", Path: "/dev/kfd", Err: syscall.ENOENT}, "no AMD GPU (no /dev/kfd)"},
+		{nil, "although /dev/kfd opens"},
+	} {
+		openKFD = func() error { return c.err }
+		if got := kfdWhy(); !strings.Contains(got, c.want) {
+			t.Errorf("open error %v: %q, want %q", c.err, got, c.want)
+		}
+	}
+}

@@ -112,12 +112,12 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 	var n int32
 	if st := l.getDeviceCount(&n); st.Code != errSuccess {
 		if st.Code == errNoDevice {
-			return backend.DeviceInfo{}, backend.NotSupportedf("no AMD GPU (hipErrorNoDevice from hipGetDeviceCount, %s)", l.name)
+			return backend.DeviceInfo{}, backend.NotSupportedf("%s (hipErrorNoDevice from hipGetDeviceCount, %s)", kfdWhy(), l.name)
 		}
 		return backend.DeviceInfo{}, l.check(st)
 	}
 	if n == 0 {
-		return backend.DeviceInfo{}, backend.NotSupportedf("no AMD GPU (hipGetDeviceCount = 0)")
+		return backend.DeviceInfo{}, backend.NotSupportedf("%s (hipGetDeviceCount = 0)", kfdWhy())
 	}
 	if err := l.check(l.runtimeVersion(&b.version)); err != nil {
 		return backend.DeviceInfo{}, err
@@ -154,6 +154,32 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 		return backend.DeviceInfo{}, err
 	}
 	return info, nil
+}
+
+// openKFD opens /dev/kfd as ROCr does (read-write); the tests replace it.
+var openKFD = func() error {
+	f, err := os.OpenFile("/dev/kfd", os.O_RDWR, 0)
+	if err == nil {
+		f.Close()
+	}
+	return err
+}
+
+// kfdWhy says why HIP found no device. CLR's hipGetDeviceCount carries on
+// past a failed initialisation (HIP_INIT_API_NO_RETURN) to an empty device
+// list, so a /dev/kfd the user may not open (not in the render or video
+// group) reads as hipErrorNoDevice, the same as a machine with no GPU.
+func kfdWhy() string {
+	err := openKFD()
+	switch {
+	case err == nil:
+		return "no AMD GPU visible to HIP although /dev/kfd opens (HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or an unsupported GPU?)"
+	case errors.Is(err, os.ErrNotExist):
+		return "no AMD GPU (no /dev/kfd)"
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Sprintf("/dev/kfd exists but cannot be opened (%v): add the user to the render and video groups (then log in again)", err)
+	}
+	return fmt.Sprintf("/dev/kfd exists but cannot be opened (%v)", err)
 }
 
 func (b *Backend) deviceInfo(count int) backend.DeviceInfo {
