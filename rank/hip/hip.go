@@ -123,7 +123,7 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 		return backend.DeviceInfo{}, err
 	}
 	if b.version < minExportVersion {
-		return backend.DeviceInfo{}, backend.NotSupportedf("HIP %s (%s): HIP VMem shareable-handle export needs ROCm >= 6.2", versionString(b.version), l.name)
+		return backend.DeviceInfo{}, backend.NotSupportedf("HIP %s (%s): HIP VMem shareable-handle export needs ROCm >= 6.2%s", versionString(b.version), l.name, l.shadowed())
 	}
 	b.mode = importModeFor(b.version)
 	if cfg.Device < 0 || int(cfg.Device) >= int(n) {

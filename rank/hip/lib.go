@@ -46,6 +46,7 @@ type lib struct {
 	name    string // the candidate that loaded (a soname or a path)
 	path    string // the file the process mapped for it (/proc/self/maps)
 	missing map[string]string
+	others  []string // other runtimes on disk (binding.OtherOnDisk)
 	probing atomic.Int32 // > 0 inside beginProbe/endProbe
 
 	init_            func(flags uint32) status
@@ -103,13 +104,32 @@ func rocmLibDirs() []string {
 	return append(dirs, "/opt/rocm/lib")
 }
 
+// rocmPathDir is $ROCM_PATH/lib when set: searched before the loader's
+// path (binding.Candidates says why).
+func rocmPathDir() []string {
+	if r := os.Getenv("ROCM_PATH"); r != "" {
+		return []string{filepath.Join(r, "lib")}
+	}
+	return nil
+}
+
+// shadowed names the other runtimes on disk, for a too-old loaded one's
+// skip ("" when there are none).
+func (l *lib) shadowed() string {
+	if len(l.others) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; a different runtime is on disk: %s (set ROCM_PATH to its install)", strings.Join(l.others, ", "))
+}
+
 func load() (*lib, error) {
 	loadOnce.Do(func() {
 		var errs []string
-		cands := binding.Candidates(libNames, rocmLibDirs())
+		cands := binding.Candidates(libNames, rocmPathDir(), rocmLibDirs())
 		for i, n := range cands {
 			l, err := open(n, i == len(cands)-1)
 			if err == nil {
+				l.others = binding.OtherOnDisk(cands, l.path)
 				loaded = l
 				return
 			}

@@ -381,8 +381,9 @@ func quietStderr(t *testing.T) func() string {
 	}
 }
 
-// TestROCmLibDirs (issue 17, defect 7): after the loader's own search,
-// $ROCM_PATH/lib, then /opt/rocm/lib.
+// TestROCmLibDirs (issue 17, defect 7; issue 30, N6): $ROCM_PATH/lib
+// before the loader's own search (a distro ROCm 5.x there must not shadow
+// it), then /opt/rocm/lib.
 func TestROCmLibDirs(t *testing.T) {
 	t.Setenv("ROCM_PATH", "/x/rocm-6.4.3")
 	if got := strings.Join(rocmLibDirs(), " "); got != "/x/rocm-6.4.3/lib /opt/rocm/lib" {
@@ -391,8 +392,8 @@ func TestROCmLibDirs(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("ROCM_PATH", dir)
 	os.Mkdir(dir+"/lib", 0o755)
-	c := binding.Candidates([]string{libName}, rocmLibDirs())
-	if len(c) < 2 || c[0] != libName || c[1] != dir+"/lib/"+libName {
+	c := binding.Candidates([]string{libName}, rocmPathDir(), rocmLibDirs())
+	if len(c) < 2 || c[0] != dir+"/lib/"+libName || c[1] != libName {
 		t.Fatalf("candidates %v", c)
 	}
 }

@@ -65,6 +65,7 @@ type lib struct {
 	handle  uintptr
 	path    string            // the file the process mapped (/proc/self/maps)
 	missing map[string]string // optional symbol -> ROCm version that adds it
+	others  []string          // other runtimes on disk (binding.OtherOnDisk)
 	probing atomic.Int32      // > 0 inside beginProbe/endProbe
 
 	init_                func() status
@@ -131,15 +132,34 @@ func rocmLibDirs() []string {
 	return append(dirs, "/opt/rocm/lib")
 }
 
+// rocmPathDir is $ROCM_PATH/lib when set: searched before the loader's
+// path (binding.Candidates says why).
+func rocmPathDir() []string {
+	if r := os.Getenv("ROCM_PATH"); r != "" {
+		return []string{filepath.Join(r, "lib")}
+	}
+	return nil
+}
+
+// shadowed names the other runtimes on disk, for a too-old loaded one's
+// skip ("" when there are none).
+func (l *lib) shadowed() string {
+	if len(l.others) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; a different runtime is on disk: %s (set ROCM_PATH to its install)", strings.Join(l.others, ", "))
+}
+
 // load opens the library once per process: the soname through the loader's
 // search, then in rocmLibDirs.
 func load() (*lib, error) {
 	loadOnce.Do(func() {
-		cands := binding.Candidates([]string{libName}, rocmLibDirs())
+		cands := binding.Candidates([]string{libName}, rocmPathDir(), rocmLibDirs())
 		var errs []string
 		for i, c := range cands {
 			l, err := open(c, i == len(cands)-1)
 			if err == nil {
+				l.others = binding.OtherOnDisk(cands, l.path)
 				loaded, loadErr = l, nil
 				return
 			}
@@ -249,8 +269,8 @@ func (l *lib) needVmem() error {
 	if _, ok := l.missing["hsa_amd_vmem_handle_create"]; ok {
 		names[0] = "hsa_amd_vmem_handle_create"
 	}
-	return backend.NotSupportedf("%s has no %s (an older ROCm, e.g. 5.x): HSA virtual memory needs ROCm >= %s",
-		libName, names[0], l.missing[names[0]])
+	return backend.NotSupportedf("%s (%s) has no %s (an older ROCm, e.g. 5.x): HSA virtual memory needs ROCm >= %s%s",
+		libName, l.path, names[0], l.missing[names[0]], l.shadowed())
 }
 
 // StatusError is a failed HSA call: the status and hsa_status_string's text.
