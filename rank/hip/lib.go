@@ -46,7 +46,7 @@ type lib struct {
 	name    string // the candidate that loaded (a soname or a path)
 	path    string // the file the process mapped for it (/proc/self/maps)
 	missing map[string]string
-	others  []string // other runtimes on disk (binding.OtherOnDisk)
+	others  []string     // other runtimes on disk (binding.OtherOnDisk)
 	probing atomic.Int32 // > 0 inside beginProbe/endProbe
 
 	init_            func(flags uint32) status
