@@ -215,7 +215,7 @@ fi
 # The seed's contrast in one step: plain peer kernel reads and writes (the
 # copy_kernel perf cases check every byte) beside the P2P atomics that
 # fault, on the same allocation kind, in one run.
-suite contrast-hip-pinned "$(b hip)" $(kind --pinned) --ginkgo.focus='perf\.copy_kernel_(read|write)\.|\.counter\.'
+suite contrast-hip-pinned "$(b hip)" $(kind --pinned) --ginkgo.focus='\.contrast\.|perf\.copy_kernel_(read|write)\.|\.counter\.'
 # The reported baseline is gfx942's: on another GPU the stacks differ, and
 # the comparison is still what the project wants to see.
 suite gate "$(b auto)" --expectations="$root/expectations/amd-gfx942-reported" --allow-stack-mismatch
