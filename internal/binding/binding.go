@@ -137,6 +137,18 @@ func Sym8[A, B, D, E, F, G, H, I any, C Code](fn *func(A, B, D, E, F, G, H, I) S
 	})
 }
 
+// Sym10 is Sym8 for ten arguments.
+func Sym10[A, B, D, E, F, G, H, I, J, K any, C Code](fn *func(A, B, D, E, F, G, H, I, J, K) Status[C], end trace.Ender[C], spec string, names ...string) Symbol {
+	p := trace.ParseArgs(spec)
+	return status(names, fn, func(raw *func(A, B, D, E, F, G, H, I, J, K) C, name string) func(A, B, D, E, F, G, H, I, J, K) Status[C] {
+		trace.Wrap10(raw, name, p, end)
+		f := *raw
+		return func(a A, b B, d D, e E, f5 F, g G, h H, i I, j J, k K) Status[C] {
+			return Status[C]{name, f(a, b, d, e, f5, g, h, i, j, k)}
+		}
+	})
+}
+
 // Launch is the entry of a kernel launch with the CUDA/HIP shape (function,
 // grid and block triples, shared bytes, stream, params, extra): the trace
 // shows grid and block as triples under the vendor's argument names.

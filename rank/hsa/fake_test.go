@@ -30,6 +30,10 @@ type fakeHSA struct {
 	// a pair not listed has no link facts (INVALID_ARGUMENT).
 	links  map[[2]uint64]fakeLink
 	copies [][2]uint64 // each async copy's (dst_agent, src_agent)
+	// engines is what hsa_amd_memory_copy_engine_status reports (0: the
+	// call fails); onEngine records each explicit-engine copy's engine.
+	engines  uint32
+	onEngine []uint32
 }
 
 type fakeLink struct {
@@ -196,6 +200,18 @@ func (f *fakeHSA) lib() *lib {
 		"hsa_signal_wait_scacquire": func(s uint64, cond uint32, cmp int64, timeout uint64, state uint32) int64 { return 0 },
 		"hsa_amd_memory_async_copy": func(dst uintptr, da uint64, src uintptr, sa uint64, n uint64, nd uint32, deps uintptr, sig uint64) uint32 {
 			f.copies = append(f.copies, [2]uint64{da, sa})
+			return statusSuccess
+		},
+		"hsa_amd_memory_copy_engine_status": func(da, sa uint64, m *uint32) uint32 {
+			if f.engines == 0 {
+				return statusErrorInvalidArgument
+			}
+			*m = f.engines
+			return statusSuccess
+		},
+		"hsa_amd_memory_async_copy_on_engine": func(dst uintptr, da uint64, src uintptr, sa uint64, n uint64, nd uint32, deps uintptr, sig uint64, eng uint32, force bool) uint32 {
+			f.copies = append(f.copies, [2]uint64{da, sa})
+			f.onEngine = append(f.onEngine, eng)
 			return statusSuccess
 		},
 		"hsa_agent_iterate_isas": func(h uint64, cb, data uintptr) uint32 {
@@ -445,6 +461,18 @@ func TestCopyNamesTheOwners(t *testing.T) {
 	if _, err := b.Import(kindFine, backend.Export{Fd: p[0], Size: 1 << 21, Meta: map[string]string{metaNode: "77"}}, true); err == nil || !strings.Contains(err.Error(), "KFD node 77") {
 		t.Errorf("import from an unknown node: %v", err)
 	}
+	// Where the runtime reports free SDMA engines for the pair, the copy
+	// runs on the lowest one explicitly and the method names it; a local
+	// copy stays ROCr's (one agent: no engine asked).
+	f.engines, f.copies = 0x6, nil
+	res, err := b.Copy(peer, 0, local, 0, 1<<21)
+	if err != nil || len(f.onEngine) != 1 || f.onEngine[0] != 0x2 || f.copies[0] != [2]uint64{0x400, 0x300} ||
+		!strings.Contains(res.Method, "SDMA engine 0x2 (node 2 → node 3, hsa_amd_memory_async_copy_on_engine)") {
+		t.Errorf("explicit engine: %v, engines %v, agents %#x, method %q", err, f.onEngine, f.copies, res.Method)
+	}
+	if _, err := b.Copy(local, 0, local, 0, 1<<21); err != nil || len(f.onEngine) != 1 {
+		t.Errorf("a local copy asked for an engine: %v %v", err, f.onEngine)
+	}
 }
 
 // TestPeerCapsFollowLinkInfo (issue 30, N3): peer access and P2P atomics
@@ -495,4 +523,17 @@ func TestInterruptsOffIsRefused(t *testing.T) {
 	}
 	t.Setenv("HSA_ENABLE_INTERRUPT", "1")
 	openFake(t, mi300(t), 0)
+}
+
+// TestNeedVmemIgnoresCopyEngine: a runtime without the optional
+// explicit-engine entry points still has the vmem API.
+func TestNeedVmemIgnoresCopyEngine(t *testing.T) {
+	l := &lib{path: "x", missing: map[string]string{"hsa_amd_memory_async_copy_on_engine": "6.0", "hsa_amd_memory_copy_engine_status": "6.0"}}
+	if err := l.needVmem(); err != nil {
+		t.Fatal(err)
+	}
+	l.missing["hsa_amd_vmem_map"] = minVmemROCm
+	if err := l.needVmem(); err == nil || !strings.Contains(err.Error(), "hsa_amd_vmem_map") {
+		t.Fatalf("vmem missing: %v", err)
+	}
 }

@@ -796,13 +796,40 @@ func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, sr
 	}
 	defer b.l.signalDestroy(sig)
 	start := time.Now()
-	if err := b.l.check(b.l.asyncCopy(uintptr(dst.Addr()+dstOff), da.handle, uintptr(src.Addr()+srcOff), sa.handle, n, 0, 0, sig)); err != nil {
+	dp, sp := uintptr(dst.Addr()+dstOff), uintptr(src.Addr()+srcOff)
+	method := copyMethod(da, sa, n)
+	if eng := b.sdmaEngine(da, sa); eng != 0 {
+		// An explicit SDMA engine between two agents: the copy engine,
+		// named by its id, whatever ROCr's own pick would be.
+		if err := b.l.check(b.l.copyOnEngine(dp, da.handle, sp, sa.handle, n, 0, 0, sig, eng, false)); err != nil {
+			return backend.LaunchResult{}, err
+		}
+		method = fmt.Sprintf("hsa-signal, SDMA engine %#x (node %d → node %d, hsa_amd_memory_async_copy_on_engine)", eng, sa.node, da.node)
+	} else if err := b.l.check(b.l.asyncCopy(dp, da.handle, sp, sa.handle, n, 0, 0, sig)); err != nil {
 		return backend.LaunchResult{}, err
 	}
 	if err := b.wait(sig, "hsa_amd_memory_async_copy"); err != nil {
 		return backend.LaunchResult{}, err
 	}
-	return backend.LaunchResult{Elapsed: time.Since(start), Method: copyMethod(da, sa, n)}, nil
+	return backend.LaunchResult{Elapsed: time.Since(start), Method: method}, nil
+}
+
+// sdmaEngine is the SDMA engine (one bit of hsa_amd_sdma_engine_id_t) for
+// a copy between two different agents: the lowest free one that
+// hsa_amd_memory_copy_engine_status reports, or 0 where the runtime lacks
+// the entry points, reports none, the agents are one, or HSA_ENABLE_SDMA=0.
+func (b *Backend) sdmaEngine(da, sa *agent) uint32 {
+	if da == sa || b.l.copyOnEngine == nil || b.l.copyEngineStatus == nil || os.Getenv("HSA_ENABLE_SDMA") == "0" {
+		return 0
+	}
+	var mask uint32
+	b.l.beginProbe() // no engine is an answer: fall back to ROCr's pick
+	st := b.l.copyEngineStatus(da.handle, sa.handle, &mask)
+	b.l.endProbe()
+	if st.Code != statusSuccess {
+		return 0
+	}
+	return mask & -mask
 }
 
 // copyAgent is the agent that owns bb's memory (this rank's when unknown).

@@ -53,6 +53,10 @@ var optionalSymbols = map[string]string{
 	"hsa_amd_vmem_set_access":              minVmemROCm,
 	"hsa_amd_vmem_export_shareable_handle": minVmemROCm,
 	"hsa_amd_vmem_import_shareable_handle": minVmemROCm,
+	// The explicit SDMA engine (AMD extension 1.2). Absent: Copy passes the
+	// owner agents to hsa_amd_memory_async_copy and ROCr picks the engine.
+	"hsa_amd_memory_async_copy_on_engine": "6.0",
+	"hsa_amd_memory_copy_engine_status":   "6.0",
 }
 
 // lib is the one choke point into libhsa-runtime64: every call goes through
@@ -83,6 +87,8 @@ type lib struct {
 	poolFree             func(ptr uintptr) status
 	agentsAllowAccess    func(n uint32, agents *uint64, flags uintptr, ptr uintptr) status
 	asyncCopy            func(dst uintptr, dstAgent uint64, src uintptr, srcAgent uint64, size uint64, ndeps uint32, deps uintptr, completion uint64) status
+	copyOnEngine         func(dst uintptr, dstAgent uint64, src uintptr, srcAgent uint64, size uint64, ndeps uint32, deps uintptr, completion uint64, engine uint32, forceSDMA bool) status
+	copyEngineStatus     func(dstAgent, srcAgent uint64, mask *uint32) status
 	signalCreate         func(initial int64, nconsumers uint32, consumers uintptr, out *uint64) status
 	signalDestroy        func(sig uint64) status
 	signalStoreScrel     func(sig uint64, v int64)
@@ -199,6 +205,8 @@ func (l *lib) symbols() []binding.Symbol {
 		binding.Sym1(&l.poolFree, l.end, "ptr:x", "hsa_amd_memory_pool_free"),
 		binding.Sym4(&l.agentsAllowAccess, l.end, "num_agents agents:x flags:x ptr:x", "hsa_amd_agents_allow_access"),
 		binding.Sym8(&l.asyncCopy, l.end, "dst:x dst_agent:x src:x src_agent:x size num_dep_signals dep_signals:x completion_signal:x", "hsa_amd_memory_async_copy"),
+		binding.Sym10(&l.copyOnEngine, l.end, "dst:x dst_agent:x src:x src_agent:x size num_dep_signals dep_signals:x completion_signal:x engine_id:x force_copy_on_sdma", "hsa_amd_memory_async_copy_on_engine"),
+		binding.Sym3(&l.copyEngineStatus, l.end, "dst_agent:x src_agent:x >engine_ids_mask:x", "hsa_amd_memory_copy_engine_status"),
 		binding.Sym4(&l.signalCreate, l.end, "initial_value num_consumers consumers:x >signal:x", "hsa_signal_create"),
 		binding.Sym1(&l.signalDestroy, l.end, "signal:x", "hsa_signal_destroy"),
 		binding.Void2(&l.signalStoreScrel, "signal:x value", "hsa_signal_store_screlease"),
@@ -258,12 +266,14 @@ func open(name string, lastTry bool) (*lib, error) {
 
 // needVmem reports the first missing vmem symbol as ErrNotSupported.
 func (l *lib) needVmem() error {
-	if len(l.missing) == 0 {
-		return nil
-	}
 	names := make([]string, 0, len(l.missing))
 	for n := range l.missing {
-		names = append(names, n)
+		if strings.HasPrefix(n, "hsa_amd_vmem_") {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return nil // only the optional copy-engine entry points are absent
 	}
 	sort.Strings(names)
 	if _, ok := l.missing["hsa_amd_vmem_handle_create"]; ok {
