@@ -26,6 +26,14 @@ func TestParseROCrFaultForms(t *testing.T) {
 		{"Memory access fault by GPU node-1 on address (nil)(may not be exact address). Reason: Unknown.",
 			report.Fault{Vendor: "amd", Kind: "gpu", Name: "memory-access-fault", Node: "1", Address: "(nil)", Reason: "Unknown (may not be exact address)"}},
 		{hw.Line(), hw},
+		// Issue 30, N8: ROCr's and CLR's other abort lines (a44624c: nil).
+		{"HW Exception by GPU node-3 (Agent handle: 0x55d1c0a3b2f0) reason :GPU Hang",
+			report.Fault{Vendor: "amd", Kind: "gpu", Name: "hw-exception", Node: "3", Reason: "GPU Hang"}},
+		{"Memory critical error by agent node-0 (Agent handle: 0x7fc7f1d9a5e0) on address 0x7fc846a02000. Reason: Memory in use.",
+			report.Fault{Vendor: "amd", Kind: "gpu", Name: "memory-critical-error", Node: "0", Address: "0x7fc846a02000", Reason: "Memory in use"}},
+		{":0:rocdevice.cpp            :2984: 6545699276902 us: [pid:196431 tid:0x7f2301dff640] Callback: Queue 0x7f2301400000 aborting with error : HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access memory beyond the largest legal address. code: 0x29",
+			report.Fault{Vendor: "amd", Kind: "gpu", Code: 0x29, Name: "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION",
+				Reason: "The agent attempted to access memory beyond the largest legal address (queue 0x7f2301400000)"}},
 	} {
 		got := harness.ParseFault("junk\n" + c.line + "\nAborted (core dumped)\n")
 		if got == nil || *got != c.want {

@@ -33,9 +33,10 @@ const (
 // ROCM_PATH is where the AMD backends look for their libraries when the
 // loader path lacks them; LOADER_ENABLE_LOGGING (ROCr's code-object loader)
 // and HSAKMT_* (the thunk's HSAKMT_DEBUG_LEVEL) are the switches docs/AMD.md
-// tells a user to set.
+// tells a user to set; P2PAT_HIP_IMPORT overrides the HIP 7.0/7.1 import
+// convention probe where it cannot run.
 var envAllow = []string{"PATH", "HOME", "USER", "LANG", "LD_LIBRARY_PATH", "TMPDIR", "NCCL_NVLS_ENABLE",
-	"ROCM_PATH", "LOADER_ENABLE_LOGGING"}
+	"ROCM_PATH", "LOADER_ENABLE_LOGGING", "P2PAT_HIP_IMPORT"}
 var envPrefixAllow = []string{"CUDA_", "HSA_", "HIP_", "ROCR_", "AMD_", "GPU_", "NVIDIA_", "__GL", "HSAKMT_"}
 
 func rankEnv(rank int) []string {

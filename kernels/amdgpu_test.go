@@ -256,6 +256,19 @@ func isLoad(i amdInsn) bool {
 	return !i.isAtomic() && (strings.HasPrefix(i.mnem, "global_load") || strings.HasPrefix(i.mnem, "flat_load"))
 }
 
+// sysStoreSites counts the p2p_st_*_sys calls in each polling kernel's
+// source (kernels/src/kernels.cu): mp stores x, the flag and, on a
+// timeout, out[2] and out[3]; sb its own word; iriw a writer's word;
+// pingpong the other side's flag; wait none (out[] is written plainly).
+// Every such store is an atomic store at system scope and must compile to
+// a system-scoped global store; the out[] results are plain stores.
+var sysStoreSites = map[Op]int{OpMP: 4, OpSB: 1, OpIRIW: 1, OpPingPong: 1, OpWait: 0}
+
+// isStore: a global or flat store (not an atomic RMW).
+func isStore(i amdInsn) bool {
+	return !i.isAtomic() && (strings.HasPrefix(i.mnem, "global_store") || strings.HasPrefix(i.mnem, "flat_store"))
+}
+
 // polls: the ops whose kernels spin on or read back a flag written by
 // another agent with atomic loads (litmus tests, ping-pong, wait).
 func polls(k Kernel) bool {
@@ -311,10 +324,15 @@ func checkAMDGPUKernel(target string, k Kernel, body []string) []string {
 		return false
 	}
 	atomics := 0
-	sysLoads := 0 // system-scoped (non-RMW) loads: the polls of a litmus kernel
+	sysLoads := 0  // system-scoped (non-RMW) loads: the polls of a litmus kernel
+	sysStores := 0 // system-scoped stores: its flags and published data
 	for _, i := range ins {
-		if isLoad(i) && (i.fields["sc0"] && i.fields["sc1"] || i.fields["scope:SCOPE_SYS"]) {
+		sysScoped := i.fields["sc0"] && i.fields["sc1"] || i.fields["scope:SCOPE_SYS"]
+		if isLoad(i) && sysScoped {
 			sysLoads++
+		}
+		if isStore(i) && sysScoped {
+			sysStores++
 		}
 		if strings.HasPrefix(i.mnem, "scratch_") {
 			bad("uses scratch: %s", i.text)
@@ -339,6 +357,11 @@ func checkAMDGPUKernel(target string, k Kernel, body []string) []string {
 				// access (LLVM's GFX940 memory model): a poll or flag store
 				// that other GPUs' writes need not reach.
 				bad("system-scope kernel has an agent-scope (sc1) load or store: %s", i.text)
+			case isStore(i) && sys && polls(k) && i.fields["sc0"] && !i.fields["sc1"]:
+				// sc0 alone is a workgroup-scope atomic store (LLVM's
+				// GFX940 memory model); a plain store has no bits, an
+				// atomic store at system scope both (issue 30, N4).
+				bad("system-scope %s kernel has a workgroup-scope (sc0) store: %s", k.Op, i.text)
 			}
 		case "gfx1200", "gfx1201":
 			hasSys, hasDev := i.fields["scope:SCOPE_SYS"], i.fields["scope:SCOPE_DEV"]
@@ -350,6 +373,10 @@ func checkAMDGPUKernel(target string, k Kernel, body []string) []string {
 				bad("system-scope atomic without scope:SCOPE_SYS: %s", i.text)
 			case sys && !i.isCacheOp() && i.isMem() && hasDev:
 				bad("system-scope kernel has a device-scope (SCOPE_DEV) load or store: %s", i.text)
+			case sys && polls(k) && isStore(i) && narrow:
+				// SCOPE_SE or SCOPE_CU on a polling kernel's flag or data
+				// store: other GPUs need not see it (issue 30, N4).
+				bad("system-scope %s kernel has a store below system scope: %s", k.Op, i.text)
 			case !sys && i.isAtomic() && !hasDev:
 				bad("device-scope atomic without scope:SCOPE_DEV: %s", i.text)
 			case i.isCacheOp() && narrow && k.Op != OpRacy: // racy's block barrier is workgroup scope
@@ -426,6 +453,13 @@ func checkAMDGPUKernel(target string, k Kernel, body []string) []string {
 	if sys && polls(k) && (target == "gfx942" || target == "gfx1200" || target == "gfx1201") && sysLoads == 0 {
 		bad("system-scope %s kernel has no system-scoped load (its polls would be agent-scope)", k.Op)
 	}
+	// Its atomic stores likewise: a store demoted to no scope bits looks
+	// like the plain out[] writes beside it, so the count of system-scoped
+	// stores must reach the source's system-scope atomic store sites
+	// (sysStoreSites); one fewer is a flag or datum other GPUs need not see.
+	if want, ok := sysStoreSites[k.Op]; ok && sys && polls(k) && (target == "gfx942" || target == "gfx1200" || target == "gfx1201") && sysStores < want {
+		bad("system-scope %s kernel has %d system-scoped stores; its source has %d system-scope atomic stores (one was demoted in scope)", k.Op, sysStores, want)
+	}
 	if k.Op == OpRacy && atomics != 1 {
 		bad("want exactly one atomic (the barrier), have %d: the counter must stay a plain load and store", atomics)
 	}
@@ -498,6 +532,11 @@ func TestAMDGPUCheckerRejects(t *testing.T) {
 		{"gfx942", "wait_u32_acquire_sys", []string{"global_load_dword v1, v0, s[0:1]", "buffer_inv sc0 sc1"}, "no system-scoped load"},
 		{"gfx1201", "wait_u32_acquire_sys", []string{"global_load_b32 v1, v0, s[0:1] scope:SCOPE_DEV", "global_inv scope:SCOPE_SYS"}, "device-scope (SCOPE_DEV) load"},
 		{"gfx1201", "wait_u32_acquire_sys", []string{"global_load_b32 v1, v0, s[0:1]", "global_inv scope:SCOPE_SYS"}, "no system-scoped load"},
+		// Issue 30, N4: a sys polling kernel's flag store demoted in scope.
+		{"gfx942", "mp_u32_acqrel_sys", []string{"global_load_dword v10, v[6:7], off sc0 sc1", "buffer_inv sc0 sc1", "buffer_wbl2 sc0 sc1", "global_store_dword v[8:9], v4, off sc0"}, "workgroup-scope (sc0) store"},
+		{"gfx942", "mp_u32_acqrel_sys", []string{"global_load_dword v10, v[6:7], off sc0 sc1", "buffer_inv sc0 sc1", "buffer_wbl2 sc0 sc1", "global_store_dword v[8:9], v4, off"}, "one was demoted"},
+		{"gfx1201", "mp_u32_acqrel_sys", []string{"global_load_b32 v12, v[7:8], off scope:SCOPE_SYS", "global_inv scope:SCOPE_SYS", "global_wb scope:SCOPE_SYS", "global_store_b32 v[10:11], v3, off scope:SCOPE_SE"}, "store below system scope"},
+		{"gfx1201", "mp_u32_acqrel_sys", []string{"global_load_b32 v12, v[7:8], off scope:SCOPE_SYS", "global_inv scope:SCOPE_SYS", "global_wb scope:SCOPE_SYS", "global_store_b32 v[10:11], v3, off"}, "one was demoted"},
 		{"gfx942", "racy_u64_plain_sys", []string{"global_atomic_add_x2 v0, v[2:3], s[10:11] sc1", "global_atomic_add_x2 v0, v[2:3], s[12:13] sc1"}, "exactly one atomic"},
 	}
 	for _, c := range cases {
@@ -514,5 +553,39 @@ func TestAMDGPUCheckerRejects(t *testing.T) {
 	fns["add_u32_relaxed_dev"] = []string{"global_atomic_add_u32 v0, v1, s[0:1] glc", "s_endpgm"}
 	if errs := strings.Join(checkAMDGPU("gfx1100", fns), "\n"); !strings.Contains(errs, "add_u32_relaxed_sys [gfx1100]: system and device scope compile identically") {
 		t.Errorf("gfx1100 differing twin not rejected: %s", errs)
+	}
+}
+
+// TestDemotedFlagStoreIsRejected (issue 30, N4/D4): the real
+// mp_u32_acqrel_sys bodies with the release flag store (the last
+// system-scoped store) demoted in scope: to sc0 or no bits on gfx942, to
+// SCOPE_SE or no scope on gfx1201. a44624c's checker accepted all four.
+func TestDemotedFlagStoreIsRejected(t *testing.T) {
+	for _, c := range []struct{ target, from, to string }{
+		{"gfx942", " sc0 sc1", " sc0"}, {"gfx942", " sc0 sc1", ""},
+		{"gfx1201", " scope:SCOPE_SYS", " scope:SCOPE_SE"}, {"gfx1201", " scope:SCOPE_SYS", ""},
+	} {
+		o, err := ForArch(c.target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := MustLookup("mp_u32_acqrel_sys")
+		body := append([]string(nil), disassemble(t, c.target, o.Data)[k.Name]...)
+		if errs := checkAMDGPUKernel(c.target, k, body); len(errs) != 0 {
+			t.Fatalf("%s: the real body is rejected: %v", c.target, errs)
+		}
+		last := -1
+		for i, l := range body {
+			if strings.Contains(l, "_store_") && strings.Contains(l, c.from) {
+				last = i
+			}
+		}
+		if last < 0 {
+			t.Fatalf("%s: no system-scoped store in mp_u32_acqrel_sys", c.target)
+		}
+		body[last] = strings.Replace(body[last], c.from, c.to, 1)
+		if errs := checkAMDGPUKernel(c.target, k, body); len(errs) == 0 {
+			t.Errorf("%s: flag store demoted to %q accepted: %s", c.target, c.to, body[last])
+		}
 	}
 }

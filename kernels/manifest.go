@@ -269,6 +269,14 @@ func init() {
 			Args: []Arg{p("dst"), p("src"), v("n"), v("block"), v("nthreads")},
 			Doc:  "for j = g; j < n; j += nthreads: fetch_add(&dst[j], src[j])"})
 	}
+	// The seed's kernel: the f32 add at acq_rel (IRIS-FIX
+	// p2p_atomics_hsa.cpp adds 1.0f at acq_rel, system scope, one thread),
+	// on every allocation path as the relaxed f32 add is (issue 30).
+	for _, s := range Scopes {
+		add(Kernel{Name: Name(OpAdd, F32, AcqRel, s), Op: OpAdd, Type: F32, Order: AcqRel, Scope: s,
+			Args: rmwArgs, Info: true,
+			Doc: "float add of operand (bits of an f32) iters times at acq_rel (the seed's kernel); informational, as the relaxed f32 add"})
+	}
 	// Litmus tests. Each word array has n entries (u32). Thread t of the
 	// single block handles iterations i = t, t+block, ...; out is a u32
 	// array in the launching rank's own memory.

@@ -15,13 +15,27 @@
 #               every case's evidence folder)
 #   runs/repro-hip-uncached, repro-hip-pinned, repro-hsa-fine
 #               the reproductions of the original report
+#   runs/repro-hsa-fine-forced
+#               hsa.fine again with HSA_FORCE_FINE_GRAIN_PCIE=1, on a GPU that
+#               is not in an XGMI hive (gfx10/11/12: ROCr lists no FINE pool
+#               there without it, so repro-hsa-fine skips)
+#   runs/contrast-hip-pinned
+#               the seed's contrast in one run: non-atomic peer kernel reads
+#               and writes (copy_kernel_*) beside the P2P atomics that fault,
+#               on the same allocation kind
 #   runs/gate   the default suite gated against expectations/amd-gfx942-reported
 #   runs/baseline-run + baseline/<stack>
 #               a --update-expectations baseline of this machine, in a new folder
-#   kernel-log.txt  amdgpu/kfd lines of the kernel log during the runs
+#   system/kfd-io-links.txt, cmdline.txt, amdgpu-params.txt, partition.txt,
+#               lspci-bars.txt: the KFD io-link properties (P2P and atomics
+#               flags), /proc/cmdline, amdgpu module parameters, the MI300X
+#               compute/memory partition mode, BAR sizes
+#   kernel-log.txt  amdgpu/kfd lines of the kernel log during the runs (or a
+#               note that neither journalctl -k nor dmesg could be read)
 #   summary.txt every command, its exit status and duration
 # A step that fails is recorded and the script goes on: every step's output
-# is worth having. The exit status is 0 once the archive is written.
+# is worth having. The exit status is 0 once the archive is written; 2,
+# before anything runs, on a machine without an AMD GPU (no /dev/kfd).
 #
 # Knobs (the checks run this script on the host backend with them):
 #   P2PAT_SPECS=path      a built specs.test (default: build bin/specs.test)
@@ -30,6 +44,9 @@
 #                         ones (the repro steps then run --atomics only)
 #   P2PAT_FIRST_RUN_ARGS  extra arguments for every suite step (e.g. --case=…)
 #   P2PAT_FIRST_RUN_TIMEOUT  seconds per suite step (default 3600)
+#   P2PAT_FIRST_RUN_ROOT  test only: a folder standing in for / when looking
+#                         at /dev/kfd, /sys and /proc/cmdline (the check's
+#                         fake machines)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -42,12 +59,25 @@ if [ -e "$out" ]; then
   echo "amd-first-run: $out already exists; give a new folder" >&2
   exit 2
 fi
-mkdir -p "$out/system" "$out/runs" "$out/baseline" || { echo "amd-first-run: cannot create $out" >&2; exit 2; }
-summary=$out/summary.txt
 backend=${P2PAT_FIRST_RUN_BACKEND:-}
 extra=${P2PAT_FIRST_RUN_ARGS:-}
 limit=${P2PAT_FIRST_RUN_TIMEOUT:-3600}
 case $limit in '' | *[!0-9]*) echo "amd-first-run: P2PAT_FIRST_RUN_TIMEOUT=$limit is not a number of seconds" >&2; exit 2 ;; esac
+sysroot=${P2PAT_FIRST_RUN_ROOT:-}
+# No AMD GPU: stop before running anything, naming what was looked at.
+if [ ! -e "$sysroot/dev/kfd" ]; then
+  if ! command -v rocminfo >/dev/null 2>&1; then
+    ri="rocminfo not installed"
+  elif gpus=$(timeout 60 rocminfo 2>/dev/null | grep -Eo 'gfx[0-9a-f]+' | sort -u | tr '\n' ' ') && [ -n "$gpus" ]; then
+    ri="rocminfo lists ${gpus% }"
+  else
+    ri="rocminfo lists no GPU agent"
+  fi
+  echo "amd-first-run: no AMD GPU here ($sysroot/dev/kfd does not exist; $ri): nothing run" >&2
+  exit 2
+fi
+mkdir -p "$out/system" "$out/runs" "$out/baseline" || { echo "amd-first-run: cannot create $out" >&2; exit 2; }
+summary=$out/summary.txt
 
 # step NAME FILE CMD...: runs CMD, output to FILE, one summary line.
 step() {
@@ -106,6 +136,40 @@ tool rpm-rocm sh -c 'rpm -qa | grep -Ei "rocm|hsa|hip|amdgpu|hsakmt"'
   ls -l /dev/kfd /dev/dri 2>&1
 } >"$out/system/libraries.txt" 2>&1
 
+# --- facts the verdicts depend on (docs/AMD.md, "The first run")
+{
+  echo "# KFD io-link properties: type 11 = xGMI, 2 = PCIe; flags bit 0 = enabled, 1 = no atomics 32, 2 = no atomics 64, 3 = no peer-to-peer DMA"
+  found=
+  for f in "$sysroot"/sys/class/kfd/kfd/topology/nodes/*/io_links/*/properties "$sysroot"/sys/class/kfd/kfd/topology/nodes/*/p2p_links/*/properties; do
+    [ -r "$f" ] || continue
+    found=1
+    echo "--- ${f#"$sysroot"}"
+    cat "$f"
+  done
+  [ -n "$found" ] || echo "(no readable io_links under $sysroot/sys/class/kfd/kfd/topology/nodes)"
+} >"$out/system/kfd-io-links.txt" 2>&1
+{ cat "$sysroot/proc/cmdline" 2>&1; } >"$out/system/cmdline.txt"
+{
+  if [ -d "$sysroot/sys/module/amdgpu/parameters" ]; then
+    for f in "$sysroot"/sys/module/amdgpu/parameters/*; do
+      [ -r "$f" ] && echo "$(basename "$f")=$(cat "$f" 2>/dev/null)"
+    done
+  else
+    echo "(no $sysroot/sys/module/amdgpu/parameters: amdgpu not loaded?)"
+  fi
+} >"$out/system/amdgpu-params.txt" 2>&1
+{
+  echo "# compute and memory partition mode per GPU (MI300X: SPX/CPX, NPS1/NPS4)"
+  found=
+  for d in "$sysroot"/sys/class/drm/card*/device; do
+    for f in current_compute_partition current_memory_partition; do
+      [ -r "$d/$f" ] && { found=1; echo "${d#"$sysroot"}/$f: $(cat "$d/$f")"; }
+    done
+  done
+  [ -n "$found" ] || echo "(no partition files: not a partitionable GPU)"
+} >"$out/system/partition.txt" 2>&1
+tool lspci-bars sh -c 'lspci -vv -d 1002: 2>&1 | grep -E "^[0-9a-f]|Region|BAR|Resizable"'
+
 # --- the suite
 specs=${P2PAT_SPECS:-}
 if [ -z "$specs" ]; then
@@ -126,9 +190,10 @@ suite() {
     printf '%-28s %s\n' "$name" "not run: no suite binary" >>"$summary"
     return 0
   fi
-  # shellcheck disable=SC2086 # extra is a list of arguments
-  step "$name" "$out/runs/$name.log" timeout "$limit" "$specs" "$@" --out="$out/runs/$name" $extra
+  # shellcheck disable=SC2086 # extra and suite_env are lists of words
+  step "$name" "$out/runs/$name.log" timeout "$limit" ${suite_env:+env $suite_env} "$specs" "$@" --out="$out/runs/$name" $extra
 }
+suite_env=
 
 b() { echo "--backend=${backend:-$1}"; }
 # kind FLAG: the allocation-kind flag, dropped on the stand-in backend.
@@ -138,6 +203,19 @@ suite suite "$(b auto)" --trace
 suite repro-hip-uncached "$(b hip)" $(kind --uncached) --atomics
 suite repro-hip-pinned "$(b hip)" $(kind --pinned) --atomics
 suite repro-hsa-fine "$(b hsa)" $(kind --fine) --atomics
+# Outside an XGMI hive (RDNA: gfx10, gfx11, gfx12) ROCr lists no FINE VRAM
+# pool unless HSA_FORCE_FINE_GRAIN_PCIE=1, so repro-hsa-fine skips: run the
+# seed's working path again with it set (named in the summary's command).
+arches=$(grep -Eo 'gfx[0-9a-f]+' "$out/system/rocminfo.txt" 2>/dev/null | sort -u | tr '\n' ' ')
+if printf '%s' "$arches" | grep -Eq 'gfx1[0-9a-f]+'; then
+  suite_env=HSA_FORCE_FINE_GRAIN_PCIE=1 suite repro-hsa-fine-forced "$(b hsa)" $(kind --fine) --atomics
+else
+  printf '%-28s %s\n' repro-hsa-fine-forced "not run: rocminfo lists ${arches:-no gfx agent} (an XGMI-hive part lists the FINE pool without HSA_FORCE_FINE_GRAIN_PCIE)" >>"$summary"
+fi
+# The seed's contrast in one step: plain peer kernel reads and writes (the
+# copy_kernel perf cases check every byte) beside the P2P atomics that
+# fault, on the same allocation kind, in one run.
+suite contrast-hip-pinned "$(b hip)" $(kind --pinned) --ginkgo.focus='\.contrast\.|perf\.copy_kernel_(read|write)\.|\.counter\.'
 # The reported baseline is gfx942's: on another GPU the stacks differ, and
 # the comparison is still what the project wants to see.
 suite gate "$(b auto)" --expectations="$root/expectations/amd-gfx942-reported" --allow-stack-mismatch
@@ -146,10 +224,17 @@ suite baseline-run "$(b auto)" --expectations="$out/baseline/this-machine" --upd
 # --- kernel log: the amdgpu/kfd lines since the runs began
 {
   echo "# kernel log lines since $klog_start (amdgpu, kfd, drm, iommu, xgmi, gpu reset, page faults)"
-  if journalctl -k --since "$klog_start" --no-pager >"$out/kernel-log.raw" 2>/dev/null; then
-    :
-  elif ! dmesg -T >"$out/kernel-log.raw" 2>/dev/null; then
-    echo "# neither journalctl -k nor dmesg was readable (run as root, or: sudo dmesg > kernel-log.txt)"
+  # journalctl exits 0 with no entries (and only a hint on stderr) for a
+  # user outside the adm/systemd-journal groups: an empty answer falls
+  # through to dmesg, and an unreadable log leaves a note.
+  : >"$out/kernel-log.raw"
+  journalctl -k --since "$klog_start" --no-pager 2>/dev/null | grep -v -- '-- No entries --' >"$out/kernel-log.raw"
+  if [ ! -s "$out/kernel-log.raw" ]; then
+    echo "# journalctl -k gave nothing; dmesg -T instead"
+    dmesg -T >"$out/kernel-log.raw" 2>/dev/null || : >"$out/kernel-log.raw"
+  fi
+  if [ ! -s "$out/kernel-log.raw" ]; then
+    echo "# the kernel log was unreadable: neither journalctl -k nor dmesg gave anything (run as root, or: sudo dmesg > kernel-log.txt and send it too)"
   fi
   grep -Ei 'amdgpu|kfd|drm|iommu|xgmi|gpu reset|page fault|ras' "$out/kernel-log.raw" 2>/dev/null | tail -n 5000
 } >"$out/kernel-log.txt"

@@ -23,6 +23,7 @@ func Catalogue(o *suite.Options, backend, kind string) []*harness.Case {
 		return b.cases
 	}
 	b.counters()
+	b.contrast()
 	b.pairs()
 	b.cpuGPU()
 	b.patterns()

@@ -104,3 +104,17 @@ func Wrap8[A, B, C, D, E, F, G, H, R any](fn *func(A, B, C, D, E, F, G, H) R, na
 		return r
 	}
 }
+
+// Wrap10 is Wrap8 for ten arguments (hsa_amd_memory_async_copy_on_engine).
+func Wrap10[A, B, C, D, E, F, G, H, I, J, R any](fn *func(A, B, C, D, E, F, G, H, I, J) R, name string, p ArgSpec, end Ender[R]) {
+	f := *fn
+	*fn = func(a A, b B, c C, d D, e E, f6 F, g G, h H, i I, j J) R {
+		if !enabled.Load() {
+			return f(a, b, c, d, e, f6, g, h, i, j)
+		}
+		sp := Begin(name, func() string { return p.Format(false, a, b, c, d, e, f6, g, h, i, j) })
+		r := f(a, b, c, d, e, f6, g, h, i, j)
+		end(sp, r, func() string { return p.Format(true, a, b, c, d, e, f6, g, h, i, j) })
+		return r
+	}
+}

@@ -27,11 +27,11 @@ var Table = []Row{
 	{Stack: "hsa.fine", Outcome: "pass",
 		Summary: "`hsa.fine` system-scope atomics pass across GPUs (the FINE_GRAINED VRAM pool of an XGMI hive)"},
 	{Stack: "hsa.coarse", Outcome: "crash",
-		Summary: "`hsa.coarse` P2P atomics end in a GPU-fault `crash`: the negative control, on the pool HIP VMem uses",
+		Summary: "`hsa.coarse` P2P atomics end in a GPU-fault `crash`: the negative control, on the pool HIP VMem uses (reported for f32 adds; the integer ops are generalised from them, marked so in fails.txt)",
 		Reason: "HSA coarse-grained VRAM (the negative control): the same pool HIP VMem takes; P2P atomics on it\n" +
 			"page-fault the GPU like hip.pinned's. Reported, not measured: the first run decides."},
 	{Stack: "hip.pinned", Outcome: "crash",
-		Summary: "`hip.pinned` P2P atomics end in a GPU-fault `crash` (\"Memory access fault by GPU node-N … Reason: …\", parsed into `fault`): `hipMemCreate` always takes the coarse-grained pool",
+		Summary: "`hip.pinned` P2P atomics end in a GPU-fault `crash` (\"Memory access fault by GPU node-N … Reason: …\", parsed into `fault`): `hipMemCreate` always takes the coarse-grained pool (reported for f32 adds, the seed's kernel; the integer ops are generalised, marked so in fails.txt)",
 		Reason: "HIP VMem (hipMemCreate Pinned) always takes the coarse-grained VRAM pool in CLR (rocdevice.cpp\n" +
 			"deviceVmemAlloc uses gpuvm_segment_); P2P atomics on it page-fault the GPU (\"Memory access fault\n" +
 			"by GPU node-N ... Reason: ...\"), for agent and system scope alike. ROCm/iris issue #418;\n" +
@@ -45,8 +45,9 @@ var Table = []Row{
 
 // P2PAtomic matches the case ids (after the stack) whose kernels run
 // atomics on memory that GPUs share: the counters, the patterns over
-// several GPUs, and the atomic perf cases.
-var P2PAtomic = regexp.MustCompile(`^(counter|allreduce|spread|pairs|alltoall)\.|^perf\.atomic_`)
+// several GPUs, the atomic perf cases, and the contrast case (its plain
+// accesses pass, then its f32 add faults, per the seed).
+var P2PAtomic = regexp.MustCompile(`^(counter|allreduce|spread|pairs|alltoall|contrast)\.|^perf\.atomic_`)
 
 const failsHeader = `# stack: vendor=amd arch=gfx942
 # REPORTED, NOT MEASURED HERE: no AMD GPU has run this project yet. These lines
@@ -57,7 +58,20 @@ const failsHeader = `# stack: vendor=amd arch=gfx942
 # P2PAT_UPDATE=1 go test ./internal/amdreported.
 `
 
-// Fails renders fails.txt from the table and the baseline's case ids.
+// seedOp matches the case ids whose kernel is an f32 add: the only op the
+// field reports (IRIS-FIX's standalone reproducers) ran. Every other RMW op
+// and pattern on a crashing path is the report generalised: it is expected
+// to crash the same way, marked so in fails.txt, and the first run decides.
+var seedOp = regexp.MustCompile(`\.add_f32_`)
+
+// generalised is the comment above a row's generalised lines.
+const generalised = "GENERALISED from the f32-add reports above to every other atomic op and pattern on this\n" +
+	"path (integer adds, sub, xchg, cas, and/or/xor, min/max, inc, spread, allreduce, pairs,\n" +
+	"alltoall): no report ran them. Expected to fault the same way; the first run decides."
+
+// Fails renders fails.txt from the table and the baseline's case ids: per
+// crashing row its f32-add lines (what was reported) under the row's
+// reason, then the rest under the "generalised" note.
 func Fails(cases []string) string {
 	var b strings.Builder
 	b.WriteString(failsHeader)
@@ -65,23 +79,34 @@ func Fails(cases []string) string {
 		if r.Outcome == "pass" {
 			continue
 		}
-		var ids []string
+		var seen, gen []string
 		for _, id := range cases {
 			rest, ok := strings.CutPrefix(id, r.Stack+".")
-			if ok && P2PAtomic.MatchString(rest) {
-				ids = append(ids, id)
+			if !ok || !P2PAtomic.MatchString(rest) {
+				continue
+			}
+			if seedOp.MatchString(rest) {
+				seen = append(seen, id)
+			} else {
+				gen = append(gen, id)
 			}
 		}
-		if len(ids) == 0 {
-			continue
-		}
-		sort.Strings(ids)
-		b.WriteString("\n")
-		for _, l := range strings.Split(r.Reason, "\n") {
-			b.WriteString("# " + l + "\n")
-		}
-		for _, id := range ids {
-			fmt.Fprintf(&b, "%s,%s\n", id, r.Outcome)
+		for i, ids := range [][]string{seen, gen} {
+			if len(ids) == 0 {
+				continue
+			}
+			sort.Strings(ids)
+			b.WriteString("\n")
+			comment := r.Reason + " Reported for f32 adds."
+			if i == 1 {
+				comment = generalised
+			}
+			for _, l := range strings.Split(comment, "\n") {
+				b.WriteString("# " + l + "\n")
+			}
+			for _, id := range ids {
+				fmt.Fprintf(&b, "%s,%s\n", id, r.Outcome)
+			}
 		}
 	}
 	return b.String()

@@ -97,3 +97,20 @@ func TestSpliceNeedsMarkers(t *testing.T) {
 		t.Errorf("%q %v", s, err)
 	}
 }
+
+// TestGeneralisedIsMarked (issue 30, seed coverage): the reports behind
+// the crash rows ran f32 adds only, so the f32-add lines stand under the
+// report and every other op under a GENERALISED note (a44624c put them all
+// under the report alone); the seed's f32 add at acq_rel is in the baseline.
+func TestGeneralisedIsMarked(t *testing.T) {
+	f := Fails(readCases(t))
+	i := strings.Index(f, "hip.pinned.counter.add_f32_acqrel_sys,crash")
+	j := i + strings.Index(f[max(i, 0):], "# GENERALISED")
+	k := strings.Index(f, "hip.pinned.counter.add_u64_relaxed_sys,crash")
+	if i < 0 || j < 0 || k < 0 || !(i < j && j < k) {
+		t.Fatalf("want the f32 lines, then the GENERALISED note, then the integer lines (at %d, %d, %d)", i, j, k)
+	}
+	if strings.Contains(f, "hsa.fine.") {
+		t.Error("hsa.fine is expected to pass: no line for it")
+	}
+}

@@ -171,6 +171,18 @@ func Sym8[A, B, D, E, F, G, H, I any, C Code](fn *func(A, B, D, E, F, G, H, I) S
 	})
 }
 
+// Sym10 is Sym8 for ten arguments.
+func Sym10[A, B, D, E, F, G, H, I, J, K any, C Code](fn *func(A, B, D, E, F, G, H, I, J, K) Status[C], end trace.Ender[C], spec string, names ...string) Symbol {
+	p := trace.ParseArgs(spec)
+	return status(names, fn, func(raw *func(A, B, D, E, F, G, H, I, J, K) C, name string) func(A, B, D, E, F, G, H, I, J, K) Status[C] {
+		trace.Wrap10(raw, name, p, end)
+		f := *raw
+		return func(a A, b B, d D, e E, f5 F, g G, h H, i I, j J, k K) Status[C] {
+			return Status[C]{name, f(a, b, d, e, f5, g, h, i, j, k)}
+		}
+	})
+}
+
 // Launch is the entry of a kernel launch with the CUDA/HIP shape (function,
 // grid and block triples, shared bytes, stream, params, extra): the trace
 // shows grid and block as triples under the vendor's argument names.
@@ -283,12 +295,16 @@ func Dlopen(path string, flags int, flagNames string, lastTry bool) (uintptr, er
 	return h, nil
 }
 
-// Candidates lists where to look for a library: each soname bare (the
-// loader's own search: LD_LIBRARY_PATH, ld.so.cache), then in each of dirs
-// that exists, in order. A ROCm install whose lib directory is not in the
-// loader config (AMD's install guide makes that a manual step) is found
-// through dirs ($ROCM_PATH/lib, /opt/rocm/lib), as Triton's AMD driver does.
-func Candidates(sonames, dirs []string) []string {
+// Candidates lists where to look for a library: each soname in each of
+// first that exists, then each soname bare (the loader's own search:
+// LD_LIBRARY_PATH, ld.so.cache), then in each of dirs that exists, in
+// order. first is $ROCM_PATH/lib when the user set it, as Triton's AMD
+// driver does: a distro ROCm 5.x in the loader path must not shadow the
+// install the user named (ROCr cannot be loaded twice, so the search cannot
+// fall back after a dlopen). A ROCm install whose lib directory is not in
+// the loader config (AMD's install guide makes that a manual step) is found
+// through dirs (/opt/rocm/lib).
+func Candidates(sonames, first, dirs []string) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(p string) {
@@ -297,19 +313,47 @@ func Candidates(sonames, dirs []string) []string {
 			out = append(out, p)
 		}
 	}
+	inDirs := func(ds []string) {
+		for _, d := range ds {
+			if d == "" {
+				continue
+			}
+			if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+				continue
+			}
+			for _, n := range sonames {
+				add(filepath.Join(d, n))
+			}
+		}
+	}
+	inDirs(first)
 	for _, n := range sonames {
 		add(n)
 	}
-	for _, d := range dirs {
-		if d == "" {
+	inDirs(dirs)
+	return out
+}
+
+// OtherOnDisk lists the candidates with a directory that exist as files
+// and are not the library the process loaded (loaded: its mapped path):
+// the runtimes a too-old loaded one shadowed, for its skip to name.
+func OtherOnDisk(cands []string, loaded string) []string {
+	real := func(p string) string {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return p
+	}
+	me := real(loaded)
+	var out []string
+	for _, c := range cands {
+		if !strings.Contains(c, "/") {
 			continue
 		}
-		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+		if fi, err := os.Stat(c); err != nil || fi.IsDir() || real(c) == me {
 			continue
 		}
-		for _, n := range sonames {
-			add(filepath.Join(d, n))
-		}
+		out = append(out, c)
 	}
 	return out
 }

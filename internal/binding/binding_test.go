@@ -1,6 +1,7 @@
 package binding
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -129,9 +130,31 @@ func TestBindFuncs(t *testing.T) {
 
 func TestCandidates(t *testing.T) {
 	dir := t.TempDir()
-	got := Candidates([]string{"liba.so.2", "liba.so.1"}, []string{"", dir + "/absent", dir, dir})
+	got := Candidates([]string{"liba.so.2", "liba.so.1"}, nil, []string{"", dir + "/absent", dir, dir})
 	want := []string{"liba.so.2", "liba.so.1", dir + "/liba.so.2", dir + "/liba.so.1"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("got %v want %v", got, want)
+	}
+}
+
+// TestCandidatesRocmPathFirst (issue 30, N6): the directory the user named
+// ($ROCM_PATH/lib) comes before the loader's own search, so a distro ROCm
+// 5.x in the loader path cannot shadow it (a44624c listed the bare soname
+// first); OtherOnDisk names what a loaded library shadowed.
+func TestCandidatesRocmPathFirst(t *testing.T) {
+	user, opt := t.TempDir(), t.TempDir()
+	got := Candidates([]string{"liba.so.1"}, []string{user}, []string{user, opt})
+	want := []string{user + "/liba.so.1", "liba.so.1", opt + "/liba.so.1"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("got %v want %v", got, want)
+	}
+	if err := os.WriteFile(opt+"/liba.so.1", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if o := OtherOnDisk(got, "/usr/lib/liba.so.1"); len(o) != 1 || o[0] != opt+"/liba.so.1" {
+		t.Errorf("OtherOnDisk: %v", o)
+	}
+	if o := OtherOnDisk(got, opt+"/liba.so.1"); len(o) != 0 {
+		t.Errorf("OtherOnDisk names the loaded library itself: %v", o)
 	}
 }

@@ -84,6 +84,16 @@ P2P_EACH_OS(P2P_K_SIMPLE, inc, u32, u32, operand)
 P2P_K_FADD(sys)
 P2P_K_FADD(dev)
 
+// The seed's kernel (IRIS-FIX p2p_atomics_hsa.cpp): the f32 add at acq_rel,
+// informational as the relaxed one is (issue 30).
+#define P2P_K_FADD_ACQREL(s)                                                            \
+  P2P_RMW_HEAD(add, f32, f32, acqrel, s)                                                \
+    const f32 val = __builtin_bit_cast(f32, (u32)operand);                              \
+    for (u64 i = 0; i < iters; i++) p2p_add_f32_acqrel_##s(target, val);                \
+  }
+P2P_K_FADD_ACQREL(sys)
+P2P_K_FADD_ACQREL(dev)
+
 // ------------------------------------------------------------------ patterns
 // spread: fetch_add(&target[g], operand) iters times.
 P2P_KERNEL void spread_u64_relaxed_sys(u64 *target, u64 operand, u64 iters, u64 block) {

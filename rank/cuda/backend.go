@@ -866,7 +866,11 @@ func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, sr
 	if err := d.check(d.cuStreamSynchronize(b.stream)); err != nil {
 		return res, annotate(err, "copy")
 	}
-	return b.elapsed()
+	// A device-to-device cuMemcpy between two GPUs runs on a copy engine
+	// (issue 30: every copy metric names the engine that ran it).
+	res, err = b.elapsed()
+	res.Method += ", copy engine (cuMemcpyDtoDAsync)"
+	return res, err
 }
 
 // Free implements backend.Backend.

@@ -196,26 +196,74 @@ func TestImportConventionDecidedAtOpen(t *testing.T) {
 	}
 }
 
-// TestDualFd: the descriptor number is also the address of an int holding
-// it, and the descriptor is the same file.
-func TestDualFd(t *testing.T) {
+// TestProbeFd: the descriptor number is also the address of an int holding
+// -1 (an invalid fd to a pointer-reading CLR), and the descriptor is the
+// same file.
+func TestProbeFd(t *testing.T) {
 	f, err := os.CreateTemp(t.TempDir(), "dual")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	d, undo, err := dualFd(int(f.Fd()))
+	lim := fdLimits()
+	d, undo, err := probeFd(int(f.Fd()), lim)
 	if err != nil {
-		t.Skipf("no dual fd here: %v", err)
+		t.Skipf("no probe fd here: %v", err)
 	}
 	defer undo()
-	if uintptr(d) < dualMinFd(4096) || *(*int32)(ptr(uintptr(d))) != int32(d) {
+	if uintptr(d) < dualMinFd(4096, lim.mmapMinAddr) || *(*int32)(ptr(uintptr(d))) != -1 {
 		t.Fatalf("fd %#x, int at that address %#x", d, *(*int32)(ptr(uintptr(d))))
 	}
 	var a, b syscall.Stat_t
 	syscall.Fstat(int(f.Fd()), &a)
 	if err := syscall.Fstat(d, &b); err != nil || a.Ino != b.Ino {
 		t.Fatalf("fd %#x is not the same file: %v", d, err)
+	}
+	// 65536/65536 (Debian's mmap_min_addr, a common HPC nofile limit):
+	// no candidate, and the error names both limits.
+	if _, _, err := probeFd(int(f.Fd()), limits{noFile: 65536, mmapMinAddr: 65536}); err == nil ||
+		!strings.Contains(err.Error(), "vm.mmap_min_addr 65536") || !strings.Contains(err.Error(), "RLIMIT_NOFILE 65536") {
+		t.Fatalf("probeFd at 65536/65536: %v", err)
+	}
+}
+
+// TestDecideImportAfterOneFailure (issue 30, N2): a pointer-reading CLR
+// whose first import fails once for a reason of its own must not be decided
+// as fd-value (a44624c did, and its next import handed CLR 0x7 to
+// dereference); the value probe fails safely under it, so Open says both
+// forms failed. P2PAT_HIP_IMPORT decides without a probe.
+func TestDecideImportAfterOneFailure(t *testing.T) {
+	if _, err := (&Backend{}).cell(); err != nil {
+		t.Skipf("cannot reserve the fd cell here: %v", err)
+	}
+	mk := func(fails int, calls *[]uintptr) *Backend {
+		fns := vmmFakes(t, clr6Granularity, func(h *uintptr, size uint64, p *allocProp, flags uint64) uint32 { *h = 0x42; return errSuccess })
+		fns["hipMemImportFromShareableHandle"] = pointerReaderImport(t, calls, &fails)
+		return &Backend{l: fakeLib(t, fns), version: 70153211, mode: importProbe, bufs: map[*buffer]bool{}}
+	}
+	var calls []uintptr
+	b := mk(1, &calls)
+	err := b.decideImport()
+	if b.mode == importValue {
+		t.Fatalf("decided fd-value on a pointer-reading CLR (calls %#x)", calls)
+	}
+	if err == nil || !strings.Contains(err.Error(), "fails in both fd conventions") {
+		t.Fatalf("decideImport: %v", err)
+	}
+	for _, v := range []struct {
+		env  string
+		want importMode
+	}{{"pointer", importPointer}, {"value", importValue}} {
+		t.Setenv(importEnv, v.env)
+		calls = nil
+		b := mk(0, &calls)
+		if err := b.decideImport(); err != nil || b.mode != v.want || len(calls) != 0 {
+			t.Errorf("%s=%s: %v, mode %v, %d probe imports", importEnv, v.env, err, b.mode, len(calls))
+		}
+	}
+	t.Setenv(importEnv, "maybe")
+	if err := mk(0, &calls).decideImport(); err == nil || !strings.Contains(err.Error(), "want pointer or value") {
+		t.Errorf("bad override: %v", err)
 	}
 }
 
@@ -228,5 +276,81 @@ func TestROCmLibDirs(t *testing.T) {
 	t.Setenv("ROCM_PATH", "")
 	if got := strings.Join(rocmLibDirs(), " "); got != "/opt/rocm/lib" {
 		t.Fatal(got)
+	}
+}
+
+// TestPeerCapsFromP2PAttribute (issue 30, N3): peer access and P2P atomics
+// are hipDeviceGetP2PAttribute's answers, so a PCIe pair without native
+// atomics skips the P2P atomic cases as not supported, naming the
+// attribute. On a44624c every pair was "yes".
+func TestPeerCapsFromP2PAttribute(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		access, atomic  int32
+		okAcc, okAtomic bool
+		reason          string
+	}{
+		{"xgmi", 1, 1, true, true, "hipDevP2PAttrNativeAtomicSupported, 0, 1) is 1"},
+		{"pcie without atomics", 1, 0, true, false, "hipDevP2PAttrNativeAtomicSupported, 0, 1) is 0"},
+		{"no p2p", 0, 0, false, false, "hipDevP2PAttrAccessSupported, 0, 1) is 0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := fakeLib(t, map[string]any{"hipDeviceGetP2PAttribute": func(v *int32, attr uint32, src, dst int32) uint32 {
+				if src != 0 || dst != 1 {
+					t.Errorf("asked for %d→%d", src, dst)
+				}
+				*v = map[uint32]int32{p2pAttrAccessSupported: c.access, p2pAttrNativeAtomic: c.atomic}[attr]
+				return errSuccess
+			}})
+			b := &Backend{l: l, cfg: backend.Config{Device: 0}}
+			p := b.peer(1)
+			if p.Access.OK != c.okAcc || p.Atomics.OK != c.okAtomic {
+				t.Fatalf("access %+v atomics %+v", p.Access, p.Atomics)
+			}
+			if !strings.Contains(p.Atomics.Reason, c.reason) {
+				t.Errorf("atomics reason %q, want %q", p.Atomics.Reason, c.reason)
+			}
+		})
+	}
+}
+
+// TestCopyNamesTheEngine (issue 30, N1): the copy metric's method says
+// which engine CLR uses for a copy with an imported VMem side (a44624c:
+// "hip-events" alone).
+func TestCopyNamesTheEngine(t *testing.T) {
+	ok := func() uint32 { return errSuccess }
+	l := fakeLib(t, map[string]any{
+		"hipEventCreate":      func(e *uintptr) uint32 { *e = 1; return errSuccess },
+		"hipEventDestroy":     func(e uintptr) uint32 { return ok() },
+		"hipEventRecord":      func(e, s uintptr) uint32 { return ok() },
+		"hipEventSynchronize": func(e uintptr) uint32 { return ok() },
+		"hipEventElapsedTime": func(ms *float32, a, b uintptr) uint32 { *ms = 2; return errSuccess },
+		"hipMemcpyDtoDAsync":  func(d, s uintptr, n uint64, st uintptr) uint32 { return ok() },
+	})
+	b := &Backend{l: l}
+	res, err := b.Copy(&buffer{va: 0x1000, size: 4096}, 0, &buffer{va: 0x9000, size: 4096}, 0, 4096)
+	if err != nil || !strings.Contains(res.Method, "blit kernel") {
+		t.Fatalf("Copy: %v, method %q", err, res.Method)
+	}
+}
+
+// TestNoDeviceNamesKFD (issue 30, N7): hipErrorNoDevice with a /dev/kfd
+// that exists but cannot be opened says so and names the groups, instead
+// of "no AMD GPU" (a44624c).
+func TestNoDeviceNamesKFD(t *testing.T) {
+	old := openKFD
+	t.Cleanup(func() { openKFD = old })
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&os.PathError{Op: "open", Path: "/dev/kfd", Err: syscall.EACCES}, "cannot be opened (open /dev/kfd: permission denied): add the user to the render and video groups"},
+		{&os.PathError{Op: "open", Path: "/dev/kfd", Err: syscall.ENOENT}, "no AMD GPU (no /dev/kfd)"},
+		{nil, "although /dev/kfd opens"},
+	} {
+		openKFD = func() error { return c.err }
+		if got := kfdWhy(); !strings.Contains(got, c.want) {
+			t.Errorf("open error %v: %q, want %q", c.err, got, c.want)
+		}
 	}
 }

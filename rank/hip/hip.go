@@ -112,18 +112,18 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 	var n int32
 	if st := l.getDeviceCount(&n); st.Code != errSuccess {
 		if st.Code == errNoDevice {
-			return backend.DeviceInfo{}, backend.NotSupportedf("no AMD GPU (hipErrorNoDevice from hipGetDeviceCount, %s)", l.name)
+			return backend.DeviceInfo{}, backend.NotSupportedf("%s (hipErrorNoDevice from hipGetDeviceCount, %s)", kfdWhy(), l.name)
 		}
 		return backend.DeviceInfo{}, l.check(st)
 	}
 	if n == 0 {
-		return backend.DeviceInfo{}, backend.NotSupportedf("no AMD GPU (hipGetDeviceCount = 0)")
+		return backend.DeviceInfo{}, backend.NotSupportedf("%s (hipGetDeviceCount = 0)", kfdWhy())
 	}
 	if err := l.check(l.runtimeVersion(&b.version)); err != nil {
 		return backend.DeviceInfo{}, err
 	}
 	if b.version < minExportVersion {
-		return backend.DeviceInfo{}, backend.NotSupportedf("HIP %s (%s): HIP VMem shareable-handle export needs ROCm >= 6.2", versionString(b.version), l.name)
+		return backend.DeviceInfo{}, backend.NotSupportedf("HIP %s (%s): HIP VMem shareable-handle export needs ROCm >= 6.2%s", versionString(b.version), l.name, l.shadowed())
 	}
 	b.mode = importModeFor(b.version)
 	if cfg.Device < 0 || int(cfg.Device) >= int(n) {
@@ -156,6 +156,32 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 	return info, nil
 }
 
+// openKFD opens /dev/kfd as ROCr does (read-write); the tests replace it.
+var openKFD = func() error {
+	f, err := os.OpenFile("/dev/kfd", os.O_RDWR, 0)
+	if err == nil {
+		f.Close()
+	}
+	return err
+}
+
+// kfdWhy says why HIP found no device. CLR's hipGetDeviceCount carries on
+// past a failed initialisation (HIP_INIT_API_NO_RETURN) to an empty device
+// list, so a /dev/kfd the user may not open (not in the render or video
+// group) reads as hipErrorNoDevice, the same as a machine with no GPU.
+func kfdWhy() string {
+	err := openKFD()
+	switch {
+	case err == nil:
+		return "no AMD GPU visible to HIP although /dev/kfd opens (HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or an unsupported GPU?)"
+	case errors.Is(err, os.ErrNotExist):
+		return "no AMD GPU (no /dev/kfd)"
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Sprintf("/dev/kfd exists but cannot be opened (%v): add the user to the render and video groups (then log in again)", err)
+	}
+	return fmt.Sprintf("/dev/kfd exists but cannot be opened (%v)", err)
+}
+
 func (b *Backend) deviceInfo(count int) backend.DeviceInfo {
 	buf := make([]byte, propBufSize)
 	name, gcn, total, mp := "", "", uint64(0), int32(0)
@@ -177,17 +203,20 @@ func (b *Backend) deviceInfo(count int) backend.DeviceInfo {
 	b.l.driverVersion(&drv)
 	a, _, _ := strings.Cut(gcn, ":")
 	attrs := map[string]string{"gcnArchName": gcn, "import_convention": b.mode.String(), "library": b.l.path}
+	caps := device.Caps{HostAtomics: device.Yes("AMD: fine-grained host memory is coherent with the CPU; the kind's CPU mapping is checked at allocation")}
 	for peer := 0; peer < count; peer++ {
 		if peer == b.cfg.Device {
 			continue
 		}
-		attrs[fmt.Sprintf("p2p.%d", peer)] = "see hsa backend link info"
+		p := b.peer(peer)
+		attrs[fmt.Sprintf("p2p.%d", peer)] = fmt.Sprintf("access=%v atomics=%v (hipDeviceGetP2PAttribute; link details: hsa backend)", p.Access.OK, p.Atomics.OK)
+		caps.Peers = append(caps.Peers, p)
 	}
 	return backend.DeviceInfo{
 		Vendor: "amd", Name: name, Arch: a, UUID: uuid, Ordinal: b.cfg.Device, Count: count,
 		MemBytes: total, Units: int(mp), Driver: fmt.Sprint(drv),
 		Runtime: "hip " + versionString(b.version), Attrs: attrs,
-		Caps: amdCaps(b.cfg.Device, count),
+		Caps: caps,
 	}
 }
 
@@ -341,20 +370,39 @@ func (b *Backend) importFd(fd int32, h *uintptr) error {
 
 // decideImport settles, once at Open, how a HIP 7.0–7.1 runtime reads
 // hipMemImportFromShareableHandle's osHandle, with a throw-away export of
-// its own and an import of that fd. First the pointer form, the int placed
-// where its address's low 32 bits read as a NEGATIVE int: a pointer-reading
-// CLR imports it, a value-reading CLR gets an invalid fd and fails (never a
-// crash, never someone else's fd). If that fails, the cause is either the
-// value convention or an import that fails for another reason, and the
-// error code does not say which (both are hipErrorInvalidValue). The value
-// form is therefore tried only through dualFd: an fd number that is also the
-// address of an int holding that number, so a pointer-reading CLR reads the
-// same fd and fails again instead of dereferencing a small integer (the
-// SIGSEGV the old per-import retry could cause). A failure in both forms is
-// an error at Open, not a crash in a case.
+// its own and imports of that fd. Each probe succeeds under one reading
+// only and fails safely under the other:
+//
+//   - pointer probe: an int holding the fd, placed where its address's low
+//     32 bits read as a NEGATIVE int. A pointer-reading CLR imports the fd;
+//     a value-reading CLR gets an invalid fd and fails.
+//   - value probe (probeFd): the fd dup'd onto a number F that is also the
+//     address of a mapped int holding -1. A value-reading CLR imports fd F;
+//     a pointer-reading CLR reads -1 and fails, never dereferencing a small
+//     integer.
+//
+// The pointer probe's failure alone decides nothing: the error code does
+// not say whether the convention or something else failed (both are
+// hipErrorInvalidValue), so only a success decides. Both failing is an
+// error at Open; no safe F (RLIMIT_NOFILE at or below vm.mmap_min_addr) is
+// a skip naming the two limits and the override, not a guess. The old value
+// probe held F at address F, which a pointer reader imports too, so one
+// failed first import on a pointer reader decided fd-value and a later
+// import handed CLR a small integer to dereference.
 func (b *Backend) decideImport() error {
 	if b.mode != importProbe {
 		return nil
+	}
+	switch v := os.Getenv(importEnv); v {
+	case "":
+	case "pointer":
+		b.mode = importPointer
+		return nil
+	case "value":
+		b.mode = importValue
+		return nil
+	default:
+		return fmt.Errorf("%s=%q: want pointer or value", importEnv, v)
 	}
 	buf, exp, err := b.Alloc(kindPinned, 1)
 	if err != nil {
@@ -376,10 +424,10 @@ func (b *Backend) decideImport() error {
 		b.mode = importPointer
 		return nil
 	}
-	f, undo, err := dualFd(exp.Fd)
+	f, undo, err := probeFd(exp.Fd, fdLimits())
 	if err != nil {
-		return fmt.Errorf("hip %s: cannot decide hipMemImportFromShareableHandle's fd convention safely (the pointer form failed: %v): %w",
-			versionString(b.version), b.l.check(st), err)
+		return backend.NotSupportedf("hip %s: cannot decide hipMemImportFromShareableHandle's fd convention safely (the pointer form failed: %v): %v; or set %s=pointer|value",
+			versionString(b.version), b.l.check(st), err, importEnv)
 	}
 	defer undo()
 	st = b.l.memImport(&h, uintptr(f), handleTypePosixFD)
@@ -391,17 +439,36 @@ func (b *Backend) decideImport() error {
 	return nil
 }
 
-// dualMinFd is the lowest fd number dualFd may use: vm.mmap_min_addr, the
-// lowest address a process may map (65536 on most distributions, 4096 on
-// some), rounded up to a page; 65536 if it cannot be read.
-func dualMinFd(page uintptr) uintptr {
-	min := uintptr(0x10000)
+// importEnv overrides the 7.0–7.1 probe ("pointer" or "value") where it
+// cannot run (docs/AMD.md).
+const importEnv = "P2PAT_HIP_IMPORT"
+
+// limits is what probeFd's choice of F depends on; the tests set them.
+type limits struct {
+	noFile      uint64  // RLIMIT_NOFILE (soft; Go raises it to the hard one at start)
+	mmapMinAddr uintptr // vm.mmap_min_addr
+}
+
+// fdLimits reads the process's limits: RLIMIT_NOFILE, and vm.mmap_min_addr
+// (65536 where it cannot be read, the common value).
+func fdLimits() limits {
+	l := limits{noFile: 1 << 20, mmapMinAddr: 0x10000}
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil {
+		l.noFile = rl.Cur
+	}
 	if b, err := os.ReadFile("/proc/sys/vm/mmap_min_addr"); err == nil {
 		if v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
-			min = uintptr(v)
+			l.mmapMinAddr = uintptr(v)
 		}
 	}
-	return max((min+page-1)/page*page, page)
+	return l
+}
+
+// dualMinFd is the lowest fd number probeFd may use: vm.mmap_min_addr, the
+// lowest address a process may map, rounded up to a page.
+func dualMinFd(page, mmapMin uintptr) uintptr {
+	return max((mmapMin+page-1)/page*page, page)
 }
 
 // mapFixedNoReplace is MAP_FIXED_NOREPLACE (Linux 4.17): map exactly there
@@ -409,21 +476,17 @@ func dualMinFd(page uintptr) uintptr {
 // and map elsewhere, which dualFd sees and skips.
 const mapFixedNoReplace = 0x100000
 
-// dualFd dups fd onto a descriptor number F that is also the address of a
-// mapped int holding F, so (void*)F names fd F whether the runtime reads
-// osHandle as the fd itself or as an int* to it. F is the first page-aligned
-// number from dualMinFd, below RLIMIT_NOFILE (Go raises the soft limit to
-// the hard one at start), that is neither an open fd nor mapped. undo closes
-// F and unmaps the page. Where no such number exists (RLIMIT_NOFILE at or
-// below vm.mmap_min_addr) the error says so: raising `ulimit -n` fixes it.
-func dualFd(fd int) (int, func(), error) {
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
-		return 0, nil, fmt.Errorf("getrlimit(RLIMIT_NOFILE): %w", err)
-	}
+// probeFd dups fd onto a descriptor number F that is also the address of a
+// mapped int holding -1, so (void*)F names fd F to a runtime that reads
+// osHandle as the fd itself and an invalid fd to one that reads it as an
+// int*. F is the first page-aligned number from vm.mmap_min_addr, below
+// RLIMIT_NOFILE, that is neither an open fd nor mapped. undo closes F and
+// unmaps the page. Where no such number exists the error names both limits:
+// raising the hard `ulimit -n` above vm.mmap_min_addr fixes it.
+func probeFd(fd int, lim limits) (int, func(), error) {
 	page := uintptr(syscall.Getpagesize())
-	limit := uintptr(min(rl.Cur, 1<<22))
-	lo := dualMinFd(page)
+	limit := uintptr(min(lim.noFile, 1<<22))
+	lo := dualMinFd(page, lim.mmapMinAddr)
 	for a := lo; a < limit; a += page {
 		if _, _, e := syscall.Syscall(syscall.SYS_FCNTL, a, syscall.F_GETFD, 0); e != syscall.EBADF {
 			continue // an open descriptor
@@ -441,13 +504,13 @@ func dualFd(fd int) (int, func(), error) {
 			syscall.Syscall(syscall.SYS_MUNMAP, a, page, 0)
 			return 0, nil, fmt.Errorf("dup3(%d, %#x): %w", fd, a, err)
 		}
-		*(*int32)(ptr(a)) = int32(a)
+		*(*int32)(ptr(a)) = -1
 		return int(a), func() {
 			syscall.Close(int(a))
 			syscall.Syscall(syscall.SYS_MUNMAP, a, page, 0)
 		}, nil
 	}
-	return 0, nil, fmt.Errorf("no descriptor number >= vm.mmap_min_addr %#x that is free and mappable below RLIMIT_NOFILE %d (raise ulimit -n above it)", lo, rl.Cur)
+	return 0, nil, fmt.Errorf("no descriptor number >= vm.mmap_min_addr %d that is free and mappable below RLIMIT_NOFILE %d (raise the hard ulimit -n above %d)", lim.mmapMinAddr, lim.noFile, lim.mmapMinAddr)
 }
 
 // cell returns the address of an int cell whose address, read as a C int
@@ -609,8 +672,15 @@ func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, sr
 	if math.IsNaN(float64(ms)) {
 		ms = 0
 	}
-	return backend.LaunchResult{Elapsed: time.Duration(float64(ms) * float64(time.Millisecond)), Method: "hip-events"}, nil
+	return backend.LaunchResult{Elapsed: time.Duration(float64(ms) * float64(time.Millisecond)), Method: copyMethod}, nil
 }
+
+// copyMethod names the engine as far as this side can know it: CLR 6.x
+// marks an imported VMem handle as the current device's memory
+// (hipamd/src/hip_vm.cpp), so a copy between a peer's import and a local
+// buffer looks same-device to CLR and goes down its blit-kernel path;
+// which engine ran is confirmed on hardware only by a trace (docs/AMD.md).
+const copyMethod = "hip-events, hipMemcpyDtoDAsync: CLR's same-device path (blit kernel) for imported VMem"
 
 func (b *Backend) MemInfo() (free, total uint64, err error) {
 	err = b.l.check(b.l.memGetInfo(&free, &total))
@@ -639,14 +709,30 @@ func (b *Backend) Close() error {
 	return errors.Join(errs...)
 }
 
-// amdCaps answers the capability questions for an AMD device (as the hsa
-// backend does): host atomics are decided by the kind's CPU mapping at
-// allocation, peer access is granted at import and fails there when no link
-// carries it, so no pair is refused before a case tries.
-func amdCaps(self, count int) device.Caps {
-	yes := device.Yes("AMD: a peer's memory access is granted at import, which fails there when the link lacks it")
-	return device.Caps{
-		HostAtomics: device.Yes("AMD: fine-grained host memory is coherent with the CPU; the kind's CPU mapping is checked at allocation"),
-		Peers:       device.AllPeers(self, count, yes, yes),
+// peer answers peer access and P2P atomics from hipDeviceGetP2PAttribute
+// (CLR fills them from ROCr's link info: no link or KFD's NoAtomics flag on
+// a PCIe path reads 0). A runtime that does not answer leaves the pair to
+// the import, which fails there when the link lacks it.
+func (b *Backend) peer(q int) device.Peer {
+	self := int32(b.cfg.Device)
+	ask := func(attr uint32, name string) device.Cap {
+		var v int32
+		b.l.beginProbe()
+		st := b.l.p2pAttribute(&v, attr, self, int32(q))
+		b.l.endProbe()
+		switch {
+		case st.Code != errSuccess:
+			return device.Yes("AMD: hipDeviceGetP2PAttribute(%s, %d, %d) failed (%v); left to the import", name, self, q, b.l.check(st))
+		case v == 0:
+			return device.No("AMD: hipDeviceGetP2PAttribute(%s, %d, %d) is 0", name, self, q)
+		}
+		return device.Yes("AMD: hipDeviceGetP2PAttribute(%s, %d, %d) is %d", name, self, q, v)
 	}
+	p := device.Peer{Ordinal: q, Access: ask(p2pAttrAccessSupported, "hipDevP2PAttrAccessSupported")}
+	if !p.Access.OK {
+		p.Atomics = p.Access
+		return p
+	}
+	p.Atomics = ask(p2pAttrNativeAtomic, "hipDevP2PAttrNativeAtomicSupported")
+	return p
 }

@@ -75,7 +75,7 @@ func TestKernelParams(t *testing.T) {
 
 // TestOpenWithoutGPU loads the installed libamdhip64 (bookworm: .so.5, ROCm
 // 5.2) on a machine without an AMD GPU: Open must end in ErrNotSupported
-// "no AMD GPU (hipErrorNoDevice ...)", not a panic or a hang.
+// "no AMD GPU (no /dev/kfd) (hipErrorNoDevice ...)", not a panic or a hang.
 func TestOpenWithoutGPU(t *testing.T) {
 	if _, err := os.Stat("/dev/kfd"); err == nil {
 		t.Skip("/dev/kfd exists: this is an AMD GPU machine")
@@ -93,7 +93,7 @@ func TestOpenWithoutGPU(t *testing.T) {
 	t.Logf("loaded %s (missing optional: %v)", l.name, l.missing)
 	b, _ := backend.New("hip")
 	_, err = b.Open(backend.Config{Rank: 0, Ranks: 2, Device: 0})
-	if !errors.Is(err, backend.ErrNotSupported) || !strings.Contains(err.Error(), "no AMD GPU (hipErrorNoDevice") {
+	if !errors.Is(err, backend.ErrNotSupported) || !strings.Contains(err.Error(), "no AMD GPU (no /dev/kfd) (hipErrorNoDevice") {
 		t.Fatalf("Open: %v", err)
 	}
 	t.Logf("skip reason: %v", err)

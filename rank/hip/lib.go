@@ -31,6 +31,7 @@ var requiredSymbols = []string{
 	"hipModuleLoadData", "hipModuleGetFunction", "hipModuleLaunchKernel", "hipModuleUnload",
 	"hipEventCreate", "hipEventRecord", "hipEventSynchronize", "hipEventElapsedTime", "hipEventDestroy",
 	"hipMemcpyDtoH", "hipMemcpyHtoD", "hipMemcpyDtoDAsync", "hipDeviceSynchronize", "hipMemGetInfo",
+	"hipDeviceGetP2PAttribute",
 }
 
 // optionalSymbols: symbol -> the HIP release that added it.
@@ -45,6 +46,7 @@ type lib struct {
 	name    string // the candidate that loaded (a soname or a path)
 	path    string // the file the process mapped for it (/proc/self/maps)
 	missing map[string]string
+	others  []string     // other runtimes on disk (binding.OtherOnDisk)
 	probing atomic.Int32 // > 0 inside beginProbe/endProbe
 
 	init_            func(flags uint32) status
@@ -55,6 +57,7 @@ type lib struct {
 	runtimeVersion   func(v *int32) status
 	driverVersion    func(v *int32) status
 	deviceAttribute  func(v *int32, attr uint32, dev int32) status
+	p2pAttribute     func(v *int32, attr uint32, src, dst int32) status
 	propsOld         func(p unsafe.Pointer, dev int32) status
 	propsR0600       func(p unsafe.Pointer, dev int32) status
 	granularity      func(g *uint64, prop *allocProp, option uint32) status
@@ -101,13 +104,32 @@ func rocmLibDirs() []string {
 	return append(dirs, "/opt/rocm/lib")
 }
 
+// rocmPathDir is $ROCM_PATH/lib when set: searched before the loader's
+// path (binding.Candidates says why).
+func rocmPathDir() []string {
+	if r := os.Getenv("ROCM_PATH"); r != "" {
+		return []string{filepath.Join(r, "lib")}
+	}
+	return nil
+}
+
+// shadowed names the other runtimes on disk, for a too-old loaded one's
+// skip ("" when there are none).
+func (l *lib) shadowed() string {
+	if len(l.others) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; a different runtime is on disk: %s (set ROCM_PATH to its install)", strings.Join(l.others, ", "))
+}
+
 func load() (*lib, error) {
 	loadOnce.Do(func() {
 		var errs []string
-		cands := binding.Candidates(libNames, rocmLibDirs())
+		cands := binding.Candidates(libNames, rocmPathDir(), rocmLibDirs())
 		for i, n := range cands {
 			l, err := open(n, i == len(cands)-1)
 			if err == nil {
+				l.others = binding.OtherOnDisk(cands, l.path)
 				loaded = l
 				return
 			}
@@ -134,6 +156,7 @@ func (l *lib) symbols() []binding.Symbol {
 		binding.Sym1(&l.runtimeVersion, l.end, ">runtimeVersion", "hipRuntimeGetVersion"),
 		binding.Sym1(&l.driverVersion, l.end, ">driverVersion", "hipDriverGetVersion"),
 		binding.Sym3(&l.deviceAttribute, l.end, ">pi attr deviceId", "hipDeviceGetAttribute"),
+		binding.Sym4(&l.p2pAttribute, l.end, ">value attr srcDevice dstDevice", "hipDeviceGetP2PAttribute"),
 		binding.Sym2(&l.propsOld, l.end, "prop deviceId", "hipGetDeviceProperties"),
 		binding.Sym2(&l.propsR0600, l.end, "prop deviceId", "hipGetDevicePropertiesR0600"),
 		binding.Sym3(&l.granularity, l.end, ">granularity prop option", "hipMemGetAllocationGranularity"),

@@ -26,6 +26,19 @@ type fakeHSA struct {
 	queueCB uintptr
 	access  [][]accessDesc // each hsa_amd_vmem_set_access call's descriptors
 	mem     [][]byte       // mmap'd memory handed out, unmapped at cleanup
+	// links answers hsa_amd_agent_memory_pool_get_info per (agent, pool);
+	// a pair not listed has no link facts (INVALID_ARGUMENT).
+	links  map[[2]uint64]fakeLink
+	copies [][2]uint64 // each async copy's (dst_agent, src_agent)
+	// engines is what hsa_amd_memory_copy_engine_status reports (0: the
+	// call fails); onEngine records each explicit-engine copy's engine.
+	engines  uint32
+	onEngine []uint32
+}
+
+type fakeLink struct {
+	access uint32
+	hops   []linkInfo
 }
 
 type fakeAgent struct {
@@ -166,7 +179,40 @@ func (f *fakeHSA) lib() *lib {
 			return statusSuccess
 		},
 		"hsa_amd_agent_memory_pool_get_info": func(a, p uint64, attr uint32, v unsafe.Pointer) uint32 {
-			return statusErrorInvalidArgument // no link facts
+			li, ok := f.links[[2]uint64{a, p}]
+			if !ok {
+				return statusErrorInvalidArgument // no link facts
+			}
+			switch attr {
+			case agentPoolInfoAccess:
+				put(v, uint64(li.access), 4)
+			case agentPoolInfoNumLinkHops:
+				put(v, uint64(len(li.hops)), 4)
+			case agentPoolInfoLinkInfo:
+				copy(unsafe.Slice((*linkInfo)(v), len(li.hops)), li.hops)
+			default:
+				return statusErrorInvalidArgument
+			}
+			return statusSuccess
+		},
+		"hsa_signal_create":         func(v int64, n uint32, c uintptr, out *uint64) uint32 { *out = 0x5000; return statusSuccess },
+		"hsa_signal_destroy":        func(s uint64) uint32 { return statusSuccess },
+		"hsa_signal_wait_scacquire": func(s uint64, cond uint32, cmp int64, timeout uint64, state uint32) int64 { return 0 },
+		"hsa_amd_memory_async_copy": func(dst uintptr, da uint64, src uintptr, sa uint64, n uint64, nd uint32, deps uintptr, sig uint64) uint32 {
+			f.copies = append(f.copies, [2]uint64{da, sa})
+			return statusSuccess
+		},
+		"hsa_amd_memory_copy_engine_status": func(da, sa uint64, m *uint32) uint32 {
+			if f.engines == 0 {
+				return statusErrorInvalidArgument
+			}
+			*m = f.engines
+			return statusSuccess
+		},
+		"hsa_amd_memory_async_copy_on_engine": func(dst uintptr, da uint64, src uintptr, sa uint64, n uint64, nd uint32, deps uintptr, sig uint64, eng uint32, force bool) uint32 {
+			f.copies = append(f.copies, [2]uint64{da, sa})
+			f.onEngine = append(f.onEngine, eng)
+			return statusSuccess
 		},
 		"hsa_agent_iterate_isas": func(h uint64, cb, data uintptr) uint32 {
 			purego.SyscallN(cb, uintptr(h+1), data) // ISA handle = agent + 1
@@ -217,9 +263,10 @@ func (f *fakeHSA) lib() *lib {
 			*fd = int32(p[0])
 			return statusSuccess
 		},
-		"hsa_amd_vmem_unmap":          func(va uintptr, size uint64) uint32 { return statusSuccess },
-		"hsa_amd_vmem_address_free":   func(va uintptr, size uint64) uint32 { return statusSuccess },
-		"hsa_amd_vmem_handle_release": func(h uint64) uint32 { return statusSuccess },
+		"hsa_amd_vmem_import_shareable_handle": func(fd int32, out *uint64) uint32 { *out = 0x9901; return statusSuccess },
+		"hsa_amd_vmem_unmap":                   func(va uintptr, size uint64) uint32 { return statusSuccess },
+		"hsa_amd_vmem_address_free":            func(va uintptr, size uint64) uint32 { return statusSuccess },
+		"hsa_amd_vmem_handle_release":          func(h uint64) uint32 { return statusSuccess },
 	}
 	l := &lib{path: "fake", missing: map[string]string{}}
 	if err := binding.BindFuncs(l.symbols(), fns, func(n string) { f.t.Errorf("unexpected call to %s", n) }); err != nil {
@@ -350,8 +397,9 @@ func quietStderr(t *testing.T) func() string {
 	}
 }
 
-// TestROCmLibDirs (issue 17, defect 7): after the loader's own search,
-// $ROCM_PATH/lib, then /opt/rocm/lib.
+// TestROCmLibDirs (issue 17, defect 7; issue 30, N6): $ROCM_PATH/lib
+// before the loader's own search (a distro ROCm 5.x there must not shadow
+// it), then /opt/rocm/lib.
 func TestROCmLibDirs(t *testing.T) {
 	t.Setenv("ROCM_PATH", "/x/rocm-6.4.3")
 	if got := strings.Join(rocmLibDirs(), " "); got != "/x/rocm-6.4.3/lib /opt/rocm/lib" {
@@ -360,8 +408,132 @@ func TestROCmLibDirs(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("ROCM_PATH", dir)
 	os.Mkdir(dir+"/lib", 0o755)
-	c := binding.Candidates([]string{libName}, rocmLibDirs())
-	if len(c) < 2 || c[0] != libName || c[1] != dir+"/lib/"+libName {
+	c := binding.Candidates([]string{libName}, rocmPathDir(), rocmLibDirs())
+	if len(c) < 2 || c[0] != dir+"/lib/"+libName || c[1] != libName {
 		t.Fatalf("candidates %v", c)
+	}
+}
+
+// TestCopyNamesTheOwners (issue 30, N1): a copy into or out of a peer's
+// imported buffer passes the peer's agent for that side, so ROCr runs an
+// SDMA engine and not the same-agent blit kernel, and the method says
+// which engine ran. On a44624c both agents were the rank's own (0x300).
+func TestCopyNamesTheOwners(t *testing.T) {
+	f := mi300(t)
+	b, _ := openFake(t, f, 0)
+	local, exp, err := b.Alloc(kindFine, 1<<21)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(exp.Fd)
+	// The peer's export, as rank 1 (agent 0x400, node 3) would send it.
+	var p [2]int
+	syscall.Pipe(p[:])
+	syscall.Close(p[1])
+	peer, err := b.Import(kindFine, backend.Export{Fd: p[0], Size: 1 << 21, Meta: map[string]string{"kind": kindFine, metaNode: "3"}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name     string
+		dst, src backend.Buffer
+		want     [2]uint64
+		method   string
+	}{
+		{"write", peer, local, [2]uint64{0x400, 0x300}, "SDMA engine (node 2 → node 3)"},
+		{"read", local, peer, [2]uint64{0x300, 0x400}, "SDMA engine (node 3 → node 2)"},
+		{"local", local, local, [2]uint64{0x300, 0x300}, "blit kernel (one agent, node 2)"},
+	} {
+		f.copies = nil
+		res, err := b.Copy(c.dst, 0, c.src, 0, 1<<21)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(f.copies) != 1 || f.copies[0] != c.want {
+			t.Errorf("%s: async copy agents (dst, src) %#x, want %#x", c.name, f.copies, c.want)
+		}
+		if !strings.Contains(res.Method, c.method) {
+			t.Errorf("%s: method %q, want it to name %q", c.name, res.Method, c.method)
+		}
+	}
+	syscall.Pipe(p[:])
+	syscall.Close(p[1])
+	if _, err := b.Import(kindFine, backend.Export{Fd: p[0], Size: 1 << 21, Meta: map[string]string{metaNode: "77"}}, true); err == nil || !strings.Contains(err.Error(), "KFD node 77") {
+		t.Errorf("import from an unknown node: %v", err)
+	}
+	// Where the runtime reports free SDMA engines for the pair, the copy
+	// runs on the lowest one explicitly and the method names it; a local
+	// copy stays ROCr's (one agent: no engine asked).
+	f.engines, f.copies = 0x6, nil
+	res, err := b.Copy(peer, 0, local, 0, 1<<21)
+	if err != nil || len(f.onEngine) != 1 || f.onEngine[0] != 0x2 || f.copies[0] != [2]uint64{0x400, 0x300} ||
+		!strings.Contains(res.Method, "SDMA engine 0x2 (node 2 → node 3, hsa_amd_memory_async_copy_on_engine)") {
+		t.Errorf("explicit engine: %v, engines %v, agents %#x, method %q", err, f.onEngine, f.copies, res.Method)
+	}
+	if _, err := b.Copy(local, 0, local, 0, 1<<21); err != nil || len(f.onEngine) != 1 {
+		t.Errorf("a local copy asked for an engine: %v %v", err, f.onEngine)
+	}
+}
+
+// TestPeerCapsFollowLinkInfo (issue 30, N3): peer access and P2P atomics
+// come from the link ROCr reports. A PCIe hop without 64-bit atomics makes
+// P2P atomics "no" naming the attribute, zero hops makes access "no", and
+// xGMI with both widths is "yes". On a44624c every answer was yes.
+func TestPeerCapsFollowLinkInfo(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		link            fakeLink
+		access, atomics bool
+		reason          string
+	}{
+		{"xgmi", fakeLink{access: 1, hops: []linkInfo{{LinkType: linkTypeXGMI, Atomic32: true, Atomic64: true, Coherent: true}}}, true, true, "xgmi atomics32=true"},
+		{"pcie without atomics", fakeLink{access: 1, hops: []linkInfo{{LinkType: linkTypePCIe, Atomic32: true}}}, true, false, "pcie atomic_support_64bit=false"},
+		{"no hops", fakeLink{access: 1}, false, false, "NUM_LINK_HOPS is 0"},
+		{"never allowed", fakeLink{access: poolAccessNeverAllowed, hops: []linkInfo{{LinkType: linkTypePCIe}}}, false, false, "NEVER_ALLOWED"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := mi300(t)
+			f.links = map[[2]uint64]fakeLink{{0x300, 0x4003}: c.link}
+			_, info := openFake(t, f, 0)
+			pr := info.Caps.Peer(0, 1)
+			if pr.Access.OK != c.access || pr.Atomics.OK != c.atomics {
+				t.Fatalf("peer 1: access %+v atomics %+v, want %v/%v", pr.Access, pr.Atomics, c.access, c.atomics)
+			}
+			why := pr.Atomics.Reason
+			if !c.access {
+				why = pr.Access.Reason
+			}
+			if !strings.Contains(why, c.reason) {
+				t.Errorf("reason %q, want it to name %q", why, c.reason)
+			}
+		})
+	}
+}
+
+// TestInterruptsOffIsRefused (issue 30, N10): with HSA_ENABLE_INTERRUPT=0
+// Open refuses, naming the variable, before hsa_init (a44624c opened and
+// every GPU fault became a 5-minute timeout).
+func TestInterruptsOffIsRefused(t *testing.T) {
+	t.Setenv("HSA_ENABLE_INTERRUPT", "0")
+	initOnce, initErr = sync.Once{}, nil
+	t.Cleanup(func() { initOnce, initErr = sync.Once{}, nil })
+	_, err := (&Backend{}).open(mi300(t).lib(), backend.Config{Ranks: 1})
+	if !errors.Is(err, backend.ErrNotSupported) || !strings.Contains(err.Error(), "HSA_ENABLE_INTERRUPT=0") {
+		t.Fatalf("Open with HSA_ENABLE_INTERRUPT=0: %v", err)
+	}
+	t.Setenv("HSA_ENABLE_INTERRUPT", "1")
+	openFake(t, mi300(t), 0)
+}
+
+// TestNeedVmemIgnoresCopyEngine: a runtime without the optional
+// explicit-engine entry points still has the vmem API.
+func TestNeedVmemIgnoresCopyEngine(t *testing.T) {
+	l := &lib{path: "x", missing: map[string]string{"hsa_amd_memory_async_copy_on_engine": "6.0", "hsa_amd_memory_copy_engine_status": "6.0"}}
+	if err := l.needVmem(); err != nil {
+		t.Fatal(err)
+	}
+	l.missing["hsa_amd_vmem_map"] = minVmemROCm
+	if err := l.needVmem(); err == nil || !strings.Contains(err.Error(), "hsa_amd_vmem_map") {
+		t.Fatalf("vmem missing: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ package hsa
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -104,6 +105,10 @@ type buffer struct {
 	handle   uint64
 	imported bool
 	mapped   bool
+	// owner is the agent whose VRAM backs the buffer (this rank's for its
+	// own, the exporter's for an import): hsa_amd_memory_async_copy picks
+	// its engine from the two agents it is given.
+	owner *agent
 }
 
 func (b *buffer) Addr() uint64 { return uint64(b.va) }
@@ -126,6 +131,9 @@ func (b *Backend) open(l *lib, cfg backend.Config) (backend.DeviceInfo, error) {
 	b.cfg = cfg
 	b.l = l
 	if err := l.needVmem(); err != nil { // before hsa_init: cheap and GPU-free
+		return backend.DeviceInfo{}, err
+	}
+	if err := interruptsOn(); err != nil {
 		return backend.DeviceInfo{}, err
 	}
 	if err := hsaInit(l); err != nil {
@@ -179,6 +187,18 @@ func (b *Backend) open(l *lib, cfg backend.Config) (backend.DeviceInfo, error) {
 		return backend.DeviceInfo{}, err
 	}
 	return b.deviceInfo(), nil
+}
+
+// interruptsOn refuses HSA_ENABLE_INTERRUPT=0: without interrupt signals
+// ROCr binds no error handlers (core/runtime/runtime.cpp BindErrorHandlers
+// returns early), so neither the system event handler nor ROCr's abort
+// ever runs and every GPU fault would end as a 5-minute launch timeout
+// instead of a crash with its address.
+func interruptsOn() error {
+	if os.Getenv("HSA_ENABLE_INTERRUPT") == "0" {
+		return backend.NotSupportedf("HSA_ENABLE_INTERRUPT=0 is set: ROCr then installs no GPU fault handler and a fault would read as a %v timeout, not a crash; unset it to run the hsa backend", launchTimeout)
+	}
+	return nil
 }
 
 // discover enumerates agents, their ISAs and pools.
@@ -308,6 +328,7 @@ func (b *Backend) deviceInfo() backend.DeviceInfo {
 	if _, name, err := b.pool(kindFine); err == nil {
 		attrs["fine_served_by"] = name
 	}
+	caps := device.Caps{HostAtomics: hostAtomics}
 	for i, p := range b.agents {
 		if p == a {
 			continue
@@ -316,7 +337,10 @@ func (b *Backend) deviceInfo() backend.DeviceInfo {
 		if p.fine != 0 {
 			pool = p.fine
 		}
-		attrs[fmt.Sprintf("link.%d", i)] = b.link(a.handle, pool)
+		desc, peer := b.link(a, p, pool)
+		attrs[fmt.Sprintf("link.%d", i)] = desc
+		peer.Ordinal = i
+		caps.Peers = append(caps.Peers, peer)
 	}
 	return backend.DeviceInfo{
 		Vendor:   "amd",
@@ -329,32 +353,68 @@ func (b *Backend) deviceInfo() backend.DeviceInfo {
 		Units:    int(cus),
 		Runtime:  fmt.Sprintf("hsa %d.%d amd-ext %d.%d rocr %s", maj, min, emaj, emin, cString(build, 128)),
 		Attrs:    attrs,
-		Caps:     amdCaps(b.cfg.Device, len(b.agents)),
+		Caps:     caps,
 	}
 }
 
-// link describes the path from agent a to a peer's pool: type, hops and
-// 32/64-bit atomic support (hsa_amd_memory_pool_link_info_t per hop).
-func (b *Backend) link(a, pool uint64) string {
+// link describes the path from agent a to peer's pool (type, hops, 32/64-bit
+// atomic support per hop: hsa_amd_memory_pool_link_info_t) and answers the
+// peer capabilities from it. ROCr fills the atomics bits from the KFD
+// io-link's NoAtomics flags and lists no link for a pair without
+// peer-to-peer DMA (core/runtime/amd_topology.cpp); KFD sets NoAtomics on a
+// PCIe link whose root port lacks the AtomicOp completer and never on xGMI
+// (kfd_topology.c kfd_set_iolink_no_atomics). So: no hops or
+// ACCESS = NEVER_ALLOWED → no peer access; a hop without 32- or 64-bit
+// atomics → no P2P atomics (the P2P cases use both widths). Where the
+// runtime does not answer, access is left to the import to refuse, as
+// before.
+func (b *Backend) link(a, peer *agent, pool uint64) (string, device.Peer) {
+	unknown := device.Yes("AMD: ROCr gave no link facts from node %d to node %d; access is granted at import, which fails there when the link lacks it", a.node, peer.node)
 	if pool == 0 {
-		return "no pool"
+		return "no pool", device.Peer{Access: device.No("AMD: node %d lists no VRAM pool", peer.node), Atomics: device.No("AMD: node %d lists no VRAM pool", peer.node)}
 	}
 	b.l.beginProbe() // link details are optional facts
 	defer b.l.endProbe()
+	var access uint32
+	if b.l.agentPoolGetInfo(a.handle, pool, agentPoolInfoAccess, unsafe.Pointer(&access)).Code == statusSuccess && access == poolAccessNeverAllowed {
+		no := device.No("AMD: HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS is NEVER_ALLOWED from node %d to node %d's pool", a.node, peer.node)
+		return "access never allowed", device.Peer{Access: no, Atomics: no}
+	}
 	var hops uint32
-	if b.l.agentPoolGetInfo(a, pool, agentPoolInfoNumLinkHops, unsafe.Pointer(&hops)).Code != statusSuccess || hops == 0 {
-		return "no link"
+	st := b.l.agentPoolGetInfo(a.handle, pool, agentPoolInfoNumLinkHops, unsafe.Pointer(&hops))
+	if st.Code != statusSuccess {
+		return "no link facts", device.Peer{Access: unknown, Atomics: unknown}
+	}
+	if hops == 0 {
+		no := device.No("AMD: HSA_AMD_AGENT_MEMORY_POOL_INFO_NUM_LINK_HOPS is 0 from node %d to node %d: no peer-to-peer link (KFD lists none without P2P DMA)", a.node, peer.node)
+		return "no link", device.Peer{Access: no, Atomics: no}
 	}
 	hops = min(hops, 8)
 	infos := make([]linkInfo, hops)
-	if b.l.agentPoolGetInfo(a, pool, agentPoolInfoLinkInfo, unsafe.Pointer(&infos[0])).Code != statusSuccess {
-		return fmt.Sprintf("hops=%d", hops)
+	if b.l.agentPoolGetInfo(a.handle, pool, agentPoolInfoLinkInfo, unsafe.Pointer(&infos[0])).Code != statusSuccess {
+		acc := device.Yes("AMD: %d link hops from node %d to node %d", hops, a.node, peer.node)
+		return fmt.Sprintf("hops=%d", hops), device.Peer{Access: acc, Atomics: unknown}
 	}
-	var parts []string
+	var parts, noAtomics []string
 	for _, li := range infos {
 		parts = append(parts, fmt.Sprintf("%s atomics32=%v atomics64=%v coherent=%v bw=%d", linkName(li.LinkType), li.Atomic32, li.Atomic64, li.Coherent, li.MaxBandwidth))
+		if !li.Atomic32 {
+			noAtomics = append(noAtomics, linkName(li.LinkType)+" atomic_support_32bit=false")
+		}
+		if !li.Atomic64 {
+			noAtomics = append(noAtomics, linkName(li.LinkType)+" atomic_support_64bit=false")
+		}
 	}
-	return strings.Join(parts, " | ")
+	desc := strings.Join(parts, " | ")
+	p := device.Peer{
+		Access:  device.Yes("AMD: %s from node %d to node %d", desc, a.node, peer.node),
+		Atomics: device.Yes("AMD: %s from node %d to node %d", desc, a.node, peer.node),
+	}
+	if len(noAtomics) > 0 {
+		p.Atomics = device.No("AMD: HSA_AMD_AGENT_MEMORY_POOL_INFO_LINK_INFO from node %d to node %d says %s (KFD NoAtomics: the PCIe path lacks AtomicOp completion)",
+			a.node, peer.node, strings.Join(noAtomics, ", "))
+	}
+	return desc, p
 }
 
 func linkName(t uint32) string {
@@ -424,7 +484,7 @@ func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Expor
 	}
 	g := b.granule(pool)
 	size = (size + g - 1) / g * g
-	buf := &buffer{size: size}
+	buf := &buffer{size: size, owner: b.self}
 	l := b.l
 	if err := l.check(l.vmemAddressReserve(&buf.va, size, 0, 0)); err != nil {
 		return nil, backend.Export{}, err
@@ -454,7 +514,7 @@ func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Expor
 		return nil, backend.Export{}, err
 	}
 	b.bufs[buf] = true
-	return buf, backend.Export{Fd: int(fd), Size: size, Meta: map[string]string{"kind": kind, "export": "dma-buf", "pool": poolName}}, nil
+	return buf, backend.Export{Fd: int(fd), Size: size, Meta: map[string]string{"kind": kind, "export": "dma-buf", "pool": poolName, metaNode: fmt.Sprint(b.self.node)}}, nil
 }
 
 // Import: import_shareable_handle(fd) → reserve → map → set_access (own
@@ -474,7 +534,11 @@ func (b *Backend) Import(kind string, exp backend.Export, grant bool) (backend.B
 		return nil, fmt.Errorf("hsa import: export has no fd")
 	}
 	l := b.l
-	buf := &buffer{size: exp.Size, imported: true}
+	owner, err := b.ownerOf(exp)
+	if err != nil {
+		return nil, err
+	}
+	buf := &buffer{size: exp.Size, imported: true, owner: owner}
 	if err := l.check(l.vmemImport(int32(exp.Fd), &buf.handle)); err != nil {
 		return nil, err
 	}
@@ -496,6 +560,28 @@ func (b *Backend) Import(kind string, exp backend.Export, grant bool) (backend.B
 	}
 	b.bufs[buf] = true
 	return buf, nil
+}
+
+// metaNode is the export's Meta key for the owner agent's KFD node
+// (HSA_AGENT_INFO_NODE): the same number in every process of the machine,
+// whatever each rank's device ordinal or visibility mask.
+const metaNode = "node"
+
+// ownerOf finds the agent that exported exp. An export without the node
+// (an older rank) is taken as this rank's own agent, which keeps the copy
+// correct (ROCr's blit kernel reads any mapped VA) but says so in Copy's
+// method.
+func (b *Backend) ownerOf(exp backend.Export) (*agent, error) {
+	s, ok := exp.Meta[metaNode]
+	if !ok {
+		return nil, nil
+	}
+	for _, a := range b.agents {
+		if fmt.Sprint(a.node) == s {
+			return a, nil
+		}
+	}
+	return nil, fmt.Errorf("hsa import: the exporter's agent (KFD node %s) is not one of this rank's %d GPU agents", s, len(b.agents))
 }
 
 // release tears a buffer down in reverse: unmap → address_free → handle_release.
@@ -696,23 +782,80 @@ func (b *Backend) transfer(bb backend.Buffer, off uint64, p []byte, write bool) 
 	return nil
 }
 
-// Copy uses the runtime's copy engine (hsa_amd_memory_async_copy) and a
-// completion signal; timing is the wall clock around it.
+// Copy uses hsa_amd_memory_async_copy with a completion signal; timing is
+// the wall clock around it. The agents passed are the buffers' owners: ROCr
+// picks the engine from them (core/runtime/amd_gpu_agent.cpp GetBlitObject):
+// two different GPUs get an SDMA engine (xGMI or PCIe), while one agent for
+// both sides, as a vmem VA reads to ROCr's own lookup, always gets the blit
+// kernel for copies of 1 MiB and more. The method names which ran.
 func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, srcOff uint64, n uint64) (backend.LaunchResult, error) {
+	da, sa := b.copyAgent(dst), b.copyAgent(src)
 	var sig uint64
 	if err := b.l.check(b.l.signalCreate(1, 0, 0, &sig)); err != nil {
 		return backend.LaunchResult{}, err
 	}
 	defer b.l.signalDestroy(sig)
 	start := time.Now()
-	a := b.self.handle
-	if err := b.l.check(b.l.asyncCopy(uintptr(dst.Addr()+dstOff), a, uintptr(src.Addr()+srcOff), a, n, 0, 0, sig)); err != nil {
+	dp, sp := uintptr(dst.Addr()+dstOff), uintptr(src.Addr()+srcOff)
+	method := copyMethod(da, sa, n)
+	if eng := b.sdmaEngine(da, sa); eng != 0 {
+		// An explicit SDMA engine between two agents: the copy engine,
+		// named by its id, whatever ROCr's own pick would be.
+		if err := b.l.check(b.l.copyOnEngine(dp, da.handle, sp, sa.handle, n, 0, 0, sig, eng, false)); err != nil {
+			return backend.LaunchResult{}, err
+		}
+		method = fmt.Sprintf("hsa-signal, SDMA engine %#x (node %d → node %d, hsa_amd_memory_async_copy_on_engine)", eng, sa.node, da.node)
+	} else if err := b.l.check(b.l.asyncCopy(dp, da.handle, sp, sa.handle, n, 0, 0, sig)); err != nil {
 		return backend.LaunchResult{}, err
 	}
 	if err := b.wait(sig, "hsa_amd_memory_async_copy"); err != nil {
 		return backend.LaunchResult{}, err
 	}
-	return backend.LaunchResult{Elapsed: time.Since(start), Method: "hsa-signal"}, nil
+	return backend.LaunchResult{Elapsed: time.Since(start), Method: method}, nil
+}
+
+// sdmaEngine is the SDMA engine (one bit of hsa_amd_sdma_engine_id_t) for
+// a copy between two different agents: the lowest free one that
+// hsa_amd_memory_copy_engine_status reports, or 0 where the runtime lacks
+// the entry points, reports none, the agents are one, or HSA_ENABLE_SDMA=0.
+func (b *Backend) sdmaEngine(da, sa *agent) uint32 {
+	if da == sa || b.l.copyOnEngine == nil || b.l.copyEngineStatus == nil || os.Getenv("HSA_ENABLE_SDMA") == "0" {
+		return 0
+	}
+	var mask uint32
+	b.l.beginProbe() // no engine is an answer: fall back to ROCr's pick
+	st := b.l.copyEngineStatus(da.handle, sa.handle, &mask)
+	b.l.endProbe()
+	if st.Code != statusSuccess {
+		return 0
+	}
+	return mask & -mask
+}
+
+// copyAgent is the agent that owns bb's memory (this rank's when unknown).
+func (b *Backend) copyAgent(bb backend.Buffer) *agent {
+	if buf, ok := bb.(*buffer); ok && buf.owner != nil {
+		return buf.owner
+	}
+	return b.self
+}
+
+// sdmaMinBytes is ROCr's HSA_FORCE_SDMA_SIZE default (core/util/flag.h):
+// a same-agent copy at or above it runs the blit kernel.
+const sdmaMinBytes = 1 << 20
+
+// copyMethod names the engine ROCr runs for a copy between agents da and sa
+// (docs/AMD.md, "Which engine a copy ran on").
+func copyMethod(da, sa *agent, n uint64) string {
+	switch {
+	case os.Getenv("HSA_ENABLE_SDMA") == "0":
+		return "hsa-signal, blit kernel (HSA_ENABLE_SDMA=0)"
+	case da == sa && n >= sdmaMinBytes:
+		return fmt.Sprintf("hsa-signal, blit kernel (one agent, node %d)", da.node)
+	case da == sa:
+		return fmt.Sprintf("hsa-signal, SDMA engine or blit kernel (one agent, node %d, under HSA_FORCE_SDMA_SIZE)", da.node)
+	}
+	return fmt.Sprintf("hsa-signal, SDMA engine (node %d → node %d)", sa.node, da.node)
 }
 
 // MemInfo: total is the agent's coarse VRAM pool size; free comes from
@@ -770,16 +913,7 @@ func (b *Backend) Close() error {
 	return errors.Join(errs...)
 }
 
-// amdCaps answers the capability questions for an AMD device. Host atomics:
-// fine-grained system memory is coherent with the CPU, and whether a kind
-// has a CPU mapping at all is decided (and reported) at allocation. Peer
-// reach: access to a peer's pool is granted at import
-// (hsa_amd_agents_allow_access), which fails there when no link carries it,
-// so no pair is refused before a case tries.
-func amdCaps(self, count int) device.Caps {
-	yes := device.Yes("AMD: a peer's pool access is granted at import, which fails there when the link lacks it")
-	return device.Caps{
-		HostAtomics: device.Yes("AMD: fine-grained system memory is coherent with the CPU; the kind's CPU mapping is checked at allocation"),
-		Peers:       device.AllPeers(self, count, yes, yes),
-	}
-}
+// hostAtomics: fine-grained system memory is coherent with the CPU, and
+// whether a kind has a CPU mapping at all is decided (and reported) at
+// allocation. Peer capabilities come from the link (Backend.link).
+var hostAtomics = device.Yes("AMD: fine-grained system memory is coherent with the CPU; the kind's CPU mapping is checked at allocation")

@@ -53,6 +53,10 @@ var optionalSymbols = map[string]string{
 	"hsa_amd_vmem_set_access":              minVmemROCm,
 	"hsa_amd_vmem_export_shareable_handle": minVmemROCm,
 	"hsa_amd_vmem_import_shareable_handle": minVmemROCm,
+	// The explicit SDMA engine (AMD extension 1.2). Absent: Copy passes the
+	// owner agents to hsa_amd_memory_async_copy and ROCr picks the engine.
+	"hsa_amd_memory_async_copy_on_engine": "6.0",
+	"hsa_amd_memory_copy_engine_status":   "6.0",
 }
 
 // lib is the one choke point into libhsa-runtime64: every call goes through
@@ -65,6 +69,7 @@ type lib struct {
 	handle  uintptr
 	path    string            // the file the process mapped (/proc/self/maps)
 	missing map[string]string // optional symbol -> ROCm version that adds it
+	others  []string          // other runtimes on disk (binding.OtherOnDisk)
 	probing atomic.Int32      // > 0 inside beginProbe/endProbe
 
 	init_                func() status
@@ -82,6 +87,8 @@ type lib struct {
 	poolFree             func(ptr uintptr) status
 	agentsAllowAccess    func(n uint32, agents *uint64, flags uintptr, ptr uintptr) status
 	asyncCopy            func(dst uintptr, dstAgent uint64, src uintptr, srcAgent uint64, size uint64, ndeps uint32, deps uintptr, completion uint64) status
+	copyOnEngine         func(dst uintptr, dstAgent uint64, src uintptr, srcAgent uint64, size uint64, ndeps uint32, deps uintptr, completion uint64, engine uint32, forceSDMA bool) status
+	copyEngineStatus     func(dstAgent, srcAgent uint64, mask *uint32) status
 	signalCreate         func(initial int64, nconsumers uint32, consumers uintptr, out *uint64) status
 	signalDestroy        func(sig uint64) status
 	signalStoreScrel     func(sig uint64, v int64)
@@ -131,15 +138,34 @@ func rocmLibDirs() []string {
 	return append(dirs, "/opt/rocm/lib")
 }
 
+// rocmPathDir is $ROCM_PATH/lib when set: searched before the loader's
+// path (binding.Candidates says why).
+func rocmPathDir() []string {
+	if r := os.Getenv("ROCM_PATH"); r != "" {
+		return []string{filepath.Join(r, "lib")}
+	}
+	return nil
+}
+
+// shadowed names the other runtimes on disk, for a too-old loaded one's
+// skip ("" when there are none).
+func (l *lib) shadowed() string {
+	if len(l.others) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; a different runtime is on disk: %s (set ROCM_PATH to its install)", strings.Join(l.others, ", "))
+}
+
 // load opens the library once per process: the soname through the loader's
 // search, then in rocmLibDirs.
 func load() (*lib, error) {
 	loadOnce.Do(func() {
-		cands := binding.Candidates([]string{libName}, rocmLibDirs())
+		cands := binding.Candidates([]string{libName}, rocmPathDir(), rocmLibDirs())
 		var errs []string
 		for i, c := range cands {
 			l, err := open(c, i == len(cands)-1)
 			if err == nil {
+				l.others = binding.OtherOnDisk(cands, l.path)
 				loaded, loadErr = l, nil
 				return
 			}
@@ -179,6 +205,8 @@ func (l *lib) symbols() []binding.Symbol {
 		binding.Sym1(&l.poolFree, l.end, "ptr:x", "hsa_amd_memory_pool_free"),
 		binding.Sym4(&l.agentsAllowAccess, l.end, "num_agents agents:x flags:x ptr:x", "hsa_amd_agents_allow_access"),
 		binding.Sym8(&l.asyncCopy, l.end, "dst:x dst_agent:x src:x src_agent:x size num_dep_signals dep_signals:x completion_signal:x", "hsa_amd_memory_async_copy"),
+		binding.Sym10(&l.copyOnEngine, l.end, "dst:x dst_agent:x src:x src_agent:x size num_dep_signals dep_signals:x completion_signal:x engine_id:x force_copy_on_sdma", "hsa_amd_memory_async_copy_on_engine"),
+		binding.Sym3(&l.copyEngineStatus, l.end, "dst_agent:x src_agent:x >engine_ids_mask:x", "hsa_amd_memory_copy_engine_status"),
 		binding.Sym4(&l.signalCreate, l.end, "initial_value num_consumers consumers:x >signal:x", "hsa_signal_create"),
 		binding.Sym1(&l.signalDestroy, l.end, "signal:x", "hsa_signal_destroy"),
 		binding.Void2(&l.signalStoreScrel, "signal:x value", "hsa_signal_store_screlease"),
@@ -238,19 +266,21 @@ func open(name string, lastTry bool) (*lib, error) {
 
 // needVmem reports the first missing vmem symbol as ErrNotSupported.
 func (l *lib) needVmem() error {
-	if len(l.missing) == 0 {
-		return nil
-	}
 	names := make([]string, 0, len(l.missing))
 	for n := range l.missing {
-		names = append(names, n)
+		if strings.HasPrefix(n, "hsa_amd_vmem_") {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return nil // only the optional copy-engine entry points are absent
 	}
 	sort.Strings(names)
 	if _, ok := l.missing["hsa_amd_vmem_handle_create"]; ok {
 		names[0] = "hsa_amd_vmem_handle_create"
 	}
-	return backend.NotSupportedf("%s has no %s (an older ROCm, e.g. 5.x): HSA virtual memory needs ROCm >= %s",
-		libName, names[0], l.missing[names[0]])
+	return backend.NotSupportedf("%s (%s) has no %s (an older ROCm, e.g. 5.x): HSA virtual memory needs ROCm >= %s%s",
+		libName, l.path, names[0], l.missing[names[0]], l.shadowed())
 }
 
 // StatusError is a failed HSA call: the status and hsa_status_string's text.
