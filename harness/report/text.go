@@ -83,7 +83,8 @@ func WriteConclusion(w io.Writer, st Style, rep *Report) {
 			}
 			switch {
 			case u.Folder != "":
-				fmt.Fprintf(w, "      repro: sh %srepro.sh\n", u.Folder)
+				// Absolute, so the line runs as printed from anywhere.
+				fmt.Fprintf(w, "      repro: sh %s\n", absPath(filepath.Join(u.Folder, "repro.sh")))
 			case r.Repro != "":
 				fmt.Fprintf(w, "      repro: %s\n", r.Repro)
 			}
@@ -249,6 +250,10 @@ func csvStatus(r Result) string {
 		return "Flake"
 	case KnownFlake:
 		return "KnownFlake"
+	case NewFlake:
+		return "NewFlake"
+	case NotRun:
+		return "NotRun"
 	case Missing:
 		return "Missing"
 	}
@@ -288,4 +293,13 @@ func WriteCSVs(dir string, rep *Report) error {
 		}
 	}
 	return nil
+}
+
+// absPath is p made absolute against the working directory (p itself when
+// that cannot be read).
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
