@@ -20,8 +20,8 @@ import (
 	"sort"
 	"strings"
 
-	"p2patomics/harness/fingerprint"
 	"p2patomics/harness/expect"
+	"p2patomics/harness/fingerprint"
 	"p2patomics/harness/heatmap"
 	"p2patomics/harness/report"
 )
