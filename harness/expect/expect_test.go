@@ -202,13 +202,13 @@ func TestJudge(t *testing.T) {
 		{"pass to error", res("plain", E, P), nil, report.Regression},
 		{"unknown outcome", res("plain", "exploded", P), nil, report.Regression},
 		// Issue 25 item 1: a flake the baseline does not list is a finding
-		// (new-flake, gating), and a crash or a timeout is never forgiven
-		// by a rerun that met the baseline (before: flake, not gating).
+		// (new-flake, gating; before: flake, not gating), and a crash or a
+		// timeout is never forgiven by a rerun that met the baseline.
 		{"regression met baseline on rerun", res("plain", F, P), rerunOf(P), report.NewFlake},
 		{"error met baseline on rerun", res("plain", E, P), rerunOf(P), report.NewFlake},
-		{"crash met baseline on rerun", res("plain", C, P), rerunOf(P), report.Regression},
-		{"timeout met baseline on rerun", res("plain", T, P), rerunOf(P), report.Regression},
-		{"listed fail, crash then fail on rerun", res("base.fail", C, P), rerunOf(F), report.Regression},
+		{"crash met baseline on rerun", res("plain", C, P), rerunOf(P), report.NewFlake},
+		{"timeout met baseline on rerun", res("plain", T, P), rerunOf(P), report.NewFlake},
+		{"listed fail, crash then fail on rerun", res("base.fail", C, P), rerunOf(F), report.NewFlake},
 		{"known flake crashes, rerun passes", res("flaky.bw", C, P), rerunOf(P), report.KnownFlake},
 		{"rerun still failing", res("plain", F, P), rerunOf(F), report.Regression},
 		{"rerun better than baseline is not a match", res("base.fail", C, P), rerunOf(P), report.Regression},
@@ -226,13 +226,16 @@ func TestJudge(t *testing.T) {
 		})
 	}
 	// --allow-new-flakes: the same rerun is a flake, reported, not gating;
-	// a crash stays a regression.
+	// after a crash or a timeout it stays new-flake.
 	s.AllowNewFlakes = true
 	if got := Judge(res("plain", F, P), s, rerunOf(P)); got != report.Flake {
 		t.Errorf("--allow-new-flakes: %s, want flake", got)
 	}
-	if got := Judge(res("plain", C, P), s, rerunOf(P)); got != report.Regression {
-		t.Errorf("--allow-new-flakes, crash: %s, want regression", got)
+	if got := Judge(res("plain", C, P), s, rerunOf(P)); got != report.NewFlake {
+		t.Errorf("--allow-new-flakes, crash: %s, want new-flake", got)
+	}
+	if got := Judge(res("plain", T, P), s, rerunOf(P)); got != report.NewFlake {
+		t.Errorf("--allow-new-flakes, timeout: %s, want new-flake", got)
 	}
 	// A rerun recorded in the result (results.json) is judged like one
 	// handed in: a re-render judges as the run did.

@@ -20,14 +20,15 @@ import (
 //	                                                unexpected-improvement (otherwise)
 //	outcome more severe than b, id in flakes      → known-flake
 //	outcome more severe than b, rerun met b       → new-flake (flake with
-//	                                                s.AllowNewFlakes)
-//	  … but the first attempt crashed or timed out → regression
+//	                                                s.AllowNewFlakes, but
+//	                                                never after a crash or
+//	                                                a timeout)
 //	outcome more severe than b                    → regression
 //
-// A first attempt that crashed (a signal, a GPU fault, a dead rank) or
-// timed out is never forgiven by a rerun that met the baseline: only
-// flakes.txt can say that case is known to do so. A rerun that met the
-// baseline is a finding too (new-flake, gating) unless the run allows it.
+// A rerun that met the baseline is a finding (new-flake, gating) unless
+// the run allows new flakes; a first attempt that crashed (a signal, a
+// GPU fault, a dead rank) or timed out is never forgiven by it: only
+// flakes.txt can say that case is known to do so.
 //
 // So a crash canary that crashes is "expected", or "expected-fail" when
 // fails.txt lists it as a crash; --update-expectations lists only cases
@@ -75,16 +76,20 @@ func Judge(r report.Result, s *Set, rerun *report.Result) report.Verdict {
 		}
 		return report.UnexpectedImprovement
 	}
-	if rerun != nil && rerun.Outcome == b && !Unforgivable(got) {
+	if rerun != nil && rerun.Outcome == b {
+		if Unforgivable(got) {
+			return report.NewFlake // not even --allow-new-flakes forgives it
+		}
 		return s.newFlake()
 	}
 	return report.Regression
 }
 
-// Unforgivable outcomes of a first attempt are never made a flake by a
-// rerun that met the baseline: a crash (a signal, a GPU fault, a dead
-// rank) or a timeout is what a driver gate exists to catch, however
-// rarely it happens.
+// Unforgivable outcomes of a first attempt are never forgiven by a rerun
+// that met the baseline: a crash (a signal, a GPU fault, a dead rank) or a
+// timeout is what a driver gate exists to catch, however rarely it
+// happens, so it stays new-flake (gating) even with --allow-new-flakes;
+// only flakes.txt can say that case is known to do so.
 func Unforgivable(o report.Outcome) bool { return o == report.Crash || o == report.Timeout }
 
 // newFlake is the verdict of a rerun that met the baseline: new-flake,
@@ -193,13 +198,13 @@ func Reason(r report.Result, s *Set) string {
 		if lostEvidence(r, s) {
 			return fmt.Sprintf("regression: %s passed with %s evidence (no mutant killed); the baseline's pass had strong evidence", r.ID, evidenceWord(r.Evidence))
 		}
-		if r.Rerun != nil && r.Rerun.Outcome == b && Unforgivable(r.Outcome) {
-			return fmt.Sprintf("regression: %s went %s → %s; the rerun met the baseline (%s), which never forgives a %s (list it in flakes.txt if it is a known flake)", r.ID, b, r.Outcome, r.Rerun.Outcome, r.Outcome)
-		}
 		return fmt.Sprintf("regression: %s went %s → %s", r.ID, b, r.Outcome)
 	case report.NewFlake:
 		if lostEvidence(r, s) {
 			return fmt.Sprintf("new flake: %s passed without strong evidence and regained it on rerun (list it in flakes.txt, or pass --allow-new-flakes)", r.ID)
+		}
+		if Unforgivable(r.Outcome) {
+			return fmt.Sprintf("new flake: %s went %s → %s, then %s on a rerun in a fresh world; a %s is never forgiven by a rerun (list the case in flakes.txt if it is a known flake)", r.ID, b, r.Outcome, rerunWord(r), r.Outcome)
 		}
 		return fmt.Sprintf("new flake: %s went %s → %s, then %s on a rerun in a fresh world; flakes.txt does not list it (list it there, or pass --allow-new-flakes)", r.ID, b, r.Outcome, rerunWord(r))
 	case report.UnexpectedPass:
