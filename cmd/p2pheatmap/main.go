@@ -59,6 +59,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		rj.Gate = *exps
+	} else if rep.Gate != nil {
+		rj.Gate = "as recorded in " + pos[0] // as p2preport says it
 	}
 	if err := expect.JudgeReport(rep, rj); err != nil {
 		fmt.Fprintf(stderr, "p2pheatmap: --expectations=%s: %v\n", *exps, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 
 	"p2patomics/harness/report"
 )
@@ -100,7 +101,9 @@ func CheckUpdate(dir string, env map[string]any, force bool) error {
 		return fmt.Errorf("%w: not updating the baseline in %s: %s; record into a new folder, or pass --force", ErrFallback, dir, why)
 	}
 	if err := CheckStack(old.Stack, env, false); err != nil {
-		return fmt.Errorf("%w: not updating the baseline in %s: %s; record into a new folder, or pass --force", ErrOtherStack, dir, oneLine(err.Error()))
+		// The gate's hint (--allow-stack-mismatch) does not apply here.
+		why := strings.TrimSuffix(oneLine(err.Error()), "; pass --allow-stack-mismatch to gate anyway)") + ")"
+		return fmt.Errorf("%w: not updating the baseline in %s: %s; record into a new folder, or pass --force", ErrOtherStack, dir, why)
 	}
 	return nil
 }
