@@ -26,6 +26,9 @@ fail() { echo "gate check FAILED: $*"; exit 1; }
 last=$(tail -n 1 "$out/ok.log")
 case $last in "p2patomics: PASS — "*" 0 unexpected"*"(gate expectations/host-amd64)") ;; *) fail "last line of a passing gated run: $last";; esac
 grep -q '<testsuites name="p2patomics" tests="[0-9]*" failures="0" errors="0"' "$out/ok/junit.xml" || fail "junit.xml of a passing gate has failures"
+# The run's own junit.xml is the only one in its --out: the SIGTERM canary's
+# child run leaves none for a collector of out/**/junit.xml to take.
+[ "$(find "$out/ok" -name junit.xml)" = "$out/ok/junit.xml" ] || fail "junit.xml files besides the run's: $(find "$out/ok" -name junit.xml)"
 echo "ok:   $last"
 
 P2PAT_INTERNAL_FLAKY=1 "$bin" --backend=host --expectations=expectations/host-amd64-verdicts \
