@@ -122,7 +122,7 @@ func WriteConclusion(w io.Writer, st Style, rep *Report) {
 	baseline := map[string][]string{}
 	var keys []string
 	for _, r := range rep.Results {
-		if Unexpected(r) || r.NotSupported != "" {
+		if Unexpected(r) || r.NotSupported != "" || r.Verdict == NotRun {
 			continue
 		}
 		switch {
@@ -153,8 +153,16 @@ func WriteConclusion(w io.Writer, st Style, rep *Report) {
 			}
 		}
 	}
+	if len(s.NotRun) > 0 {
+		fmt.Fprintf(w, "\n%s\n  %s\n", st.paint("33", fmt.Sprintf("not run (%d): %s stopped the run before they finished; not regressions", len(s.NotRun), s.Interrupted)),
+			clip(strings.Join(s.NotRun, " "), 160))
+	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, st.paint(map[bool]string{true: "32;1", false: "31;1"}[s.ExitStatus == 0], s.Line))
+	colour := map[bool]string{true: "32;1", false: "31;1"}[s.ExitStatus == 0]
+	if s.Interrupted != "" {
+		colour = "33;1"
+	}
+	fmt.Fprintln(w, st.paint(colour, s.Line))
 }
 
 // reasonKey groups not-supported reasons: the part before "(observed:"
