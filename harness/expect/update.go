@@ -41,13 +41,13 @@ func Existing(dir string) (*Set, error) {
 		if err != nil {
 			return nil, fmt.Errorf("expectations: %w", err)
 		}
-		any := false
+		found := false
 		for _, e := range ents {
 			if !e.IsDir() && kindOf(e.Name()) != "" {
-				any = true
+				found = true
 			}
 		}
-		if !any {
+		if !found {
 			return nil, nil
 		}
 	}
