@@ -6,6 +6,10 @@ SHELL := /bin/bash
 GO    ?= go
 ARGS  ?=
 OUT   := $(CURDIR)/out
+# make test's own suite runs (host/, gate/, soak/, ...) live here, never in
+# the user's out/: a CI job collecting out/**/junit.xml must not take the
+# checks' deliberately red runs for its own.
+CHECKS := $(CURDIR)/out-checks
 ABI   := $(CURDIR)/.cache/amd-headers/abi
 export CGO_ENABLED := 0
 
@@ -21,9 +25,8 @@ bin/specs.test: check-go $(shell find . -name '*.go' -not -path './.cache/*') $(
 	$(GO) test -c -o $@ ./specs
 
 # The default suite on every GPU backend that loads, else the host backend.
-# out/ also holds make test's folders (host/, gate/, soak/...): marked as the
-# suite's, so the run moves all of it aside to out.prev/ instead of refusing
-# a folder that is not a run (docs/FAULTS.md).
+# out/ is marked as the suite's, so the run moves an older out/ aside to
+# out.prev/ instead of refusing a folder that is not a run (docs/FAULTS.md).
 run: bin/specs.test
 	@mkdir -p $(OUT) && touch $(OUT)/.p2patomics-out
 	./bin/specs.test --backend=auto --out=$(OUT) $(ARGS)
@@ -50,10 +53,10 @@ unit: check-go
 # The whole host suite, canaries and planted bugs included: exit 0 means
 # every case met its expected outcome.
 suite: bin/specs.test
-	rm -rf $(OUT)/host
-	./bin/specs.test --backend=host --out=$(OUT)/host
-	P2PAT_RESULTS=$(OUT)/host/results.json $(GO) test -count=1 -run Schema ./harness/report
-	bash scripts/check-evidence.sh ./bin/specs.test $(OUT)/host
+	rm -rf $(CHECKS)/host
+	./bin/specs.test --backend=host --out=$(CHECKS)/host
+	P2PAT_RESULTS=$(CHECKS)/host/results.json $(GO) test -count=1 -run Schema ./harness/report
+	bash scripts/check-evidence.sh ./bin/specs.test $(CHECKS)/host
 
 # Every bad input is one line on stderr and exit 2.
 cli: bin/specs.test
@@ -62,7 +65,7 @@ cli: bin/specs.test
 # Gate the host run against the committed host baseline, and show that a
 # planted regression fails the gate.
 gate: bin/specs.test
-	bash scripts/check-gate.sh ./bin/specs.test $(OUT)/gate
+	bash scripts/check-gate.sh ./bin/specs.test $(CHECKS)/gate
 
 # The gate against injected driver faults: each rule kind must FAIL it
 # (scripts/gate-selftest.sh, docs/FAULTS.md).
@@ -73,7 +76,7 @@ gate-selftest: bin/specs.test
 # The AMD first-run script's logic, on the host backend with a fake
 # rocminfo (scripts/check-amd-first-run.sh).
 firstrun: bin/specs.test
-	bash scripts/check-amd-first-run.sh ./bin/specs.test $(OUT)/firstrun
+	bash scripts/check-amd-first-run.sh ./bin/specs.test $(CHECKS)/firstrun
 
 # On an AMD machine: the first run, everything the project needs in one
 # archive to send back (docs/AMD.md, "The first run").
@@ -86,14 +89,14 @@ schema: check-go
 
 # Per-pair cases in rounds give the verdicts of one pair at a time (8 ranks).
 rounds: bin/specs.test
-	bash scripts/check-rounds.sh ./bin/specs.test $(OUT)/rounds
+	bash scripts/check-rounds.sh ./bin/specs.test $(CHECKS)/rounds
 
 
 # The fault-injection soak (docs/FAULTS.md): about 30 s of host runs, each
 # with a rank or the suite signalled or --out nearly full, every invariant
 # checked after each run.
 soak: bin/specs.test
-	$(GO) run ./cmd/p2psoak --specs=./bin/specs.test --out=$(OUT)/soak --budget=30s
+	$(GO) run ./cmd/p2psoak --specs=./bin/specs.test --out=$(CHECKS)/soak --budget=30s
 
 # The verification mutation score (docs/FAULTS.md): every passing case, run
 # again with each kernel it launches dropped by the injector, must not pass.

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/ebitengine/purego"
 
@@ -43,7 +45,17 @@ var canaries = map[string]func(s *server) error{
 		time.Sleep(time.Hour)
 		return nil
 	},
-	"sleep": func(*server) error { time.Sleep(30 * time.Second); return nil },
+	"sleep": func(*server) error {
+		// The sleeping thread is named p2pat-sleep (/proc/<pid>/task/*/comm)
+		// while the case is under way, so a check can kill this rank
+		// mid-case without guessing how long the world took to start.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		setThreadName("p2pat-sleep")
+		defer setThreadName("p2patomics-ran") // comm holds 15 bytes
+		time.Sleep(30 * time.Second)
+		return nil
+	},
 	// slow_reply answers, but late: the parent has given up on the request
 	// by then, and the reply must be dropped, not taken for the next one's.
 	"slow_reply": func(*server) error { time.Sleep(500 * time.Millisecond); return nil },
@@ -101,4 +113,11 @@ func libc() *libcFuncs {
 		}
 	})
 	return &libcF
+}
+
+// setThreadName names the calling OS thread (prctl PR_SET_NAME).
+func setThreadName(name string) {
+	b := append([]byte(name), 0)
+	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_NAME, uintptr(unsafe.Pointer(&b[0])), 0)
+	runtime.KeepAlive(b)
 }

@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 	if rank.IsRank() {
 		os.Exit(rank.Main())
 	}
-	// From here a SIGINT/SIGTERM/SIGHUP is one line and exit 1, and once
+	// From here a SIGINT/SIGTERM/SIGHUP is one line and exit 4, and once
 	// --out is ready it leaves results (before the GPU backend probe).
 	suite.CatchSignals(&opts)
 	opts.Register(flag.CommandLine)

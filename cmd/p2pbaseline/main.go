@@ -1,12 +1,17 @@
 // Command p2pbaseline records a finished run (results.json) as the baseline
 // in an expectation folder, as --update-expectations does during a run. It
 // is how a device run made elsewhere becomes the baseline the next driver
-// must meet.
+// must meet. It records by the suite's rule (expect.PlanUpdate) and
+// refuses what --update-expectations refuses: a folder whose "# stack:"
+// header is not the run's, or a run whose --backend=auto fell back to the
+// host (one line, exit 2), and a regression against the folder's baseline
+// (one line, exit 1), each unless the folder is new or --force is given.
 //
-//	p2pbaseline [--reason 'REGEXP=text']... DIR results.json
+//	p2pbaseline [--force] [--reason 'REGEXP=text']... DIR results.json
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,8 +35,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	var rs reasons
 	fs.Var(&rs, "reason", "REGEXP=text: the reason comment for failing cases whose id matches")
+	force := fs.Bool("force", false, "record even into another stack's folder, after a backend fallback, or over a regression")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 2 {
-		fmt.Fprintln(stderr, "usage: p2pbaseline [--reason 'REGEXP=text']... DIR results.json")
+		fmt.Fprintln(stderr, "usage: p2pbaseline [--force] [--reason 'REGEXP=text']... DIR results.json")
 		return 2
 	}
 	rep, err := report.Read(fs.Arg(1))
@@ -52,6 +58,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 				why[res.ID] = text
 			}
 		}
+	}
+	if rep.Summary != nil && rep.Summary.Interrupted != "" && !*force {
+		fmt.Fprintf(stderr, "p2pbaseline: %s: the run was interrupted (%s): half a run is not a baseline; pass --force to record it anyway\n", fs.Arg(1), rep.Summary.Interrupted)
+		return 2
+	}
+	// One rule with --update-expectations: the same refusals, the same diff.
+	u, err := expect.PlanUpdate(fs.Arg(0), rep, *force)
+	if u != nil && !u.New {
+		fmt.Fprintf(stdout, "%d change(s) to %s\n", len(u.Changes), fs.Arg(0))
+		for _, c := range u.Changes {
+			fmt.Fprintln(stdout, "  "+c)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "p2pbaseline: %v\n", err)
+		if errors.Is(err, expect.ErrRegression) {
+			return 1
+		}
+		return 2
 	}
 	// report.Read has validated rep (ids [a-z0-9._-], known outcomes), and
 	// WriteBaseline refuses an invalid report itself.

@@ -62,3 +62,66 @@ func TestBaselineValidatesBeforeWriting(t *testing.T) {
 		t.Fatal("p2pbaseline blocked on a FIFO")
 	}
 }
+
+// Issue 25 item 3: p2pbaseline records by --update-expectations' rule and
+// refuses what it refuses: another stack's folder and a backend fallback
+// (exit 2, one line, the folder untouched), a crash regression (exit 1),
+// each unless the folder is new or --force. Before: it rewrote the NVIDIA
+// baseline with host results and blessed the crash, exit 0.
+func TestBaselineRefusesWhatUpdateRefuses(t *testing.T) {
+	dir := t.TempDir()
+	hostRun := func(name, env, outcome string) string {
+		d := filepath.Join(dir, name)
+		os.MkdirAll(d, 0o755)
+		p := filepath.Join(d, "results.json")
+		body := `{"schema":1,"environment":` + env + `,"results":[{"id":"host.memfd.a.b","labels":[],"outcome":"` + outcome + `","expected":"pass","detail":"","duration_s":0,"ranks":[]}]}`
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	plain := hostRun("plain", `{"vendor":"host","goarch":"amd64"}`, "pass")
+	crash := hostRun("crash", `{"vendor":"host","goarch":"amd64"}`, "crash")
+	fallback := hostRun("fallback", `{"vendor":"host","goarch":"amd64","flags":{"backend":"auto"},"backends":[{"backend":"cuda","loaded":false,"used":false,"why":"no libcuda"},{"backend":"host","loaded":true,"used":true,"why":"used: no GPU backend loaded"}]}`, "pass")
+	folder := func(name, content string) string {
+		d := filepath.Join(dir, name)
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "fails.txt"), []byte(content), 0o644)
+		os.WriteFile(filepath.Join(d, "cases.txt"), []byte("host.memfd.a.b\n"), 0o644)
+		return d
+	}
+	nv := folder("nv", "# stack: vendor=nvidia arch=sm_90 driver=580\ncuda.vmm.x.y,crash\n")
+	host := folder("host", "# stack: vendor=host arch=amd64\n")
+	for _, c := range []struct {
+		name, dir, results string
+		force              bool
+		rc                 int
+		says               string
+	}{
+		{"another stack's folder", nv, plain, false, 2, "stack is not this run's"},
+		{"a backend fallback", host, fallback, false, 2, "fell back to the host backend"},
+		{"a crash regression", host, crash, false, 1, "refuses to bless 1 regression"},
+		{"another stack's folder, --force", nv, plain, true, 0, ""},
+		{"a new folder after a fallback", filepath.Join(dir, "new"), fallback, false, 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before, _ := os.ReadFile(filepath.Join(c.dir, "fails.txt"))
+			args := []string{c.dir, c.results}
+			if c.force {
+				args = append([]string{"--force"}, args...)
+			}
+			var out, errb bytes.Buffer
+			rc := run(args, &out, &errb)
+			if rc != c.rc || !strings.Contains(errb.String(), c.says) {
+				t.Fatalf("exit %d, stderr %q; want exit %d saying %q", rc, errb.String(), c.rc, c.says)
+			}
+			after, _ := os.ReadFile(filepath.Join(c.dir, "fails.txt"))
+			if rc != 0 && (strings.Count(strings.TrimSpace(errb.String()), "\n") != 0 || !bytes.Equal(before, after)) {
+				t.Errorf("refused, but stderr %q (want one line) or fails.txt changed", errb.String())
+			}
+			if rc == 0 && !strings.Contains(string(after), "vendor=host") {
+				t.Errorf("written, but fails.txt is %q", after)
+			}
+		})
+	}
+}

@@ -5,11 +5,17 @@
 // plus an index.html that shows them all. p2preport puts the same
 // pictures in one self-contained report.html.
 //
-//	p2pheatmap --out DIR results.json
+//	p2pheatmap --out DIR [--expectations=PATH[,PATH] [--allow-stack-mismatch]] results.json
+//
+// The pictures' verdicts are the run's (expect.JudgeReport, the judge
+// every tool shows): the verdicts results.json recorded, or, with
+// --expectations, a fresh judgement against that baseline with the
+// suite's stack and shared-case rules (a refused baseline is exit 2).
 //
 // Pair convention and file names: see package p2patomics/harness/heatmap.
 // Exit status: 0 on success (also when the run has no results,
-// which it says on stderr), 2 on a usage error or an unreadable results.json.
+// which it says on stderr), 2 on a usage error, an unreadable results.json
+// or a refused baseline.
 package main
 
 import (
@@ -18,18 +24,21 @@ import (
 	"io"
 	"os"
 
+	"p2patomics/harness/expect"
 	"p2patomics/harness/heatmap"
 	"p2patomics/harness/report"
 	"p2patomics/internal/cli"
 )
 
-const usage = "usage: p2pheatmap --out DIR results.json"
+const usage = "usage: p2pheatmap --out DIR [--expectations=PATH[,PATH] [--allow-stack-mismatch]] results.json"
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("p2pheatmap", flag.ContinueOnError)
 	out := fs.String("out", "", "folder for the SVG files")
+	exps := fs.String("expectations", "", "judge against this baseline instead of the recorded verdicts")
+	allowMismatch := fs.Bool("allow-stack-mismatch", false, "judge against a baseline whose stack header differs from the run's")
 	pos, code, done := cli.Parse(fs, args, usage, stdout, stderr)
 	if done {
 		return code
@@ -41,6 +50,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	rep, err := report.Read(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "p2pheatmap: %v\n", err)
+		return 2
+	}
+	rj := expect.Rejudge{Out: *out, AllowStackMismatch: *allowMismatch}
+	if *exps != "" {
+		if rj.Set, err = expect.LoadList(*exps); err != nil {
+			fmt.Fprintf(stderr, "p2pheatmap: %v\n", err)
+			return 2
+		}
+		rj.Gate = *exps
+	} else if rep.Gate != nil {
+		rj.Gate = "as recorded in " + pos[0] // as p2preport says it
+	}
+	if err := expect.JudgeReport(rep, rj); err != nil {
+		fmt.Fprintf(stderr, "p2pheatmap: --expectations=%s: %v\n", *exps, err)
 		return 2
 	}
 	files, err := heatmap.WriteAll(*out, rep)
@@ -55,5 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, f := range files {
 		fmt.Fprintln(stdout, f)
 	}
+	// The verdict the pictures show, last, as every tool tells it.
+	fmt.Fprintln(stdout, rep.Summary.Line)
 	return 0
 }

@@ -6,16 +6,21 @@
 // inline SVG, nothing fetched from the network), and prints the conclusion
 // with the verdict line last. results.json itself is left as recorded.
 //
-//	p2preport [--expectations=PATH[,PATH]] [--out=DIR] RUN/results.json
+//	p2preport [--expectations=PATH[,PATH] [--allow-stack-mismatch]] [--out=DIR] RUN/results.json
 //
 // Without --expectations a case keeps the verdict the run recorded (a
 // gated run's), else is judged against its own expected outcome, with
 // not-supported results (a capability the devices reported absent) listed
-// apart. With --expectations every case is judged against that baseline.
+// apart. With --expectations every case is judged against that baseline,
+// with the suite's rules: a baseline whose "# stack:" header is not the
+// run's is refused (exit 2) unless --allow-stack-mismatch, and one that
+// shares less than half the run's cases is refused always; a rerun the
+// run recorded is judged as the run judged it; an interrupted run stays
+// INTERRUPTED.
 // --out defaults to the folder of results.json, where report.html's
 // cases/<id>/ links resolve.
 //
-// Exit status: the verdict's (0 PASS, 1 FAIL); 2 for a usage error or an
+// Exit status: the verdict's (0 PASS, 1 FAIL, 4 INTERRUPTED); 2 for a usage error, a refused baseline or an
 // unreadable input, 3 when a report could not be written (one line on
 // stderr each).
 package main
@@ -35,7 +40,7 @@ import (
 	"p2patomics/internal/cli"
 )
 
-const usage = "usage: p2preport [--expectations=PATH[,PATH]] [--out=DIR] RUN/results.json"
+const usage = "usage: p2preport [--expectations=PATH[,PATH] [--allow-stack-mismatch]] [--out=DIR] RUN/results.json"
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -43,6 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("p2preport", flag.ContinueOnError)
 	exps := fs.String("expectations", "", "judge against this baseline instead of the recorded verdicts")
 	out := fs.String("out", "", "where the reports go (default: beside results.json)")
+	allowMismatch := fs.Bool("allow-stack-mismatch", false, "judge against an --expectations baseline whose stack header differs from the run's")
 	pos, code, done := cli.Parse(fs, args, usage, stdout, stderr)
 	if done {
 		return code
@@ -57,29 +63,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "p2preport: %v\n", err)
 		return 2
 	}
-	var set *expect.Set
-	gate := ""
-	if *exps != "" {
-		if set, err = expect.LoadList(*exps); err != nil {
-			fmt.Fprintf(stderr, "p2preport: %v\n", err)
-			return 2
-		}
-		gate = *exps
-		for i := range rep.Results {
-			rep.Results[i].Verdict = "" // judged afresh
-		}
-	} else if rep.Gate != nil {
-		gate = "as recorded in " + path
-	}
 	dir := *out
 	if dir == "" {
 		dir = filepath.Dir(path)
 	}
-	results, g, sum := expect.JudgeRun(rep.Results, set, rep.Environment, nil, gate, dir)
-	rep.Results, rep.Summary = results, &sum
-	if g != nil {
-		rep.Gate = g
+	// The suite's rules (expect.JudgeReport): a baseline for another stack
+	// is refused unless --allow-stack-mismatch, one that shares too few
+	// cases always, before anything is rewritten.
+	rj := expect.Rejudge{Out: dir, AllowStackMismatch: *allowMismatch}
+	if *exps != "" {
+		if rj.Set, err = expect.LoadList(*exps); err != nil {
+			fmt.Fprintf(stderr, "p2preport: %v\n", err)
+			return 2
+		}
+		rj.Gate = *exps
+	} else if rep.Gate != nil {
+		rj.Gate = "as recorded in " + path
 	}
+	if err := expect.JudgeReport(rep, rj); err != nil {
+		fmt.Fprintf(stderr, "p2preport: --expectations=%s: %v\n", *exps, err)
+		return 2
+	}
+	sum := *rep.Summary
 	// The run's start; results.json files from before the suite recorded
 	// it get the Unix epoch, which reads as unknown rather than as a lie.
 	stamp := time.Unix(0, 0)

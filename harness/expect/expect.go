@@ -66,6 +66,10 @@ type Set struct {
 	Strong  map[string]bool   // ids whose baseline pass had strong evidence (evidence.txt)
 	Stack   map[string]string // from "# stack:" headers; empty when none
 	Sources []string          // files read, in order
+	// AllowNewFlakes is the run's --allow-new-flakes, not a file's: a
+	// rerun that meets the baseline is then flake (reported) instead of
+	// new-flake (gating).
+	AllowNewFlakes bool
 
 	where map[string]string // "fails:"+id / "cases:"+id / "flakes:"+re → file:line of first definition
 }

@@ -201,8 +201,15 @@ func TestJudge(t *testing.T) {
 		{"pass to incomplete", res("plain", I, P), nil, report.Regression},
 		{"pass to error", res("plain", E, P), nil, report.Regression},
 		{"unknown outcome", res("plain", "exploded", P), nil, report.Regression},
-		{"regression met baseline on rerun", res("plain", F, P), rerunOf(P), report.Flake},
-		{"listed fail, crash then fail on rerun", res("base.fail", C, P), rerunOf(F), report.Flake},
+		// Issue 25 item 1: a flake the baseline does not list is a finding
+		// (new-flake, gating; before: flake, not gating), and a crash or a
+		// timeout is never forgiven by a rerun that met the baseline.
+		{"regression met baseline on rerun", res("plain", F, P), rerunOf(P), report.NewFlake},
+		{"error met baseline on rerun", res("plain", E, P), rerunOf(P), report.NewFlake},
+		{"crash met baseline on rerun", res("plain", C, P), rerunOf(P), report.NewFlake},
+		{"timeout met baseline on rerun", res("plain", T, P), rerunOf(P), report.NewFlake},
+		{"listed fail, crash then fail on rerun", res("base.fail", C, P), rerunOf(F), report.NewFlake},
+		{"known flake crashes, rerun passes", res("flaky.bw", C, P), rerunOf(P), report.KnownFlake},
 		{"rerun still failing", res("plain", F, P), rerunOf(F), report.Regression},
 		{"rerun better than baseline is not a match", res("base.fail", C, P), rerunOf(P), report.Regression},
 		{"known flake regresses", res("flaky.bw", F, P), nil, report.KnownFlake},
@@ -217,6 +224,26 @@ func TestJudge(t *testing.T) {
 				t.Fatalf("Judge(%s: %s, expected %s) = %s, want %s", c.r.ID, c.r.Outcome, c.r.Expected, got, c.want)
 			}
 		})
+	}
+	// --allow-new-flakes: the same rerun is a flake, reported, not gating;
+	// after a crash or a timeout it stays new-flake.
+	s.AllowNewFlakes = true
+	if got := Judge(res("plain", F, P), s, rerunOf(P)); got != report.Flake {
+		t.Errorf("--allow-new-flakes: %s, want flake", got)
+	}
+	if got := Judge(res("plain", C, P), s, rerunOf(P)); got != report.NewFlake {
+		t.Errorf("--allow-new-flakes, crash: %s, want new-flake", got)
+	}
+	if got := Judge(res("plain", T, P), s, rerunOf(P)); got != report.NewFlake {
+		t.Errorf("--allow-new-flakes, timeout: %s, want new-flake", got)
+	}
+	// A rerun recorded in the result (results.json) is judged like one
+	// handed in: a re-render judges as the run did.
+	s.AllowNewFlakes = false
+	rec := res("plain", F, P)
+	rec.Rerun = &report.Attempt{Outcome: P}
+	if got := Judge(rec, s, nil); got != report.NewFlake {
+		t.Errorf("recorded rerun: %s, want new-flake", got)
 	}
 	// No expectations at all: the case's own expected is the baseline.
 	if got := Judge(res("a", F, P), nil, nil); got != report.Regression {
@@ -268,7 +295,7 @@ func TestGate(t *testing.T) {
 		"host.memfd.canary.crash":                report.ExpectedFail,
 		"host.memfd.planted.improved":            report.UnexpectedPass,
 		"host.memfd.counter.add_u64_relaxed_sys": report.Regression,
-		"host.memfd.counter.flaky_rerun":         report.Flake,
+		"host.memfd.counter.flaky_rerun":         report.NewFlake,
 		"host.memfd.flaky.x":                     report.KnownFlake,
 		"host.memfd.brand.new":                   report.Expected,
 		"host.memfd.gone.away":                   report.Missing,
@@ -282,6 +309,7 @@ func TestGate(t *testing.T) {
 	wantReasons := []string{
 		"unexpected pass: host.memfd.planted.improved went crash → pass (update the baseline with --update-expectations)",
 		"regression: host.memfd.counter.add_u64_relaxed_sys went pass → fail",
+		"new flake: host.memfd.counter.flaky_rerun went pass → fail, then the baseline's outcome on a rerun in a fresh world; flakes.txt does not list it (list it there, or pass --allow-new-flakes)",
 		"missing: host.memfd.gone.away ran in the baseline but not now",
 	}
 	if !reflect.DeepEqual(g.Reasons, wantReasons) {
@@ -504,7 +532,7 @@ func TestEvidenceRegression(t *testing.T) {
 		{strong, nil, report.Expected},
 		{weak, nil, report.Regression},
 		{res(id, report.Pass, ""), nil, report.Regression},
-		{weak, &strong, report.Flake},
+		{weak, &strong, report.NewFlake},
 		{weak, &weak, report.Regression},
 		{res(id, report.Fail, ""), nil, report.Regression},
 		{res("cuda.vmm.litmus.plb_u32_acqrel_sys", report.Pass, report.EvidenceWeak), nil, report.Expected},

@@ -1,6 +1,10 @@
 package expect
 
-import "p2patomics/harness/report"
+import (
+	"fmt"
+
+	"p2patomics/harness/report"
+)
 
 // JudgeOne gives one finished case its verdict the way the whole run is
 // judged (JudgeRun), so Ginkgo's pass/fail of its spec agrees with the
@@ -31,14 +35,33 @@ func JudgeOne(r report.Result, s *Set, env map[string]any) report.Result {
 	return r
 }
 
+// Option changes how JudgeRun tells the verdict.
+type Option func(*judging)
+
+type judging struct{ interrupted string }
+
+// Interrupted tells JudgeRun that the signal sig (its name, "SIGINT")
+// stopped the run before its end: every incomplete case is not-run, not a
+// regression, and the verdict is INTERRUPTED ("" changes nothing).
+func Interrupted(sig string) Option { return func(j *judging) { j.interrupted = sig } }
+
 // JudgeRun is the one verdict function: it judges every result (JudgeOne)
 // and, gated, adds the baseline's missing cases (Gate), then tells the
 // verdict as a Summary. gate names the expectation paths ("" ungated);
 // out is the --out folder the summary's case folders are under.
-// The returned Gate is nil when ungated.
-func JudgeRun(results []report.Result, s *Set, env map[string]any, selected func(id string) bool, gate, out string) ([]report.Result, *report.Gate, report.Summary) {
+// The returned Gate is nil when ungated. Every tool that shows a verdict
+// of a recorded run comes here through JudgeReport, with the suite's
+// stack rules.
+func JudgeRun(results []report.Result, s *Set, env map[string]any, selected func(id string) bool, gate, out string, opts ...Option) ([]report.Result, *report.Gate, report.Summary) {
+	var j judging
+	for _, o := range opts {
+		o(&j)
+	}
 	judged := make([]report.Result, 0, len(results))
 	for _, r := range results {
+		if j.interrupted != "" && r.Outcome == report.Incomplete {
+			r.Verdict = report.NotRun
+		}
 		judged = append(judged, JudgeOne(r, s, env))
 	}
 	var g *report.Gate
@@ -47,7 +70,121 @@ func JudgeRun(results []report.Result, s *Set, env map[string]any, selected func
 		judged, gg = Gate(judged, s, selected)
 		g = &gg
 	}
-	sum := report.Summarize(judged, gate, out)
+	sum := report.SummarizeRun(judged, gate, out, j.interrupted)
 	sum.MarkInjected(report.InjectRules(env))
 	return judged, g, sum
+}
+
+// Rejudge is how JudgeReport judges a recorded run.
+type Rejudge struct {
+	// Set is the baseline to judge against afresh; nil keeps the verdicts
+	// the run recorded (a gated run's), judging only cases without one.
+	Set *Set
+	// Gate names Set's paths (with Set), or the recorded gate (without).
+	Gate string
+	// Out is the folder the reports go to (the case folders' parent).
+	Out string
+	// AllowStackMismatch is the suite's --allow-stack-mismatch.
+	AllowStackMismatch bool
+}
+
+// JudgeReport judges a recorded run (results.json) in place with the
+// suite's rules, so every tool that shows a verdict (p2preport,
+// p2pheatmap, report.html, p2pfleet) shows the one the suite would: the
+// baseline's stack header must match the run's fingerprint (CheckStack)
+// and the baseline must share enough case ids with the run (CheckShared),
+// else it returns that one-line error and leaves rep as it was; a rerun
+// the run recorded is judged as the run judged it; an interrupted run
+// (summary.interrupted) stays interrupted.
+func JudgeReport(rep *report.Report, o Rejudge) error {
+	interrupted := ""
+	if rep.Summary != nil {
+		interrupted = rep.Summary.Interrupted
+	}
+	results := make([]report.Result, 0, len(rep.Results))
+	for _, r := range rep.Results {
+		if r.Verdict == report.Missing {
+			continue // the gate adds the baseline's missing cases afresh
+		}
+		if o.Set != nil || r.Verdict == report.NotRun {
+			r.Verdict = ""
+		}
+		results = append(results, r)
+	}
+	gate := o.Gate
+	if o.Set != nil {
+		if err := CheckStack(o.Set.Stack, rep.Environment, o.AllowStackMismatch); err != nil {
+			return err
+		}
+		ids := make([]string, 0, len(results))
+		for _, r := range results {
+			ids = append(ids, r.ID)
+		}
+		if err := CheckShared(o.Set, ids); err != nil {
+			return err
+		}
+	} else if gate == "" && rep.Summary != nil && rep.Summary.Gate != "" {
+		gate = rep.Summary.Gate
+	}
+	if o.Set == nil {
+		// Recorded missing entries are the run's: keep them.
+		for _, r := range rep.Results {
+			if r.Verdict == report.Missing {
+				results = append(results, r)
+			}
+		}
+	}
+	judged, g, sum := JudgeRun(results, o.Set, rep.Environment, nil, gate, o.Out, Interrupted(interrupted))
+	if o.Set == nil && rep.Gate != nil {
+		// A gated run's gate, as recorded, with the recorded verdicts.
+		var gg report.Gate
+		judged, gg = Gate(judged, nil, nil)
+		g = &gg
+	}
+	rep.Results, rep.Summary = judged, &sum
+	if g != nil {
+		rep.Gate = g
+	}
+	return nil
+}
+
+// MinShared is the least fraction of a run's cases that a baseline must
+// have run (cases.txt, or fails.txt where there is no cases.txt) for a
+// gate against it to mean anything (CheckShared).
+const MinShared = 0.5
+
+// CheckShared refuses a baseline that shares less than MinShared of ids
+// (the planned or recorded case ids) with its cases: a gate against it
+// would compare nothing and pass. It is not a stack check, so
+// --allow-stack-mismatch does not lift it. A baseline that names no case
+// id at all (only flakes.txt or skips.txt) is not checked; nor is an
+// empty ids. The error is one line.
+func CheckShared(s *Set, ids []string) error {
+	if s == nil || len(ids) == 0 {
+		return nil
+	}
+	known := s.Cases
+	if len(known) == 0 {
+		known = map[string]bool{}
+		for id := range s.Fails {
+			known[id] = true
+		}
+	}
+	if len(known) == 0 {
+		return nil
+	}
+	shared := 0
+	var first string
+	for _, id := range ids {
+		if known[id] {
+			shared++
+		} else if first == "" {
+			first = id
+		}
+	}
+	if float64(shared) >= MinShared*float64(len(ids)) {
+		return nil
+	}
+	return fmt.Errorf("the baseline (%d case ids) shares %d of this run's %d cases (less than %.0f%%; %s is not in it): a gate against it would compare nothing; choose the baseline of this selection and stack",
+		len(known), shared, len(ids), MinShared*100, first)
 }

@@ -19,8 +19,16 @@ import (
 //	outcome less severe than b                    → unexpected-pass (outcome pass)
 //	                                                unexpected-improvement (otherwise)
 //	outcome more severe than b, id in flakes      → known-flake
-//	outcome more severe than b, rerun met b       → flake
+//	outcome more severe than b, rerun met b       → new-flake (flake with
+//	                                                s.AllowNewFlakes, but
+//	                                                never after a crash or
+//	                                                a timeout)
 //	outcome more severe than b                    → regression
+//
+// A rerun that met the baseline is a finding (new-flake, gating) unless
+// the run allows new flakes; a first attempt that crashed (a signal, a
+// GPU fault, a dead rank) or timed out is never forgiven by it: only
+// flakes.txt can say that case is known to do so.
 //
 // So a crash canary that crashes is "expected", or "expected-fail" when
 // fails.txt lists it as a crash; --update-expectations lists only cases
@@ -28,9 +36,13 @@ import (
 // A case whose id matches flakes.txt is a known-flake on any departure from
 // its baseline, improvements included (a flaky case is not gated either way).
 // A case that matches skips.txt and reports skip is expected. rerun is the
-// same case run again in a fresh world after a first regression (nil when
-// there was none); only an exact match of the baseline makes it a flake.
+// same case run again in a fresh world after a first regression (nil:
+// r.Rerun, the rerun the result recorded, if any); only an exact match of
+// the baseline makes it a flake.
 func Judge(r report.Result, s *Set, rerun *report.Result) report.Verdict {
+	if rerun == nil && r.Rerun != nil {
+		rerun = &report.Result{ID: r.ID, Outcome: r.Rerun.Outcome, Expected: r.Expected, Evidence: r.Rerun.Evidence}
+	}
 	b := s.Baseline(r)
 	got := r.Outcome
 	if got == report.Skip {
@@ -45,7 +57,7 @@ func Judge(r report.Result, s *Set, rerun *report.Result) report.Verdict {
 			return report.KnownFlake
 		}
 		if rerun != nil && rerun.Outcome == b && !lostEvidence(*rerun, s) {
-			return report.Flake
+			return s.newFlake()
 		}
 		return report.Regression
 	}
@@ -65,9 +77,28 @@ func Judge(r report.Result, s *Set, rerun *report.Result) report.Verdict {
 		return report.UnexpectedImprovement
 	}
 	if rerun != nil && rerun.Outcome == b {
-		return report.Flake
+		if Unforgivable(got) {
+			return report.NewFlake // not even --allow-new-flakes forgives it
+		}
+		return s.newFlake()
 	}
 	return report.Regression
+}
+
+// Unforgivable outcomes of a first attempt are never forgiven by a rerun
+// that met the baseline: a crash (a signal, a GPU fault, a dead rank) or a
+// timeout is what a driver gate exists to catch, however rarely it
+// happens, so it stays new-flake (gating) even with --allow-new-flakes;
+// only flakes.txt can say that case is known to do so.
+func Unforgivable(o report.Outcome) bool { return o == report.Crash || o == report.Timeout }
+
+// newFlake is the verdict of a rerun that met the baseline: new-flake,
+// gating, or flake where the run allows new flakes (--allow-new-flakes).
+func (s *Set) newFlake() report.Verdict {
+	if s != nil && s.AllowNewFlakes {
+		return report.Flake
+	}
+	return report.NewFlake
 }
 
 // lostEvidence: a pass of a case whose baseline pass had strong evidence
@@ -168,6 +199,14 @@ func Reason(r report.Result, s *Set) string {
 			return fmt.Sprintf("regression: %s passed with %s evidence (no mutant killed); the baseline's pass had strong evidence", r.ID, evidenceWord(r.Evidence))
 		}
 		return fmt.Sprintf("regression: %s went %s → %s", r.ID, b, r.Outcome)
+	case report.NewFlake:
+		if lostEvidence(r, s) {
+			return fmt.Sprintf("new flake: %s passed without strong evidence and regained it on rerun (list it in flakes.txt, or pass --allow-new-flakes)", r.ID)
+		}
+		if Unforgivable(r.Outcome) {
+			return fmt.Sprintf("new flake: %s went %s → %s, then %s on a rerun in a fresh world; a %s is never forgiven by a rerun (list the case in flakes.txt if it is a known flake)", r.ID, b, r.Outcome, rerunWord(r), r.Outcome)
+		}
+		return fmt.Sprintf("new flake: %s went %s → %s, then %s on a rerun in a fresh world; flakes.txt does not list it (list it there, or pass --allow-new-flakes)", r.ID, b, r.Outcome, rerunWord(r))
 	case report.UnexpectedPass:
 		return fmt.Sprintf("unexpected pass: %s went %s → %s%s", r.ID, b, r.Outcome, update)
 	case report.UnexpectedImprovement:
@@ -178,7 +217,7 @@ func Reason(r report.Result, s *Set) string {
 		if lostEvidence(r, s) {
 			return fmt.Sprintf("flake: %s passed without strong evidence and regained it on rerun", r.ID)
 		}
-		return fmt.Sprintf("flake: %s went %s → %s and met the baseline on rerun", r.ID, b, r.Outcome)
+		return fmt.Sprintf("flake: %s went %s → %s and met the baseline on rerun (allowed by --allow-new-flakes)", r.ID, b, r.Outcome)
 	case report.KnownFlake:
 		return fmt.Sprintf("known flake: %s went %s → %s", r.ID, b, r.Outcome)
 	case report.ExpectedFail:
@@ -226,6 +265,13 @@ func CheckStack(stack map[string]string, env map[string]any, allowMismatch bool)
 	}
 	return fmt.Errorf("stack mismatch: expectations say %s; this run is %s (%s; pass --allow-stack-mismatch to gate anyway)",
 		FormatStack(stack), FormatStack(cur), strings.Join(bad, ", "))
+}
+
+func rerunWord(r report.Result) string {
+	if r.Rerun == nil {
+		return "the baseline's outcome"
+	}
+	return string(r.Rerun.Outcome)
 }
 
 func evidenceWord(e report.Evidence) string {

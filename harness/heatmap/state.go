@@ -18,13 +18,16 @@ const (
 	// ExpectedFail: the outcome differs from the spec's but matches the
 	// baseline's fails.txt (gate verdict expected-fail): a known bug.
 	ExpectedFail State = "expected-fail"
+	// NotRun: an interrupted run did not finish the case (verdict
+	// not-run): neither met nor unmet.
+	NotRun State = "not-run"
 	// Unmet: anything else — the outcome the run reports as unexpected.
 	Unmet State = "unmet"
 )
 
 // States lists the states, least severe first: a cell that sums up many
 // cases shows the worst.
-var States = []State{Met, NotSupported, ExpectedFail, Unmet}
+var States = []State{Met, NotSupported, ExpectedFail, NotRun, Unmet}
 
 func (s State) rank() int {
 	for i, x := range States {
@@ -50,6 +53,8 @@ func Classify(r report.Result) State {
 	switch {
 	case report.Unexpected(r):
 		return Unmet
+	case r.Verdict == report.NotRun:
+		return NotRun
 	case r.NotSupported != "":
 		return NotSupported
 	case r.Verdict == report.ExpectedFail:

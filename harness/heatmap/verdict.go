@@ -17,6 +17,7 @@ var stateStyle = map[State]struct{ fill, ink, word string }{
 	Met:          {"#cfe3f3", "black", "met"},
 	NotSupported: {"#b8b8b8", "black", "not supported"},
 	ExpectedFail: {"url(#hatch-xfail)", "black", "expected-fail"},
+	NotRun:       {"#ffffff", "black", "not run"},
 	Unmet:        {"url(#hatch-unmet)", "black", "UNMET"},
 }
 

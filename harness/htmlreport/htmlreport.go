@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strings"
 
+	"p2patomics/harness/expect"
 	"p2patomics/harness/fingerprint"
 	"p2patomics/harness/heatmap"
 	"p2patomics/harness/report"
@@ -43,45 +44,24 @@ func WriteHTML(outDir string, rep *report.Report) error {
 }
 
 // Verdict is the run's verdict line: results.json's summary when it has
-// one, else, for older files, in the suite's words: PASS when the
-// gate passed (gated) or when no case is unmet (ungated; a skip for a
-// capability the machine lacks counts as met), else FAIL naming the first
-// unexpected cases.
+// one, else, for older files, the run judged as every tool judges it
+// (expect.JudgeReport: the recorded verdicts, the rest by the suite's
+// rule).
 func Verdict(rep *report.Report) (pass bool, line string) {
 	if s := rep.Summary; s != nil {
 		// The run's one verdict (expect.JudgeRun), told as the suite told it.
 		return s.ExitStatus == 0, s.Line
 	}
-	var unexpected []string
-	ns := 0
-	for _, r := range rep.Results {
-		switch heatmap.Classify(r) {
-		case heatmap.Unmet:
-			unexpected = append(unexpected, r.ID)
-		case heatmap.NotSupported:
-			ns++
-		}
-	}
-	pass = len(unexpected) == 0
+	cp := *rep
+	cp.Results = append([]report.Result(nil), rep.Results...)
+	rj := expect.Rejudge{}
 	if rep.Gate != nil {
-		pass = rep.Gate.Pass
+		rj.Gate = "gated"
 	}
-	word := map[bool]string{true: "PASS", false: "FAIL"}[pass]
-	line = fmt.Sprintf("p2patomics: %s — %d cases, %d unexpected", word, len(rep.Results), len(unexpected))
-	if ns > 0 {
-		line += fmt.Sprintf(", %d not supported", ns)
+	if err := expect.JudgeReport(&cp, rj); err != nil {
+		return false, "p2patomics: FAIL — " + err.Error() // no baseline is given: cannot happen
 	}
-	if rep.Gate != nil {
-		line += " (gated)"
-	}
-	if len(unexpected) > 0 {
-		first := unexpected[:min(3, len(unexpected))]
-		line += ": " + strings.Join(first, ", ")
-		if len(unexpected) > len(first) {
-			line += fmt.Sprintf(" and %d more", len(unexpected)-len(first))
-		}
-	}
-	return pass, line
+	return cp.Summary.ExitStatus == 0, cp.Summary.Line
 }
 
 // Machine describes the run's machine and stack in one line each.

@@ -53,17 +53,20 @@ func render(t *testing.T, rep *report.Report, dir string) string {
 }
 
 func TestVerdict(t *testing.T) {
+	// An older results.json without a summary: judged as every tool
+	// judges it (expect.JudgeReport), so the line is the suite's.
 	rep := sample()
 	pass, line := Verdict(rep)
-	if pass || line != "p2patomics: FAIL — 12 cases, 1 unexpected, 2 not supported: cuda.vmm-host.pairs.add_u64_relaxed_sys.r1r0" {
+	if pass || line != "p2patomics: FAIL — 1 regression: cuda.vmm-host.pairs.add_u64_relaxed_sys.r1r0 pass → fail (cases/cuda.vmm-host.pairs.add_u64_relaxed_sys.r1r0/)" {
 		t.Errorf("%v %q", pass, line)
 	}
 	rep.Results[8].Outcome = report.Pass
-	if pass, line := Verdict(rep); !pass || line != "p2patomics: PASS — 12 cases, 0 unexpected, 2 not supported" {
+	if pass, line := Verdict(rep); !pass || !strings.HasPrefix(line, "p2patomics: PASS — 12 cases, 0 unexpected, 2 not supported") {
 		t.Errorf("clean: %v %q", pass, line)
 	}
 	rep.Gate = &report.Gate{Pass: false, Reasons: []string{"missing: x"}}
-	if pass, line := Verdict(rep); pass || !strings.Contains(line, "FAIL") || !strings.Contains(line, "(gated)") {
+	rep.Results[8].Verdict = report.Missing
+	if pass, line := Verdict(rep); pass || !strings.Contains(line, "FAIL — 1 missing") {
 		t.Errorf("gated: %v %q", pass, line)
 	}
 }

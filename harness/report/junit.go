@@ -78,7 +78,8 @@ func erroring(o Outcome) bool {
 // exactly what the verdict calls unexpected (Unexpected): an unexpected
 // crash, timeout, error, abort or incomplete is an <error>, any other
 // (a regression to fail, an unexpected pass, a missing case) a <failure>.
-// Every other skip is <skipped> with its reason; every other non-pass
+// Every other skip, and a case an interrupted run did not finish
+// (verdict not-run), is <skipped> with its reason; every other non-pass
 // outcome (a canary's crash, a planted fail, a not-supported fail) passes,
 // with its outcome in system-out. stamp is when the run started.
 func JUnit(rep *Report, stamp time.Time) ([]byte, error) {
@@ -114,6 +115,10 @@ func JUnit(rep *Report, stamp time.Time) ([]byte, error) {
 				c.Failure = p
 				s.Failures++
 			}
+		case r.Verdict == NotRun:
+			// An interrupted run's unfinished case: not run, not an error.
+			c.Skipped = &junitSkipped{Message: "not run: " + r.Detail}
+			s.Skipped++
 		case r.Outcome == Skip:
 			msg := r.Detail
 			if r.NotSupported != "" {
@@ -193,6 +198,7 @@ func junitProperties(rep *Report) []junitProperty {
 		add("verdict", rep.Summary.Verdict)
 		add("exit_status", fmt.Sprint(rep.Summary.ExitStatus))
 		add("gate", rep.Summary.Gate)
+		add("interrupted", rep.Summary.Interrupted)
 	}
 	vendor, _ := env["vendor"].(string)
 	add("vendor", vendor)

@@ -74,15 +74,24 @@ const (
 	UnexpectedPass        Verdict = "unexpected-pass"
 	UnexpectedImprovement Verdict = "unexpected-improvement"
 	Regression            Verdict = "regression"
-	Flake                 Verdict = "flake"
-	KnownFlake            Verdict = "known-flake"
-	Missing               Verdict = "missing"
+	// Flake is a new flake the run was told to tolerate
+	// (--allow-new-flakes): reported, not gating.
+	Flake      Verdict = "flake"
+	KnownFlake Verdict = "known-flake"
+	Missing    Verdict = "missing"
+	// NewFlake is a case that did not meet its baseline, met it on a rerun
+	// in a fresh world, and that the baseline's flakes.txt does not list:
+	// for a driver gate a finding, so it gates (docs/GATING.md).
+	NewFlake Verdict = "new-flake"
+	// NotRun is a case an interrupted run (Summary.Interrupted) never got
+	// to finish (outcome incomplete): not run, not a regression.
+	NotRun Verdict = "not-run"
 )
 
 // Gating reports whether a verdict fails the gate.
 func (v Verdict) Gating() bool {
 	switch v {
-	case UnexpectedPass, UnexpectedImprovement, Regression, Missing:
+	case UnexpectedPass, UnexpectedImprovement, Regression, Missing, NewFlake:
 		return true
 	}
 	return false
@@ -220,6 +229,19 @@ type Result struct {
 	// Inject is the driver-fault injector's rules the case ran under
 	// (internal/inject); absent in every real measurement.
 	Inject []string `json:"inject,omitempty"`
+	// Rerun is the second attempt, in a fresh world, of a gated case whose
+	// first attempt (Outcome, Detail) did not meet its baseline; nil when
+	// there was none. The verdict is judged from both, so a re-render
+	// judges a flake as the run did.
+	Rerun *Attempt `json:"rerun,omitempty"`
+}
+
+// Attempt is one more run of a case (Result.Rerun).
+type Attempt struct {
+	Outcome  Outcome  `json:"outcome"`
+	Detail   string   `json:"detail"`
+	Duration float64  `json:"duration_s"`
+	Evidence Evidence `json:"evidence,omitempty"`
 }
 
 // Evidence is what a pass is worth (Result.Evidence).

@@ -333,6 +333,7 @@ func TestSchemaMatchesModel(t *testing.T) {
 		"report":  {reflect.TypeFor[report.Report](), schema},
 		"result":  {reflect.TypeFor[report.Result](), defs["result"].(map[string]any)},
 		"fault":   {reflect.TypeFor[report.Fault](), defs["fault"].(map[string]any)},
+		"attempt": {reflect.TypeFor[report.Attempt](), defs["attempt"].(map[string]any)},
 		"rank":    {reflect.TypeFor[report.Rank](), defs["rank"].(map[string]any)},
 		"metric":  {reflect.TypeFor[report.Metric](), defs["metric"].(map[string]any)},
 		"gate":    {reflect.TypeFor[report.Gate](), defs["gate"].(map[string]any)},
@@ -389,7 +390,7 @@ func TestSchemaMatchesModel(t *testing.T) {
 		t.Errorf("outcome enum %v, report.Outcomes %v", enum, outcomes)
 	}
 	verdicts := []report.Verdict{report.Expected, report.ExpectedFail, report.UnexpectedPass, report.UnexpectedImprovement,
-		report.Regression, report.Flake, report.KnownFlake, report.Missing}
+		report.Regression, report.Flake, report.KnownFlake, report.Missing, report.NewFlake, report.NotRun}
 	var vs []string
 	for _, v := range verdicts {
 		vs = append(vs, string(v))

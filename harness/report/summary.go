@@ -80,10 +80,25 @@ func attrAbsent(env map[string]any, attr string) (int, bool) {
 	return 0, false
 }
 
+// Exit statuses a verdict gives (Summary.ExitStatus); 2 (usage) and 3
+// (reports not written) are the suite's own (docs/GATING.md).
+const (
+	ExitPass        = 0
+	ExitFail        = 1
+	ExitInterrupted = 4 // SIGINT, SIGTERM or SIGHUP stopped the run; the reports are written
+)
+
+// Verdict words of a Summary.
+const (
+	VerdictPass        = "PASS"
+	VerdictFail        = "FAIL"
+	VerdictInterrupted = "INTERRUPTED"
+)
+
 // Summary is the run's one verdict, from which the exit status, the last
 // line of stdout, junit.xml and the per-spec pass/fail are all told.
 type Summary struct {
-	// Verdict is "PASS" or "FAIL".
+	// Verdict is "PASS", "FAIL" or "INTERRUPTED".
 	Verdict    string `json:"verdict"`
 	ExitStatus int    `json:"exit_status"`
 	// Gate is the expectation paths the run was gated against; "" when
@@ -94,6 +109,13 @@ type Summary struct {
 	ByVerdict    map[Verdict]int   `json:"by_verdict"`
 	Unexpected   []UnexpectedCase  `json:"unexpected"`
 	NotSupported []NotSupportedRef `json:"not_supported"`
+	// Interrupted names the signal that stopped the run before its end
+	// ("SIGINT"); "" for a run that ran to its end. An interrupted run's
+	// verdict is INTERRUPTED whatever its cases did, and the cases it did
+	// not finish are NotRun, never regressions.
+	Interrupted string `json:"interrupted,omitempty"`
+	// NotRun lists the cases an interrupted run did not finish.
+	NotRun []string `json:"not_run,omitempty"`
 	// Line is the last line of stdout.
 	Line string `json:"line"`
 	// Inject is the driver-fault injector's rules the run was made under
@@ -142,6 +164,9 @@ type UnexpectedCase struct {
 	// Note says why an outcome equal to the baseline's is unexpected (a
 	// litmus pass whose evidence is weaker than the baseline's).
 	Note string `json:"note,omitempty"`
+	// Rerun is the second attempt's outcome (a new flake's, or a crash's
+	// that a passing rerun does not forgive); "" when there was none.
+	Rerun Outcome `json:"rerun,omitempty"`
 }
 
 // NotSupportedRef is one not-supported case and its reason.
@@ -174,9 +199,21 @@ func Was(r Result) Outcome {
 // expectation paths ("" ungated); out is the --out folder as the user gave
 // it, for the case folders the last line points at.
 func Summarize(results []Result, gate, out string) Summary {
+	return SummarizeRun(results, gate, out, "")
+}
+
+// SummarizeRun is Summarize for a run that interrupted (the signal's
+// name) stopped before its end ("" for one that ran to its end): its
+// incomplete cases are listed as not run, never unexpected, and its
+// verdict is INTERRUPTED.
+func SummarizeRun(results []Result, gate, out, interrupted string) Summary {
 	s := Summary{Gate: gate, Cases: len(results), ByOutcome: map[Outcome]int{}, ByVerdict: map[Verdict]int{},
-		Unexpected: []UnexpectedCase{}, NotSupported: []NotSupportedRef{}}
+		Unexpected: []UnexpectedCase{}, NotSupported: []NotSupportedRef{}, Interrupted: interrupted}
 	for _, r := range results {
+		if interrupted != "" && r.Outcome == Incomplete {
+			r.Verdict = NotRun
+			s.NotRun = append(s.NotRun, r.ID)
+		}
 		s.ByOutcome[r.Outcome]++
 		if r.Verdict != "" {
 			s.ByVerdict[r.Verdict]++
@@ -188,6 +225,9 @@ func Summarize(results []Result, gate, out string) Summary {
 			continue
 		}
 		u := UnexpectedCase{ID: r.ID, Verdict: r.Verdict, Was: Was(r), Outcome: r.Outcome}
+		if r.Rerun != nil {
+			u.Rerun = r.Rerun.Outcome
+		}
 		if u.Was == u.Outcome && r.Evidence != "" {
 			u.Note = fmt.Sprintf("evidence %s, the baseline's strong", r.Evidence)
 		}
@@ -204,9 +244,12 @@ func Summarize(results []Result, gate, out string) Summary {
 		}
 		s.Unexpected = append(s.Unexpected, u)
 	}
-	s.Verdict, s.ExitStatus = "PASS", 0
-	if len(s.Unexpected) > 0 {
-		s.Verdict, s.ExitStatus = "FAIL", 1
+	s.Verdict, s.ExitStatus = VerdictPass, ExitPass
+	switch {
+	case interrupted != "":
+		s.Verdict, s.ExitStatus = VerdictInterrupted, ExitInterrupted
+	case len(s.Unexpected) > 0:
+		s.Verdict, s.ExitStatus = VerdictFail, ExitFail
 	}
 	s.Line = s.line()
 	return s
@@ -231,6 +274,18 @@ func (s Summary) verdictLine() string {
 	ns := ""
 	if n := len(s.NotSupported); n > 0 {
 		ns = fmt.Sprintf(", %d not supported", n)
+	}
+	// Flakes that do not gate are still findings: the line counts them.
+	if n := s.ByVerdict[KnownFlake]; n > 0 {
+		ns += ", " + plural(n, "known flake")
+	}
+	if n := s.ByVerdict[Flake]; n > 0 {
+		ns += fmt.Sprintf(", %s allowed (--allow-new-flakes)", plural(n, "new flake"))
+	}
+	if s.Interrupted != "" {
+		ran := s.Cases - len(s.NotRun)
+		return fmt.Sprintf("p2patomics: INTERRUPTED — %d of %s ran, %d unexpected so far%s (%s; %s)",
+			ran, plural(s.Cases, "case"), len(s.Unexpected), ns, s.Interrupted, basis)
 	}
 	if len(s.Unexpected) == 0 {
 		return fmt.Sprintf("p2patomics: PASS — %s, 0 unexpected%s (%s)", plural(s.Cases, "case"), ns, basis)
@@ -260,6 +315,9 @@ func (s Summary) verdictLine() string {
 			break
 		}
 		one := fmt.Sprintf("%s %s → %s", u.ID, u.Was, u.Outcome)
+		if u.Rerun != "" {
+			one += ", rerun " + string(u.Rerun)
+		}
 		if u.Note != "" {
 			one += " (" + u.Note + ")"
 		}
@@ -278,6 +336,8 @@ func plural(n int, what string) string {
 	switch {
 	case what == string(Missing):
 		return fmt.Sprintf("%d %s", n, what)
+	case strings.HasSuffix(what, "flake"):
+		return fmt.Sprintf("%d %ss", n, what)
 	case strings.HasSuffix(what, "s"):
 		return fmt.Sprintf("%d %ses", n, what)
 	}

@@ -87,7 +87,8 @@ func WriteConclusion(w io.Writer, st Style, rep *Report) {
 			}
 			switch {
 			case u.Folder != "":
-				fmt.Fprintf(w, "      repro: sh %srepro.sh\n", u.Folder)
+				// Absolute, so the line runs as printed from anywhere.
+				fmt.Fprintf(w, "      repro: sh %s\n", absPath(filepath.Join(u.Folder, "repro.sh")))
 			case r.Repro != "":
 				fmt.Fprintf(w, "      repro: %s\n", r.Repro)
 			}
@@ -125,7 +126,7 @@ func WriteConclusion(w io.Writer, st Style, rep *Report) {
 	baseline := map[string][]string{}
 	var keys []string
 	for _, r := range rep.Results {
-		if Unexpected(r) || r.NotSupported != "" {
+		if Unexpected(r) || r.NotSupported != "" || r.Verdict == NotRun {
 			continue
 		}
 		switch {
@@ -156,8 +157,16 @@ func WriteConclusion(w io.Writer, st Style, rep *Report) {
 			}
 		}
 	}
+	if len(s.NotRun) > 0 {
+		fmt.Fprintf(w, "\n%s\n  %s\n", st.paint("33", fmt.Sprintf("not run (%d): %s stopped the run before they finished; not regressions", len(s.NotRun), s.Interrupted)),
+			clip(strings.Join(s.NotRun, " "), 160))
+	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, st.paint(map[bool]string{true: "32;1", false: "31;1"}[s.ExitStatus == 0], s.Line))
+	colour := map[bool]string{true: "32;1", false: "31;1"}[s.ExitStatus == 0]
+	if s.Interrupted != "" {
+		colour = "33;1"
+	}
+	fmt.Fprintln(w, st.paint(colour, s.Line))
 }
 
 // reasonKey groups not-supported reasons: the part before "(observed:"
@@ -253,6 +262,10 @@ func csvStatus(r Result) string {
 		return "Flake"
 	case KnownFlake:
 		return "KnownFlake"
+	case NewFlake:
+		return "NewFlake"
+	case NotRun:
+		return "NotRun"
 	case Missing:
 		return "Missing"
 	}
@@ -292,4 +305,13 @@ func WriteCSVs(dir string, rep *Report) error {
 		}
 	}
 	return nil
+}
+
+// absPath is p made absolute against the working directory (p itself when
+// that cannot be read).
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }

@@ -59,7 +59,7 @@ func ValidID(s string) bool {
 }
 
 // Verdicts lists every verdict (the schema's enum).
-var Verdicts = []Verdict{Expected, ExpectedFail, UnexpectedPass, UnexpectedImprovement, Regression, Flake, KnownFlake, Missing}
+var Verdicts = []Verdict{Expected, ExpectedFail, UnexpectedPass, UnexpectedImprovement, Regression, Flake, KnownFlake, Missing, NewFlake, NotRun}
 
 // Validate checks what everything downstream relies on and the schema
 // states: the schema number, ids of [a-z0-9._-] (one line, no terminal
@@ -86,6 +86,9 @@ func (r *Report) Validate() error {
 		}
 		if res.Expected.Severity() < 0 {
 			errs = append(errs, fmt.Errorf("%s: unknown expected outcome %s", at, strconv.Quote(string(res.Expected))))
+		}
+		if res.Rerun != nil && res.Rerun.Outcome.Severity() < 0 {
+			errs = append(errs, fmt.Errorf("%s: unknown rerun outcome %s", at, strconv.Quote(string(res.Rerun.Outcome))))
 		}
 		if res.Verdict != "" && !knownVerdict(res.Verdict) {
 			errs = append(errs, fmt.Errorf("%s: unknown verdict %s", at, strconv.Quote(string(res.Verdict))))

@@ -307,3 +307,39 @@ func TestWriteCSVs(t *testing.T) {
 		t.Errorf("failures.csv: %q, want only the case whose outcome is not its expected one", fails)
 	}
 }
+
+// Issue 25 items 1 and 2: a new flake fails the verdict and is named with
+// both attempts; known and allowed flakes are counted on a PASS line; an
+// interrupted run is INTERRUPTED (exit 4) with its unfinished cases not
+// run: junit <skipped>, never an error. Before: a flake was PASS with no
+// word of it, and an interrupt was "FAIL — N regressions … → incomplete",
+// junit errors="N".
+func TestFlakesAndInterruptOnTheVerdict(t *testing.T) {
+	r := func(id string, o report.Outcome, v report.Verdict) report.Result {
+		return report.Result{ID: id, Labels: []string{}, Outcome: o, Expected: report.Pass, Verdict: v, Ranks: []report.Rank{}}
+	}
+	nf := r("host.memfd.a.b", report.Crash, report.NewFlake)
+	nf.Rerun = &report.Attempt{Outcome: report.Pass}
+	s := report.Summarize([]report.Result{r("host.memfd.a.c", report.Pass, report.Expected), nf}, "g", "out")
+	if s.Verdict != "FAIL" || s.ExitStatus != 1 || s.Line != "p2patomics: FAIL — 1 new-flake: host.memfd.a.b pass → crash, rerun pass (out/cases/host.memfd.a.b/)" {
+		t.Errorf("new flake: %s %d %q", s.Verdict, s.ExitStatus, s.Line)
+	}
+	s = report.Summarize([]report.Result{r("host.memfd.a.c", report.Pass, report.Expected), r("host.memfd.a.b", report.Fail, report.KnownFlake), r("host.memfd.a.d", report.Fail, report.Flake)}, "g", "out")
+	if s.ExitStatus != 0 || s.Line != "p2patomics: PASS — 3 cases, 0 unexpected, 1 known flake, 1 new flake allowed (--allow-new-flakes) (gate g)" {
+		t.Errorf("known and allowed flakes: %d %q", s.ExitStatus, s.Line)
+	}
+	half := []report.Result{r("host.memfd.a.c", report.Pass, report.Expected), r("host.memfd.a.b", report.Incomplete, report.NotRun), r("host.memfd.a.d", report.Incomplete, report.NotRun)}
+	s = report.SummarizeRun(half, "g", "out", "SIGINT")
+	if s.Verdict != report.VerdictInterrupted || s.ExitStatus != report.ExitInterrupted || len(s.Unexpected) != 0 || len(s.NotRun) != 2 ||
+		s.Line != "p2patomics: INTERRUPTED — 1 of 3 cases ran, 0 unexpected so far (SIGINT; gate g)" {
+		t.Errorf("interrupted: %+v", s)
+	}
+	rep := &report.Report{Schema: report.Schema, Environment: map[string]any{}, Results: half, Summary: &s}
+	b, err := report.JUnit(rep, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `failures="0" errors="0" skipped="2"`) || !strings.Contains(string(b), `<property name="verdict" value="INTERRUPTED">`) {
+		t.Errorf("junit of an interrupted run:\n%s", b)
+	}
+}

@@ -39,6 +39,7 @@ func (r *Run) gateSet() (*expect.Set, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.AllowNewFlakes = r.Opts.AllowNewFlakes
 	return s, nil
 }
 

@@ -15,10 +15,11 @@ import (
 	"p2patomics/internal/device"
 )
 
-// Exit statuses beyond 0 (PASS) and 1 (FAIL).
+// Exit statuses beyond 0 (PASS) and 1 (FAIL) (docs/GATING.md).
 const (
-	ExitUsage    = 2 // found before the first case: flags, --out, baseline
-	ExitNoReport = 3 // the reports could not be written
+	ExitUsage       = 2                      // found before the first case: flags, --out, baseline
+	ExitNoReport    = 3                      // the reports could not be written
+	ExitInterrupted = report.ExitInterrupted // SIGINT/SIGTERM/SIGHUP: verdict INTERRUPTED, reports written
 )
 
 var (
@@ -30,7 +31,15 @@ var (
 	active    atomic.Pointer[Run]
 	sigOnce   sync.Once
 	sigCaught = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+	// caught is the name of the signal the handler caught ("" none yet).
+	caught atomic.Value
 )
+
+// caughtSignal is the signal the handler caught, "" when none.
+func caughtSignal() string {
+	s, _ := caught.Load().(string)
+	return s
+}
 
 // Prepare runs between the flags and NewRun: it readies --out (PrepareOut:
 // lock, previous run kept as <out>.prev, a fresh 0755 folder), writes a
@@ -61,7 +70,8 @@ func CatchSignals(o *Options) { catchSignals(o) }
 
 // catchSignals installs the one handler: it finishes the active run (every
 // rank killed, unfinished cases incomplete, the reports written), or, when
-// the signal came before the plan existed, says so and exits 1 with the
+// the signal came before the plan existed, says so and exits
+// ExitInterrupted with the
 // first results.json (no cases) in place.
 func catchSignals(o *Options) {
 	sigOnce.Do(func() {
@@ -69,6 +79,9 @@ func catchSignals(o *Options) {
 		signal.Notify(ch, sigCaught...)
 		go func() {
 			sig := <-ch
+			// Said first: a Finish that TestMain reaches before the run's
+			// handler (Ginkgo ends the run on SIGTERM too) still tells it.
+			caught.Store(sigName(sig))
 			if r := active.Load(); r != nil {
 				r.interrupted(sig)
 				return
@@ -79,7 +92,7 @@ func catchSignals(o *Options) {
 				fmt.Fprintf(os.Stderr, "p2patomics: %s before the first case: no case ran; results: %s\n",
 					sigName(sig), filepath.Join(o.Out, "results.json"))
 			}
-			os.Exit(1)
+			os.Exit(ExitInterrupted)
 		}()
 	})
 }
@@ -94,6 +107,7 @@ func (r *Run) interrupted(sig os.Signal) {
 			Detail: "interrupted by " + sigName(sig) + " while running", Ranks: []report.Rank{}}
 	}
 	r.finished = true // no result written after this point
+	r.signal = sigName(sig)
 	runners := r.runnerList()
 	r.mu.Unlock()
 	// A checkpoint the main goroutine is writing finishes first (its temp

@@ -36,6 +36,7 @@ type Options struct {
 	Expectations       string
 	UpdateExpectations bool
 	AllowStackMismatch bool
+	AllowNewFlakes     bool
 	Repeat             int
 	Duration           time.Duration
 	Clocks             string
@@ -79,6 +80,7 @@ var FlagTable = []flagDef{
 	{"expectations", "", "gate mode: expectation folders or files, comma separated"},
 	{"update-expectations", "false", "write this run as the baseline into the first --expectations folder"},
 	{"allow-stack-mismatch", "false", "gate even if the baseline's stack differs from this machine's"},
+	{"allow-new-flakes", "false", "gated: a case that met its baseline only on the rerun is flake (reported) instead of new-flake (fails the gate)"},
 	{"repeat", "1", "run the selection N times (soak)"},
 	{"duration", "0s", "repeat the selection until this much time has passed (soak)"},
 	{"clocks", "1ms", "how often perf cases sample each device's clock and throttle reasons, or off"},
@@ -130,7 +132,7 @@ func (o *Options) fields() map[string]any {
 	return map[string]any{
 		"backend": &o.Backend, "alloc": &o.Alloc, "atomics": &o.Atomics, "perf": &o.Perf, "ranks": &o.Ranks,
 		"case": &o.Case, "seed": &o.Seed, "out": &o.Out, "trace": &o.Trace, "expectations": &o.Expectations,
-		"update-expectations": &o.UpdateExpectations, "allow-stack-mismatch": &o.AllowStackMismatch,
+		"update-expectations": &o.UpdateExpectations, "allow-stack-mismatch": &o.AllowStackMismatch, "allow-new-flakes": &o.AllowNewFlakes,
 		"repeat": &o.Repeat, "duration": &o.Duration, "clocks": &o.Clocks, "pairs": &o.Pairs,
 		"force": &o.Force, "list": &o.List,
 	}
@@ -375,9 +377,12 @@ func (o *Options) Settings() wire.Settings {
 	return set
 }
 
-// Repro renders the command that re-runs one case.
+// Repro renders the command that re-runs one case. It starts with the
+// running suite binary's absolute path (ReproBinary), so the line runs as
+// printed from any directory (results.json, junit.xml, summary.txt,
+// report.html, stdout).
 func Repro(o *Options, backend, kind, id string, ranks int) string {
-	s := fmt.Sprintf("./specs.test --backend=%s --alloc=%s --case=%s --seed=%d", backend, kind, id, o.Seed)
+	s := fmt.Sprintf("%s --backend=%s --alloc=%s --case=%s --seed=%d", ReproBinary(), backend, kind, id, o.Seed)
 	if ranks != 2 {
 		s += " --ranks=" + strconv.Itoa(ranks)
 	}
@@ -387,6 +392,27 @@ func Repro(o *Options, backend, kind, id string, ranks int) string {
 	if rules := o.InjectRules(); len(rules) > 0 {
 		// The rules are identifiers, digits and :=/,- : nothing to quote.
 		s += " --" + InjectFlag + "=" + strings.Join(rules, ",")
+	}
+	return s
+}
+
+// ReproBinary is how a printed repro names the suite binary: its absolute
+// path, shell-quoted where it needs to be ("./specs.test" only where the
+// running binary cannot be found).
+func ReproBinary() string {
+	p := suiteBinary()
+	if p == "" {
+		return "./specs.test"
+	}
+	return shellWord(p)
+}
+
+// shellWord quotes s for sh where it holds anything but a plain path.
+func shellWord(s string) string {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._-+=:,@%", c)) {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
 	}
 	return s
 }

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -37,6 +38,7 @@ type Run struct {
 	results     map[string]report.Result
 	current     string
 	finished    bool
+	signal      string // the signal that interrupted the run ("" when none)
 	startFds    int
 	gate        *expect.Set
 	finishOnce  sync.Once
@@ -113,10 +115,11 @@ func (r *Run) rerunGroup(ps []pendingRerun) {
 		}
 		again := rn.Rerun(p.c)
 		res := p.first
+		// Both attempts are kept: the verdict is judged from both, here
+		// and wherever results.json is re-judged.
+		res.Rerun = &report.Attempt{Outcome: again.Outcome, Detail: again.Detail, Duration: again.Duration, Evidence: again.Evidence}
 		res.Verdict = expect.Judge(res, r.gate, &again)
-		if res.Verdict == report.Flake {
-			res.Detail = strings.TrimSpace(res.Detail + fmt.Sprintf(" (rerun in a fresh world: %s)", again.Outcome))
-		}
+		res.Detail = strings.TrimSpace(res.Detail + fmt.Sprintf(" (rerun in a fresh world: %s)", again.Outcome))
 		res = expect.JudgeOne(res, r.gate, caseEnv(rn))
 		res.Inject = r.Opts.InjectRules()
 		r.mu.Lock()
@@ -217,7 +220,26 @@ func NewRun(o *Options, userFilter string, cat Catalogue) (*Run, error) {
 	if err := r.checkStack(); err != nil {
 		return nil, err
 	}
+	if r.gate != nil {
+		// Not a stack check: --allow-stack-mismatch does not lift it.
+		if err := expect.CheckShared(r.gate, r.IDs()); err != nil {
+			return nil, usagef("--expectations=%s: %v", o.Expectations, err)
+		}
+	}
+	if o.UpdateExpectations {
+		env := r.preEnv()
+		env["backends"] = r.Probes
+		if err := expect.CheckUpdate(r.updateDir(), env, o.Force); err != nil {
+			return nil, usagef("--update-expectations: %v", err)
+		}
+	}
 	return r, nil
+}
+
+// updateDir is the folder --update-expectations writes: the first
+// --expectations path.
+func (r *Run) updateDir() string {
+	return strings.TrimSpace(strings.Split(r.Opts.Expectations, ",")[0])
 }
 
 // focusSuiteCases drops the suite's own cases that Ginkgo's focus/skip
@@ -264,7 +286,7 @@ func (r *Run) runner(backend string) *harness.Runner {
 			Env:    func() map[string]any { return environment(r.Opts, [][]device.Info{rn.Infos}) },
 			Binary: suiteBinary(),
 			MakeForm: func(repro string) string {
-				return "make run ARGS='" + strings.TrimPrefix(repro, "./specs.test ") + "'"
+				return "make run ARGS='" + strings.TrimPrefix(repro, ReproBinary()+" ") + "'"
 			},
 		}
 		r.runners[backend] = rn
@@ -450,15 +472,29 @@ func (r *Run) finish() int {
 	if r.gate != nil {
 		gate = r.Opts.Expectations
 	}
-	results, g, sum := expect.JudgeRun(r.Results(), r.gate, env, r.selects, gate, r.Opts.Out)
+	r.mu.Lock()
+	sig := r.signal
+	r.mu.Unlock()
+	if sig == "" {
+		sig = caughtSignal()
+	}
+	results, g, sum := expect.JudgeRun(r.Results(), r.gate, env, r.selects, gate, r.Opts.Out, expect.Interrupted(sig))
 	rep := &report.Report{Schema: report.Schema, Environment: env, Results: results, Gate: g, Summary: &sum,
 		Pairs: heatmap.PairRows(results), Timing: timing}
 	w := r.stdout()
 	code := sum.ExitStatus
-	if r.Opts.UpdateExpectations {
+	switch {
+	case r.Opts.UpdateExpectations && sig != "":
+		// Half a run is not a baseline: its unrun cases would vanish from
+		// cases.txt and its crashes be blessed unseen.
+		fmt.Fprintf(os.Stderr, "p2patomics: --update-expectations: not written: the run was interrupted (%s)\n", sig)
+	case r.Opts.UpdateExpectations:
 		if err := r.updateBaseline(rep); err != nil {
 			fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 			code = max(code, 1)
+			if errors.Is(err, expect.ErrOtherStack) || errors.Is(err, expect.ErrFallback) {
+				code = ExitUsage
+			}
 		}
 	}
 	out := r.Opts.Out

@@ -1,0 +1,105 @@
+package expect
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"p2patomics/harness/report"
+)
+
+// Issue 25 item 4: a baseline that shares less than MinShared of the run's
+// cases is refused (a gate against it compares nothing), whatever the
+// stack; one with no id at all is not checked.
+func TestCheckShared(t *testing.T) {
+	s := NewSet()
+	for _, id := range []string{"a.b.c", "a.b.d", "a.b.e"} {
+		s.Cases[id] = true
+	}
+	if err := CheckShared(s, []string{"a.b.c", "a.b.d", "x.y.z"}); err != nil {
+		t.Errorf("2 of 3 shared: %v", err)
+	}
+	err := CheckShared(s, []string{"x.y.z", "x.y.w", "a.b.c"})
+	if err == nil || !strings.Contains(err.Error(), "shares 1 of this run's 3 cases") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("1 of 3 shared: %v", err)
+	}
+	if err := CheckShared(NewSet(), []string{"x.y.z"}); err != nil {
+		t.Errorf("a baseline with no ids: %v", err)
+	}
+	f := NewSet()
+	f.Fails["a.b.c"] = report.Crash // no cases.txt: fails.txt's ids count
+	if err := CheckShared(f, []string{"x.y.z"}); err == nil {
+		t.Error("fails.txt only, nothing shared: not refused")
+	}
+}
+
+// Issue 25 item 5: re-judging a recorded run against a baseline uses the
+// suite's stack rule (refused unless allowed) and the shared-case rule
+// (refused always), leaving the report as it was; the recorded rerun and
+// interruption are judged as the run judged them.
+func TestJudgeReportRules(t *testing.T) {
+	host := map[string]any{"vendor": "host", "goarch": "amd64"}
+	res := report.Result{ID: "host.memfd.a.b", Outcome: report.Fail, Expected: report.Pass, Rerun: &report.Attempt{Outcome: report.Pass}}
+	rep := &report.Report{Schema: report.Schema, Environment: host, Results: []report.Result{res}}
+	nv := NewSet()
+	nv.Stack = map[string]string{"vendor": "nvidia", "arch": "sm_90"}
+	nv.Cases["host.memfd.a.b"] = true
+	if err := JudgeReport(rep, Rejudge{Set: nv, Gate: "nv"}); err == nil || !strings.Contains(err.Error(), "stack mismatch") || rep.Summary != nil {
+		t.Errorf("another stack: %v, summary %v", err, rep.Summary)
+	}
+	if err := JudgeReport(rep, Rejudge{Set: nv, Gate: "nv", AllowStackMismatch: true}); err != nil || rep.Results[0].Verdict != report.NewFlake || rep.Summary.ExitStatus != 1 {
+		t.Errorf("allowed: %v %s", err, rep.Results[0].Verdict)
+	}
+	other := NewSet()
+	other.Cases["cuda.vmm.x.y"] = true
+	if err := JudgeReport(rep, Rejudge{Set: other, Gate: "o", AllowStackMismatch: true}); err == nil || !strings.Contains(err.Error(), "shares 0") {
+		t.Errorf("nothing shared, --allow-stack-mismatch: %v", err)
+	}
+	half := &report.Report{Schema: report.Schema, Environment: host, Results: []report.Result{
+		{ID: "host.memfd.a.b", Outcome: report.Incomplete, Expected: report.Pass}}}
+	s := report.SummarizeRun(half.Results, "", "", "SIGTERM")
+	half.Summary = &s
+	if err := JudgeReport(half, Rejudge{}); err != nil || half.Summary.Verdict != report.VerdictInterrupted || half.Results[0].Verdict != report.NotRun {
+		t.Errorf("interrupted record: %v %+v", err, half.Summary)
+	}
+}
+
+// Issue 25 item 3: the one update rule. A folder with another stack's
+// header, or a run that fell back from auto to host, is refused unless the
+// folder is new or force; a regression is refused unless force.
+func TestPlanUpdateRefusals(t *testing.T) {
+	dir := t.TempDir()
+	nv := filepath.Join(dir, "nv")
+	os.MkdirAll(nv, 0o755)
+	os.WriteFile(filepath.Join(nv, "fails.txt"), []byte("# stack: vendor=nvidia arch=sm_90 driver=580\ncuda.vmm.x.y,crash\n"), 0o644)
+	host := filepath.Join(dir, "host")
+	os.MkdirAll(host, 0o755)
+	os.WriteFile(filepath.Join(host, "cases.txt"), []byte("# stack: vendor=host arch=amd64\nhost.memfd.a.b\n"), 0o644)
+	env := map[string]any{"vendor": "host", "goarch": "amd64"}
+	fb := map[string]any{"vendor": "host", "goarch": "amd64", "flags": map[string]any{"backend": "auto"},
+		"backends": []any{map[string]any{"backend": "host", "used": true, "why": "used: no GPU backend loaded"}}}
+	if err := CheckUpdate(nv, env, false); !errors.Is(err, ErrOtherStack) {
+		t.Errorf("another stack: %v", err)
+	}
+	if err := CheckUpdate(nv, env, true); err != nil {
+		t.Errorf("--force: %v", err)
+	}
+	if err := CheckUpdate(host, fb, false); !errors.Is(err, ErrFallback) {
+		t.Errorf("fallback: %v", err)
+	}
+	if err := CheckUpdate(filepath.Join(dir, "new"), fb, false); err != nil {
+		t.Errorf("new folder: %v", err)
+	}
+	if err := CheckUpdate(host, env, false); err != nil {
+		t.Errorf("same stack: %v", err)
+	}
+	crash := &report.Report{Schema: report.Schema, Environment: env, Results: []report.Result{{ID: "host.memfd.a.b", Outcome: report.Crash, Expected: report.Pass}}}
+	if u, err := PlanUpdate(host, crash, false); !errors.Is(err, ErrRegression) || u == nil || len(u.Regressions) != 1 {
+		t.Errorf("crash regression: %v %+v", err, u)
+	}
+	if _, err := PlanUpdate(host, crash, true); err != nil {
+		t.Errorf("crash regression, --force: %v", err)
+	}
+}
