@@ -71,7 +71,7 @@ gate: bin/specs.test
 # (scripts/gate-selftest.sh, docs/FAULTS.md).
 .PHONY: gate-selftest
 gate-selftest: bin/specs.test
-	bash scripts/gate-selftest.sh ./bin/specs.test $(OUT)/gate-selftest
+	bash scripts/gate-selftest.sh ./bin/specs.test $(CHECKS)/gate-selftest
 
 # The AMD first-run script's logic, on the host backend with a fake
 # rocminfo (scripts/check-amd-first-run.sh).
@@ -101,7 +101,7 @@ soak: bin/specs.test
 # The verification mutation score (docs/FAULTS.md): every passing case, run
 # again with each kernel it launches dropped by the injector, must not pass.
 mutate: bin/specs.test
-	$(GO) run ./cmd/p2pmutate --specs=./bin/specs.test --out=$(OUT)/mutate
+	$(GO) run ./cmd/p2pmutate --specs=./bin/specs.test --out=$(CHECKS)/mutate
 
 # A short run of each fuzz target (the wire decoder, the rank's request
 # handling); `go test -fuzz` keeps what it finds under testdata/fuzz.
