@@ -18,7 +18,14 @@ import (
 type Node struct {
 	Name   string
 	File   string
-	Report *report.Report
+	Report *report.Report // nil: the node has no result (NoResult says why)
+	// NoResult names why the node has no results.json to judge: missing,
+	// unreadable, empty. Such a node fails the fleet; it is not an abort
+	// of the whole merge, which would hide the other nodes.
+	NoResult string
+	// ExitStatus is the suite's exit status as the scheduler's wrapper
+	// recorded it (an exit_status file beside results.json), nil if none.
+	ExitStatus *int
 }
 
 // Fleet is the merged report.
@@ -41,10 +48,25 @@ type NodeSummary struct {
 	Cases   int            `json:"cases"`
 	Unmet   int            `json:"unmet"`
 	Counts  map[string]int `json:"outcomes"`
-	Verdict string         `json:"verdict"` // the run's one verdict, pass or fail (its summary's; see Merge)
+	Verdict string         `json:"verdict"` // pass, fail, or "no result" (see Merge)
 	Gate    *bool          `json:"gate,omitempty"`
 	WallS   float64        `json:"suite_wall_s,omitempty"`
+	// Backend is the backends the node's cases ran on (their ids' first
+	// segment), GPUs its GPU count, Ranks its world size (--ranks).
+	Backend string `json:"backend"`
+	GPUs    int    `json:"gpus"`
+	Ranks   int    `json:"ranks"`
+	// ExitStatus is the suite's exit status from the wrapper's exit_status
+	// file, when there is one.
+	ExitStatus *int `json:"exit_status,omitempty"`
+	// Failures is every reason the node fails the fleet: its own verdict,
+	// no result, a short case set, another backend or shape than its pool,
+	// a case it alone misses, a bad-side outlier. What --drain prints.
+	Failures []string `json:"failures"`
 }
+
+// NoResult is the verdict of a node with nothing to judge.
+const NoResult = "no result"
 
 // Stack is what a node's results are grouped by.
 type Stack struct {
@@ -92,6 +114,10 @@ type MetricDist struct {
 	Min      float64 `json:"min"`
 	Max      float64 `json:"max"`
 	Outliers int     `json:"outliers"`
+	// Gating: a bad-side outlier of this metric fails the fleet. The host
+	// backend's metrics are the CPU's noise (a loaded machine moves them by
+	// tens of percent between healthy runs): shown, never gating.
+	Gating bool `json:"gating"`
 }
 
 // NodeValue is one node's value of a metric.
@@ -109,74 +135,297 @@ type NodeValue struct {
 // outlierZ is how many scales from the fleet median a node must sit.
 const outlierZ = 3
 
-// Merge builds the fleet report.
+// outlierRel is how far from the fleet median, relative to it, a node must
+// also sit: the scale of a handful of nodes can be tiny by chance, and a
+// difference of a few percent is no reason to stop a rollout.
+const outlierRel = 0.10
+
+// Merge builds the fleet report. Every node is judged by the run's one
+// verdict function (expect.JudgeRun, as the suite and p2preport do), so a
+// not-supported capability is not a failure; a node also fails when it has
+// no result (no results.json, or one with no case: a run that tested
+// nothing), when its suite exited non-zero, when it ran another backend
+// than its pool (a GPU node that fell back to the host backend), fewer
+// GPUs or ranks than the majority of its GPU model, or fewer cases than
+// the majority of its shape.
 func Merge(nodes []Node) *Fleet {
 	f := &Fleet{Nodes: []NodeSummary{}, Stacks: []StackGroup{}, Inconsistent: []Inconsistent{}, Metrics: []MetricDist{}, Reasons: []string{}}
 	stacks := map[Stack]*StackGroup{}
 	var order []Stack
-	for _, n := range nodes {
-		ns := NodeSummary{Name: n.Name, File: n.File, Stack: stackOf(n.Report.Environment), Cases: len(n.Report.Results), Counts: map[string]int{}}
-		for _, r := range n.Report.Results {
-			ns.Counts[string(r.Outcome)]++
-			if !r.Met() {
-				ns.Unmet++
+	judged := make([][]report.Result, len(nodes))
+	for i, n := range nodes {
+		ns := NodeSummary{Name: n.Name, File: n.File, Counts: map[string]int{}, Failures: []string{}, ExitStatus: n.ExitStatus}
+		fail := func(format string, a ...any) { ns.Failures = append(ns.Failures, fmt.Sprintf(format, a...)) }
+		if n.ExitStatus != nil && *n.ExitStatus != 0 {
+			fail("suite exit status %d", *n.ExitStatus)
+		}
+		switch {
+		case n.Report == nil:
+			ns.Verdict = NoResult
+			ns.Stack = Stack{Driver: "none", GPU: "unknown GPU"}
+			fail("no result: %s", n.NoResult)
+		case len(n.Report.Results) == 0:
+			// A run that tested nothing (a usage error, a GPU backend that
+			// did not load, a signal before the first case) is no result,
+			// whatever its summary says: zero cases is not a pass.
+			ns.Verdict = NoResult
+			ns.Stack = stackOf(n.Report.Environment)
+			fail("no result: results.json holds no case%s", lastLine(n.Report.Summary))
+		default:
+			rep := n.Report
+			ns.Stack = stackOf(rep.Environment)
+			ns.Cases = len(rep.Results)
+			ns.Backend = backendOf(rep.Results)
+			ns.GPUs = gpuCount(rep.Environment)
+			ns.Ranks = flagRanks(rep.Environment)
+			res, _, sum := expect.JudgeRun(rep.Results, nil, rep.Environment, nil, "", "")
+			judged[i] = res
+			for _, r := range res {
+				ns.Counts[string(r.Outcome)]++
+			}
+			ns.Unmet = len(sum.Unexpected)
+			ns.Verdict = strings.ToLower(sum.Verdict)
+			if ns.Verdict != "pass" {
+				fail("%s of %d did not meet their expected outcome", plural(ns.Unmet, "case", "cases"), ns.Cases)
+			}
+			// The run's own summary (gated against its node's baseline) and
+			// gate stand: a missing case, say, is only in them.
+			if rs := rep.Summary; rs != nil {
+				if len(rs.Unexpected) > ns.Unmet {
+					ns.Unmet = len(rs.Unexpected)
+				}
+				if rs.ExitStatus != 0 || !strings.EqualFold(rs.Verdict, "pass") {
+					if ns.Verdict == "pass" {
+						fail("its run's verdict is %s (exit status %d)", rs.Verdict, rs.ExitStatus)
+					}
+					ns.Verdict = "fail"
+				}
+			}
+			if g := rep.Gate; g != nil {
+				pass := g.Pass
+				ns.Gate = &pass
+				if !g.Pass {
+					if ns.Verdict == "pass" {
+						fail("its gate failed")
+					}
+					ns.Verdict = "fail"
+				}
+			}
+			if rep.Timing != nil {
+				ns.WallS = rep.Timing.SuiteWallS
 			}
 		}
-		// The node's verdict is its run's one verdict (not-supported
-		// results and the gate included): the summary it told, or, for a
-		// results.json from before the suite told one, the same verdict
-		// function run on its recorded results, as p2preport does.
-		sum := n.Report.Summary
-		if sum == nil {
-			_, _, s := expect.JudgeRun(n.Report.Results, nil, n.Report.Environment, nil, "", "")
-			sum = &s
-		}
-		ns.Verdict = strings.ToLower(sum.Verdict)
-		if g := n.Report.Gate; g != nil {
-			pass := g.Pass
-			ns.Gate = &pass
-		}
-		if n.Report.Timing != nil {
-			ns.WallS = n.Report.Timing.SuiteWallS
+		if len(ns.Failures) > 0 && ns.Verdict == "pass" {
+			ns.Verdict = "fail"
 		}
 		f.Nodes = append(f.Nodes, ns)
+	}
+	poolChecks(f.Nodes)
+	for _, ns := range f.Nodes {
 		g, ok := stacks[ns.Stack]
 		if !ok {
 			g = &StackGroup{Stack: ns.Stack, Nodes: []string{}}
 			stacks[ns.Stack] = g
 			order = append(order, ns.Stack)
 		}
-		g.Nodes = append(g.Nodes, n.Name)
-		if ns.Verdict != "pass" {
+		g.Nodes = append(g.Nodes, ns.Name)
+		if len(ns.Failures) > 0 {
 			g.Unmet++
-			f.Reasons = append(f.Reasons, fmt.Sprintf("node %s: %s", n.Name, nodeWhy(ns)))
 		}
 	}
 	for _, s := range order {
 		f.Stacks = append(f.Stacks, *stacks[s])
 	}
-	f.Inconsistent = inconsistent(nodes, f.Nodes)
+	byName := map[string]*NodeSummary{}
+	for i := range f.Nodes {
+		byName[f.Nodes[i].Name] = &f.Nodes[i]
+	}
+	f.Inconsistent = inconsistent(nodes, judged, f.Nodes)
 	for _, ic := range f.Inconsistent {
+		// A case met on some nodes and missed on others is the news the
+		// fleet gate exists for; one whose outcomes differ but which every
+		// node met (a not-supported skip beside a pass) is listed only.
+		if len(ic.Passing) == 0 || len(ic.Failing) == 0 {
+			continue
+		}
 		f.Reasons = append(f.Reasons, fmt.Sprintf("case %s: met on %s, not on %s", ic.ID, strings.Join(ic.Passing, ","), strings.Join(ic.Failing, ",")))
+		for _, n := range ic.Failing {
+			byName[n].Failures = append(byName[n].Failures, "case "+ic.ID+" missed, met on "+plural(len(ic.Passing), "other node", "other nodes"))
+		}
 	}
 	f.Metrics = distributions(nodes)
 	for _, m := range f.Metrics {
 		for _, v := range m.Nodes {
-			if v.Bad {
+			if v.Bad && m.Gating {
 				f.Reasons = append(f.Reasons, fmt.Sprintf("metric %s %s: node %s %s %.4g %s (fleet median %.4g, z %.1f)",
 					m.Case, m.Metric, v.Node, v.Outlier, v.Median, m.Unit, m.Median, v.Z))
+				byName[v.Node].Failures = append(byName[v.Node].Failures, fmt.Sprintf("%s %s %.4g %s, fleet median %.4g", m.Case, m.Metric, v.Median, m.Unit, m.Median))
 			}
 		}
 	}
+	// Node reasons first, in node order.
+	var nodeReasons []string
+	for _, ns := range f.Nodes {
+		for _, why := range ns.Failures {
+			if strings.HasPrefix(why, "case ") || strings.Contains(why, ", fleet median ") {
+				continue // said above, by case or metric
+			}
+			nodeReasons = append(nodeReasons, fmt.Sprintf("node %s: %s", ns.Name, why))
+		}
+	}
+	f.Reasons = append(nodeReasons, f.Reasons...)
 	f.Pass = len(f.Reasons) == 0
 	return f
 }
 
-func nodeWhy(ns NodeSummary) string {
-	if ns.Gate != nil {
-		return "its gate failed"
+// poolChecks fails the nodes that ran something other than their pool:
+// the host backend beside GPU backends (a GPU node whose driver did not
+// load passes on the host backend, where no case of it runs on any other
+// node, so no case "differs"), another backend than the majority of its
+// GPU model, fewer GPUs or ranks than that majority (a lost GPU, an
+// allocation smaller than the pool's), fewer cases than the majority of
+// its shape (a node whose suite ran a part of the plan). Majorities break
+// ties toward more (GPUs, ranks, cases): losing some is the failure mode.
+func poolChecks(ns []NodeSummary) {
+	anyGPU := false
+	for _, n := range ns {
+		if n.Verdict != NoResult && n.Backend != "host" {
+			anyGPU = true
+		}
 	}
-	return fmt.Sprintf("%s of %d did not meet their expected outcome", plural(ns.Unmet, "case", "cases"), ns.Cases)
+	model := func(n NodeSummary) string { return n.Stack.Vendor + "|" + gpuName(n.Stack.GPU) }
+	backends := map[string]map[string]int{}
+	for _, n := range ns {
+		if n.Verdict == NoResult {
+			continue
+		}
+		if backends[model(n)] == nil {
+			backends[model(n)] = map[string]int{}
+		}
+		backends[model(n)][n.Backend]++
+	}
+	for i := range ns {
+		n := &ns[i]
+		if n.Verdict == NoResult {
+			continue
+		}
+		if anyGPU && n.Backend == "host" {
+			n.Failures = append(n.Failures, "ran the host backend beside GPU nodes (a GPU node whose driver did not load?)")
+			n.Verdict = "fail"
+			continue
+		}
+		if maj := modeString(backends[model(*n)]); n.Backend != maj {
+			n.Failures = append(n.Failures, fmt.Sprintf("ran backend %s, its GPU model's majority ran %s", n.Backend, maj))
+			n.Verdict = "fail"
+		}
+	}
+	gpus, ranks := map[string]map[int]int{}, map[string]map[int]int{}
+	for _, n := range ns {
+		if n.Verdict == NoResult {
+			continue
+		}
+		k := model(n) + "|" + n.Backend
+		if gpus[k] == nil {
+			gpus[k], ranks[k] = map[int]int{}, map[int]int{}
+		}
+		gpus[k][n.GPUs]++
+		ranks[k][n.Ranks]++
+	}
+	cases := map[string]map[int]int{}
+	shape := func(n NodeSummary) string { return fmt.Sprintf("%s|%s|%d|%d", model(n), n.Backend, n.GPUs, n.Ranks) }
+	for _, n := range ns {
+		if n.Verdict == NoResult {
+			continue
+		}
+		if cases[shape(n)] == nil {
+			cases[shape(n)] = map[int]int{}
+		}
+		cases[shape(n)][n.Cases]++
+	}
+	for i := range ns {
+		n := &ns[i]
+		if n.Verdict == NoResult {
+			continue
+		}
+		k := model(*n) + "|" + n.Backend
+		if maj := modeInt(gpus[k]); n.GPUs < maj {
+			n.Failures = append(n.Failures, fmt.Sprintf("%d GPUs, its pool's majority has %d", n.GPUs, maj))
+		}
+		if maj := modeInt(ranks[k]); n.Ranks < maj {
+			n.Failures = append(n.Failures, fmt.Sprintf("ran %d ranks, its pool's majority ran %d", n.Ranks, maj))
+		}
+		if maj := modeInt(cases[shape(*n)]); n.Cases < maj {
+			n.Failures = append(n.Failures, fmt.Sprintf("ran %d cases, its shape's majority ran %d", n.Cases, maj))
+		}
+		if len(n.Failures) > 0 {
+			n.Verdict = "fail"
+		}
+	}
+}
+
+func modeString(m map[string]int) string {
+	best, bn := "", -1
+	for k, c := range m {
+		if c > bn || c == bn && (best == "host" || k != "host" && k < best) {
+			best, bn = k, c
+		}
+	}
+	return best
+}
+
+func modeInt(m map[int]int) int {
+	best, bn := 0, -1
+	for k, c := range m {
+		if c > bn || c == bn && k > best {
+			best, bn = k, c
+		}
+	}
+	return best
+}
+
+// gpuName is the model part of Stack.GPU ("NVIDIA H200 ×8 (sm_90)" → "NVIDIA H200").
+func gpuName(s string) string {
+	if i := strings.Index(s, " ×"); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// backendOf is the backends a node's cases ran on: the first segment of
+// every case id (cuda, hip, hsa, host), sorted and joined by "+".
+func backendOf(rs []report.Result) string {
+	seen := map[string]bool{}
+	for _, r := range rs {
+		b, _, _ := strings.Cut(r.ID, ".")
+		seen[b] = true
+	}
+	return strings.Join(sortedKeys(seen), "+")
+}
+
+func gpuCount(env map[string]any) int {
+	gs, _ := env["gpus"].([]any)
+	count := len(gs)
+	if len(gs) > 0 {
+		if g, ok := gs[0].(map[string]any); ok {
+			if c, ok := g["count"].(float64); ok && int(c) > count {
+				count = int(c)
+			}
+		}
+	}
+	return count
+}
+
+func flagRanks(env map[string]any) int {
+	fl, _ := env["flags"].(map[string]any)
+	r, _ := fl["ranks"].(float64)
+	return int(r)
+}
+
+func lastLine(s *report.Summary) string {
+	if s == nil || s.Line == "" {
+		return ""
+	}
+	return " (its summary: " + trunc(s.Line, 120) + ")"
 }
 
 // stackOf reads the stack from a run's environment: the driver as the
@@ -208,20 +457,23 @@ func stackOf(env map[string]any) Stack {
 	return s
 }
 
-func inconsistent(nodes []Node, sums []NodeSummary) []Inconsistent {
+// inconsistent lists the cases whose outcome differs across the nodes that
+// ran them; met and missed are by the verdict's rule (report.Unexpected of
+// the judged result), not outcome == expected.
+func inconsistent(nodes []Node, judged [][]report.Result, sums []NodeSummary) []Inconsistent {
 	type seen struct {
 		res   report.Result
 		stack Stack
 	}
 	by := map[string]map[string]seen{}
 	var ids []string
-	for i, n := range nodes {
-		for _, r := range n.Report.Results {
+	for i := range nodes {
+		for _, r := range judged[i] {
 			if by[r.ID] == nil {
 				by[r.ID] = map[string]seen{}
 				ids = append(ids, r.ID)
 			}
-			by[r.ID][n.Name] = seen{r, sums[i].Stack}
+			by[r.ID][nodes[i].Name] = seen{r, sums[i].Stack}
 		}
 	}
 	sort.Strings(ids)
@@ -251,7 +503,7 @@ func inconsistent(nodes []Node, sums []NodeSummary) []Inconsistent {
 			if !slices.Contains(ic.Stacks[st], o) {
 				ic.Stacks[st] = append(ic.Stacks[st], o)
 			}
-			if s.res.Met() {
+			if !report.Unexpected(s.res) {
 				ic.Passing = append(ic.Passing, n.Name)
 			} else {
 				ic.Failing = append(ic.Failing, n.Name)
@@ -283,6 +535,9 @@ func distributions(nodes []Node) []MetricDist {
 	units := map[key]string{}
 	var keys []key
 	for _, n := range nodes {
+		if n.Report == nil {
+			continue
+		}
 		for _, r := range n.Report.Results {
 			for name, m := range r.Metrics {
 				k := key{r.ID, name}
@@ -302,7 +557,8 @@ func distributions(nodes []Node) []MetricDist {
 	})
 	out := []MetricDist{}
 	for _, k := range keys {
-		d := MetricDist{Case: k.c, Metric: k.m, Unit: units[k], Better: better(units[k]), Nodes: vals[k]}
+		backend, _, _ := strings.Cut(k.c, ".")
+		d := MetricDist{Case: k.c, Metric: k.m, Unit: units[k], Better: better(units[k]), Nodes: vals[k], Gating: backend != "host"}
 		judge(&d)
 		out = append(out, d)
 	}
@@ -338,6 +594,15 @@ func judge(d *MetricDist) {
 		if reaches || d.Scale == 0 && v.Median == d.Median {
 			continue
 		}
+		// One sample has no spread of its own: the scale is then only the
+		// spread of a few nodes' single values, near zero by chance (three
+		// healthy nodes' pair rates were flagged so). Shown, not judged.
+		if oneSample(*v) {
+			continue
+		}
+		if math.Abs(v.Median-d.Median) <= outlierRel*math.Abs(d.Median) {
+			continue
+		}
 		if d.Scale == 0 || math.Abs(v.Median-d.Median) > outlierZ*d.Scale {
 			v.Outlier = "high"
 			if v.Median < d.Median {
@@ -348,6 +613,10 @@ func judge(d *MetricDist) {
 		}
 	}
 }
+
+// oneSample: the node measured the metric once (n 1, or an older file
+// without n whose range is a point).
+func oneSample(v NodeValue) bool { return v.N == 1 || v.N == 0 && v.Min == v.Max }
 
 func median(s []float64) float64 {
 	if len(s) == 0 {
@@ -392,9 +661,13 @@ func (f *Fleet) WriteJSON(w io.Writer) error {
 // WriteText writes the report for a terminal.
 func (f *Fleet) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "fleet: %s\n", plural(len(f.Nodes), "node", "nodes"))
-	fmt.Fprintf(w, "%-20s %-7s %6s %6s  %s\n", "NODE", "VERDICT", "CASES", "UNMET", "STACK")
+	fmt.Fprintf(w, "%-20s %-9s %6s %6s  %-8s %s\n", "NODE", "VERDICT", "CASES", "UNMET", "BACKEND", "STACK")
 	for _, n := range f.Nodes {
-		fmt.Fprintf(w, "%-20s %-7s %6d %6d  %s\n", n.Name, n.Verdict, n.Cases, n.Unmet, n.Stack)
+		b := n.Backend
+		if b == "" {
+			b = "-"
+		}
+		fmt.Fprintf(w, "%-20s %-9s %6d %6d  %-8s %s\n", n.Name, n.Verdict, n.Cases, n.Unmet, b, n.Stack)
 	}
 	fmt.Fprintf(w, "\nstacks: %d\n", len(f.Stacks))
 	for _, g := range f.Stacks {
@@ -429,6 +702,9 @@ func (f *Fleet) WriteText(w io.Writer) {
 				bad := ""
 				if v.Bad {
 					bad = " (bad side)"
+					if !m.Gating {
+						bad = " (bad side; host backend: shown, not gating)"
+					}
 				}
 				fmt.Fprintf(w, "    %s: %.4g (samples %.4g–%.4g, n %d), z %.1f, %s%s\n", v.Node, v.Median, v.Min, v.Max, v.N, v.Z, v.Outlier, bad)
 			}
@@ -437,6 +713,23 @@ func (f *Fleet) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "\nfleet: %s\n", map[bool]string{true: "PASS", false: "FAIL"}[f.Pass])
 	for _, r := range f.Reasons {
 		fmt.Fprintf(w, "  %s\n", r)
+	}
+}
+
+// WriteDrain prints one Slurm drain command per failing node, the reason
+// its first failure (Slurm keeps a short free-text reason; the report has
+// the rest).
+func (f *Fleet) WriteDrain(w io.Writer) {
+	for _, n := range f.Nodes {
+		if len(n.Failures) == 0 {
+			continue
+		}
+		why := n.Failures[0]
+		if len(n.Failures) > 1 {
+			why += fmt.Sprintf(" (+%d more)", len(n.Failures)-1)
+		}
+		why = strings.NewReplacer(`"`, "'", `\`, "/", "$", "", "`", "'").Replace(trunc(why, 160))
+		fmt.Fprintf(w, "scontrol update nodename=%s state=drain reason=\"p2patomics: %s\"\n", n.Name, why)
 	}
 }
 

@@ -5,10 +5,13 @@
 // outlying nodes flagged, and the cases that fail on some nodes and pass
 // on others.
 //
-//	p2pfleet [--json=FILE] [--html=FILE] [--gate] NODE... (a results.json, or a folder holding one)
+//	p2pfleet [--json=FILE] [--html=FILE] [--gate] [--drain] NODE... (a results.json, or a folder holding one)
 //
 // A node is named by the folder its results.json is in (the scripts under
-// scripts/fleet write <shared>/<hostname>/results.json). The text report
+// scripts/fleet write <shared>/<node>/results.json, and the suite's exit
+// status in <node>/exit_status). A node whose results.json is missing,
+// unreadable or holds no case is "no result": it fails the fleet, and the
+// other nodes are still merged. The text report
 // goes to stdout; --json and --html write the same report as one JSON
 // document and one self-contained HTML page ("-" is stdout, which then
 // carries that document alone).
@@ -21,25 +24,41 @@
 // an outlier when its median sits more than 3 scales from the centre and
 // its own samples' range does not reach the centre.
 //
-// Exit status: 0 (with --gate: every node's run verdict is pass, no
-// case is inconsistent across nodes and no rate is a low outlier nor a time
-// a high one), 1 when --gate finds any of those, 2 usage error or an
-// unreadable results.json (one line on stderr).
+// A node also fails when its suite exited non-zero, when it ran another
+// backend than its pool (the host backend beside GPU nodes), fewer GPUs or
+// ranks than its GPU model's majority, or fewer cases than its shape's
+// majority. An outlier must also differ from the fleet median by 10% of
+// it; a one-sample metric is never one; the host backend's metrics are
+// shown and never gate (they are the CPU's noise).
+//
+// --drain prints, after the report, one `scontrol update nodename=N
+// state=drain reason="p2patomics: ..."` line per failing node, for the
+// scheduler's admin to run (the drain pattern of NHC and DCGM's cluster
+// validation).
+//
+// Exit status: 0 (with --gate: every node has a result and passes, no
+// case is met on some nodes and missed on others and no gating rate is a
+// low outlier nor a time a high one), 1 when --gate finds any of those,
+// and also without --gate when a node has no result (the report is not
+// the fleet's); 2 usage error (one line on stderr).
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"p2patomics/harness/report"
 	"p2patomics/internal/cli"
 )
 
-const usage = "usage: p2pfleet [--json=FILE] [--html=FILE] [--gate] NODE/results.json|NODE/ ..."
+const usage = "usage: p2pfleet [--json=FILE] [--html=FILE] [--gate] [--drain] NODE/results.json|NODE/ ..."
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -47,13 +66,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("p2pfleet", flag.ContinueOnError)
 	jsonOut := fs.String("json", "", "write the fleet report as JSON to this file (- for stdout)")
 	htmlOut := fs.String("html", "", "write the fleet report as one HTML page to this file (- for stdout)")
-	gate := fs.Bool("gate", false, "exit 1 on any unmet case, inconsistent case or bad outlier")
+	gate := fs.Bool("gate", false, "exit 1 on any failing node, node without a result, inconsistent case or bad outlier")
+	drain := fs.Bool("drain", false, "after the report, print a Slurm `scontrol update nodename=... state=drain` line per failing node")
 	pos, code, done := cli.Parse(fs, args, usage, stdout, stderr)
 	if done {
 		return code
 	}
 	if *jsonOut == "-" && *htmlOut == "-" {
 		fmt.Fprintf(stderr, "p2pfleet: --json=- and --html=- both want stdout; give one a file\n")
+		return 2
+	}
+	if *drain && (*jsonOut == "-" || *htmlOut == "-") {
+		fmt.Fprintf(stderr, "p2pfleet: --drain prints to stdout, where --json=- or --html=- writes its document; give that a file\n")
 		return 2
 	}
 	if len(pos) == 0 {
@@ -69,16 +93,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		if prev, ok := seen[name]; ok {
-			fmt.Fprintf(stderr, "p2pfleet: node name %q given twice (%s and %s); each node's results.json goes in a folder named by its host\n", name, prev, file)
+			fmt.Fprintf(stderr, "p2pfleet: node name %q given twice (%s and %s); each node's results.json goes in a folder named by its node\n", name, prev, file)
 			return 2
 		}
 		seen[name] = file
-		rep, err := report.Read(file)
-		if err != nil {
-			fmt.Fprintf(stderr, "p2pfleet: %v\n", err)
-			return 2
+		n := Node{Name: name, File: file, ExitStatus: exitStatus(filepath.Dir(file))}
+		// A node without a readable results.json is named and judged "no
+		// result", not an abort: one node off the shared file system would
+		// otherwise hide the other N-1.
+		if rep, err := report.Read(file); err != nil {
+			n.NoResult = noResultWhy(file, err)
+		} else {
+			n.Report = rep
 		}
-		nodes = append(nodes, Node{Name: name, File: file, Report: rep})
+		nodes = append(nodes, n)
 	}
 	f := Merge(nodes)
 	if *jsonOut != "-" && *htmlOut != "-" {
@@ -97,21 +125,55 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	if *drain {
+		f.WriteDrain(stdout)
+	}
 	if *gate && !f.Pass {
 		return 1
 	}
+	for _, n := range f.Nodes {
+		if n.Verdict == NoResult {
+			return 1
+		}
+	}
 	return 0
+}
+
+// noResultWhy says in a few words why a node's file gives no result.
+func noResultWhy(file string, err error) string {
+	st, serr := os.Stat(file)
+	switch {
+	case errors.Is(serr, fs.ErrNotExist):
+		return "no results.json (" + file + ")"
+	case serr == nil && st.Size() == 0:
+		return "results.json is empty (" + file + ")"
+	}
+	return trunc(err.Error(), 200)
+}
+
+// exitStatus reads the exit_status file the fleet wrappers write beside
+// results.json; nil when there is none or it is not a number.
+func exitStatus(dir string) *int {
+	b, err := os.ReadFile(filepath.Join(dir, "exit_status"))
+	if err != nil {
+		return nil
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil
+	}
+	return &v
 }
 
 // locate turns an argument into a results.json path and a node name (the
 // name of the folder holding it).
 func locate(p string) (file, name string, err error) {
-	st, err := os.Stat(p)
-	if err != nil {
-		return "", "", fmt.Errorf("node results %s: %w", p, err)
-	}
 	file = p
-	if st.IsDir() {
+	if st, err := os.Stat(p); err == nil && st.IsDir() {
+		file = filepath.Join(p, "results.json")
+	} else if err != nil && filepath.Base(p) != "results.json" {
+		// A node folder that is not there (its task never started, or
+		// the shared file system was not mounted on it): named by it.
 		file = filepath.Join(p, "results.json")
 	}
 	abs, err := filepath.Abs(file)
