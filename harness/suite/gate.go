@@ -22,10 +22,33 @@ func environment(o *Options, infos [][]device.Info) map[string]any {
 	if rules := o.InjectRules(); len(rules) > 0 {
 		env["inject"] = rules // the run is not a measurement of this driver
 	}
+	if fe := flagsFromEnv(); len(fe) > 0 {
+		// The P2PAT_* variables the options were read from (a flag on the
+		// command line wins over them): a scheduler that passes the
+		// submitter's environment on to every node changes each node's
+		// run, and its results.json must show by what (docs/FLEET.md).
+		env["flags_env"] = fe
+	}
 	if h, err := os.Hostname(); err == nil {
 		env["hostname"] = h // junit.xml's hostname, also when re-rendered elsewhere
 	}
 	return env
+}
+
+// flagsFromEnv is every P2PAT_<FLAG> variable set, flags and --<kind>
+// shorthands alike, as Parse reads them.
+func flagsFromEnv() map[string]any {
+	fe := map[string]any{}
+	names := append([]string{}, allKinds()...)
+	for _, d := range FlagTable {
+		names = append(names, d.Name)
+	}
+	for _, n := range names {
+		if v, ok := os.LookupEnv(EnvName(n)); ok {
+			fe[EnvName(n)] = v
+		}
+	}
+	return fe
 }
 
 func (r *Run) gateSet() (*expect.Set, error) {
