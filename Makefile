@@ -13,7 +13,7 @@ CHECKS := $(CURDIR)/out-checks
 ABI   := $(CURDIR)/.cache/amd-headers/abi
 export CGO_ENABLED := 0
 
-.PHONY: run test check-go deps kernels vet unit suite cli gate firstrun schema rounds soak fuzz bench device-build amd-first-run mutate
+.PHONY: run test check-go deps kernels vet unit suite cli gate firstrun schema rounds soak fuzz bench device-build amd-first-run mutate fleet-slurm
 
 check-go:
 	@command -v $(GO) >/dev/null 2>&1 || { echo "p2patomics: Go >= 1.26 is not on PATH (install it from go.dev/dl, add /usr/local/go/bin to PATH)" >&2; exit 1; }
@@ -109,7 +109,12 @@ fuzz: check-go
 	$(GO) test -run '^$$' -fuzz '^FuzzRecv$$' -fuzztime 4s ./wire
 	$(GO) test -run '^$$' -fuzz '^FuzzHandle$$' -fuzztime 4s ./rank
 
-test: deps vet unit suite cli gate gate-selftest firstrun schema rounds soak fuzz mutate
+# The Slurm fleet recipe on a live one-host Slurm cluster (installs
+# slurm-wlm and munge as root; docs/FLEET.md "Checked in CI").
+fleet-slurm: bin/specs.test
+	bash scripts/check-fleet-slurm.sh ./bin/specs.test $(CHECKS)/fleet-slurm
+
+test: deps vet unit suite cli gate gate-selftest firstrun schema rounds soak fuzz mutate fleet-slurm
 
 bench: check-go
 	$(GO) test -run '^$$' -bench . -benchtime=20x ./harness ./wire ./rank/host ./trace

@@ -156,9 +156,6 @@ func Merge(nodes []Node) *Fleet {
 	for i, n := range nodes {
 		ns := NodeSummary{Name: n.Name, File: n.File, Counts: map[string]int{}, Failures: []string{}, ExitStatus: n.ExitStatus}
 		fail := func(format string, a ...any) { ns.Failures = append(ns.Failures, fmt.Sprintf(format, a...)) }
-		if n.ExitStatus != nil && *n.ExitStatus != 0 {
-			fail("suite exit status %d", *n.ExitStatus)
-		}
 		switch {
 		case n.Report == nil:
 			ns.Verdict = NoResult
@@ -214,6 +211,11 @@ func Merge(nodes []Node) *Fleet {
 			if rep.Timing != nil {
 				ns.WallS = rep.Timing.SuiteWallS
 			}
+		}
+		// After the reasons above: the drain line names the first, and
+		// "no result" or the missed cases say more than the status.
+		if n.ExitStatus != nil && *n.ExitStatus != 0 {
+			fail("suite exit status %d", *n.ExitStatus)
 		}
 		if len(ns.Failures) > 0 && ns.Verdict == "pass" {
 			ns.Verdict = "fail"
