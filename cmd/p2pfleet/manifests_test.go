@@ -19,32 +19,42 @@ import (
 // with the matching mistake planted.
 
 const (
-	jobPath   = "../../scripts/fleet/kubernetes/job.yaml"
-	sbatchPth = "../../scripts/fleet/slurm/p2patomics.sbatch"
+	jobPath      = "../../scripts/fleet/kubernetes/job.yaml"
+	emptyDirPath = "../../scripts/fleet/kubernetes/job-emptydir.yaml"
+	sbatchPth    = "../../scripts/fleet/slurm/p2patomics.sbatch"
 )
 
 // suiteFlags returns the flags the script gives the suite binary, without
-// --out (each node names its own folder), and the --ranks value.
-func suiteFlags(script string) ([]string, int, error) {
+// --out (each node names its own folder), and the --ranks and --backend
+// values. --ranks is a number (Kubernetes: the GPU limit) or the Slurm
+// allocation's variable; --backend must be pinned, never auto (a GPU node
+// whose driver did not load would pass on the host backend). The flags
+// come back with the values of those two cut, for comparing the two
+// schedulers' invocations.
+func suiteFlags(script string) (flags []string, ranks, backend string, err error) {
 	m := regexp.MustCompile(`specs\.test((?: +--?[a-z-]+(?:=\S+)?)+)`).FindStringSubmatch(script)
 	if m == nil {
-		return nil, 0, errors.New("no specs.test invocation with flags")
+		return nil, "", "", errors.New("no specs.test invocation with flags")
 	}
-	var flags []string
-	ranks := 0
 	for _, f := range strings.Fields(m[1]) {
 		if strings.HasPrefix(f, "--out=") {
 			continue
 		}
-		flags = append(flags, f)
 		if v, ok := strings.CutPrefix(f, "--ranks="); ok {
-			ranks, _ = strconv.Atoi(v)
+			ranks, f = v, "--ranks="
 		}
+		if v, ok := strings.CutPrefix(f, "--backend="); ok {
+			backend, f = v, "--backend="
+		}
+		flags = append(flags, f)
 	}
-	if ranks == 0 {
-		return nil, 0, errors.New("no --ranks=N: a node's GPUs are only all used when the world spans them")
+	if ranks == "" {
+		return nil, "", "", errors.New("no --ranks=N: a node's GPUs are only all used when the world spans them")
 	}
-	return flags, ranks, nil
+	if backend == "" || backend == "auto" {
+		return nil, "", "", fmt.Errorf("--backend=%s: pin the pool's backend (cuda, hip, hsa), never auto: a node whose driver did not load would pass on the host backend", backend)
+	}
+	return flags, ranks, backend, nil
 }
 
 type obj = map[string]any
@@ -60,7 +70,8 @@ func dig(v any, path ...string) any {
 	return v
 }
 
-// checkJob returns every problem of the Kubernetes manifest text.
+// checkJob returns every problem of a Kubernetes manifest text (job.yaml,
+// job-emptydir.yaml): one Job per node, pinned by @NODE@.
 func checkJob(text string) (problems []string, flags []string) {
 	bad := func(f string, a ...any) { problems = append(problems, fmt.Sprintf(f, a...)) }
 	dec := yaml.NewDecoder(strings.NewReader(text))
@@ -87,31 +98,21 @@ func checkJob(text string) (problems []string, flags []string) {
 		return problems, nil
 	}
 	spec := dig(job, "spec")
-	if dig(spec, "completionMode") != "Indexed" {
-		bad("completionMode is %v, want Indexed", dig(spec, "completionMode"))
+	if name, _ := dig(job, "metadata", "name").(string); !strings.Contains(name, "@NODE@") {
+		bad("the Job's name %q does not carry @NODE@: one Job per node needs one name per node", name)
 	}
-	if c, p := dig(spec, "completions"), dig(spec, "parallelism"); c == nil || c != p {
-		bad("completions %v and parallelism %v differ: every node's pod must run at once", c, p)
+	if c := dig(spec, "completions"); c != nil && c != 1 {
+		bad("completions %v: one Job per node runs one pod", c)
+	}
+	if dig(spec, "backoffLimit") != 0 {
+		bad("backoffLimit %v, want 0: a failing suite is data, not a reason to run it again", dig(spec, "backoffLimit"))
+	}
+	if d, _ := dig(spec, "activeDeadlineSeconds").(int); d <= 0 {
+		bad("no activeDeadlineSeconds: a pod that never gets its GPUs stays Pending forever")
 	}
 	pod := dig(spec, "template", "spec")
-	labels, _ := dig(spec, "template", "metadata", "labels").(obj)
-	terms, _ := dig(pod, "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution").([]any)
-	anti := false
-	for _, t := range terms {
-		if dig(t, "topologyKey") != "kubernetes.io/hostname" {
-			continue
-		}
-		sel, _ := dig(t, "labelSelector", "matchLabels").(obj)
-		match := len(sel) > 0
-		for k, v := range sel {
-			if labels[k] != v {
-				match = false
-			}
-		}
-		anti = anti || match
-	}
-	if !anti {
-		bad("no required pod anti-affinity on kubernetes.io/hostname selecting the job's own pods: two pods could share a node")
+	if dig(pod, "nodeSelector", "kubernetes.io/hostname") != "@NODE@" {
+		bad("not pinned to its node (nodeSelector kubernetes.io/hostname: \"@NODE@\"): the canaries could be skipped")
 	}
 	cs, _ := dig(pod, "containers").([]any)
 	if len(cs) != 1 {
@@ -128,15 +129,19 @@ func checkJob(text string) (problems []string, flags []string) {
 		cmd = append(cmd, fmt.Sprint(a))
 	}
 	script := strings.Join(cmd, " ")
-	flags, ranks, err := suiteFlags(script)
+	flags, ranksV, _, err := suiteFlags(script)
 	if err != nil {
 		bad("command: %v", err)
 	}
+	ranks, _ := strconv.Atoi(ranksV)
 	if !strings.Contains(script, "$(NODE_NAME)") || dig(c, "env") == nil || !strings.Contains(fmt.Sprint(dig(c, "env")), "spec.nodeName") {
 		bad("the results folder is not named by the node (NODE_NAME from spec.nodeName)")
 	}
 	if !regexp.MustCompile(`cat "?\$out/results\.json`).MatchString(script) {
 		bad("the pod does not print results.json as its stdout")
+	}
+	if !regexp.MustCompile(`(?m)exit \$rc\s*$`).MatchString(script) || !strings.Contains(script, `>"$out/exit_status"`) {
+		bad("the pod does not exit with the suite's status and record it in exit_status")
 	}
 	limits, _ := dig(c, "resources", "limits").(obj)
 	gpus := 0
@@ -149,6 +154,18 @@ func checkJob(text string) (problems []string, flags []string) {
 		bad("no GPU limit through the device plugin (nvidia.com/gpu or amd.com/gpu)")
 	} else if ranks != 0 && gpus != ranks {
 		bad("the pod asks for %d GPUs but runs --ranks=%d", gpus, ranks)
+	}
+	tol := false
+	for _, t := range asList(dig(pod, "tolerations")) {
+		if _, ok := limits[fmt.Sprint(dig(t, "key"))]; ok && dig(t, "operator") == "Exists" {
+			tol = true
+		}
+	}
+	if !tol {
+		bad("no toleration for the taint of the GPU resource it asks for (nvidia.com/gpu, amd.com/gpu): on a tainted GPU pool the pod stays Pending")
+	}
+	if dig(c, "resources", "requests", "memory") == nil {
+		bad("no memory request: the pod is BestEffort, the first evicted, and its memfd buffers count to its memory cgroup")
 	}
 	if dig(c, "securityContext", "privileged") == true && !strings.Contains(text, "privileged: true  # kernel log:") {
 		bad("privileged without saying why (only the kernel log would need it: `privileged: true  # kernel log: ...`)")
@@ -164,9 +181,12 @@ func checkJob(text string) (problems []string, flags []string) {
 		if cl, _ := dig(v, "persistentVolumeClaim", "claimName").(string); cl != "" && claims[cl] {
 			vol = true
 		}
+		if _, ok := dig(v, "emptyDir").(obj); ok {
+			vol = true
+		}
 	}
 	if !mounted || !vol {
-		bad("results are not on a volume (/results from a PersistentVolumeClaim in the manifest)")
+		bad("results are not on a volume (/results from a PersistentVolumeClaim in the manifest, or an emptyDir)")
 	}
 	return problems, flags
 }
@@ -186,21 +206,34 @@ func checkSbatch(text string) (problems []string, flags []string) {
 	if _, ok := opts["exclusive"]; !ok {
 		bad("no --exclusive: another job's kernels would share the GPUs under test")
 	}
-	flags, ranks, err := suiteFlags(text)
+	flags, ranks, _, err := suiteFlags(text)
 	if err != nil {
 		bad("%v", err)
 	}
-	g := regexp.MustCompile(`^gpu(?::[a-z0-9_]+)?:(\d+)$`).FindStringSubmatch(opts["gres"])
-	if g == nil {
+	if regexp.MustCompile(`^gpu(?::[a-z0-9_]+)?:(\d+)$`).FindStringSubmatch(opts["gres"]) == nil {
 		bad("no --gres=gpu:N")
-	} else if n, _ := strconv.Atoi(g[1]); ranks != 0 && n != ranks {
-		bad("the job asks for %d GPUs per node but runs --ranks=%d", n, ranks)
+	}
+	// The world is the allocation: sbatch --gres=gpu:4 must run 4 ranks.
+	if ranks != "$gpus" || !strings.Contains(text, "gpus=${SLURM_GPUS_ON_NODE") {
+		bad("--ranks=%s is not the node's allocation ($SLURM_GPUS_ON_NODE)", ranks)
+	}
+	if _, ok := opts["no-requeue"]; !ok {
+		bad("no --no-requeue: a node failure would requeue the job into the same results folder")
 	}
 	if !regexp.MustCompile(`(?m)^srun .*--ntasks-per-node=1`).MatchString(text) {
 		bad("no srun with one task per node")
 	}
-	if !strings.Contains(text, `/$(hostname -s)`) {
-		bad("the results folder is not named by the host")
+	if !regexp.MustCompile(`(?m)^srun .*--export=NONE`).MatchString(text) {
+		bad("the suite's step does not run with --export=NONE: the submitter's P2PAT_* would change every node's run")
+	}
+	if !strings.Contains(text, `node=${SLURMD_NODENAME`) || !strings.Contains(text, `/$node`) {
+		bad("the results folder is not named by the Slurm node name (SLURMD_NODENAME)")
+	}
+	if !regexp.MustCompile(`(?m)^exit \$rc$`).MatchString(text) || strings.Count(text, "\nexit $rc\n") < 2 || !strings.Contains(text, `>"$out/exit_status"`) {
+		bad("the suite's exit status does not reach Slurm (each task and the job: exit $rc) and exit_status")
+	}
+	if strings.Contains(text, "mktemp") {
+		bad("the log goes to node-local /tmp, lost on TIMEOUT: write it on the shared folder")
 	}
 	return problems, flags
 }
@@ -227,6 +260,19 @@ func TestFleetManifests(t *testing.T) {
 	if strings.Join(jf, " ") != strings.Join(sf, " ") {
 		t.Errorf("the two schedulers run the suite with different flags: kubernetes %v, slurm %v", jf, sf)
 	}
+	// The emptyDir variant is the same Job but for its volume.
+	ed := readText(t, emptyDirPath)
+	ep, _ := checkJob(ed)
+	for _, p := range ep {
+		t.Errorf("kubernetes/job-emptydir.yaml: %s", p)
+	}
+	jobDoc := job[strings.Index(job, "apiVersion: batch/v1") : strings.Index(job, "\n---\n")+1]
+	jobDoc = strings.Replace(jobDoc, "        - name: results\n          persistentVolumeClaim:\n            claimName: p2patomics-results\n", "", 1)
+	edDoc := ed[strings.Index(ed, "apiVersion: batch/v1"):]
+	edDoc = regexp.MustCompile(`(?s)        # No claim:.*emptyDir: \{\}\n`).ReplaceAllString(edDoc, "")
+	if jobDoc != edDoc {
+		t.Errorf("job-emptydir.yaml's Job differs from job.yaml's in more than its volume")
+	}
 }
 
 // TestFleetManifestChecksFire plants each mistake in a copy and expects
@@ -234,14 +280,20 @@ func TestFleetManifests(t *testing.T) {
 func TestFleetManifestChecksFire(t *testing.T) {
 	job, sb := readText(t, jobPath), readText(t, sbatchPth)
 	jobCases := []struct{ old, new, want string }{
-		{"completionMode: Indexed", "completionMode: NonIndexed", "Indexed"},
-		{"topologyKey: kubernetes.io/hostname", "topologyKey: topology.kubernetes.io/zone", "anti-affinity"},
+		{"kubernetes.io/hostname: \"@NODE@\"", "nvidia.com/gpu.present: \"true\"", "pinned to its node"},
+		{"name: p2patomics-@NODE@", "name: p2patomics-fleet", "one name per node"},
+		{"completions: 1", "completions: 4", "one pod"},
+		{"backoffLimit: 0", "backoffLimit: 6", "backoffLimit"},
+		{"activeDeadlineSeconds: 3600", "", "activeDeadlineSeconds"},
+		{"key: nvidia.com/gpu", "key: example.com/other", "toleration"},
+		{"memory: 4Gi", "ephemeral-storage: 1Gi", "memory request"},
+		{"specs.test --backend=cuda", "specs.test --backend=auto", "never auto"},
+		{"exit $rc", "exit 0", "exit with the suite's status"},
 		{"nvidia.com/gpu: 8", "nvidia.com/gpu: 4", "asks for 4 GPUs"},
 		{"privileged: false", "privileged: true", "privileged without saying why"},
 		{"image: registry.example.com/p2patomics:0.1.0", "image: registry.example.com/p2patomics:latest", "pinned tag"},
 		{`cat "$out/results.json"`, `true`, "stdout"},
 		{"claimName: p2patomics-results", "claimName: elsewhere", "volume"},
-		{"parallelism: 4", "parallelism: 2", "at once"},
 	}
 	for _, c := range jobCases {
 		if !strings.Contains(job, c.old) {
@@ -257,9 +309,14 @@ func TestFleetManifestChecksFire(t *testing.T) {
 	}
 	sbCases := []struct{ old, new, want string }{
 		{"#SBATCH --ntasks-per-node=1", "#SBATCH --ntasks-per-node=8", "one suite per node"},
-		{"#SBATCH --gres=gpu:8", "#SBATCH --gres=gpu:2", "asks for 2 GPUs"},
 		{"#SBATCH --exclusive\n", "", "exclusive"},
-		{"/$(hostname -s)", "/node", "named by the host"},
+		{"#SBATCH --no-requeue\n", "", "no-requeue"},
+		{"--ranks=$gpus", "--ranks=8", "allocation"},
+		{"--backend='\"$backend\"'", "--backend=auto", "never auto"},
+		{"node=${SLURMD_NODENAME", "node=$(hostname -s) #", "Slurm node name"},
+		{"--kill-on-bad-exit=0 --export=NONE", "--kill-on-bad-exit=0", "--export=NONE"},
+		{"\nexit $rc\n'", "\n'", "reach Slurm"},
+		{"log='\"$shared\"'/$node.run.log", "log=$(mktemp)", "node-local"},
 	}
 	for _, c := range sbCases {
 		if !strings.Contains(sb, c.old) {
@@ -271,7 +328,7 @@ func TestFleetManifestChecksFire(t *testing.T) {
 		}
 	}
 	_, jf := checkJob(job)
-	_, sf := checkSbatch(strings.Replace(sb, "--backend=auto --ranks=8", "--backend=auto --ranks=8 --perf", 1))
+	_, sf := checkSbatch(strings.Replace(sb, "--ranks=$gpus", "--ranks=$gpus --perf", 1))
 	if bytes.Equal([]byte(strings.Join(jf, " ")), []byte(strings.Join(sf, " "))) {
 		t.Error("a flag only the Slurm script passes went unnoticed")
 	}
