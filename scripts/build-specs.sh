@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build the suite binary for machines without Go (the GPU machine): a
 # cgo-free test binary that is both the suite and its ranks. Not static:
-# purego's dlopen needs the dynamic loader, so it links libc, libdl and
-# libpthread (any glibc; symbols unversioned) and cannot run on musl or
+# purego's dlopen needs the dynamic loader, so it links glibc's libc.so.6
+# (any glibc; symbols unversioned) and cannot run on musl or
 # FROM scratch (docs/FLEET.md, "The binary and its image").
 set -euo pipefail
 cd "$(dirname "$0")/.."
