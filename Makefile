@@ -13,7 +13,7 @@ CHECKS := $(CURDIR)/out-checks
 ABI   := $(CURDIR)/.cache/amd-headers/abi
 export CGO_ENABLED := 0
 
-.PHONY: run test check-go deps kernels vet unit suite cli gate firstrun schema rounds soak fuzz bench device-build amd-first-run mutate fleet-slurm
+.PHONY: run test check-go deps kernels vet unit suite cli gate firstrun schema rounds soak fuzz bench device-build amd-first-run mutate fleet-slurm fleet-kube
 
 check-go:
 	@command -v $(GO) >/dev/null 2>&1 || { echo "p2patomics: Go >= 1.26 is not on PATH (install it from go.dev/dl, add /usr/local/go/bin to PATH)" >&2; exit 1; }
@@ -115,6 +115,13 @@ fleet-slurm: bin/specs.test
 	bash scripts/check-fleet-slurm.sh ./bin/specs.test $(CHECKS)/fleet-slurm
 
 test: deps vet unit suite cli gate gate-selftest firstrun schema rounds soak fuzz mutate fleet-slurm
+
+# The Kubernetes recipe without a cluster: the manifests through the API
+# server's create path (a cold build of minutes, so not in make test) and
+# the Job's container started as a kubelet would (podman), merged from its
+# kubectl logs form (docs/FLEET.md "Checked in CI").
+fleet-kube: bin/specs.test
+	bash scripts/check-fleet-kube.sh ./bin/specs.test $(CHECKS)/fleet-kube
 
 bench: check-go
 	$(GO) test -run '^$$' -bench . -benchtime=20x ./harness ./wire ./rank/host ./trace

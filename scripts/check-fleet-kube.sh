@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# make fleet-kube: the Kubernetes fleet recipe as far as it can be run
+# without a cluster (docs/FLEET.md, "Checked in CI"). Not part of make test:
+# the validator's cold build alone takes minutes.
+#   1. scripts/fleet/kvalidate: job.yaml and job-emptydir.yaml (a node name
+#      put in for @NODE@) through the API server's own create path (the
+#      real decoding, defaulting and Job/PVC registry strategies of
+#      k8s.io/kubernetes, as a library); planted mistakes must be refused.
+#   2. the image built from scripts/fleet/Dockerfile, unchanged, with
+#      podman; the Job's container started as a kubelet would and merged
+#      from its kubectl logs form (cmd/p2pfleet TestKubeletStartsTheJob).
+# No registry is reachable here, so the Dockerfile's base image
+# (debian:bookworm-slim) is a stand-in made from this machine's own
+# Debian bookworm files: sh, mkdir, mv, cat and the glibc the binary
+# links. As root on Debian; installs podman and runc when missing.
+#
+#   scripts/check-fleet-kube.sh BIN/specs.test WORKDIR
+set -euo pipefail
+cd "$(dirname "$0")/.."
+spec=$(realpath "${1:?usage: check-fleet-kube.sh SPECS_BINARY WORKDIR}")
+w=${2:?usage: check-fleet-kube.sh SPECS_BINARY WORKDIR}
+t0=$(date +%s)
+step() { echo "fleet-kube: $* ($(($(date +%s) - t0)) s)"; }
+fail() { echo "fleet-kube: FAIL: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || fail "needs root (podman with a private storage root)"
+rm -rf "$w"
+mkdir -p "$w"
+w=$(realpath "$w")
+
+# 1. The API server's create path.
+step "building kvalidate (k8s.io/kubernetes v1.36.3 as a library)"
+(cd scripts/fleet/kvalidate && go build -o "$w/kvalidate" .)
+step "kvalidate built"
+for m in job job-emptydir; do
+  sed 's/@NODE@/gpu-node-017/g' "scripts/fleet/kubernetes/$m.yaml" >"$w/$m.yaml"
+  "$w/kvalidate" "$w/$m.yaml" || fail "$m.yaml refused by the API server's create path"
+done
+planted=(
+  's/nvidia.com\/gpu: 8/nvidia.com\/gpu: 8.5/:must be an integer'
+  's/fieldPath: spec.nodeName/fieldPath: spec.node/:fieldPath'
+  's/activeDeadlineSeconds: 3600/activeDeadlineSeconds: -1/:activeDeadlineSeconds'
+  's/backoffLimit: 0/backoffLimit: -1/:backoffLimit'
+  's/memory: 4Gi/memory: 4Gx/:quantities must match'
+  's/p2patomics-gpu-node-017/p2patomics_gpu_node_017/:name'
+)
+for p in "${planted[@]}"; do
+  expr=${p%%:*} want=${p#*:}
+  sed "$expr" "$w/job.yaml" >"$w/planted.yaml"
+  cmp -s "$w/job.yaml" "$w/planted.yaml" && fail "planted '$expr' changed nothing"
+  rc=0
+  "$w/kvalidate" "$w/planted.yaml" >"$w/planted.out" 2>&1 || rc=$?
+  [ $rc = 1 ] && grep -q -- "$want" "$w/planted.out" || { cat "$w/planted.out"; fail "planted '$expr': exit $rc, want 1 naming '$want'"; }
+  echo "ok:   planted '$expr' refused: $(grep -o -- "$want[^,]*" "$w/planted.out" | head -1)"
+done
+step "manifests valid, ${#planted[@]} planted mistakes refused"
+
+# 2. The image and the kubelet-like start.
+if ! command -v podman >/dev/null || ! command -v runc >/dev/null; then
+  step "installing podman and runc"
+  while fuser /var/lib/dpkg/lock-frontend >/dev/null 2>&1; do sleep 5; done
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends podman runc >/dev/null
+fi
+# This VM's root lacks CAP_SYS_RESOURCE (hard nofile 20000), below podman's
+# default rlimits; crun refuses cgroup v1 hybrid mode, runc does not.
+cat >"$w/containers.conf" <<'EOF'
+[containers]
+default_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]
+EOF
+export CONTAINERS_CONF=$w/containers.conf
+P="podman --root $w/storage --runroot $w/run --storage-driver=vfs --runtime=runc"
+cleanup() { $P rm -af >/dev/null 2>&1 || true; $P rmi -af >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+mkdir -p "$w/rootfs"/{bin,etc,tmp,proc,sys,dev,results}
+for b in /bin/sh /bin/mkdir /bin/mv /bin/cat; do cp -L "$b" "$w/rootfs/bin/"; done
+for l in $(ldd /bin/sh /bin/mkdir /bin/mv /bin/cat "$spec" | grep -o '/[^ ]*\.so[^ ]*' | sort -u); do
+  mkdir -p "$w/rootfs$(dirname "$l")"
+  cp -L "$l" "$w/rootfs$l"
+done
+cp /etc/os-release "$w/rootfs/etc/"
+tar -C "$w/rootfs" -c . | $P import - docker.io/library/debian:bookworm-slim >/dev/null
+mkdir -p "$w/ctx/bin"
+cp "$spec" "$w/ctx/bin/specs.test"
+$P build -q --pull=never -f scripts/fleet/Dockerfile -t registry.example.com/p2patomics:0.1.0 "$w/ctx" >/dev/null
+step "image built from scripts/fleet/Dockerfile"
+P2PAT_PODMAN=$P P2PAT_PODMAN_IMAGE=registry.example.com/p2patomics:0.1.0 \
+  go test -count=1 -run '^TestKubeletStartsTheJob$' -v ./cmd/p2pfleet >"$w/kubelet.out" 2>&1 || { cat "$w/kubelet.out"; fail "TestKubeletStartsTheJob"; }
+grep -E '^(--- |    ---)' "$w/kubelet.out"
+grep -q -- '--- SKIP' "$w/kubelet.out" && fail "TestKubeletStartsTheJob was skipped"
+step "PASS"
