@@ -223,6 +223,13 @@ func Merge(nodes []Node) *Fleet {
 		f.Nodes = append(f.Nodes, ns)
 	}
 	poolChecks(f.Nodes)
+	// The nodes' own failures first, in node order; the cases and metrics
+	// below add theirs to the nodes and to the reasons once each.
+	for _, ns := range f.Nodes {
+		for _, why := range ns.Failures {
+			f.Reasons = append(f.Reasons, fmt.Sprintf("node %s: %s", ns.Name, why))
+		}
+	}
 	for _, ns := range f.Nodes {
 		g, ok := stacks[ns.Stack]
 		if !ok {
@@ -265,17 +272,6 @@ func Merge(nodes []Node) *Fleet {
 			}
 		}
 	}
-	// Node reasons first, in node order.
-	var nodeReasons []string
-	for _, ns := range f.Nodes {
-		for _, why := range ns.Failures {
-			if strings.HasPrefix(why, "case ") || strings.Contains(why, ", fleet median ") {
-				continue // said above, by case or metric
-			}
-			nodeReasons = append(nodeReasons, fmt.Sprintf("node %s: %s", ns.Name, why))
-		}
-	}
-	f.Reasons = append(nodeReasons, f.Reasons...)
 	f.Pass = len(f.Reasons) == 0
 	return f
 }

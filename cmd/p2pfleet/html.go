@@ -44,8 +44,8 @@ th{background:#f3f3f3}
 <h1>p2patomics fleet report: <span class="{{if .Pass}}pass{{else}}fail{{end}}">{{verdict .Pass}}</span></h1>
 {{if .Reasons}}<ul>{{range .Reasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <h2>Nodes</h2>
-<table><tr><th>node</th><th>verdict</th><th>cases</th><th>unmet</th><th>driver</th><th>GPU</th><th>kernel</th><th>suite wall s</th></tr>
-{{range .Nodes}}<tr><td>{{.Name}}</td><td class="{{.Verdict}}">{{.Verdict}}</td><td>{{.Cases}}</td><td>{{.Unmet}}</td><td>{{.Stack.Driver}}</td><td>{{.Stack.GPU}}</td><td>{{.Stack.Kernel}}</td><td>{{.WallS}}</td></tr>
+<table><tr><th>node</th><th>verdict</th><th>cases</th><th>unmet</th><th>driver</th><th>GPU</th><th>kernel</th><th>suite wall s</th><th>why it fails</th></tr>
+{{range .Nodes}}<tr><td>{{.Name}}</td><td class="{{if eq .Verdict "pass"}}pass{{else}}fail{{end}}">{{.Verdict}}</td><td>{{.Cases}}</td><td>{{.Unmet}}</td><td>{{.Stack.Driver}}</td><td>{{.Stack.GPU}}</td><td>{{.Stack.Kernel}}</td><td>{{.WallS}}</td><td>{{range $i, $w := .Failures}}{{if $i}}; {{end}}{{$w}}{{end}}</td></tr>
 {{end}}</table>
 <h2>Stacks</h2>
 <table><tr><th>driver</th><th>GPU</th><th>nodes</th><th>failing nodes</th></tr>
