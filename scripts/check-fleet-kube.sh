@@ -36,15 +36,15 @@ for m in job job-emptydir; do
   "$w/kvalidate" "$w/$m.yaml" || fail "$m.yaml refused by the API server's create path"
 done
 planted=(
-  's/nvidia.com\/gpu: 8/nvidia.com\/gpu: 8.5/:must be an integer'
-  's/fieldPath: spec.nodeName/fieldPath: spec.node/:fieldPath'
-  's/activeDeadlineSeconds: 3600/activeDeadlineSeconds: -1/:activeDeadlineSeconds'
-  's/backoffLimit: 0/backoffLimit: -1/:backoffLimit'
-  's/memory: 4Gi/memory: 4Gx/:quantities must match'
-  's/p2patomics-gpu-node-017/p2patomics_gpu_node_017/:name'
+  's/nvidia.com\/gpu: 8/nvidia.com\/gpu: 8.5/|must be an integer'
+  's/fieldPath: spec.nodeName/fieldPath: spec.node/|fieldPath'
+  's/activeDeadlineSeconds: 3600/activeDeadlineSeconds: -1/|activeDeadlineSeconds'
+  's/backoffLimit: 0/backoffLimit: -1/|backoffLimit'
+  's/memory: 4Gi/memory: 4Gx/|quantities must match'
+  's/p2patomics-gpu-node-017/p2patomics_gpu_node_017/|name'
 )
 for p in "${planted[@]}"; do
-  expr=${p%%:*} want=${p#*:}
+  expr=${p%%|*} want=${p#*|}
   sed "$expr" "$w/job.yaml" >"$w/planted.yaml"
   cmp -s "$w/job.yaml" "$w/planted.yaml" && fail "planted '$expr' changed nothing"
   rc=0

@@ -20,7 +20,6 @@ import (
 	"os"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -104,6 +103,5 @@ func check(path string) (int, error) {
 			continue
 		}
 		fmt.Printf("%s: %s %s: valid\n", path, gvk.Kind, m.GetName())
-		_ = runtime.Object(obj)
 	}
 }
