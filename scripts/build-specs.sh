@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Build the suite binary for machines without Go (the GPU machine): a static,
-# cgo-free test binary that is both the suite and its ranks.
+# Build the suite binary for machines without Go (the GPU machine): a
+# cgo-free test binary that is both the suite and its ranks. Not static: it
+# is linked against ld.so alone (purego's dlopen of the vendor libraries
+# needs the dynamic loader), so it runs on any glibc Linux of the arch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-.dev/specs.test}
