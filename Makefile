@@ -13,16 +13,38 @@ CHECKS := $(CURDIR)/out-checks
 ABI   := $(CURDIR)/.cache/amd-headers/abi
 export CGO_ENABLED := 0
 
-.PHONY: run test check-go deps kernels vet unit suite cli gate firstrun schema rounds soak fuzz bench device-build amd-first-run mutate fleet-slurm fleet-kube
+# make test's checks, in order: one name each, each also a target of its
+# own (make cli reruns one). scripts/phases.sh prints a line when each
+# starts and one with its time when it ends, and a line at least every 30 s
+# while one is silent; the last line is "make test: all N checks passed in
+# T s" or names the check that failed.
+TEST_PHASES := deps vet build runner unit suite ginkgo cli docs gate gate-selftest firstrun schema rounds soak fuzz mutate fleet-slurm
+
+# Count-based fuzz budgets (a time budget hits golang/go#75804, the fuzz
+# coordinator's "context deadline exceeded", on a loaded machine).
+FUZZ_N ?= 2000x
+
+.PHONY: run test check-go deps kernels vet build runner unit suite ginkgo cli docs gate firstrun schema rounds soak fuzz bench device-build amd-first-run mutate fleet-slurm fleet-kube $(TEST_PHASES)
+
+test:
+	@bash scripts/phases.sh $(TEST_PHASES)
 
 check-go:
 	@command -v $(GO) >/dev/null 2>&1 || { echo "p2patomics: Go >= 1.26 is not on PATH (install it from go.dev/dl, add /usr/local/go/bin to PATH)" >&2; exit 1; }
 	@v=$$($(GO) env GOVERSION | sed 's/^go//'); maj=$${v%%.*}; rest=$${v#*.}; min=$${rest%%.*}; \
 	 if [ "$$maj" -lt 1 ] || { [ "$$maj" -eq 1 ] && [ "$$min" -lt 26 ]; }; then echo "p2patomics: Go $$v found, Go >= 1.26 needed" >&2; exit 1; fi
 
-bin/specs.test: check-go $(shell find . -name '*.go' -not -path './.cache/*') $(wildcard kernels/obj/*)
+# check-go is order-only: it runs first, but being phony it must not make
+# the binary out of date (every make run relinked). The commit goes into
+# results.json's harness.commit (-buildvcs is off in some environments).
+bin/specs.test: $(shell find . -name '*.go' -not -path './.cache/*') $(wildcard kernels/obj/*) go.mod go.sum | check-go
 	@mkdir -p bin
-	$(GO) test -c -o $@ ./specs
+	@echo "building bin/specs.test: go test -c ./specs (with empty caches this fetches and compiles Ginkgo, Gomega, purego, x/sys first; README.md says how long)"
+	@bash scripts/progress.sh "building bin/specs.test" $(GO) test -c -o $@ \
+	  -ldflags "-X p2patomics/harness/fingerprint.Commit=$$(git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)" ./specs
+	@echo "built bin/specs.test"
+
+build: bin/specs.test
 
 # The default suite on every GPU backend that loads, else the host backend.
 # out/ is marked as the suite's, so the run moves an older out/ aside to
@@ -46,12 +68,21 @@ vet: check-go
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad" >&2; exit 1; fi
 	$(GO) vet ./...
 
-# Unit and package tests (kernels: rebuild + scope proofs; AMD: header ABI).
+# make test's own machinery: the phase lines, the closing line, a failing
+# check named, and no relink of bin/specs.test when nothing changed.
+runner: check-go
+	bash scripts/check-phases.sh
+
+# go test ./..., as a newcomer runs it: the package tests (kernels: rebuild
+# + scope proofs; AMD: header ABI) and the specs package, which is the host
+# suite on a machine without a GPU (its folder: out-checks/gotest). -timeout=30m:
+# the kernels package took 317 s of go test's default 10 min at load 20-35.
 unit: check-go
-	P2PAT_AMD_ABI=$(ABI) $(GO) test -count=1 $$($(GO) list ./... | grep -v '/specs$$')
+	P2PAT_AMD_ABI=$(ABI) P2PAT_OUT=$(CHECKS)/gotest $(GO) test -count=1 -timeout=30m ./...
 
 # The whole host suite, canaries and planted bugs included: exit 0 means
-# every case met its expected outcome.
+# every case met its expected outcome. (make ginkgo runs it through the
+# Ginkgo CLI too; its repro.sh files would name the CLI's temporary build.)
 suite: bin/specs.test
 	rm -rf $(CHECKS)/host
 	./bin/specs.test --backend=host --out=$(CHECKS)/host
@@ -61,6 +92,18 @@ suite: bin/specs.test
 # Every bad input is one line on stderr and exit 2.
 cli: bin/specs.test
 	bash scripts/check-cli.sh ./bin/specs.test
+
+# The case counts README.md and docs/ state about today's catalogue are
+# generated from --list (bash scripts/docs-numbers.sh bin/specs.test
+# rewrites them); a stale one fails here.
+docs: bin/specs.test
+	bash scripts/docs-numbers.sh --check ./bin/specs.test
+
+# The suite through the Ginkgo CLI as a newcomer runs it (go tool ginkgo
+# ./specs -- --backend=host, the whole suite), and the CLI's own flags:
+# --label-filter and --focus narrow the plan, -p is refused in one line.
+ginkgo: check-go
+	bash scripts/check-ginkgo.sh $(CHECKS)/ginkgo
 
 # Gate the host run against the committed host baseline, and show that a
 # planted regression fails the gate.
@@ -104,17 +147,16 @@ mutate: bin/specs.test
 	$(GO) run ./cmd/p2pmutate --specs=./bin/specs.test --out=$(CHECKS)/mutate
 
 # A short run of each fuzz target (the wire decoder, the rank's request
-# handling); `go test -fuzz` keeps what it finds under testdata/fuzz.
+# handling), $(FUZZ_N) inputs each; `go test -fuzz` keeps what it finds
+# under testdata/fuzz.
 fuzz: check-go
-	$(GO) test -run '^$$' -fuzz '^FuzzRecv$$' -fuzztime 4s ./wire
-	$(GO) test -run '^$$' -fuzz '^FuzzHandle$$' -fuzztime 4s ./rank
+	$(GO) test -run '^$$' -fuzz '^FuzzRecv$$' -fuzztime $(FUZZ_N) ./wire
+	$(GO) test -run '^$$' -fuzz '^FuzzHandle$$' -fuzztime $(FUZZ_N) ./rank
 
 # The Slurm fleet recipe on a live one-host Slurm cluster (installs
 # slurm-wlm and munge as root; docs/FLEET.md "Checked in CI").
 fleet-slurm: bin/specs.test
 	bash scripts/check-fleet-slurm.sh ./bin/specs.test $(CHECKS)/fleet-slurm
-
-test: deps vet unit suite cli gate gate-selftest firstrun schema rounds soak fuzz mutate fleet-slurm
 
 # The Kubernetes recipe without a cluster: the manifests through the API
 # server's create path (a cold build of minutes, so not in make test) and

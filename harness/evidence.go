@@ -138,7 +138,19 @@ func (r *Runner) writeEvidence(c *Case, w *World, cw *caseWatch, res *report.Res
 			line = shellQuote(r.Evidence.Binary) + " " + rest
 		}
 	}
-	repro := "#!/bin/sh\n# Re-run just this case with the same backend, kind, ranks and seed (from any directory).\n" + line + " \"$@\"\n"
+	// Its reports go to a folder of its own, never the default out/: run
+	// from this folder, that is the checkout's out/ holding this very
+	// evidence (moved aside), or ./out inside it. A --out given wins.
+	outDir := "${TMPDIR:-/tmp}/p2patomics-repro-" + c.ID
+	repro := "#!/bin/sh\n# Re-run just this case with the same backend, kind, ranks and seed (from any directory).\n" +
+		"# Reports: $P2PAT_OUT, else " + outDir + " (pass --out=DIR to choose).\n"
+	if r.Evidence.Binary != "" {
+		// go test and go tool ginkgo ./specs run a temporary build that is
+		// gone when they end: say so in one line instead of sh's 127.
+		repro += "[ -x " + shellQuote(r.Evidence.Binary) + " ] || { echo \"repro: \"" + shellQuote(r.Evidence.Binary) +
+			"\" is gone (a go test or ginkgo build); build bin/specs.test (make build) and run it with the flags below\" >&2; exit 2; }\n"
+	}
+	repro += line + " --out=\"${P2PAT_OUT:-" + outDir + "}\" \"$@\"\n"
 	if r.Evidence.MakeForm != nil {
 		repro += "# or, from a checkout: " + r.Evidence.MakeForm(c.Repro) + "\n"
 	}

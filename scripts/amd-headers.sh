@@ -50,7 +50,7 @@ need gcc gcc; need readelf binutils; need apt-get apt; need dpkg dpkg
 [[ -r $keyring ]] || missing+=(debian-archive-keyring)
 if ((${#missing[@]})); then
   if [[ $(id -u) == 0 ]]; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}" >/dev/null
   else
     echo "amd-headers: missing tools; run: apt-get install -y ${missing[*]}" >&2; exit 1
   fi
@@ -63,9 +63,9 @@ if [[ $(id -u) == 0 && -z ${P2PAT_NO_INSTALL:-} ]]; then
   dpkg -s libamdhip64-5 >/dev/null 2>&1 || want+=(libamdhip64-5)
   if ((${#want[@]})); then
     echo "amd-headers: installing bookworm's ${want[*]} (library-loading tests)"
-    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${want[@]}" >"$cache/apt-install.log" 2>&1; then
-      apt-get update -q >>"$cache/apt-install.log" 2>&1 || true
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${want[@]}" >>"$cache/apt-install.log" 2>&1 \
+    if ! DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${want[@]}" >"$cache/apt-install.log" 2>&1; then
+      apt-get -o DPkg::Lock::Timeout=600 update -q >>"$cache/apt-install.log" 2>&1 || true
+      DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${want[@]}" >>"$cache/apt-install.log" 2>&1 \
         || echo "amd-headers: could not install ${want[*]} (see $cache/apt-install.log); loading tests will skip" >&2
     fi
   fi

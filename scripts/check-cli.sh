@@ -4,53 +4,92 @@
 set -uo pipefail
 bin=${1:?usage: check-cli.sh path/to/specs.test}
 fail=0
+# check WANT [VAR=value...] -- args: the label names the environment and
+# quotes each argument, so every check is one line however odd its value.
 check() {
   local want=$1; shift
-  err=$(P2PAT_OUT=/tmp/p2pat-cli-$$ "$bin" "$@" 2>&1 >/dev/null); rc=$?
+  local envs=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+  [ "${1:-}" = -- ] && shift
+  local label
+  label=$( { [ ${#envs[@]} -gt 0 ] && printf '%q ' "${envs[@]}"; [ $# -gt 0 ] && printf '%q ' "$@"; } | sed 's/ $//')
+  err=$(env P2PAT_OUT=/tmp/p2pat-cli-$$ "${envs[@]}" "$bin" "$@" 2>&1 >/dev/null); rc=$?
   lines=$(printf '%s' "$err" | grep -c '' || true)
   if [ "$rc" != "$want" ] || [ "$lines" != 1 ]; then
-    echo "FAIL: $* -> exit $rc, $lines stderr lines: $err"; fail=1
+    echo "FAIL: $label -> exit $rc, $lines stderr lines: $err"; fail=1
   else
-    echo "ok:   $* -> exit $rc: $err"
+    echo "ok:   $label -> exit $rc: $err"
   fi
 }
-check 2 --backend=nope
-check 2 --alloc=pinned --backend=host
-check 2 --alloc=bogus
-check 2 --ranks=1
-check 2 --ranks=x
-check 2 --no-such-flag
-check 2 --case=host.memfd.counter.nope
-check 2 --case=Bad/Id
-check 2 --pinned --uncached
-check 2 --repeat=0
-check 2 --clocks=fast
-check 2 --pairs=sometimes
-check 2 --clocks=-1ms
-P2PAT_CLOCKS=sometimes check 2
-check 2 --update-expectations
-check 2 --expectations=/nonexistent/dir
-check 2 --backend=host --ginkgo.label-filter='nosuchlabel'
-check 2 straydArg
-P2PAT_RANKS=0 check 2
+check 2 -- --backend=nope
+check 2 -- --alloc=pinned --backend=host
+check 2 -- --alloc=bogus
+check 2 -- --ranks=1
+check 2 -- --ranks=x
+check 2 -- --no-such-flag
+check 2 -- --case=host.memfd.counter.nope
+check 2 -- --case=Bad/Id
+check 2 -- --pinned --uncached
+check 2 -- --repeat=0
+check 2 -- --clocks=fast
+check 2 -- --pairs=sometimes
+check 2 -- --clocks=-1ms
+check 2 P2PAT_CLOCKS=sometimes --
+check 2 -- --update-expectations
+check 2 -- --expectations=/nonexistent/dir
+check 2 -- --backend=host --ginkgo.label-filter='nosuchlabel'
+check 2 -- straydArg
+check 2 P2PAT_RANKS=0 --
 # Issue 18: an unusable --out before the first case, testing's own flags,
 # values that would split the line or drive the terminal.
-check 2 --backend=host --out=/dev/full
-check 2 --backend=host --out=/etc/hostname/x
-check 2 -test.timeout=1ms
-check 2 -test.count=2
-check 2 --backend="$(printf 'a\nb\033[31m')"
-check 2 --backend=host --ginkgo.label-filter='(('
-P2PAT_TRACE=maybe check 2
+check 2 -- --backend=host --out=/dev/full
+check 2 -- --backend=host --out=/etc/hostname/x
+check 2 -- -test.count=2
+check 2 -- -test.shuffle=on
+check 2 -- --backend="$(printf 'a\nb\033[31m')"
+check 2 -- --backend=host --ginkgo.label-filter='(('
+check 2 P2PAT_TRACE=maybe --
 # Issue 24: the driver-fault injector's switch is checked with the flags.
-check 2 --backend=host --internal-inject=drop:no_such_kernel
-check 2 --backend=host --internal-inject=fail:memfd_create
-P2PAT_INTERNAL_INJECT=drop-every:0 check 2 --backend=host
-check 2 --backend=host --internal-inject=drop-every:2 --update-expectations --expectations=/tmp/p2pat-cli-x
+check 2 -- --backend=host --internal-inject=drop:no_such_kernel
+check 2 -- --backend=host --internal-inject=fail:memfd_create
+check 2 P2PAT_INTERNAL_INJECT=drop-every:0 -- --backend=host
+check 2 -- --backend=host --internal-inject=drop-every:2 --update-expectations --expectations=/tmp/p2pat-cli-x
 # An explicit backend that cannot load (no GPU here): one line with a hint,
 # exit 2, before any case runs.
-check 2 --backend=cuda
-check 2 --backend=hip
+check 2 -- --backend=cuda
+check 2 -- --backend=hip
+# Issue 29: what go test and the Ginkgo CLI always pass is accepted, and
+# -test.timeout stops the run (results written, exit 4: interrupted) before testing's
+# own alarm would panic and lose them.
+co=/tmp/p2pat-cli-gotest-$$
+"$bin" -test.timeout=10m0s -test.count=1 -test.v=true -test.paniconexit0 --test.timeout=0 --backend=host \
+  --case=host.memfd.counter.add_u64_relaxed_sys --out="$co" >"$co.log" 2>&1; rc=$?
+if [ $rc = 0 ] && tail -n 1 "$co.log" | grep -q '^p2patomics: PASS — 1 case'; then
+  echo "ok:   -test.timeout=10m0s -test.count=1 -test.v=true -test.paniconexit0 --test.timeout=0 -> exit 0, PASS"
+else
+  echo "FAIL: go test's flags: exit $rc, last line: $(tail -n 1 "$co.log")"; fail=1
+fi
+rm -rf "$co" "$co.log" "$co.prev"
+"$bin" -test.timeout=3s --backend=host --out="$co" >"$co.log" 2>&1; rc=$?
+if [ $rc = 4 ] && grep -q '^p2patomics: -test.timeout=3s reached: stopping ranks, writing results' "$co.log" \
+   && grep -q '"incomplete"' "$co/results.json" && ! grep -q 'test timed out' "$co.log"; then
+  echo "ok:   -test.timeout=3s on the whole suite -> exit 4 (interrupted), results.json written, unfinished cases incomplete"
+else
+  echo "FAIL: -test.timeout=3s: exit $rc: $(grep -m1 -e 'timed out' -e 'reached' "$co.log")"; fail=1
+fi
+rm -rf "$co" "$co.log" "$co.prev"
+# --list reads the catalogue: the CUDA and HIP ids list on this GPU-less
+# machine, where --backend=cuda alone cannot load.
+for sel in "--backend=cuda" "--backend=hip --uncached"; do
+  # shellcheck disable=SC2086
+  l=$("$bin" $sel --list 2>/dev/null); rc=$?
+  be=${sel#--backend=}; be=${be%% *}
+  if [ $rc = 0 ] && [ "$(printf '%s\n' "$l" | grep -c "^$be\.")" -gt 0 ] && ! printf '%s\n' "$l" | grep -qv "^$be\."; then
+    echo "ok:   $sel --list -> $(printf '%s\n' "$l" | grep -c '') ids, no driver loaded"
+  else
+    echo "FAIL: $sel --list: exit $rc: $(printf '%s\n' "$l" | head -2)"; fail=1
+  fi
+done
 # --help describes every flag on stdout and exits 0; --list prints ids.
 help=$("$bin" --help 2>/dev/null); rc=$?
 [ $rc = 0 ] && printf '%s\n' "$help" | grep -q -- '--backend=auto  *auto|host' || { echo "FAIL: --help exit $rc: $help"; fail=1; }

@@ -24,10 +24,17 @@ re=$(mktemp -d)
 # run (the log).
 rp=$(realpath "$dir/repro.sh")
 (cd "$re" && sh "$rp" --out="$re/o" >"$re/log" 2>&1); rc=$?
-cmd=$(grep -m1 'specs.test' "$dir/repro.sh")
+cmd=$(grep -m1 '^/.*specs\.test --backend=' "$dir/repro.sh")
 n=$(grep -c '"id":' "$re/o/results.json")
 got=$(awk -F'"' '/^ *"outcome":/ {print $4; exit}' "$re/o/results.json")
 want=$(awk -F'"' '/^ *"outcome":/ {print $4; exit}' "$dir/result.json")
 [ "$rc" = 0 ] && [ "$n" = 1 ] && [ "$got" = "$want" ] || fail "repro: exit $rc, $n cases, outcome $got (was $want)"
+# Run from its own folder with no --out, it writes nothing there (it once
+# made out/ inside the evidence, or moved the checkout's out/ aside).
+before=$(ls -A "$dir" | sort | paste -sd' ')
+(cd "$dir" && TMPDIR="$re" sh ./repro.sh >"$re/log2" 2>&1); rc=$?
+after=$(ls -A "$dir" | sort | paste -sd' ')
+[ "$rc" = 0 ] && [ "$before" = "$after" ] && [ -s "$re/p2patomics-repro-$id/results.json" ] \
+  || fail "repro.sh from its folder: exit $rc, folder now: $after, reports in $re: $(ls "$re")"
 echo "evidence: $dir has every rank's trace; '$cmd' re-ran 1 case: $got again"
 rm -rf "$re"

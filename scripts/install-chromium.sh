@@ -15,7 +15,7 @@ if [ "$(id -u)" != 0 ]; then
 	exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive
-if ! apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1; then
-	apt-get update -qq >/dev/null
-	apt-get install -y -qq --no-install-recommends chromium >/dev/null
+if ! apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends chromium >/dev/null 2>&1; then
+	apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
+	apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends chromium >/dev/null
 fi

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/formatter"
@@ -41,6 +44,11 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	flag.Parse()
+	if !runsTestSpecs() {
+		// go test -run=Other ./...: this package has nothing to run; no
+		// --out is touched and testing says "no tests to run".
+		os.Exit(m.Run())
+	}
 	outSet := false
 	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
 	if _, env := os.LookupEnv(suite.EnvName("out")); !outSet && !env {
@@ -54,7 +62,11 @@ func TestMain(m *testing.M) {
 	}
 	suiteCfg, _ := GinkgoConfiguration()
 	if suiteCfg.ParallelTotal > 1 {
-		fmt.Fprintln(os.Stderr, "p2patomics: ginkgo -p is refused: ranks own GPUs and the suite serialises them itself")
+		// Said once, by process 1: the Ginkgo CLI prints every process's
+		// output, and N copies of one line read as N problems.
+		if suiteCfg.ParallelProcess == 1 {
+			fmt.Fprintln(os.Stderr, "p2patomics: ginkgo -p is refused: ranks own GPUs and the suite serialises them itself (run ginkgo without -p)")
+		}
 		os.Exit(2)
 	}
 	if !suiteCfg.DryRun && !opts.List {
@@ -89,9 +101,38 @@ func TestMain(m *testing.M) {
 	}
 	fmt.Printf("p2patomics: %d case(s), seed %d, reports in %s\n", len(run.IDs()), opts.Seed, opts.Out)
 	run.WatchSignals()
+	if d := testTimeout(); d > 0 {
+		// go test passes -test.timeout=10m unless told otherwise; its
+		// alarm panics and loses the report, so the run stops first.
+		run.StopAfter(d-min(d/10, 30*time.Second), "-test.timeout="+d.String())
+	}
 	m.Run()
 	run.RerunPending() // the gate's flake checks, one fresh world per kind
 	os.Exit(run.Finish())
+}
+
+// testTimeout is testing's -test.timeout (0: none, as the Ginkgo CLI
+// passes).
+func testTimeout() time.Duration {
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if d, err := time.ParseDuration(f.Value.String()); err == nil {
+			return d
+		}
+	}
+	return 0
+}
+
+// runsTestSpecs: whether -test.run (go test -run) selects TestSpecs, the
+// one test here. Only its first level counts: the specs are not subtests.
+func runsTestSpecs() bool {
+	f := flag.Lookup("test.run")
+	if f == nil || f.Value.String() == "" {
+		return true
+	}
+	// An invalid pattern is false: m.Run then says what testing says.
+	first, _, _ := strings.Cut(f.Value.String(), "/")
+	ok, err := regexp.MatchString(first, "TestSpecs")
+	return ok && err == nil
 }
 
 func TestSpecs(t *testing.T) {

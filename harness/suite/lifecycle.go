@@ -99,15 +99,39 @@ func catchSignals(o *Options) {
 
 // interrupted is the signal path once a plan exists.
 func (r *Run) interrupted(sig os.Signal) {
-	fmt.Fprintf(os.Stderr, "p2patomics: %s: stopping ranks, writing results\n", sigName(sig))
+	r.stop(sigName(sig), "interrupted by "+sigName(sig), sigName(sig))
+}
+
+// StopAfter ends the run as a signal would (ranks killed, unfinished cases
+// incomplete, reports written, verdict INTERRUPTED naming the flag, exit
+// ExitInterrupted) once d has passed. TestMain arms it
+// from testing's -test.timeout, a little before testing's own alarm, which
+// would panic and leave results.json without the cases that finished.
+func (r *Run) StopAfter(d time.Duration, flag string) {
+	time.AfterFunc(d, func() {
+		r.mu.Lock()
+		done := r.finished
+		r.mu.Unlock()
+		if !done {
+			r.stop(flag+" reached", "stopped by "+flag, flag)
+		}
+	})
+}
+
+// stop kills every rank, marks the running case incomplete (detail: why
+// + " while running"), records by what the run was interrupted (a signal's
+// name, or the -test.timeout flag), writes the reports and exits with
+// Finish's status.
+func (r *Run) stop(what, why, by string) {
+	fmt.Fprintf(os.Stderr, "p2patomics: %s: stopping ranks, writing results\n", what)
 	r.mu.Lock()
 	cur := r.current
 	if cur != "" {
 		r.results[cur] = report.Result{ID: cur, Outcome: report.Incomplete, Expected: r.expected(cur),
-			Detail: "interrupted by " + sigName(sig) + " while running", Ranks: []report.Rank{}}
+			Detail: why + " while running", Ranks: []report.Rank{}}
 	}
 	r.finished = true // no result written after this point
-	r.signal = sigName(sig)
+	r.signal = by
 	runners := r.runnerList()
 	r.mu.Unlock()
 	// A checkpoint the main goroutine is writing finishes first (its temp

@@ -209,12 +209,20 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	shadow.Usage = func() {}
 	fs.VisitAll(func(f *flag.Flag) { shadow.Var(f.Value, f.Name, f.Usage) })
 	for _, a := range args {
-		// testing's own deadline and repeat count would cut the suite off
-		// with a panic, or run the whole selection twice into one --out.
-		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		// go test always passes -test.timeout (10m by default) and the
+		// Ginkgo CLI --test.timeout=0 and --test.v: those are accepted
+		// (TestMain stops the run, results written, before testing's
+		// alarm would panic). A repeat count would run the whole
+		// selection twice into one --out; the others mean nothing here.
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		switch name {
-		case "test.timeout", "test.count", "test.parallel", "test.cpu", "test.shuffle", "test.failfast":
-			return usagef("-%s is refused: the suite keeps its own deadlines and runs each case once (use --repeat/--duration for soaks)", name)
+		case "test.count":
+			if hasVal && strings.TrimSpace(val) == "1" {
+				break
+			}
+			return usagef("-%s is refused: the suite runs each case once (-test.count=1 is accepted; use --repeat/--duration for soaks)", name)
+		case "test.parallel", "test.cpu", "test.shuffle", "test.failfast":
+			return usagef("-%s is refused: the suite keeps its own order and runs each case once (use --repeat/--duration for soaks)", name)
 		}
 		if a == "--" {
 			break

@@ -20,6 +20,9 @@ func parseWith(t *testing.T, env map[string]string, args ...string) (*Options, e
 	o.Register(fs)
 	fs.String("test.timeout", "", "")
 	fs.String("test.count", "", "")
+	fs.String("test.shuffle", "", "")
+	fs.Bool("test.failfast", false, "")
+	fs.Bool("test.v", false, "")
 	if err := Parse(fs, args); err != nil {
 		return &o, err
 	}
@@ -38,9 +41,16 @@ func TestOptionsIssue18(t *testing.T) {
 	if err != nil || !o.Trace {
 		t.Fatalf("P2PAT_TRACE=on: trace=%v err=%v", o.Trace, err)
 	}
-	for _, a := range []string{"-test.timeout=1ms", "--test.count=2"} {
+	for _, a := range []string{"--test.count=2", "-test.shuffle=on", "-test.failfast"} {
 		if _, err := parseWith(t, nil, a); err == nil || !strings.Contains(err.Error(), "refused") {
 			t.Errorf("%s: %v", a, err)
+		}
+	}
+	// Issue 29: what go test (-test.timeout=10m0s, -test.count=1) and the
+	// Ginkgo CLI (--test.timeout=0, --test.v) always pass is accepted.
+	for _, a := range []string{"-test.timeout=10m0s", "--test.timeout=0", "-test.count=1", "--test.v"} {
+		if _, err := parseWith(t, nil, a); err != nil {
+			t.Errorf("%s: %v, want accepted", a, err)
 		}
 	}
 	for _, a := range []string{"--backend=a\nb\x1b[31m", "--case=x\ny", "--alloc=\x1b[2J"} {

@@ -217,6 +217,9 @@ func NewRun(o *Options, userFilter string, cat Catalogue) (*Run, error) {
 	if len(r.planned) == 0 {
 		return nil, fmt.Errorf("the selection (backend %s, alloc %q, labels %q) matches no case", strings.Join(backends, ","), o.Alloc, r.LabelFilter)
 	}
+	if o.List {
+		return r, nil // a list runs nothing: no stack to check against the baseline
+	}
 	if err := r.checkStack(); err != nil {
 		return nil, err
 	}

@@ -102,6 +102,12 @@ func (r *Run) resolveBackends() ([]string, error) {
 		r.Probes = []BackendProbe{{Backend: "host", Loaded: true, Used: true, Why: "chosen with --backend=host"}}
 		return []string{"host"}, nil
 	}
+	if o.Backend != "auto" && o.List {
+		// The ids come from the catalogue: listing the CUDA cases (for
+		// --case, for a baseline) on a box without the driver must work.
+		r.Probes = []BackendProbe{{Backend: o.Backend, Used: true, Why: "not loaded: --list reads the catalogue"}}
+		return []string{o.Backend}, nil
+	}
 	if o.Backend != "auto" {
 		p := probeFunc(o.Backend, o.Settings())
 		p.Used = p.Loaded
@@ -208,6 +214,9 @@ func (r *Run) checkStack() error {
 				continue
 			}
 			d := filepath.Join(parent, e.Name())
+			if isFixture(d) {
+				continue // a planted folder is never the one to gate on
+			}
 			s, lerr := expect.Load([]string{d})
 			if lerr == nil && len(s.Stack) > 0 && expect.CheckStack(s.Stack, env, false) == nil {
 				dirs = append(dirs, d)
@@ -219,6 +228,21 @@ func (r *Run) checkStack() error {
 		match = "folders that match this machine: " + strings.Join(dirs, ", ")
 	}
 	return usagef("--expectations=%s: %v; %s", r.Opts.Expectations, err, match)
+}
+
+// isFixture: dir's cases.txt has a "# fixture:" line, a folder planted for
+// a test (expectations/host-amd64-verdicts), not a baseline.
+func isFixture(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "cases.txt"))
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "# fixture:") {
+			return true
+		}
+	}
+	return false
 }
 
 // preEnv is the fingerprint known before any case runs: sysfs/procfs and
@@ -260,6 +284,11 @@ func (r *Run) live(res report.Result) {
 	r.done++
 	n := r.done
 	r.mu.Unlock()
+	if r.gate != nil {
+		// Gated, "expected" is what the baseline recorded, the outcome the
+		// verdict is judged against, not the spec's own expectation.
+		res.Expected = r.gate.Baseline(res)
+	}
 	fmt.Fprintln(r.stdout(), report.LiveLine(r.Style, n, len(r.planned), res))
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -201,5 +202,59 @@ func TestStdoutStyle(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if lines[len(lines)-1] != s.Line {
 		t.Errorf("the verdict line is not last: %q", lines[len(lines)-1])
+	}
+}
+
+// Issue 29 item 5: --list with an explicit backend reads the catalogue and
+// never opens the driver (on a box without libcuda the CUDA ids list).
+func TestListNeedsNoDriver(t *testing.T) {
+	fakeProbes(t, nil)
+	probed := false
+	inner := probeFunc
+	probeFunc = func(be string, s wire.Settings) BackendProbe { probed = true; return inner(be, s) }
+	r, err := NewRun(&Options{Backend: "cuda", List: true, Ranks: 2, Pairs: "rounds", Clocks: "1ms"}, "", hostCatalogue)
+	if err != nil || probed {
+		t.Fatalf("cuda --list: probed=%v err=%v", probed, err)
+	}
+	if ids := r.IDs(); len(ids) == 0 || !strings.HasPrefix(ids[0], "cuda.") {
+		t.Errorf("cuda --list ids: %v", ids)
+	}
+	// Without --list the explicit backend is still probed, and refused.
+	if _, err := NewRun(&Options{Backend: "cuda", Ranks: 2, Pairs: "rounds", Clocks: "1ms"}, "", hostCatalogue); err == nil || !probed {
+		t.Errorf("cuda without --list: probed=%v err=%v", probed, err)
+	}
+}
+
+// Issue 29 item 6: the stack-mismatch hint names the folders a run could
+// gate on, never a planted fixture that happens to match the stack.
+func TestStackHintSkipsFixtures(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the committed host baselines are amd64")
+	}
+	exp := filepath.Join("..", "..", "expectations")
+	r := &Run{Opts: &Options{Backend: "host", Expectations: filepath.Join(exp, "host-riscv64-mismatch")}}
+	gs, err := r.gateSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.gate = gs
+	err = r.checkStack()
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(exp, "host-amd64")) {
+		t.Fatalf("hint: %v, want %s named", err, filepath.Join(exp, "host-amd64"))
+	}
+	if strings.Contains(err.Error(), "host-amd64-verdicts") {
+		t.Errorf("hint names the planted fixture: %v", err)
+	}
+}
+
+// Issue 29 item 6: gated, a case's live line shows the baseline's outcome
+// as "expected", not the spec's.
+func TestLiveLineShowsBaseline(t *testing.T) {
+	var buf bytes.Buffer
+	id := "host.memfd.counter.add"
+	r := &Run{Opts: &Options{}, Stdout: &buf, gate: &expect.Set{Fails: map[string]report.Outcome{id: report.Fail}}}
+	r.live(report.Result{ID: id, Outcome: report.Fail, Expected: report.Pass})
+	if !strings.Contains(buf.String(), "expected fail") {
+		t.Errorf("gated live line: %q, want the baseline's fail as expected", buf.String())
 	}
 }
