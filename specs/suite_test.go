@@ -53,23 +53,19 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	suiteCfg, _ := GinkgoConfiguration()
-	if suiteCfg.ParallelTotal > 1 {
-		fmt.Fprintln(os.Stderr, "p2patomics: ginkgo -p is refused: ranks own GPUs and the suite serialises them itself")
-		os.Exit(2)
-	}
-	if !suiteCfg.DryRun && !opts.List {
-		// --list and --ginkgo.dry-run write nothing. --out (locked, previous run kept aside, a first results.json) and
-		// the signal handler, before NewRun probes the GPU backends.
-		if err := suite.Prepare(&opts); err != nil {
-			fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
-			os.Exit(suite.ExitUsage)
-		}
+	// Every check that can refuse the run happens before --out is touched
+	// (a refused run never displaces the last good one): Ginkgo's and
+	// testing's own settings, then NewRun's (--case, labels, focus, the
+	// backend, the baseline).
+	if err := errors.Join(suite.CheckGinkgo(suiteCfg), suite.CheckTestFlags(flag.CommandLine)); err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		os.Exit(suite.ExitUsage)
 	}
 	opts.FocusStrings, opts.SkipStrings = suiteCfg.FocusStrings, suiteCfg.SkipStrings
 	r, err := suite.NewRun(&opts, suiteCfg.LabelFilter, Catalogue)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
-		os.Exit(2)
+		os.Exit(suite.ExitUsage)
 	}
 	run = r
 	run.Style = suite.StdoutStyle()
@@ -83,6 +79,12 @@ func TestMain(m *testing.M) {
 			fmt.Println(id)
 		}
 		os.Exit(0)
+	}
+	// --out (locked, previous run kept aside, a first results.json) once
+	// the plan is known to be runnable.
+	if err := suite.Prepare(&opts); err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		os.Exit(suite.ExitUsage)
 	}
 	for _, p := range run.Probes {
 		fmt.Println(p.Line())

@@ -308,6 +308,15 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 		r.mu.Unlock()
 		return report.Result{ID: c.ID, Outcome: report.Incomplete, Expected: c.Expected}
 	}
+	if prev, ok := r.results[c.ID]; ok {
+		// A second Execute of one case is a retry from outside the suite
+		// (Ginkgo's FlakeAttempts or MustPassRepeatedly, set by a
+		// decorator or a config the flag check did not see): the first
+		// attempt's result stands, a crash is never overwritten by a
+		// later pass, and the case does not run again.
+		r.mu.Unlock()
+		return prev
+	}
 	for _, rn := range r.runners {
 		if rn.Abort != "" {
 			r.mu.Unlock()
@@ -333,7 +342,7 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 		perCase = r.Opts.Duration / time.Duration(max(1, len(r.planned)))
 	}
 	start := time.Now()
-	runs, unmet := 0, 0
+	runs, unmet, skips := 0, 0, 0
 	rn := r.runner(c.Backend)
 	var soak []map[string]report.Metric
 	for {
@@ -343,7 +352,13 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 		if !one.Met() {
 			unmet++
 		}
-		if runs == 1 || (!one.Met() && unmet == 1) {
+		if one.Outcome == report.Skip {
+			skips++
+		}
+		// A soak's outcome is its worst run: the first unmet one, unless a
+		// later one is worse (a not-supported skip, the mildest, never
+		// hides a crash or a timeout after it).
+		if runs == 1 || (!one.Met() && (res.Met() || worse(one, res))) {
 			res = one
 		}
 		if runs >= r.Opts.Repeat && (perCase == 0 || time.Since(start) >= perCase) {
@@ -355,6 +370,13 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 		if stop {
 			break
 		}
+	}
+	if skips > 0 && skips < runs {
+		// Not supported is a fact of the stack: it holds for every run
+		// or for none. One that comes and goes is the backend
+		// misreporting a failure, an error, never a skip.
+		res.Outcome, res.NotSupported = report.Error, ""
+		res.Detail = fmt.Sprintf("not supported in %d of %d runs (a backend that does not support the case says so every time): %s", skips, runs, res.Detail)
 	}
 	if runs > 1 {
 		res.Metrics = report.SoakMetrics(soak)
@@ -390,6 +412,15 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 		r.live(res)
 	}
 	return res
+}
+
+// worse reports whether a is a worse outcome than b: a skip (not
+// supported) is milder than any other unmet outcome, else severity.
+func worse(a, b report.Result) bool {
+	if (a.Outcome == report.Skip) != (b.Outcome == report.Skip) {
+		return b.Outcome == report.Skip
+	}
+	return a.Outcome.Severity() > b.Outcome.Severity()
 }
 
 // WatchSignals makes SIGINT/SIGTERM/SIGHUP kill every rank and still
