@@ -81,7 +81,11 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	// --out (locked, previous run kept aside, a first results.json) once
-	// the plan is known to be runnable.
+	// the plan is known to be runnable and --out can hold its record.
+	if err := run.CheckRoom(); err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		os.Exit(suite.ExitUsage)
+	}
 	if err := suite.Prepare(&opts); err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 		os.Exit(suite.ExitUsage)
@@ -112,7 +116,7 @@ func TestSpecs(t *testing.T) {
 		if err := os.MkdirAll(opts.Out, 0o755); err == nil {
 			if f, err := os.Create(filepath.Join(opts.Out, "ginkgo.log")); err == nil {
 				defer f.Close()
-				formatter.ColorableStdOut = f
+				formatter.ColorableStdOut = run.LogWriter(f)
 				repCfg.NoColor = true
 			}
 		}

@@ -173,7 +173,12 @@ func (r *Run) checkpoint() {
 	}
 	rep := &report.Report{Schema: report.Schema, State: report.StateRunning, Environment: r.envNow(), Results: r.Results()}
 	t0 := time.Now()
-	if err := rep.Write(filepath.Join(r.Opts.Out, "results.json")); err != nil && !r.ckptSaid {
+	err := rep.Write(filepath.Join(r.Opts.Out, "results.json"))
+	if noSpace(err) {
+		// The disk filled under the run: case folders stop (the record
+		// keeps what is left), and markFull says so in one line.
+		r.markFull("a checkpoint of results.json: " + err.Error())
+	} else if err != nil && !r.ckptSaid {
 		r.ckptSaid = true
 		fmt.Fprintf(os.Stderr, "p2patomics: %v (results.json is rewritten at the end)\n", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/onsi/ginkgo/v2/types"
@@ -62,6 +63,12 @@ type Run struct {
 	// pending are the cases waiting for their flake-check rerun, in the
 	// order they ran, with their first (unjudged) result.
 	pending []pendingRerun
+	// outFull is set once --out lacks the room results.json keeps
+	// (space.go): case folders are no longer written.
+	outFull atomic.Bool
+	// reserved is the size of the reserve file holding the final
+	// record's room (space.go); 0 once released.
+	reserved atomic.Uint64
 }
 
 type pendingRerun struct {
@@ -285,6 +292,7 @@ func (r *Run) runner(backend string) *harness.Runner {
 			Out: r.Opts.Out, TraceAll: r.Opts.Trace,
 			Env:    func() map[string]any { return environment(r.Opts, [][]device.Info{rn.Infos}) },
 			Binary: suiteBinary(),
+			Room:   r.room,
 			MakeForm: func(repro string) string {
 				return "make run ARGS='" + strings.TrimPrefix(repro, ReproBinary()+" ") + "'"
 			},
@@ -431,6 +439,9 @@ func (r *Run) WatchSignals() {
 	catchSignals(r.Opts)
 	active.Store(r)
 	r.checkpoint()
+	if prepared != nil {
+		r.reserve()
+	}
 }
 
 // runnerList copies the runners; call with r.mu held.
@@ -531,20 +542,26 @@ func (r *Run) finish() int {
 	out := r.Opts.Out
 	// results.json first: it is the record, and the heatmaps, junit.xml
 	// and the case folders must not take the space it needs.
-	if err := rep.Write(filepath.Join(out, "results.json")); err != nil {
+	r.release()
+	if err := r.writeRecord(filepath.Join(out, "results.json"), rep); err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 		code = ExitNoReport
 	}
+	// The reports are the product: a run whose reports are not written
+	// has no verdict anyone can read later (exit 3). The derived ones come
+	// before the heatmaps (the verdict first), and a full disk is one
+	// line naming what was not written.
+	var notWritten []string
+	if err := writeDerived(out, rep, events, r.t0); err != nil {
+		notWritten = append(notWritten, err.Error())
+	}
 	if files, err := heatmap.WriteAll(filepath.Join(out, "heatmaps"), rep); err != nil {
-		fmt.Fprintf(os.Stderr, "p2patomics: heatmaps: %v\n", err)
-		code = ExitNoReport
+		notWritten = append(notWritten, "heatmaps: "+err.Error())
 	} else if len(files) > 0 {
 		fmt.Fprintf(w, "heatmaps: %s\n", filepath.Join(out, "heatmaps", "index.html"))
 	}
-	if err := writeDerived(out, rep, events, r.t0); err != nil {
-		// The reports are the product: a run whose reports are not
-		// written has no verdict anyone can read later.
-		fmt.Fprintf(os.Stderr, "p2patomics: reports not written: %v\n", err)
+	if len(notWritten) > 0 {
+		fmt.Fprintf(os.Stderr, "p2patomics: reports not written: %s\n", oneLine(strings.Join(notWritten, "; ")))
 		code = ExitNoReport
 	}
 	for _, e := range events {
