@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -28,6 +29,10 @@ func TestMain(m *testing.M) {
 	if rank.IsRank() {
 		os.Exit(rank.Main())
 	}
+	// A Go runtime abort of the suite (out of memory, a thread limit)
+	// raises SIGABRT (status 134) instead of exiting 2, the usage-error
+	// status: CI can tell "bad flags" from "the suite died mid-run".
+	debug.SetTraceback("crash")
 	// From here a SIGINT/SIGTERM/SIGHUP is one line and exit 4, and once
 	// --out is ready it leaves results (before the GPU backend probe).
 	suite.CatchSignals(&opts)

@@ -40,6 +40,9 @@ type OutDir struct {
 func PrepareOut(path string) (*OutDir, error) {
 	path = filepath.Clean(path)
 	prev := path + ".prev"
+	if err := safeParent(path); err != nil {
+		return nil, err
+	}
 	if fi, err := os.Lstat(path); err == nil {
 		switch {
 		case fi.Mode()&os.ModeSymlink != 0:
@@ -173,6 +176,28 @@ func lockDir(path string) (*os.File, error) {
 		return nil, fmt.Errorf("--out=%s: lock: %v", quote(path), err)
 	}
 	return d, nil
+}
+
+// safeParent refuses a --out whose parent folder someone else could
+// rearrange: owned by another user than the runner or root, or writable
+// by group or others without the sticky bit (such a user could swap --out
+// for a symlink between the checks and the writes, and the suite would
+// write every report where it points). /tmp (sticky) is fine. A parent
+// that does not exist yet is made by this user (MkdirAll).
+func safeParent(path string) error {
+	parent := filepath.Dir(path)
+	var st unix.Stat_t
+	if err := unix.Stat(parent, &st); err != nil {
+		return nil
+	}
+	uid := uint32(os.Geteuid())
+	switch {
+	case st.Uid != uid && st.Uid != 0:
+		return fmt.Errorf("--out=%s: its folder %s belongs to uid %d, who could replace --out with a link: choose a folder of yours", quote(path), quote(parent), st.Uid)
+	case st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0:
+		return fmt.Errorf("--out=%s: its folder %s is writable by others (mode %#o, not sticky), who could replace --out with a link: choose a folder of yours", quote(path), quote(parent), st.Mode&0o7777)
+	}
+	return nil
 }
 
 // lockHook runs between a folder's flock and the check that the path

@@ -171,3 +171,30 @@ func TestPrepareOutNeverRemovesALiveFolder(t *testing.T) {
 	}
 	holder.Close()
 }
+
+// Issue 26 item 7: --out under a folder another user owns (or anyone may
+// write, not sticky) is refused; at a44624c that user could swap --out
+// for a link and the suite wrote every report there.
+func TestPrepareOutRefusesAnUnsafeParent(t *testing.T) {
+	base := t.TempDir()
+	open := filepath.Join(base, "open")
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777)
+	if _, err := PrepareOut(filepath.Join(open, "o")); err == nil || !strings.Contains(err.Error(), "writable by others") {
+		t.Errorf("world-writable parent: %v", err)
+	}
+	sticky := filepath.Join(base, "sticky")
+	os.Mkdir(sticky, 0o777)
+	syscall.Chmod(sticky, 0o1777)
+	if _, err := PrepareOut(filepath.Join(sticky, "o")); err != nil {
+		t.Errorf("sticky parent (like /tmp) refused: %v", err)
+	}
+	if os.Geteuid() == 0 {
+		other := filepath.Join(base, "other")
+		os.Mkdir(other, 0o755)
+		os.Chown(other, 65534, 65534)
+		if _, err := PrepareOut(filepath.Join(other, "o")); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+			t.Errorf("parent owned by nobody: %v", err)
+		}
+	}
+}
