@@ -336,7 +336,7 @@ func (o *Options) Validate() error {
 		return usagef("--out: empty directory name")
 	}
 	if o.Pairs != "rounds" && o.Pairs != "alone" {
-		return usagef("--pairs=%s: want rounds or alone", o.Pairs)
+		return usagef("--pairs=%s: want rounds or alone", quote(o.Pairs))
 	}
 	if _, err := wire.ParseClockPeriod(o.Clocks); err != nil {
 		return usagef("--clocks=%s: %v", quote(o.Clocks), err)
