@@ -240,8 +240,8 @@ func (s *soak) check(tag string, sc scenario, pid, code int, signalled bool, dir
 		// Signalled before --out was made: nothing to check but the line
 		// (one, or none when the signal beat the Go runtime's handoff to
 		// the suite: killed by it, status 128+n).
-		if (code != 1 || len(lines) != 1) && !(code == -1 && len(lines) == 0) {
-			s.fail(tag, "signalled before --out existed: exit %d, %q (want exit 1 and one line)", code, last(lines, 3))
+		if (code != 4 || len(lines) != 1) && !(code == -1 && len(lines) == 0) {
+			s.fail(tag, "signalled before --out existed: exit %d, %q (want exit 4 and one line)", code, last(lines, 3))
 		}
 		return
 	}
