@@ -426,6 +426,11 @@ func (c *Ctx) Read(r, buf int, off, n uint64) ([]byte, error) {
 		if _, err := c.proc(r).call(wire.TRead, wire.Read{Buf: buf, Off: off + done, Len: k}, c.Deadline, &d); err != nil {
 			return nil, err
 		}
+		if uint64(len(d.Data)) != k {
+			// A reply of the wrong length is the rank's protocol error,
+			// never an index past the end in U64.
+			return nil, &ProtocolError{r, fmt.Errorf("%w: read of %d bytes answered with %d", wire.ErrMalformed, k, len(d.Data))}
+		}
 		out = append(out, d.Data...)
 		done += k
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"p2patomics/harness/health"
@@ -26,6 +27,10 @@ type Evidence struct {
 	// Binary is the suite binary's absolute path: repro.sh runs it from
 	// any directory ("" keeps the repro line as it is).
 	Binary string
+	// Room, when set, says whether --out still has the space results.json
+	// keeps for itself: a case folder is written only while it does, and
+	// removed again when writing it took that space (nil: always room).
+	Room func() bool
 }
 
 // The kernel log is one per machine: one reader for the suite process.
@@ -92,9 +97,28 @@ func (r *Runner) endWatch(c *Case, w *World, cw *caseWatch, res *report.Result) 
 	if r.Evidence == nil || r.Evidence.Out == "" || (res.Outcome == report.Pass && !r.Evidence.TraceAll) {
 		return
 	}
-	if err := r.writeEvidence(c, w, cw, res); err != nil {
+	// results.json keeps every case on a full disk: evidence is what gives
+	// way, dropped with a note in the case's detail.
+	const dropped = "; evidence dropped: --out is nearly full and results.json keeps its room"
+	if r.Evidence.Room != nil && !r.Evidence.Room() {
+		res.Detail = strings.TrimSpace(res.Detail + dropped)
+		return
+	}
+	err := r.writeEvidence(c, w, cw, res)
+	if noSpace(err) || (r.Evidence.Room != nil && !r.Evidence.Room()) {
+		os.RemoveAll(filepath.Join(r.Evidence.Out, "cases", c.ID))
+		res.Detail = strings.TrimSpace(res.Detail + dropped)
+		return
+	}
+	if err != nil {
 		res.Detail = strings.TrimSpace(res.Detail + "; evidence not written: " + err.Error())
 	}
+}
+
+// noSpace: the write failed for want of space (a full disk, a quota, a
+// file-size limit).
+func noSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG)
 }
 
 func (r *Runner) writeEvidence(c *Case, w *World, cw *caseWatch, res *report.Result) error {

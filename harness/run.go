@@ -440,10 +440,17 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 	var fatal error
 	if w.Alive() && !isWorldFatal(err) {
 		if terr := ctx.teardown(); terr != nil {
-			if isWorldFatal(terr) {
+			switch {
+			case isWorldFatal(terr):
+				// A hang or death in teardown is the case's outcome
+				// whatever the body returned: a case expected to fail
+				// must not absorb it. What the body said is kept.
 				fatal = terr
-			}
-			if err == nil {
+				if err != nil {
+					ctx.Note("the body had returned: %v", err)
+				}
+				err = terr
+			case err == nil:
 				err = terr
 			}
 		}
@@ -466,10 +473,15 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 		case lerr != nil:
 			fatal = lerr
 			res.Outcome, res.Detail = report.Error, "leak check: "+lerr.Error()
+			var te *TimeoutError
 			if derr := diedDuring(w, nil); derr != nil {
 				// The leak check's requests found a rank dead: the same
 				// death, one step later.
 				res.Outcome, res.Detail, res.Fault = r.judge(c, w, derr)
+			} else if errors.As(lerr, &te) {
+				// A rank that stopped answering is a hang, not an error.
+				te.What = "meminfo (the leak check after the case)"
+				res.Outcome, res.Detail, res.Fault = r.judge(c, w, te)
 			}
 		case leak != "":
 			res.Outcome, res.Detail = report.Fail, "leak: "+leak
@@ -643,16 +655,28 @@ func deadInEvidence(w *World, ranks []report.Rank) bool {
 // and one that was killed never answers (its socket hangs up, diedDuring
 // sees it). A rank that does not answer at all while the body said nil is
 // the case's timeout.
+//
+// Every rank the case did not kill is asked, also in a world whose other
+// rank the case sacrificed (lifetime.owner_dies: a stopped peer there read
+// as pass), and a rank that does not answer is the case's timeout whatever
+// the body returned: an expected fail does not absorb a hang after it.
 func ping(w *World, err error) error {
-	if isWorldFatal(err) || !w.Alive() {
+	if isWorldFatal(err) || w.broken.Load() != nil {
 		return err
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for _, p := range w.Procs {
-		_, perr := p.call(wire.TMemInfo, nil, deadline, nil)
+		if p.sacrificed.Load() || !p.Alive() {
+			continue // a rank that died is diedDuring's to name
+		}
+		m, perr := p.call(wire.TMemInfo, nil, deadline, nil)
+		m.CloseFds()
 		var te *TimeoutError
-		if errors.As(perr, &te) && err == nil {
+		if errors.As(perr, &te) {
 			te.What = "the liveness check after the case's body"
+			if err != nil {
+				te.What += " (the body had returned: " + err.Error() + ")"
+			}
 			return te
 		}
 	}

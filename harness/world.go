@@ -83,6 +83,15 @@ type RemoteError struct {
 
 func (e *RemoteError) Error() string { return fmt.Sprintf("rank %d %s: %s", e.Rank, e.What, e.Msg) }
 
+// RankRefused reports whether err is the one failure a case may accept
+// as an outcome: the rank answered, with an error reply that is neither a
+// fault (a crash) nor not-supported. A timeout, a dead rank or a protocol
+// error never is: a case expects one specific failure, never any error.
+func RankRefused(err error) bool {
+	var re *RemoteError
+	return errors.As(err, &re) && re.Fault == nil && !re.NotSupported
+}
+
 // ProtocolError: a malformed message.
 type ProtocolError struct {
 	Rank int
@@ -130,6 +139,12 @@ func (p *Proc) call(t wire.Type, body any, deadline time.Time, res any, fds ...i
 	if m.Type != wire.TReply || m.Seq != seq {
 		m.CloseFds()
 		return wire.Msg{}, &ProtocolError{p.Rank, fmt.Errorf("%w: wanted reply %d to %s, got %s %d", wire.ErrMalformed, seq, what, m.Type, m.Seq)}
+	}
+	if t != wire.TAlloc {
+		// Only an alloc reply carries an fd its caller takes (Ctx.alloc);
+		// an fd on any other reply is a rank's mistake and must not stay
+		// open in the suite.
+		m.CloseFds()
 	}
 	var r wire.Reply
 	if err := m.Decode(&r); err != nil {

@@ -90,6 +90,26 @@ for sel in "--backend=cuda" "--backend=hip --uncached"; do
     echo "FAIL: $sel --list: exit $rc: $(printf '%s\n' "$l" | head -2)"; fail=1
   fi
 done
+# Issue 26: Ginkgo's retries, Ginkgo's parallel settings and testing's
+# output files are one line, exit 2, before the first case.
+check 2 -- --backend=host --ginkgo.flake-attempts=2
+check 2 -- --backend=host --ginkgo.parallel.process=2
+check 2 -- --backend=host --ginkgo.parallel.total=0
+check 2 -- --backend=host -test.memprofile=/nonexistent/x
+check 2 -- --backend=host -test.blockprofile=/dev/full
+check 2 -- --backend=host -test.fuzz=X
+# Every refusal comes before --out is touched: a good run, then two usage
+# errors on its --out, leave the good run where it was (issue 25 item 6).
+ko=/tmp/p2pat-cli-keep-$$
+"$bin" --backend=host --case=host.memfd.counter.add_u64_relaxed_sys --out="$ko" >/dev/null 2>&1
+"$bin" --backend=host --case=host.memfd.counter.add_u64_relaxed_sy --out="$ko" >/dev/null 2>&1; rc1=$?
+"$bin" --backend=host --ginkgo.label-filter=nosuchlabel --out="$ko" >/dev/null 2>&1; rc2=$?
+if [ $rc1 = 2 ] && [ $rc2 = 2 ] && grep -q '"id": "host.memfd.counter.add_u64_relaxed_sys"' "$ko/results.json" 2>/dev/null && [ ! -e "$ko.prev" ]; then
+  echo "ok:   two usage errors after a good run -> exit 2 twice, the good run still in --out"
+else
+  echo "FAIL: two usage errors after a good run: exit $rc1 $rc2, --out $(ls "$ko" 2>&1 | head -3 | tr '\n' ' '), .prev $(ls -d "$ko.prev" 2>/dev/null)"; fail=1
+fi
+rm -rf "$ko" "$ko.prev"
 # --help describes every flag on stdout and exits 0; --list prints ids.
 help=$("$bin" --help 2>/dev/null); rc=$?
 [ $rc = 0 ] && printf '%s\n' "$help" | grep -q -- '--backend=auto  *auto|host' || { echo "FAIL: --help exit $rc: $help"; fail=1; }

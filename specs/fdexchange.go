@@ -63,6 +63,11 @@ func (b *builder) fdExchange() {
 		}
 		v, err := c.U64(1, m.Bufs[1], 0)
 		if err != nil {
+			if !harness.RankRefused(err) {
+				// A timeout, a death or a protocol error is not "the
+				// read failed": only the rank's own error reply is.
+				return err
+			}
 			c.Note("after the owner freed its buffer, the peer's read failed: %v", err)
 			return nil
 		}
@@ -84,6 +89,11 @@ func (b *builder) fdExchange() {
 		}
 		v, err := c.U64(1, m.Bufs[1], 0)
 		if err != nil {
+			if !harness.RankRefused(err) {
+				// A timeout, a death or a protocol error is not "the
+				// read failed": only the rank's own error reply is.
+				return err
+			}
 			c.Note("after the owner died, the peer's read failed: %v", err)
 			return nil
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,10 @@ func TestMain(m *testing.M) {
 	if rank.IsRank() {
 		os.Exit(rank.Main())
 	}
+	// A Go runtime abort of the suite (out of memory, a thread limit)
+	// raises SIGABRT (status 134) instead of exiting 2, the usage-error
+	// status: CI can tell "bad flags" from "the suite died mid-run".
+	debug.SetTraceback("crash")
 	// From here a SIGINT/SIGTERM/SIGHUP is one line and exit 4, and once
 	// --out is ready it leaves results (before the GPU backend probe).
 	suite.CatchSignals(&opts)
@@ -61,27 +66,25 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	suiteCfg, _ := GinkgoConfiguration()
-	if suiteCfg.ParallelTotal > 1 {
-		// Said once, by process 1: the Ginkgo CLI prints every process's
-		// output, and N copies of one line read as N problems.
-		if suiteCfg.ParallelProcess == 1 {
-			fmt.Fprintln(os.Stderr, "p2patomics: ginkgo -p is refused: ranks own GPUs and the suite serialises them itself (run ginkgo without -p)")
-		}
-		os.Exit(2)
+	if suiteCfg.ParallelTotal > 1 && suiteCfg.ParallelProcess != 1 {
+		// Said once, by process 1 (CheckGinkgo below): the Ginkgo CLI
+		// prints every process's output, and N copies of one line read as
+		// N problems.
+		os.Exit(suite.ExitUsage)
 	}
-	if !suiteCfg.DryRun && !opts.List {
-		// --list and --ginkgo.dry-run write nothing. --out (locked, previous run kept aside, a first results.json) and
-		// the signal handler, before NewRun probes the GPU backends.
-		if err := suite.Prepare(&opts); err != nil {
-			fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
-			os.Exit(suite.ExitUsage)
-		}
+	// Every check that can refuse the run happens before --out is touched
+	// (a refused run never displaces the last good one): Ginkgo's and
+	// testing's own settings, then NewRun's (--case, labels, focus, the
+	// backend, the baseline).
+	if err := errors.Join(suite.CheckGinkgo(suiteCfg), suite.CheckTestFlags(flag.CommandLine)); err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		os.Exit(suite.ExitUsage)
 	}
 	opts.FocusStrings, opts.SkipStrings = suiteCfg.FocusStrings, suiteCfg.SkipStrings
 	r, err := suite.NewRun(&opts, suiteCfg.LabelFilter, Catalogue)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
-		os.Exit(2)
+		os.Exit(suite.ExitUsage)
 	}
 	run = r
 	run.Style = suite.StdoutStyle()
@@ -95,6 +98,16 @@ func TestMain(m *testing.M) {
 			fmt.Println(id)
 		}
 		os.Exit(0)
+	}
+	// --out (locked, previous run kept aside, a first results.json) once
+	// the plan is known to be runnable and --out can hold its record.
+	if err := run.CheckRoom(); err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		os.Exit(suite.ExitUsage)
+	}
+	if err := suite.Prepare(&opts); err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		os.Exit(suite.ExitUsage)
 	}
 	for _, p := range run.Probes {
 		fmt.Println(p.Line())
@@ -151,7 +164,7 @@ func TestSpecs(t *testing.T) {
 		if err := os.MkdirAll(opts.Out, 0o755); err == nil {
 			if f, err := os.Create(filepath.Join(opts.Out, "ginkgo.log")); err == nil {
 				defer f.Close()
-				formatter.ColorableStdOut = f
+				formatter.ColorableStdOut = run.LogWriter(f)
 				repCfg.NoColor = true
 			}
 		}

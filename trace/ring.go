@@ -179,6 +179,15 @@ func CreateShared(name string) (*os.File, error) {
 // (a CreateShared memfd inherited from the parent). Records already taken
 // are carried over. Call it once, early in the rank.
 func AttachShared(fd int) error {
+	// A mapping past the file's end faults on first touch (SIGBUS): an
+	// fd shorter than the ring (an empty memfd) is refused instead.
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("trace: shared ring: %w", err)
+	}
+	if st.Size < SharedSize {
+		return fmt.Errorf("trace: fd holds %d bytes, a trace ring needs %d", st.Size, SharedSize)
+	}
 	mem, err := syscall.Mmap(fd, 0, SharedSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		return fmt.Errorf("trace: mmap shared ring: %w", err)

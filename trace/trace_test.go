@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"os"
 	"os/exec"
 	"strings"
@@ -327,4 +328,17 @@ func BenchmarkEnabledParallel(b *testing.B) {
 			Begin("cuLaunchKernel", nil).End(0, "CUDA_SUCCESS", nil)
 		}
 	})
+}
+
+// Issue 26 item 12: an empty memfd as the ring is refused (at a44624c the
+// first read of the mapping killed the rank with SIGBUS).
+func TestAttachSharedRefusesAShortFd(t *testing.T) {
+	fd, err := unix.MemfdCreate("empty", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer unix.Close(fd)
+	if err := AttachShared(fd); err == nil {
+		t.Fatal("an empty memfd was attached as the trace ring")
+	}
 }

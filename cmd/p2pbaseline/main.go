@@ -45,6 +45,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "p2pbaseline: %v\n", err)
 		return 2
 	}
+	if err := rep.NoPlan(); err != nil {
+		// A record of no run (a refused or killed suite's) is no result:
+		// never 0 cases passed.
+		fmt.Fprintf(stderr, "p2pbaseline: %s: %v\n", fs.Arg(1), err)
+		return report.ExitNoResult
+	}
 	why := map[string]string{}
 	for _, r := range rs {
 		pat, text, ok := strings.Cut(r, "=")

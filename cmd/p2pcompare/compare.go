@@ -325,7 +325,14 @@ func firstLine(s string) string {
 	if len(s) > 100 {
 		s = s[:100] + "…"
 	}
-	return s
+	// A detail is a rank's or a driver's text: control bytes (an escape
+	// code would set the terminal's title or colours) are shown quoted.
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '�'
+		}
+		return r
+	}, s)
 }
 
 func orNone(s string) string {

@@ -79,10 +79,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "p2pcompare: %v\n", err)
 		return 2
 	}
+	if err := oldRep.NoPlan(); err != nil {
+		// A record of no run (a refused or killed suite's) is no result:
+		// never 0 cases passed.
+		fmt.Fprintf(stderr, "p2pcompare: %s: %v\n", pos[0], err)
+		return report.ExitNoResult
+	}
 	newRep, err := report.Read(pos[1])
 	if err != nil {
 		fmt.Fprintf(stderr, "p2pcompare: %v\n", err)
 		return 2
+	}
+	if err := newRep.NoPlan(); err != nil {
+		// A record of no run (a refused or killed suite's) is no result:
+		// never 0 cases passed.
+		fmt.Fprintf(stderr, "p2pcompare: %s: %v\n", pos[1], err)
+		return report.ExitNoResult
 	}
 	opt := Options{Threshold: *thr, Alpha: *alpha}
 	switch *exps {

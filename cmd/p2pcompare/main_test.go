@@ -317,3 +317,10 @@ func TestRunUsage(t *testing.T) {
 		}
 	}
 }
+
+// Issue 26 item 12: a detail's escape codes are never printed raw.
+func TestFirstLineHasNoControls(t *testing.T) {
+	if got := firstLine("\x1b]0;pwned\a\x1b[31mred\nsecond"); strings.ContainsAny(got, "\x1b\a\n") {
+		t.Fatalf("firstLine kept control bytes: %q", got)
+	}
+}

@@ -52,6 +52,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "p2pheatmap: %v\n", err)
 		return 2
 	}
+	if err := rep.NoPlan(); err != nil {
+		// A record of no run (a refused or killed suite's) is no result:
+		// never 0 cases passed.
+		fmt.Fprintf(stderr, "p2pheatmap: %s: %v\n", pos[0], err)
+		return report.ExitNoResult
+	}
 	rj := expect.Rejudge{Out: *out, AllowStackMismatch: *allowMismatch}
 	if *exps != "" {
 		if rj.Set, err = expect.LoadList(*exps); err != nil {

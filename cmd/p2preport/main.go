@@ -63,6 +63,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "p2preport: %v\n", err)
 		return 2
 	}
+	if err := rep.NoPlan(); err != nil {
+		// A record of no run (a refused or killed suite's) is no result:
+		// never 0 cases passed.
+		fmt.Fprintf(stderr, "p2preport: %s: %v\n", path, err)
+		return report.ExitNoResult
+	}
 	dir := *out
 	if dir == "" {
 		dir = filepath.Dir(path)

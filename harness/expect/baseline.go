@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"p2patomics/harness/fingerprint"
@@ -65,6 +66,11 @@ func WriteBaseline(dir string, rep *report.Report, reasons map[string]string) er
 	for k, v := range hdr {
 		if v == "" {
 			delete(hdr, k)
+		}
+		if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			// The header is one line of the baseline: a newline in a
+			// recorded environment field would add lines (entries) to it.
+			return fmt.Errorf("results.json: environment %s %s holds a control character: not written into a baseline", k, strconv.Quote(v))
 		}
 	}
 	header := ""

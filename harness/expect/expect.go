@@ -28,6 +28,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"sort"
+	"strconv"
 	"strings"
 
 	"p2patomics/harness/report"
@@ -157,6 +158,12 @@ func Load(paths []string) (*Set, error) {
 		}
 		st, err := os.Stat(p)
 		if err != nil {
+			// The path is the user's: quoted, so a newline or an escape
+			// code in it neither splits the line nor drives the terminal.
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				return nil, fmt.Errorf("expectations: %s %s: %w", pe.Op, strconv.Quote(p), pe.Err)
+			}
 			return nil, fmt.Errorf("expectations: %w", err)
 		}
 		if !st.IsDir() {

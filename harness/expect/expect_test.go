@@ -568,3 +568,19 @@ func TestEvidenceRegression(t *testing.T) {
 		t.Errorf("evidence.txt kept without strong passes: %v", err)
 	}
 }
+
+// Issue 26 item 12: an environment field with a newline never reaches a
+// baseline (at a44624c goarch "amd64\nid,crash" wrote an entry into
+// fails.txt and cases.txt).
+func TestWriteBaselineRefusesControlsInTheStack(t *testing.T) {
+	dir := t.TempDir()
+	rep := &report.Report{Schema: report.Schema, Environment: map[string]any{"vendor": "host", "goarch": "amd64\nhost.memfd.counter.add,crash"},
+		Results: []report.Result{{ID: "host.memfd.counter.add", Outcome: report.Pass, Expected: report.Pass}}}
+	err := WriteBaseline(dir, rep, nil)
+	if err == nil || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("newline in goarch: %q", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, CasesFile)); strings.Contains(string(b), ",crash") {
+		t.Fatalf("injected line written: %q", b)
+	}
+}

@@ -6,6 +6,7 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -261,7 +262,13 @@ func (r Result) Met() bool { return r.Outcome == r.Expected }
 
 // Report is the whole results.json.
 type Report struct {
-	Schema      int            `json:"schema"`
+	Schema int `json:"schema"`
+	// State is "no-plan" for the record written before the run had a
+	// plan (Prepare's first write, found by a run killed before its first
+	// checkpoint), "running" for a checkpoint written while cases ran, and
+	// empty for the run's final record. A no-plan record is no run: every
+	// tool treats it as no result (ErrNoPlan), never as 0 cases passed.
+	State       string         `json:"state,omitempty"`
 	Environment map[string]any `json:"environment"`
 	Results     []Result       `json:"results"`
 	Gate        *Gate          `json:"gate,omitempty"`
@@ -335,6 +342,25 @@ type WorldStart struct {
 type Gate struct {
 	Pass    bool     `json:"pass"`
 	Reasons []string `json:"reasons"`
+}
+
+// States of a results.json (Report.State).
+const (
+	StateNoPlan  = "no-plan"
+	StateRunning = "running"
+)
+
+// ErrNoPlan: the record holds no plan (state no-plan, or no case at all),
+// so there is no run to judge, compare or merge.
+var ErrNoPlan = errors.New("no run recorded: the results.json holds no plan (state no-plan, 0 cases)")
+
+// NoPlan returns ErrNoPlan when r records no run: state no-plan or no
+// case at all (a results: [] or null from any writer).
+func (r *Report) NoPlan() error {
+	if r.State == StateNoPlan || len(r.Results) == 0 {
+		return ErrNoPlan
+	}
+	return nil
 }
 
 // Write stores the report atomically (temp file + rename), so an

@@ -98,7 +98,7 @@ const (
 // Summary is the run's one verdict, from which the exit status, the last
 // line of stdout, junit.xml and the per-spec pass/fail are all told.
 type Summary struct {
-	// Verdict is "PASS", "FAIL" or "INTERRUPTED".
+	// Verdict is "PASS", "FAIL", "INTERRUPTED" or "NO RESULT" (no case recorded).
 	Verdict    string `json:"verdict"`
 	ExitStatus int    `json:"exit_status"`
 	// Gate is the expectation paths the run was gated against; "" when
@@ -195,6 +195,21 @@ func Was(r Result) Outcome {
 	return r.Expected
 }
 
+// NoResult is the verdict of a record with no case, ExitNoResult its exit
+// status (the suite's "reports not written", 3: there is no run to read).
+const (
+	NoResult     = "NO RESULT"
+	ExitNoResult = 3
+)
+
+// Err is ErrNoPlan for a NO RESULT summary, else nil.
+func (s Summary) Err() error {
+	if s.Verdict == NoResult {
+		return ErrNoPlan
+	}
+	return nil
+}
+
 // Summarize tells the run's verdict from its judged results. gate is the
 // expectation paths ("" ungated); out is the --out folder as the user gave
 // it, for the case folders the last line points at.
@@ -245,6 +260,13 @@ func SummarizeRun(results []Result, gate, out, interrupted string) Summary {
 		s.Unexpected = append(s.Unexpected, u)
 	}
 	s.Verdict, s.ExitStatus = VerdictPass, ExitPass
+	if len(results) == 0 {
+		// Zero cases is no run (a usage error's or a full disk's
+		// record), never a PASS of nothing.
+		s.Verdict, s.ExitStatus = NoResult, ExitNoResult
+		s.Line = "p2patomics: NO RESULT — no case recorded (state no-plan): nothing ran, nothing to judge"
+		return s
+	}
 	switch {
 	case interrupted != "":
 		s.Verdict, s.ExitStatus = VerdictInterrupted, ExitInterrupted

@@ -70,6 +70,15 @@ func (r *Report) Validate() error {
 	if r.Schema != Schema {
 		return fmt.Errorf("schema %d, want %d", r.Schema, Schema)
 	}
+	switch r.State {
+	case "", StateRunning:
+	case StateNoPlan:
+		if len(r.Results) > 0 {
+			return fmt.Errorf("state %s with %d results", StateNoPlan, len(r.Results))
+		}
+	default:
+		return fmt.Errorf("unknown state %s (want %s, %s or none)", strconv.Quote(r.State), StateNoPlan, StateRunning)
+	}
 	seen := map[string]bool{}
 	var errs []error
 	for i, res := range r.Results {

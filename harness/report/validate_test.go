@@ -2,8 +2,10 @@ package report_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"p2patomics/harness/report"
@@ -33,5 +35,35 @@ func TestValidateMatchesSchema(t *testing.T) {
 	rep := &report.Report{Schema: report.Schema, Results: []report.Result{{ID: "a.b", Outcome: "pass\nx", Expected: report.Pass}}}
 	if rep.Validate() == nil {
 		t.Error("an outcome with a newline validated")
+	}
+}
+
+// Issue 26 item 4: a record of no run is no result: Summarize calls zero
+// cases NO RESULT with a non-zero exit status (at a44624c: "PASS — 0
+// cases", exit 0), NoPlan says so for the no-plan stub and results: [] or
+// null alike, and a no-plan record that lists cases is invalid.
+func TestNoPlanIsNoResult(t *testing.T) {
+	for _, rs := range [][]report.Result{nil, {}} {
+		s := report.Summarize(rs, "", "o")
+		if s.Verdict != report.NoResult || s.ExitStatus == 0 || !errors.Is(s.Err(), report.ErrNoPlan) || !strings.Contains(s.Line, "NO RESULT") {
+			t.Errorf("%d cases: %+v", len(rs), s)
+		}
+		r := &report.Report{Schema: report.Schema, Results: rs}
+		if !errors.Is(r.NoPlan(), report.ErrNoPlan) {
+			t.Errorf("results %v: NoPlan() = nil", rs)
+		}
+	}
+	one := []report.Result{{ID: "a.b", Outcome: report.Pass, Expected: report.Pass}}
+	if s := report.Summarize(one, "", "o"); s.Verdict != "PASS" || s.Err() != nil {
+		t.Errorf("one pass: %+v", s)
+	}
+	if err := (&report.Report{Schema: report.Schema, State: report.StateNoPlan, Results: one}).Validate(); err == nil {
+		t.Errorf("a no-plan record listing a case validated")
+	}
+	if err := (&report.Report{Schema: report.Schema, State: "done\n"}).Validate(); err == nil {
+		t.Errorf("an unknown state validated")
+	}
+	if err := (&report.Report{Schema: report.Schema, State: report.StateRunning, Results: one}).Validate(); err != nil || (&report.Report{Schema: report.Schema, Results: one}).NoPlan() != nil {
+		t.Errorf("a checkpoint: %v", err)
 	}
 }

@@ -28,8 +28,11 @@ var (
 	prepared *OutDir
 	// active is the run the signal handler finishes; nil until NewRun's
 	// plan exists (the backend probe runs before that).
-	active    atomic.Pointer[Run]
-	sigOnce   sync.Once
+	active  atomic.Pointer[Run]
+	sigOnce sync.Once
+	// sigMu orders Prepare's first write against a signal before the
+	// plan: the handler waits for the write and reads prepared after it.
+	sigMu     sync.Mutex
 	sigCaught = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 	// caught is the name of the signal the handler caught ("" none yet).
 	caught atomic.Value
@@ -53,11 +56,20 @@ func Prepare(o *Options) error {
 	if err != nil {
 		return err
 	}
-	prepared = od
 	o.Out = od.Path
-	rep := &report.Report{Schema: report.Schema, Environment: environment(o, nil), Results: []report.Result{}}
-	if err := rep.Write(filepath.Join(od.Path, "results.json")); err != nil {
-		return fmt.Errorf("--out=%s cannot hold the reports: %v", quote(od.Path), err)
+	// The first record says it is no run (state no-plan): a suite killed
+	// before its plan checkpoint leaves this, and every tool reads it as
+	// no result, not as 0 cases passed.
+	rep := &report.Report{Schema: report.Schema, State: report.StateNoPlan, Environment: environment(o, nil), Results: []report.Result{}}
+	sigMu.Lock()
+	werr := rep.Write(filepath.Join(od.Path, "results.json"))
+	if werr == nil {
+		// Only a record that exists is named by the pre-plan signal line.
+		prepared = od
+	}
+	sigMu.Unlock()
+	if werr != nil {
+		return fmt.Errorf("--out=%s cannot hold the reports: %v", quote(od.Path), werr)
 	}
 	catchSignals(o)
 	return nil
@@ -86,6 +98,10 @@ func catchSignals(o *Options) {
 				r.interrupted(sig)
 				return
 			}
+			// A write of Prepare's record in flight finishes first (its
+			// temp file renamed), so the line below tells the truth and no
+			// .tmp is left; the lock is never released, the process exits.
+			sigMu.Lock()
 			if prepared == nil {
 				fmt.Fprintf(os.Stderr, "p2patomics: %s before --out was ready: no results written\n", sigName(sig))
 			} else {
@@ -179,9 +195,14 @@ func (r *Run) checkpoint() {
 	if r.ckptCost > ckptCheap && time.Since(r.ckptLast) < 10*r.ckptCost {
 		return
 	}
-	rep := &report.Report{Schema: report.Schema, Environment: r.envNow(), Results: r.Results()}
+	rep := &report.Report{Schema: report.Schema, State: report.StateRunning, Environment: r.envNow(), Results: r.Results()}
 	t0 := time.Now()
-	if err := rep.Write(filepath.Join(r.Opts.Out, "results.json")); err != nil && !r.ckptSaid {
+	err := rep.Write(filepath.Join(r.Opts.Out, "results.json"))
+	if noSpace(err) {
+		// The disk filled under the run: case folders stop (the record
+		// keeps what is left), and markFull says so in one line.
+		r.markFull("a checkpoint of results.json: " + err.Error())
+	} else if err != nil && !r.ckptSaid {
 		r.ckptSaid = true
 		fmt.Fprintf(os.Stderr, "p2patomics: %v (results.json is rewritten at the end)\n", err)
 	}

@@ -19,8 +19,8 @@ func TestResultsWrittenFirstAndKeptCurrent(t *testing.T) {
 	}
 	path := filepath.Join(o.Out, "results.json")
 	rep, err := report.Read(path)
-	if err != nil || len(rep.Results) != 0 {
-		t.Fatalf("no first results.json before any case: %v", err)
+	if err != nil || len(rep.Results) != 0 || rep.State != report.StateNoPlan || rep.NoPlan() == nil {
+		t.Fatalf("no first results.json saying no-plan before any case: %v %+v", err, rep)
 	}
 	mk := func(id string) *harness.Case {
 		return &harness.Case{ID: id, Backend: "host", Expected: report.Pass,
@@ -31,7 +31,7 @@ func TestResultsWrittenFirstAndKeptCurrent(t *testing.T) {
 		planned: []*harness.Case{a, b}}
 	r.WatchSignals()
 	defer active.Store(nil)
-	if rep, err = report.Read(path); err != nil || len(rep.Results) != 2 || rep.Results[0].Outcome != report.Incomplete {
+	if rep, err = report.Read(path); err != nil || len(rep.Results) != 2 || rep.Results[0].Outcome != report.Incomplete || rep.State != report.StateRunning {
 		t.Fatalf("the plan's first checkpoint: %v %+v", err, rep)
 	}
 	// A checkpoint that cost more than ckptCheap may be skipped by design

@@ -223,6 +223,14 @@ func Parse(fs *flag.FlagSet, args []string) error {
 			return usagef("-%s is refused: the suite runs each case once (-test.count=1 is accepted; use --repeat/--duration for soaks)", name)
 		case "test.parallel", "test.cpu", "test.shuffle", "test.failfast":
 			return usagef("-%s is refused: the suite keeps its own order and runs each case once (use --repeat/--duration for soaks)", name)
+		case "ginkgo.flake-attempts", "ginkgo.flakeAttempts", "ginkgo.must-pass-repeatedly", "ginkgo.repeat", "ginkgo.until-it-fails", "ginkgo.untilItFails":
+			// Ginkgo re-runs a failed spec's body and keeps the last
+			// attempt: a crash, then a pass, read as pass. The suite's
+			// own rerun (the gate's flake rule) and soak (--repeat) record
+			// every attempt; Ginkgo's do not.
+			return usagef("--%s is refused: Ginkgo's retries would hide the first attempt's outcome (use --repeat=N for a soak, --expectations for the gate's rerun)", name)
+		case "test.fuzz":
+			return usagef("-%s is refused: the suite has no fuzz targets (run go test -fuzz on the package that has them)", name)
 		}
 		if a == "--" {
 			break
@@ -336,7 +344,7 @@ func (o *Options) Validate() error {
 		return usagef("--out: empty directory name")
 	}
 	if o.Pairs != "rounds" && o.Pairs != "alone" {
-		return usagef("--pairs=%s: want rounds or alone", o.Pairs)
+		return usagef("--pairs=%s: want rounds or alone", quote(o.Pairs))
 	}
 	if _, err := wire.ParseClockPeriod(o.Clocks); err != nil {
 		return usagef("--clocks=%s: %v", quote(o.Clocks), err)

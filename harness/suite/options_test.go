@@ -3,11 +3,16 @@ package suite
 import (
 	"errors"
 	"flag"
-	"p2patomics/harness"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/onsi/ginkgo/v2/types"
+
+	"p2patomics/harness"
 )
 
 func parseWith(t *testing.T, env map[string]string, args ...string) (*Options, error) {
@@ -155,5 +160,65 @@ func TestInjectOption(t *testing.T) {
 	}
 	if o, _ := parseWith(t, nil); o.Settings().Inject != nil || o.InjectRules() != nil {
 		t.Errorf("no switch, yet rules %v", o.Settings().Inject)
+	}
+}
+
+// Issue 26 items 1 and 8: Ginkgo's retry flags and testing's -test.fuzz are
+// refused in one line before anything runs (at a44624c flake-attempts
+// turned a crash into pass, and -test.fuzz printed Go's flag dump).
+func TestRetryAndFuzzFlagsRefused(t *testing.T) {
+	for _, a := range []string{"--ginkgo.flake-attempts=2", "-ginkgo.flakeAttempts=3", "--ginkgo.must-pass-repeatedly=2", "-test.fuzz=X"} {
+		_, err := parseWith(t, nil, a)
+		if err == nil || !strings.Contains(err.Error(), "refused") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line saying it is refused", a, err)
+		}
+	}
+}
+
+// Issue 26 item 8: Ginkgo settings and testing's output files that would
+// fail late, or in many coloured lines, are one line before --out.
+func TestPreflight(t *testing.T) {
+	good := types.NewDefaultSuiteConfig()
+	if err := CheckGinkgo(good); err != nil {
+		t.Fatalf("default config refused: %v", err)
+	}
+	bad := map[string]func(*types.SuiteConfig){
+		"parallel.process": func(s *types.SuiteConfig) { s.ParallelProcess = 2 },
+		"parallel.total":   func(s *types.SuiteConfig) { s.ParallelTotal = 0 },
+		"flake-attempts":   func(s *types.SuiteConfig) { s.FlakeAttempts = 2 },
+		"must-pass":        func(s *types.SuiteConfig) { s.MustPassRepeatedly = 2 },
+		"focus-file":       func(s *types.SuiteConfig) { s.FocusFiles = []string{"x\x1b[31m:("} },
+	}
+	for name, f := range bad {
+		s := types.NewDefaultSuiteConfig()
+		f(&s)
+		if err := CheckGinkgo(s); err == nil || strings.ContainsAny(err.Error(), "\n\x1b") {
+			t.Errorf("%s: %q, want one plain line", name, err)
+		}
+	}
+	dir := t.TempDir()
+	for _, k := range []struct {
+		name, value string
+		ok          bool
+	}{
+		{"test.memprofile", "/nonexistent/x", false},
+		{"test.blockprofile", "/dev/full", false},
+		{"test.mutexprofile", dir, false},
+		{"test.testlogfile", filepath.Join(dir, "log"), true},
+		{"test.cpuprofile", "/dev/null", true},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		for _, n := range profileFlags {
+			fs.String(n, "", "")
+		}
+		fs.String("test.outputdir", "", "")
+		fs.Set(k.name, k.value)
+		err := CheckTestFlags(fs)
+		if (err == nil) != k.ok || (err != nil && strings.Contains(err.Error(), "\n")) {
+			t.Errorf("-%s=%s: %v (want ok=%v)", k.name, k.value, err, k.ok)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "log")); err == nil {
+		t.Errorf("the probe left its file behind")
 	}
 }

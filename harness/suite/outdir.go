@@ -40,6 +40,9 @@ type OutDir struct {
 func PrepareOut(path string) (*OutDir, error) {
 	path = filepath.Clean(path)
 	prev := path + ".prev"
+	if err := safeParent(path); err != nil {
+		return nil, err
+	}
 	if fi, err := os.Lstat(path); err == nil {
 		switch {
 		case fi.Mode()&os.ModeSymlink != 0:
@@ -61,10 +64,20 @@ func PrepareOut(path string) (*OutDir, error) {
 			old.Close()
 			return nil, fmt.Errorf("--out=%s holds files that are not a p2patomics run (no %s or results.json): give a new or empty folder", quote(path), OutMarker)
 		}
-		if _, err := os.Lstat(prev); err == nil {
+		if fi, err := os.Lstat(prev); err == nil {
 			if !ours(prev) {
 				old.Close()
 				return nil, fmt.Errorf("--out=%s: %s is in the way and is not a p2patomics run: move it", quote(path), quote(prev))
+			}
+			if fi.IsDir() {
+				// A suite may be running on <out>.prev itself: its folder
+				// is never removed under it.
+				p, err := lockDir(prev)
+				if err != nil {
+					old.Close()
+					return nil, fmt.Errorf("--out=%s: %s: %v", quote(path), quote(prev), strings.TrimPrefix(err.Error(), "--out="+quote(prev)+" "))
+				}
+				defer p.Close() // held until the rename below is done
 			}
 			if err := os.RemoveAll(prev); err != nil {
 				old.Close()
@@ -140,7 +153,18 @@ func lockDir(path string) (*os.File, error) {
 		return nil, fmt.Errorf("--out=%s: %v", quote(path), err)
 	}
 	d := os.NewFile(uintptr(fd), path)
-	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+	if lockHook != nil {
+		lockHook(path)
+	}
+	if err == nil && !samePath(d, path) {
+		// Between the open and the lock another suite moved this folder
+		// aside (to <out>.prev) and made a new one: the lock taken is on
+		// the old folder, not on what the path names now. Lock that.
+		d.Close()
+		return lockDir(path)
+	}
+	if err != nil {
 		holder := "another process"
 		if pid := harness.FlockHolder(d); pid > 0 {
 			holder = "pid " + strconv.Itoa(pid)
@@ -152,6 +176,41 @@ func lockDir(path string) (*os.File, error) {
 		return nil, fmt.Errorf("--out=%s: lock: %v", quote(path), err)
 	}
 	return d, nil
+}
+
+// safeParent refuses a --out whose parent folder someone else could
+// rearrange: owned by another user than the runner or root, or writable
+// by group or others without the sticky bit (such a user could swap --out
+// for a symlink between the checks and the writes, and the suite would
+// write every report where it points). /tmp (sticky) is fine. A parent
+// that does not exist yet is made by this user (MkdirAll).
+func safeParent(path string) error {
+	parent := filepath.Dir(path)
+	var st unix.Stat_t
+	if err := unix.Stat(parent, &st); err != nil {
+		return nil
+	}
+	uid := uint32(os.Geteuid())
+	switch {
+	case st.Uid != uid && st.Uid != 0:
+		return fmt.Errorf("--out=%s: its folder %s belongs to uid %d, who could replace --out with a link: choose a folder of yours", quote(path), quote(parent), st.Uid)
+	case st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0:
+		return fmt.Errorf("--out=%s: its folder %s is writable by others (mode %#o, not sticky), who could replace --out with a link: choose a folder of yours", quote(path), quote(parent), st.Mode&0o7777)
+	}
+	return nil
+}
+
+// lockHook runs between a folder's flock and the check that the path
+// still names it (tests make the race happen there).
+var lockHook func(path string)
+
+// samePath reports whether path still names the folder d has open.
+func samePath(d *os.File, path string) bool {
+	var a, b unix.Stat_t
+	if unix.Fstat(int(d.Fd()), &a) != nil || unix.Lstat(path, &b) != nil {
+		return false
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino
 }
 
 // ours reports whether a folder may be moved aside or removed: it holds

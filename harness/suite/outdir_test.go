@@ -118,3 +118,83 @@ func TestPrepareOutRefusals(t *testing.T) {
 		t.Fatalf("a folder that is not a run was touched: %v", err)
 	}
 }
+
+// Issue 26 item 6: a suite running on <out>.prev keeps its folder (at
+// a44624c a suite on <out> removed it live), and a lock taken on a folder
+// that was moved aside between the open and the flock is not taken for
+// the folder the path names now.
+func TestPrepareOutNeverRemovesALiveFolder(t *testing.T) {
+	pv := filepath.Join(t.TempDir(), "pv")
+	a, err := PrepareOut(pv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.lock.Close() // that run ended
+	b, err := PrepareOut(pv + ".prev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(b.Path, "results.json"), []byte("{}"), 0o644)
+	if _, err := PrepareOut(pv); err == nil || !strings.Contains(err.Error(), "in use") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("a suite on %s.prev is live: %v", pv, err)
+	}
+	if _, err := os.Stat(filepath.Join(b.Path, "results.json")); err != nil {
+		t.Fatalf("the live suite's folder was removed: %v", err)
+	}
+	b.lock.Close()
+
+	// The delayed flock: another suite moves the folder aside and locks a
+	// new one between this suite's open and its flock.
+	q := filepath.Join(t.TempDir(), "q")
+	c, err := PrepareOut(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.lock.Close()
+	var holder *os.File
+	fired := false
+	lockHook = func(path string) {
+		if path != q || fired {
+			return
+		}
+		fired = true
+		os.RemoveAll(q + ".prev")
+		os.Rename(q, q+".prev")
+		os.Mkdir(q, 0o755)
+		if holder, err = lockDir(q); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { lockHook = nil }()
+	if _, err := PrepareOut(q); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("the folder was swapped between open and flock: %v", err)
+	}
+	holder.Close()
+}
+
+// Issue 26 item 7: --out under a folder another user owns (or anyone may
+// write, not sticky) is refused; at a44624c that user could swap --out
+// for a link and the suite wrote every report there.
+func TestPrepareOutRefusesAnUnsafeParent(t *testing.T) {
+	base := t.TempDir()
+	open := filepath.Join(base, "open")
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777)
+	if _, err := PrepareOut(filepath.Join(open, "o")); err == nil || !strings.Contains(err.Error(), "writable by others") {
+		t.Errorf("world-writable parent: %v", err)
+	}
+	sticky := filepath.Join(base, "sticky")
+	os.Mkdir(sticky, 0o777)
+	syscall.Chmod(sticky, 0o1777)
+	if _, err := PrepareOut(filepath.Join(sticky, "o")); err != nil {
+		t.Errorf("sticky parent (like /tmp) refused: %v", err)
+	}
+	if os.Geteuid() == 0 {
+		other := filepath.Join(base, "other")
+		os.Mkdir(other, 0o755)
+		os.Chown(other, 65534, 65534)
+		if _, err := PrepareOut(filepath.Join(other, "o")); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+			t.Errorf("parent owned by nobody: %v", err)
+		}
+	}
+}

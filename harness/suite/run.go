@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/onsi/ginkgo/v2/types"
@@ -62,6 +63,12 @@ type Run struct {
 	// pending are the cases waiting for their flake-check rerun, in the
 	// order they ran, with their first (unjudged) result.
 	pending []pendingRerun
+	// outFull is set once --out lacks the room results.json keeps
+	// (space.go): case folders are no longer written.
+	outFull atomic.Bool
+	// reserved is the size of the reserve file holding the final
+	// record's room (space.go); 0 once released.
+	reserved atomic.Uint64
 }
 
 type pendingRerun struct {
@@ -288,6 +295,7 @@ func (r *Run) runner(backend string) *harness.Runner {
 			Out: r.Opts.Out, TraceAll: r.Opts.Trace,
 			Env:    func() map[string]any { return environment(r.Opts, [][]device.Info{rn.Infos}) },
 			Binary: suiteBinary(),
+			Room:   r.room,
 			MakeForm: func(repro string) string {
 				return "make run ARGS='" + strings.TrimPrefix(repro, ReproBinary()+" ") + "'"
 			},
@@ -310,6 +318,15 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 	if r.finished {
 		r.mu.Unlock()
 		return report.Result{ID: c.ID, Outcome: report.Incomplete, Expected: c.Expected}
+	}
+	if prev, ok := r.results[c.ID]; ok {
+		// A second Execute of one case is a retry from outside the suite
+		// (Ginkgo's FlakeAttempts or MustPassRepeatedly, set by a
+		// decorator or a config the flag check did not see): the first
+		// attempt's result stands, a crash is never overwritten by a
+		// later pass, and the case does not run again.
+		r.mu.Unlock()
+		return prev
 	}
 	for _, rn := range r.runners {
 		if rn.Abort != "" {
@@ -336,7 +353,7 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 		perCase = r.Opts.Duration / time.Duration(max(1, len(r.planned)))
 	}
 	start := time.Now()
-	runs, unmet := 0, 0
+	runs, unmet, skips := 0, 0, 0
 	rn := r.runner(c.Backend)
 	var soak []map[string]report.Metric
 	for {
@@ -346,7 +363,13 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 		if !one.Met() {
 			unmet++
 		}
-		if runs == 1 || (!one.Met() && unmet == 1) {
+		if one.Outcome == report.Skip {
+			skips++
+		}
+		// A soak's outcome is its worst run: the first unmet one, unless a
+		// later one is worse (a not-supported skip, the mildest, never
+		// hides a crash or a timeout after it).
+		if runs == 1 || (!one.Met() && (res.Met() || worse(one, res))) {
 			res = one
 		}
 		if runs >= r.Opts.Repeat && (perCase == 0 || time.Since(start) >= perCase) {
@@ -358,6 +381,13 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 		if stop {
 			break
 		}
+	}
+	if skips > 0 && skips < runs {
+		// Not supported is a fact of the stack: it holds for every run
+		// or for none. One that comes and goes is the backend
+		// misreporting a failure, an error, never a skip.
+		res.Outcome, res.NotSupported = report.Error, ""
+		res.Detail = fmt.Sprintf("not supported in %d of %d runs (a backend that does not support the case says so every time): %s", skips, runs, res.Detail)
 	}
 	if runs > 1 {
 		res.Metrics = report.SoakMetrics(soak)
@@ -395,6 +425,15 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 	return res
 }
 
+// worse reports whether a is a worse outcome than b: a skip (not
+// supported) is milder than any other unmet outcome, else severity.
+func worse(a, b report.Result) bool {
+	if (a.Outcome == report.Skip) != (b.Outcome == report.Skip) {
+		return b.Outcome == report.Skip
+	}
+	return a.Outcome.Severity() > b.Outcome.Severity()
+}
+
 // WatchSignals makes SIGINT/SIGTERM/SIGHUP kill every rank and still
 // write the reports, with unfinished cases marked incomplete. The handler
 // itself is installed by Prepare, before the backend probe; this hands it
@@ -403,6 +442,9 @@ func (r *Run) WatchSignals() {
 	catchSignals(r.Opts)
 	active.Store(r)
 	r.checkpoint()
+	if prepared != nil {
+		r.reserve()
+	}
 }
 
 // runnerList copies the runners; call with r.mu held.
@@ -503,20 +545,26 @@ func (r *Run) finish() int {
 	out := r.Opts.Out
 	// results.json first: it is the record, and the heatmaps, junit.xml
 	// and the case folders must not take the space it needs.
-	if err := rep.Write(filepath.Join(out, "results.json")); err != nil {
+	r.release()
+	if err := r.writeRecord(filepath.Join(out, "results.json"), rep); err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 		code = ExitNoReport
 	}
+	// The reports are the product: a run whose reports are not written
+	// has no verdict anyone can read later (exit 3). The derived ones come
+	// before the heatmaps (the verdict first), and a full disk is one
+	// line naming what was not written.
+	var notWritten []string
+	if err := writeDerived(out, rep, events, r.t0); err != nil {
+		notWritten = append(notWritten, err.Error())
+	}
 	if files, err := heatmap.WriteAll(filepath.Join(out, "heatmaps"), rep); err != nil {
-		fmt.Fprintf(os.Stderr, "p2patomics: heatmaps: %v\n", err)
-		code = ExitNoReport
+		notWritten = append(notWritten, "heatmaps: "+err.Error())
 	} else if len(files) > 0 {
 		fmt.Fprintf(w, "heatmaps: %s\n", filepath.Join(out, "heatmaps", "index.html"))
 	}
-	if err := writeDerived(out, rep, events, r.t0); err != nil {
-		// The reports are the product: a run whose reports are not
-		// written has no verdict anyone can read later.
-		fmt.Fprintf(os.Stderr, "p2patomics: reports not written: %v\n", err)
+	if len(notWritten) > 0 {
+		fmt.Fprintf(os.Stderr, "p2patomics: reports not written: %s\n", oneLine(strings.Join(notWritten, "; ")))
 		code = ExitNoReport
 	}
 	for _, e := range events {
