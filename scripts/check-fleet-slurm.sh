@@ -12,7 +12,8 @@
 #      failing): its job FAILED 1:0 in sacct, "srun: error: n3: task 0: Exited with
 #      exit code 1", p2pfleet --gate exit 1, --drain names n3 alone;
 #   3. a planted broken node (exit 2 with zero cases: --case=no.such.case):
-#      FAILED 2:0, p2pfleet "no result", exit 1;
+#      FAILED 2:0; a usage error writes no results.json (it is refused before
+#      --out is touched), so p2pfleet says "no result" and "suite exit status 2", exit 1;
 #   4. a node without the binary (exit 127, no results.json): "no result".
 # Every daemon is stopped by its pid on exit. Only 127.0.0.1 is used.
 #
@@ -198,7 +199,7 @@ want_state "$jb" "FAILED 2:0" "n3 planted broken"
 want_state "$jn" "FAILED 127:0" "n3 without the binary"
 grep -q 'srun: error: n3: task 0: Exited with exit code 1' "$w/job-$jf.out" || { cat "$w/job-$jf.out"; fail "no 'srun: error: n3: task 0: Exited with exit code 1' line"; }
 echo "ok:   srun names the failing node: $(grep 'srun: error' "$w/job-$jf.out")"
-for c in failing:"1 case of" broken:"no result: results.json holds no case" nobin:"no result: no results.json"; do
+for c in failing:"1 case of" broken:"suite exit status 2" nobin:"no result: no results.json"; do
   name=${c%%:*} want=${c#*:}
   rc=0
   fleet --gate --drain "$w/$name"/*/ >"$w/$name.txt" || rc=$?
