@@ -492,3 +492,30 @@ func Validate(table []Symbol) error {
 	}
 	return nil
 }
+
+// ROCmPathDir is $ROCM_PATH/lib when the user set it, else nil: Candidates'
+// first, searched before the loader's path (Candidates says why). The HSA
+// and HIP backends share it, so both runtimes are looked for in one order.
+func ROCmPathDir() []string {
+	if r := os.Getenv("ROCM_PATH"); r != "" {
+		return []string{filepath.Join(r, "lib")}
+	}
+	return nil
+}
+
+// ROCmLibDirs are searched after the loader's own path: AMD's install guide
+// leaves adding /opt/rocm/lib to the loader config as a manual step, so a
+// host that skipped it still finds the runtime ($ROCM_PATH first, as
+// Triton's AMD driver does).
+func ROCmLibDirs() []string {
+	return append(ROCmPathDir(), "/opt/rocm/lib")
+}
+
+// Shadowed names the other runtimes on disk (OtherOnDisk) for a too-old
+// loaded one's skip: "" when there are none.
+func Shadowed(others []string) string {
+	if len(others) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; a different runtime is on disk: %s (set ROCM_PATH to its install)", strings.Join(others, ", "))
+}

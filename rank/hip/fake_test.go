@@ -270,11 +270,11 @@ func TestDecideImportAfterOneFailure(t *testing.T) {
 // TestROCmLibDirs (issue 17, defect 7): $ROCM_PATH/lib, then /opt/rocm/lib.
 func TestROCmLibDirs(t *testing.T) {
 	t.Setenv("ROCM_PATH", "/x/rocm-7.2")
-	if got := strings.Join(rocmLibDirs(), " "); got != "/x/rocm-7.2/lib /opt/rocm/lib" {
+	if got := strings.Join(binding.ROCmLibDirs(), " "); got != "/x/rocm-7.2/lib /opt/rocm/lib" {
 		t.Fatal(got)
 	}
 	t.Setenv("ROCM_PATH", "")
-	if got := strings.Join(rocmLibDirs(), " "); got != "/opt/rocm/lib" {
+	if got := strings.Join(binding.ROCmLibDirs(), " "); got != "/opt/rocm/lib" {
 		t.Fatal(got)
 	}
 }

@@ -402,13 +402,13 @@ func quietStderr(t *testing.T) func() string {
 // it), then /opt/rocm/lib.
 func TestROCmLibDirs(t *testing.T) {
 	t.Setenv("ROCM_PATH", "/x/rocm-6.4.3")
-	if got := strings.Join(rocmLibDirs(), " "); got != "/x/rocm-6.4.3/lib /opt/rocm/lib" {
+	if got := strings.Join(binding.ROCmLibDirs(), " "); got != "/x/rocm-6.4.3/lib /opt/rocm/lib" {
 		t.Fatal(got)
 	}
 	dir := t.TempDir()
 	t.Setenv("ROCM_PATH", dir)
 	os.Mkdir(dir+"/lib", 0o755)
-	c := binding.Candidates([]string{libName}, rocmPathDir(), rocmLibDirs())
+	c := binding.Candidates([]string{libName}, binding.ROCmPathDir(), binding.ROCmLibDirs())
 	if len(c) < 2 || c[0] != dir+"/lib/"+libName || c[1] != libName {
 		t.Fatalf("candidates %v", c)
 	}

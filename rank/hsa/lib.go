@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -126,41 +125,15 @@ var (
 	loadErr  error
 )
 
-// rocmLibDirs are searched after the loader's own path: AMD's install guide
-// leaves adding /opt/rocm/lib to the loader config as a manual step, so a
-// host that skipped it still finds the runtime ($ROCM_PATH first, as
-// Triton's AMD driver does).
-func rocmLibDirs() []string {
-	var dirs []string
-	if r := os.Getenv("ROCM_PATH"); r != "" {
-		dirs = append(dirs, filepath.Join(r, "lib"))
-	}
-	return append(dirs, "/opt/rocm/lib")
-}
-
-// rocmPathDir is $ROCM_PATH/lib when set: searched before the loader's
-// path (binding.Candidates says why).
-func rocmPathDir() []string {
-	if r := os.Getenv("ROCM_PATH"); r != "" {
-		return []string{filepath.Join(r, "lib")}
-	}
-	return nil
-}
-
 // shadowed names the other runtimes on disk, for a too-old loaded one's
 // skip ("" when there are none).
-func (l *lib) shadowed() string {
-	if len(l.others) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("; a different runtime is on disk: %s (set ROCM_PATH to its install)", strings.Join(l.others, ", "))
-}
+func (l *lib) shadowed() string { return binding.Shadowed(l.others) }
 
 // load opens the library once per process: the soname through the loader's
-// search, then in rocmLibDirs.
+// search, then in binding.ROCmLibDirs.
 func load() (*lib, error) {
 	loadOnce.Do(func() {
-		cands := binding.Candidates([]string{libName}, rocmPathDir(), rocmLibDirs())
+		cands := binding.Candidates([]string{libName}, binding.ROCmPathDir(), binding.ROCmLibDirs())
 		var errs []string
 		for i, c := range cands {
 			l, err := open(c, i == len(cands)-1)
