@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
 
 	"p2patomics/harness/report"
+	"p2patomics/internal/device"
 )
 
 // Physical ceilings of bandwidth metrics. A copy run by one GPU reads each
@@ -14,8 +14,8 @@ import (
 // every resource on the way (a GPU's HBM, its NVLinks or PCIe link in one
 // direction) carries some bytes per byte copied. The ceiling is the
 // smallest capacity / load over those resources: a bound no measurement
-// can beat. The capacities come from the ranks' device facts (rank/cuda
-// reads them through NVML: hbm_gbps, nvlink_gbps, pcie_gbps); a resource
+// can beat. The capacities come from the ranks' device facts
+// (device.Info.Ceilings; rank/cuda reads them through NVML); a resource
 // whose capacity is unknown is left out, which only loosens the bound, and
 // with none known there is no ceiling (the host backend: nothing to read
 // honestly about a CPU's memory bandwidth from userspace).
@@ -37,98 +37,124 @@ type Flow struct {
 // MemLoc is where memory of the case's kind owned by rank lives.
 func (c *Ctx) MemLoc(rank int) Loc { return Loc{Rank: rank, Host: c.Kind == "vmm-host"} }
 
-type resource struct {
-	name, basis string
-	gbps        float64
+// resource is what a copy's bytes cross: a GPU's HBM, or its NVLinks or
+// PCIe link in one direction.
+type resource int
+
+const (
+	hbm resource = iota
+	nvlink
+	pcie
+)
+
+func (k resource) String() string { return [...]string{"hbm", "nvlink", "pcie"}[k] }
+
+// of is k's capacity among a device's ceilings.
+func (k resource) of(cs device.Ceilings) device.Bandwidth {
+	switch k {
+	case hbm:
+		return cs.HBM
+	case nvlink:
+		return cs.NVLink
+	}
+	return cs.PCIe
 }
 
-// attrGBps reads one of rank r's capacities (key hbm, nvlink or pcie):
-// GB/s and how it was read; 0 when the rank reported none.
-func attrGBps(c *Ctx, r int, key string) (float64, string) {
-	v, err := strconv.ParseFloat(c.Attr(r, key+"_gbps"), 64)
-	if err != nil || v <= 0 {
-		return 0, ""
-	}
-	return v, c.Attr(r, key+"_basis")
+// use is one resource of one device a set of flows loads.
+type use struct {
+	name string // "nvlink out of GPU-a": names it in the ceiling's basis
+	bw   device.Bandwidth
+}
+
+// route accumulates, over the flows of one copy, each resource's load: the
+// bytes it carries per byte copied.
+type route struct {
+	c     *Ctx
+	share float64 // one flow's part of the bytes copied
+	load  map[string]float64
+	uses  map[string]use
 }
 
 // CopyCeiling is the ceiling of the total bytes copied by flows running at
 // once (each flow copying the same number of bytes), in GB/s; nil when no
 // resource on the way has a known capacity.
 func (c *Ctx) CopyCeiling(flows ...Flow) *report.Ceiling {
-	load := map[string]float64{}
-	res := map[string]resource{}
-	use := func(r int, key, dir string) {
-		gbps, basis := attrGBps(c, r, key)
-		if gbps == 0 {
+	rt := &route{c: c, share: 1 / float64(len(flows)), load: map[string]float64{}, uses: map[string]use{}}
+	for _, f := range flows {
+		rt.move(f.Exec, f.Src, true)
+		rt.move(f.Exec, f.Dst, false)
+	}
+	return rt.tightest()
+}
+
+// add loads resource k of rank r's device (dir " in", " out" or "" for
+// HBM) with one flow's share; a capacity the rank did not read is left out.
+func (rt *route) add(r int, k resource, dir string) {
+	bw := k.of(rt.c.W.Infos[r].Ceilings)
+	if bw.GBps <= 0 {
+		return
+	}
+	name := fmt.Sprintf("%s%s of %s", k, dir, rt.c.DeviceKey(r))
+	rt.uses[name] = use{name, bw}
+	rt.load[name] += rt.share
+}
+
+// link is the route between two GPUs: NVLink when both have active links
+// (on NVSwitch and direct-link machines every peer is reached through
+// them), else PCIe.
+func (rt *route) link(a, b int) resource {
+	if nvlink.of(rt.c.W.Infos[a].Ceilings).GBps > 0 && nvlink.of(rt.c.W.Infos[b].Ceilings).GBps > 0 {
+		return nvlink
+	}
+	return pcie
+}
+
+// move accounts bytes travelling between the executing GPU e and l; read
+// says they flow from l to e.
+func (rt *route) move(e int, l Loc, read bool) {
+	// The direction each end's link carries the bytes: read, out of l
+	// into e; written, out of e into l.
+	lDir, eDir := " out", " in"
+	if !read {
+		lDir, eDir = " in", " out"
+	}
+	switch {
+	case l.Host:
+		// Host memory is reached over the GPU's PCIe link, except where
+		// the GPU is coherent with the CPU (NVLink-C2C, which reports
+		// native host atomics): no ceiling is read for that.
+		if rt.c.W.Infos[e].Caps.HostAtomics.OK {
 			return
 		}
-		name := fmt.Sprintf("%s%s of %s", key, dir, c.DeviceKey(r))
-		res[name] = resource{name, basis, gbps}
-		load[name] += 1 / float64(len(flows))
+		rt.add(e, pcie, eDir)
+	case rt.c.DeviceKey(l.Rank) == rt.c.DeviceKey(e):
+		rt.add(e, hbm, "")
+	default:
+		rt.add(l.Rank, hbm, "")
+		k := rt.link(e, l.Rank)
+		rt.add(l.Rank, k, lDir)
+		rt.add(e, k, eDir)
 	}
-	// link is the route between two GPUs: NVLink when both have active
-	// links (on NVSwitch and direct-link machines every peer is reached
-	// through them), else PCIe.
-	link := func(a, b int) string {
-		ga, _ := attrGBps(c, a, "nvlink")
-		gb, _ := attrGBps(c, b, "nvlink")
-		if ga > 0 && gb > 0 {
-			return "nvlink"
-		}
-		return "pcie"
-	}
-	// move accounts bytes travelling between the executing GPU e and l;
-	// read says they flow from l to e.
-	move := func(e int, l Loc, read bool) {
-		out, in := " out", " in"
-		switch {
-		case l.Host:
-			// Host memory is reached over the GPU's PCIe link, except
-			// where the GPU is coherent with the CPU (NVLink-C2C, which
-			// reports native host atomics): no ceiling is read for that.
-			if c.W.Infos[e].Caps.HostAtomics.OK {
-				return
-			}
-			if read {
-				use(e, "pcie", in)
-			} else {
-				use(e, "pcie", out)
-			}
-		case c.DeviceKey(l.Rank) == c.DeviceKey(e):
-			use(e, "hbm", "")
-		default:
-			use(l.Rank, "hbm", "")
-			k := link(e, l.Rank)
-			if read {
-				use(l.Rank, k, out)
-				use(e, k, in)
-			} else {
-				use(e, k, out)
-				use(l.Rank, k, in)
-			}
-		}
-	}
-	for _, f := range flows {
-		move(f.Exec, f.Src, true)
-		move(f.Exec, f.Dst, false)
-	}
+}
+
+// tightest is the smallest capacity / load over the loaded resources, nil
+// when none has a known capacity.
+func (rt *route) tightest() *report.Ceiling {
 	var best *report.Ceiling
-	names := make([]string, 0, len(load))
-	for name := range load {
+	names := make([]string, 0, len(rt.load))
+	for name := range rt.load {
 		names = append(names, name)
 	}
 	sort.Strings(names) // ties name the same resource every run
 	for _, name := range names {
-		l := load[name]
-		r := res[name]
-		v := r.gbps / l
+		l, u := rt.load[name], rt.uses[name]
+		v := u.bw.GBps / l
 		if best == nil || v < best.Value {
 			per := ""
 			if l != 1 {
 				per = fmt.Sprintf(", %.4g bytes of its traffic per byte copied", l)
 			}
-			best = &report.Ceiling{Value: math.Round(v*10) / 10, Basis: fmt.Sprintf("%s: %.1f GB/s (%s)%s", r.name, r.gbps, r.basis, per)}
+			best = &report.Ceiling{Value: math.Round(v*10) / 10, Basis: fmt.Sprintf("%s: %.1f GB/s (%s)%s", u.name, u.bw.GBps, u.bw.Basis, per)}
 		}
 	}
 	return best

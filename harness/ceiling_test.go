@@ -9,11 +9,11 @@ import (
 // h200 is what a lent H200's rank reports (rank/cuda ceilings: NVML max
 // memory clock 3201 MHz, 6144-bit bus, NV18, PCIe 5 x16).
 func h200(uuid string, nvlink bool) device.Info {
-	a := map[string]string{"hbm_gbps": "4916.7", "hbm_basis": "hbm", "pcie_gbps": "63.0", "pcie_basis": "pcie", "host_native_atomic_supported": "0"}
+	cs := device.Ceilings{HBM: device.Bandwidth{GBps: 4916.7, Basis: "hbm"}, PCIe: device.Bandwidth{GBps: 63, Basis: "pcie"}}
 	if nvlink {
-		a["nvlink_gbps"], a["nvlink_basis"] = "478.1", "nv18"
+		cs.NVLink = device.Bandwidth{GBps: 478.1, Basis: "nv18"}
 	}
-	return device.Info{Vendor: "nvidia", UUID: uuid, Attrs: a, Caps: device.Caps{HostAtomics: device.No("PCIe H200")}}
+	return device.Info{Vendor: "nvidia", UUID: uuid, Ceilings: cs, Caps: device.Caps{HostAtomics: device.No("PCIe H200")}}
 }
 
 func world(kind string, infos ...device.Info) *Ctx {

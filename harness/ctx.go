@@ -70,11 +70,6 @@ func (c *Ctx) Info(r int) device.Info { return c.W.Infos[r] }
 // Units returns the rank's parallel units (SMs, CUs, CPUs).
 func (c *Ctx) Units(r int) int { return max(c.W.Infos[r].Units, 1) }
 
-// Attr is one of rank r's raw vendor attributes (device.Info.Attrs: NVML
-// ceilings, MPS), "" when the rank reported none. Capabilities are not
-// attributes: read them from Info(r).Caps.
-func (c *Ctx) Attr(r int, name string) string { return c.W.Infos[r].Attrs[name] }
-
 // Vendor is rank 0's device vendor.
 func (c *Ctx) Vendor() string { return c.W.Infos[0].Vendor }
 

@@ -70,10 +70,10 @@ func (c *Ctx) AnySharedGPU() bool {
 }
 
 // MPS reports whether rank r's context is a client of a running CUDA MPS
-// server (CU_DEVICE_ATTRIBUTE_MPS_ENABLED, read by the rank; the suite
-// never starts or stops MPS). Only then can kernels of ranks sharing a GPU
-// be resident together.
-func (c *Ctx) MPS(r int) bool { return c.Attr(r, "mps_enabled") == "1" }
+// server (device.Caps.MPS, answered by the rank; the suite never starts or
+// stops MPS). Only then can kernels of ranks sharing a GPU be resident
+// together; not known is not a client.
+func (c *Ctx) MPS(r int) bool { return c.W.Infos[r].Caps.MPS.OK }
 
 // SharedGPUNote is the one-line reason a spec gives when two ranks on one
 // GPU cannot do what it needs; it names the missing capability so the

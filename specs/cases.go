@@ -10,6 +10,7 @@ import (
 	"p2patomics/harness"
 	"p2patomics/harness/report"
 	"p2patomics/harness/suite"
+	"p2patomics/internal/device"
 	"p2patomics/kernels"
 	"p2patomics/wire"
 )
@@ -58,9 +59,10 @@ func (b *builder) add(spec, variant string, ranks int, expected report.Outcome, 
 	id := b.fullID(spec, variant, ranks)
 	if b.backend == "cuda" && (b.kind == "vmm-host" && slices.Contains(labels, "atomics") || spec == "cpugpu") {
 		// Atomics on host memory are atomic across GPUs and with the CPU
-		// only where the device says so; where it reports 0 (PCIe H200)
-		// a fail of this case is not-supported, its loss kept as evidence.
-		labels = append(slices.Clone(labels), report.NeedsPrefix+"host_native_atomic_supported")
+		// only where the device says so (Caps.HostAtomics); where it says
+		// no (PCIe H200) a fail of this case is not-supported, its loss
+		// kept as evidence.
+		labels = append(slices.Clone(labels), report.Needs(device.CapHostAtomics))
 	}
 	c := &harness.Case{
 		ID: id, Backend: b.backend, Kind: b.kind, Ranks: ranks,

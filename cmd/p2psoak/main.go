@@ -301,7 +301,7 @@ func (s *soak) check(tag string, sc scenario, pid, code int, signalled bool, dir
 	}
 	if code == 0 && rep != nil {
 		for _, r := range rep.Results {
-			if !r.Met() {
+			if report.Unexpected(r) {
 				s.fail(tag, "exit 0 with %s %s (expected %s)", r.ID, r.Outcome, r.Expected)
 			}
 		}
@@ -582,7 +582,7 @@ func notPass(s *soak, tag string, code int, lines []string, rep *report.Report) 
 		return
 	}
 	for _, r := range rep.Results {
-		if r.Met() {
+		if !report.Unexpected(r) {
 			s.fail(tag, "%s met its expected %s (%s) with rank 1 stopped", r.ID, r.Expected, r.Detail)
 		}
 	}

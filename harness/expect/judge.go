@@ -24,7 +24,7 @@ func JudgeOne(r report.Result, s *Set, env map[string]any) report.Result {
 		// Ungated, a capability the device lacks is never a failure by
 		// itself (deqp-runner's NotSupported); gated, the baseline decides,
 		// so a case that passed there and is not supported now regresses.
-		if r.Met() {
+		if r.OutcomeIs(r.Expected) {
 			r.Verdict = report.Expected
 		} else {
 			r.Verdict = report.ExpectedFail

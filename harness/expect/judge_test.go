@@ -5,15 +5,20 @@ import (
 	"testing"
 
 	"p2patomics/harness/report"
+	"p2patomics/internal/device"
 )
 
+// h200Env is a PCIe H200's environment ("0": no host-native atomics) in
+// its results.json shape: the typed answer the verdict reads, the raw
+// attribute beside it.
 func h200Env(hostNative string) map[string]any {
 	return map[string]any{"vendor": "nvidia", "gpus": []any{
-		map[string]any{"ordinal": 0, "arch": "sm_90", "attrs": map[string]any{"host_native_atomic_supported": hostNative}}}}
+		map[string]any{"ordinal": 0, "arch": "sm_90", "attrs": map[string]any{"host_native_atomic_supported": hostNative},
+			"caps": map[string]any{"host_atomics": map[string]any{"ok": hostNative == "1", "reason": "HOST_NATIVE_ATOMIC_SUPPORTED is " + hostNative}}}}}
 }
 
 var (
-	needsLabel = []string{"cuda", "vmm-host", "counter", "atomics", report.NeedsPrefix + "host_native_atomic_supported"}
+	needsLabel = []string{"cuda", "vmm-host", "counter", "atomics", report.Needs(device.CapHostAtomics)}
 	vmmHostAdd = report.Result{ID: "cuda.vmm-host.counter.add_u64_relaxed_sys", Labels: needsLabel,
 		Outcome: report.Fail, Expected: report.Pass, Detail: "lost updates: 81760"}
 	cpugpu = report.Result{ID: "cuda.vmm.cpugpu.add_u64_relaxed_sys", Labels: []string{"cuda", "vmm", "cpugpu"},

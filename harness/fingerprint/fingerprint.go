@@ -424,13 +424,15 @@ func Merge(env map[string]any, infos []device.Info) {
 	}
 	sort.SliceStable(keys, func(i, j int) bool { return devs[keys[i]].Ordinal < devs[keys[j]].Ordinal })
 	var gpus []map[string]any
+	var mps []device.Cap
 	for _, k := range keys {
 		m := jsonShape(devs[k])
 		delete(m, "rank")
 		m["ranks"] = ranks[k]
 		gpus = append(gpus, m)
+		mps = append(mps, devs[k].Caps.MPS)
 	}
-	sharing(env, gpus)
+	sharing(env, gpus, mps)
 	if len(gpus) > 0 {
 		arr := make([]any, len(gpus))
 		for i, g := range gpus {
@@ -462,16 +464,16 @@ func addRank(rs []int, r int) []int {
 }
 
 // sharing records, for GPU stacks, which ranks share a device and whether
-// CUDA MPS serves them (CU_DEVICE_ATTRIBUTE_MPS_ENABLED as the ranks read
-// it; the suite never starts or stops MPS): env["device_sharing"] =
+// CUDA MPS serves them (mps[i] is gpus[i]'s device.Caps.MPS, the ranks'
+// answer; the suite never starts or stops MPS): env["device_sharing"] =
 // {"shared": [{"uuid"/"ordinal", "ranks"}], "mps": "on"|"off"|"unknown"}.
 // Ranks on one GPU have their kernels time-sliced unless MPS runs, which
 // decides what the perf and litmus cases can mean there.
-func sharing(env map[string]any, gpus []map[string]any) {
+func sharing(env map[string]any, gpus []map[string]any, mpsOf []device.Cap) {
 	shared := []any{}
 	mps := map[string]bool{}
 	gpuStack := false
-	for _, g := range gpus {
+	for i, g := range gpus {
 		if v := str(g["vendor"]); v == "" || v == "host" {
 			continue
 		}
@@ -483,14 +485,13 @@ func sharing(env map[string]any, gpus []map[string]any) {
 			}
 			shared = append(shared, e)
 		}
-		attrs, _ := g["attrs"].(map[string]any)
-		switch str(attrs["mps_enabled"]) {
-		case "1":
-			mps["on"] = true
-		case "0":
-			mps["off"] = true
-		default:
+		switch m := mpsOf[i]; {
+		case !m.Known():
 			mps["unknown"] = true
+		case m.OK:
+			mps["on"] = true
+		default:
+			mps["off"] = true
 		}
 	}
 	if !gpuStack {

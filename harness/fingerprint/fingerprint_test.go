@@ -213,10 +213,18 @@ func TestGfxNameAndDriverLine(t *testing.T) {
 
 // TestMergeSharing: ranks that opened one device are listed on it, a
 // device with more than one rank is named under device_sharing, and MPS is
-// read from the ranks' mps_enabled attribute; a host-only run has none.
+// the ranks' typed answer (Caps.MPS, "" unanswered); a host-only run has
+// none.
 func TestMergeSharing(t *testing.T) {
 	gpu := func(uuid string, ord, rank int, mps string) device.Info {
-		return device.Info{Vendor: "nvidia", UUID: uuid, Ordinal: ord, Rank: rank, Attrs: map[string]string{"mps_enabled": mps}}
+		in := device.Info{Vendor: "nvidia", UUID: uuid, Ordinal: ord, Rank: rank}
+		switch mps {
+		case "1":
+			in.Caps.MPS = device.Yes("MPS_ENABLED 1")
+		case "0":
+			in.Caps.MPS = device.No("MPS_ENABLED 0")
+		}
+		return in
 	}
 	env := map[string]any{}
 	Merge(env, []device.Info{gpu("GPU-a", 0, 0, "0"), gpu("GPU-b", 1, 1, "0"), gpu("GPU-a", 0, 2, "0")})
@@ -237,6 +245,13 @@ func TestMergeSharing(t *testing.T) {
 	Merge(env, []device.Info{gpu("GPU-a", 0, 0, "1"), gpu("GPU-b", 1, 1, "1")})
 	if ds := env["device_sharing"].(map[string]any); ds["mps"] != "on" || len(ds["shared"].([]any)) != 0 {
 		t.Errorf("two GPUs under MPS: %v", ds)
+	}
+	env = map[string]any{}
+	raw := gpu("GPU-c", 2, 2, "")
+	raw.Attrs = map[string]string{"mps_enabled": "1"} // the attribute alone decides nothing
+	Merge(env, []device.Info{gpu("GPU-a", 0, 0, "1"), raw})
+	if ds := env["device_sharing"].(map[string]any); ds["mps"] != "mixed" {
+		t.Errorf("one GPU under MPS, one unanswered: %v, want mixed", ds)
 	}
 	env = map[string]any{}
 	Merge(env, []device.Info{{Vendor: "host", Rank: 0}, {Vendor: "host", Rank: 1}})

@@ -257,8 +257,12 @@ const (
 	EvidenceInconclusive Evidence = "inconclusive"
 )
 
-// Met reports whether the outcome is what the case expects.
-func (r Result) Met() bool { return r.Outcome == r.Expected }
+// OutcomeIs reports whether r's raw outcome is o: r.OutcomeIs(r.Expected)
+// is "the outcome equals the expected one", which is not "met". Whether a
+// result counts against the run is Unexpected, the one pass/fail
+// predicate (it knows not-supported, baselines and flakes); decide
+// pass/fail on Unexpected, never on OutcomeIs.
+func (r Result) OutcomeIs(o Outcome) bool { return r.Outcome == o }
 
 // Report is the whole results.json.
 type Report struct {

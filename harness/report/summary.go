@@ -5,14 +5,27 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"p2patomics/internal/device"
 )
 
-// NeedsPrefix starts a case label naming a device attribute (as the ranks
-// report it in environment.gpus[].attrs) that the case's result depends
-// on: "needs=host_native_atomic_supported". Where a device reports the
-// attribute as 0, a fail of that case is what the hardware predicts, so
-// it is not-supported rather than unexpected; its evidence stays.
+// NeedsPrefix starts a case label naming the device capability the case's
+// result depends on: a device.Caps field by its results.json name
+// (device.CapNames), as Needs spells it: "needs=host_atomics". Where a
+// device answers that capability no, a fail of that case is what the
+// hardware predicts, so it is not-supported rather than unexpected; its
+// evidence stays.
 const NeedsPrefix = "needs="
+
+// Needs is the label saying a case's result depends on capability c
+// (device.CapHostAtomics, ...).
+func Needs(c string) string { return NeedsPrefix + c }
+
+// legacyNeeds maps the vendor attribute a needs= label named before labels
+// named capabilities (the results.json files committed before then carry
+// it) to the capability that answers it, so those records re-render to
+// the verdict they were given.
+var legacyNeeds = map[string]string{"host_native_atomic_supported": device.CapHostAtomics}
 
 // NotSupportedReason says why r is not-supported (deqp-runner's
 // NotSupported): a capability the hardware or driver lacks, named in the
@@ -21,8 +34,8 @@ const NeedsPrefix = "needs="
 //   - A skip that is not a gate's "missing" entry: the harness skips a case
 //     only for a missing capability (harness.SkipError; the rank's
 //     ErrNotSupported), and the skip's detail names it.
-//   - A fail of a case expected to pass whose needs= attribute some device
-//     in env reports as "0": the observed failure is what that predicts.
+//   - A fail of a case expected to pass whose needs= capability some
+//     device in env answers no: the observed failure is what that predicts.
 //
 // Crashes, timeouts and errors are never not-supported: a missing
 // capability explains wrong numbers, not a dead rank.
@@ -35,49 +48,53 @@ func NotSupportedReason(r Result, env map[string]any) string {
 		return r.Detail
 	case r.Outcome == Fail && r.Expected == Pass:
 		for _, l := range r.Labels {
-			attr, ok := strings.CutPrefix(l, NeedsPrefix)
+			name, ok := strings.CutPrefix(l, NeedsPrefix)
 			if !ok {
 				continue
 			}
-			if dev, ok := attrAbsent(env, attr); ok {
-				return fmt.Sprintf("device %d: %s is 0, so this fail is what the hardware predicts (observed: %s)",
-					dev, AttrName(env, attr), r.Detail)
+			if legacy, ok := legacyNeeds[name]; ok {
+				name = legacy
+			}
+			if dev, no, ok := lacking(GPUs(env), name); ok {
+				return fmt.Sprintf("device %d lacks %s (%s), so this fail is what the hardware predicts (observed: %s)",
+					dev, name, no.Reason, r.Detail)
 			}
 		}
 	}
 	return ""
 }
 
-// AttrName is the vendor's name of a rank-reported attribute key, for
-// people: CUDA's CU_DEVICE_ATTRIBUTE_<KEY> on NVIDIA, the key elsewhere.
-func AttrName(env map[string]any, attr string) string {
-	if v, _ := env["vendor"].(string); v == "nvidia" {
-		return "CU_DEVICE_ATTRIBUTE_" + strings.ToUpper(attr)
-	}
-	return attr
-}
-
-// attrAbsent reports the first GPU in env whose attrs[attr] is "0".
-// env may come from the suite (typed rank facts) or from a results.json,
-// so it is read through one JSON round trip.
-func attrAbsent(env map[string]any, attr string) (int, bool) {
-	b, err := json.Marshal(env["gpus"])
-	if err != nil {
-		return 0, false
-	}
-	var gpus []struct {
-		Ordinal int               `json:"ordinal"`
-		Attrs   map[string]string `json:"attrs"`
-	}
-	if json.Unmarshal(b, &gpus) != nil {
-		return 0, false
-	}
+// lacking is the first GPU that answers capability name no, and its
+// answer; a GPU that did not answer (the zero Cap) lacks nothing, and a
+// name Caps has no field for is lacked by none.
+func lacking(gpus []device.Info, name string) (int, device.Cap, bool) {
 	for _, g := range gpus {
-		if g.Attrs[attr] == "0" {
-			return g.Ordinal, true
+		c, ok := g.Caps.Named(name)
+		if ok && c.Known() && !c.OK {
+			return g.Ordinal, c, true
 		}
 	}
-	return 0, false
+	return 0, device.Cap{}, false
+}
+
+// GPUs is environment.gpus typed. The suite stores each GPU in its
+// results.json shape (fingerprint.Merge), so the suite's environment and
+// one read back from a file hold the same and are read the same way; an
+// environment without GPUs, or with entries that are not GPU facts, has
+// none.
+func GPUs(env map[string]any) []device.Info {
+	if gs, ok := env["gpus"].([]device.Info); ok {
+		return gs
+	}
+	b, err := json.Marshal(env["gpus"])
+	if err != nil {
+		return nil
+	}
+	var gpus []device.Info
+	if json.Unmarshal(b, &gpus) != nil {
+		return nil
+	}
+	return gpus
 }
 
 // Exit statuses a verdict gives (Summary.ExitStatus); 2 (usage) and 3
@@ -183,7 +200,7 @@ func Unexpected(r Result) bool {
 	if r.Verdict != "" {
 		return r.Verdict.Gating()
 	}
-	return !r.Met() && r.NotSupported == ""
+	return !r.OutcomeIs(r.Expected) && r.NotSupported == ""
 }
 
 // Was is the outcome r's verdict compared against: its baseline outcome

@@ -12,19 +12,24 @@ import (
 	"time"
 
 	"p2patomics/harness/report"
+	"p2patomics/internal/device"
 )
 
-// h200 is an environment as a PCIe H200 reports it: no host-native atomics.
+// h200 is an environment as a PCIe H200 reports it ("0": no host-native
+// atomics), in the JSON shape results.json holds: the rank's typed answer
+// in caps, the raw attribute beside it for the reader.
 func h200(hostNative string) map[string]any {
 	gpu := func(o int) map[string]any {
 		return map[string]any{"ordinal": o, "name": "NVIDIA H200", "arch": "sm_90",
-			"attrs": map[string]any{"host_native_atomic_supported": hostNative}}
+			"attrs": map[string]any{"host_native_atomic_supported": hostNative},
+			"caps": map[string]any{"host_atomics": map[string]any{"ok": hostNative == "1",
+				"reason": fmt.Sprintf("device %d: CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is %q", o, hostNative)}}}
 	}
 	return map[string]any{"vendor": "nvidia", "gpus": []any{gpu(0), gpu(1)},
 		"nvidia": map[string]any{"driver": "580.159.04"}, "harness": map[string]any{"commit": "abc1234"}}
 }
 
-const needs = report.NeedsPrefix + "host_native_atomic_supported"
+var needs = report.Needs(device.CapHostAtomics)
 
 func TestNotSupportedReason(t *testing.T) {
 	skip := report.Result{ID: "cuda.vmm.cpugpu.x", Outcome: report.Skip, Expected: report.Pass,
@@ -40,7 +45,7 @@ func TestNotSupportedReason(t *testing.T) {
 	lost := report.Result{ID: "cuda.vmm-host.counter.add", Labels: []string{"atomics", needs}, Outcome: report.Fail,
 		Expected: report.Pass, Detail: "lost updates: 81760"}
 	got := report.NotSupportedReason(lost, h200("0"))
-	if !strings.Contains(got, "CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is 0") || !strings.Contains(got, "lost updates: 81760") {
+	if !strings.Contains(got, `device 0 lacks host_atomics (device 0: CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is "0")`) || !strings.Contains(got, "lost updates: 81760") {
 		t.Errorf("vmm-host loss on a device without host-native atomics: reason %q (want the attribute and the evidence)", got)
 	}
 	if got := report.NotSupportedReason(lost, h200("1")); got != "" {
@@ -55,6 +60,46 @@ func TestNotSupportedReason(t *testing.T) {
 	unlabelled.Labels = []string{"atomics"}
 	if got := report.NotSupportedReason(unlabelled, h200("0")); got != "" {
 		t.Errorf("a case without needs= is judged as it is: %q", got)
+	}
+}
+
+// TestNeedsReadsTheTypedCap: needs= names a capability and is answered
+// from the ranks' typed Caps, never from a raw attribute: a device whose
+// caps say no lacks it whatever its attrs hold (AMD has no such attribute),
+// and one whose caps say yes does not (a stale or vendor-specific
+// attribute decides nothing). A label from before capabilities had names
+// (committed results.json files) reads the same capability; a name Caps
+// has no field for, and an unanswered capability, explain nothing.
+func TestNeedsReadsTheTypedCap(t *testing.T) {
+	lost := report.Result{ID: "hip.fine.counter.add", Labels: []string{needs}, Outcome: report.Fail, Expected: report.Pass, Detail: "lost 3"}
+	gpu := func(caps map[string]any, attrs map[string]any) map[string]any {
+		return map[string]any{"gpus": []any{map[string]any{"ordinal": 2, "caps": caps, "attrs": attrs}}}
+	}
+	no := map[string]any{"host_atomics": map[string]any{"ok": false, "reason": "HSA: coarse pool, no system-scope atomics"}}
+	yes := map[string]any{"host_atomics": map[string]any{"ok": true, "reason": "NVLink-C2C"}}
+	zero := map[string]any{"host_native_atomic_supported": "0"}
+	if got := report.NotSupportedReason(lost, gpu(no, nil)); !strings.Contains(got, "device 2 lacks host_atomics (HSA: coarse pool") {
+		t.Errorf("caps say no, no attribute: reason %q", got)
+	}
+	if got := report.NotSupportedReason(lost, gpu(yes, zero)); got != "" {
+		t.Errorf("caps say yes: the attribute decides nothing, got %q", got)
+	}
+	legacy := lost
+	legacy.Labels = []string{report.NeedsPrefix + "host_native_atomic_supported"}
+	if got := report.NotSupportedReason(legacy, gpu(no, nil)); !strings.Contains(got, "lacks host_atomics") {
+		t.Errorf("a committed record's label: reason %q", got)
+	}
+	typo := lost
+	typo.Labels = []string{report.NeedsPrefix + "host_atomic"}
+	if got := report.NotSupportedReason(typo, gpu(no, zero)); got != "" {
+		t.Errorf("needs= a name Caps lacks: %q", got)
+	}
+	if got := report.NotSupportedReason(lost, gpu(map[string]any{}, zero)); got != "" {
+		t.Errorf("an unanswered capability explains nothing: %q", got)
+	}
+	typed := map[string]any{"gpus": []device.Info{{Ordinal: 1, Caps: device.Caps{HostAtomics: device.No("typed no")}}}}
+	if got := report.NotSupportedReason(lost, typed); !strings.Contains(got, "device 1 lacks host_atomics (typed no)") {
+		t.Errorf("typed GPU facts: %q", got)
 	}
 }
 

@@ -360,7 +360,7 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 		one := rn.Run(c)
 		runs++
 		soak = append(soak, one.Metrics)
-		if !one.Met() {
+		if !one.OutcomeIs(one.Expected) {
 			unmet++
 		}
 		if one.Outcome == report.Skip {
@@ -369,7 +369,7 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 		// A soak's outcome is its worst run: the first unmet one, unless a
 		// later one is worse (a not-supported skip, the mildest, never
 		// hides a crash or a timeout after it).
-		if runs == 1 || (!one.Met() && (res.Met() || worse(one, res))) {
+		if runs == 1 || (!one.OutcomeIs(one.Expected) && (res.OutcomeIs(res.Expected) || worse(one, res))) {
 			res = one
 		}
 		if runs >= r.Opts.Repeat && (perCase == 0 || time.Since(start) >= perCase) {

@@ -9,6 +9,7 @@ package device
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -29,9 +30,14 @@ type Info struct {
 	Runtime  string `json:"runtime,omitempty"`
 	// Attrs are raw vendor facts recorded for the report's reader (fault-
 	// relevant settings, per-peer attribute values). The parent decides
-	// nothing on them: what it needs is in Caps.
+	// nothing on them: what it needs is in Caps and Ceilings (a test in
+	// this package fails on a parent package that reads Attrs).
 	Attrs map[string]string `json:"attrs,omitempty"`
 	Caps  Caps              `json:"caps"`
+	// Ceilings are the physical bandwidth ceilings of the device's paths,
+	// as the rank read them; zero where it read none (the host backend,
+	// AMD), and omitted from results.json then.
+	Ceilings Ceilings `json:"ceilings,omitzero"`
 	// Rank is the rank that opened the device (set by the rank server,
 	// not the backend).
 	Rank int `json:"rank"`
@@ -44,6 +50,11 @@ type Caps struct {
 	// HostAtomics: GPU system-scope atomics on host memory are atomic with
 	// the CPU's (CPU and GPU may add to one word).
 	HostAtomics Cap `json:"host_atomics"`
+	// MPS: this rank's context is a client of a running CUDA MPS server,
+	// so kernels of ranks sharing the GPU are resident together (the suite
+	// never starts or stops MPS). Zero (no reason) where the backend has no
+	// such question to answer or could not read it: not known, never a no.
+	MPS Cap `json:"mps,omitzero"`
 	// Peers answers, per other device ordinal, whether this device can reach
 	// that device's memory, and with system-scope atomics.
 	Peers []Peer `json:"peers,omitempty"`
@@ -58,6 +69,66 @@ type Cap struct {
 // Yes and No build answers.
 func Yes(format string, a ...any) Cap { return Cap{true, fmt.Sprintf(format, a...)} }
 func No(format string, a ...any) Cap  { return Cap{false, fmt.Sprintf(format, a...)} }
+
+// Known reports whether the backend answered: Yes and No always carry a
+// reason, so the zero Cap is a question nobody answered.
+func (c Cap) Known() bool { return c.OK || c.Reason != "" }
+
+// capNames answers a capability by its results.json name (its json tag):
+// the name a case's needs= label gives (report.NeedsPrefix). One row per
+// yes/no field of Caps; TestCapsNamedCoversEveryCap fails on a field
+// without its row.
+var capNames = map[string]func(Caps) Cap{
+	CapHostAtomics: func(c Caps) Cap { return c.HostAtomics },
+	CapMPS:         func(c Caps) Cap { return c.MPS },
+}
+
+// The names of the capabilities, as Named and needs= labels spell them.
+const (
+	CapHostAtomics = "host_atomics"
+	CapMPS         = "mps"
+)
+
+// Named returns the capability called name (a json tag of Caps:
+// "host_atomics", "mps"); ok is false for a name Caps has no field for.
+func (c Caps) Named(name string) (cap Cap, ok bool) {
+	f, ok := capNames[name]
+	if !ok {
+		return Cap{}, false
+	}
+	return f(c), true
+}
+
+// CapNames lists the names Named answers, sorted.
+func CapNames() []string {
+	var ns []string
+	for n := range capNames {
+		ns = append(ns, n)
+	}
+	slices.Sort(ns)
+	return ns
+}
+
+// Ceilings are a device's bandwidth capacities, the bound no copy across
+// the resource can beat (harness CopyCeiling takes the smallest capacity /
+// load over a copy's path). Each carries how it was read, so a metric's
+// ceiling names its basis.
+type Ceilings struct {
+	// HBM is all the device memory's traffic, read plus write.
+	HBM Bandwidth `json:"hbm,omitzero"`
+	// NVLink is per direction, over every active link; zero with no
+	// active link (the route between two GPUs is then PCIe).
+	NVLink Bandwidth `json:"nvlink,omitzero"`
+	// PCIe is per direction, the device's link at its maximum.
+	PCIe Bandwidth `json:"pcie,omitzero"`
+}
+
+// Bandwidth is one capacity in GB/s (10^9 bytes/s) and how it was read;
+// GBps 0 is not known.
+type Bandwidth struct {
+	GBps  float64 `json:"gbps"`
+	Basis string  `json:"basis,omitempty"`
+}
 
 // Peer is what this device can do with the memory of device Ordinal.
 type Peer struct {

@@ -313,6 +313,7 @@ func (b *Backend) describe() error {
 		info.Attrs[k] = v
 	}
 	info.Caps = capsFrom(b.cfg.Device, len(b.devs), info.Attrs)
+	info.Ceilings = ceilingsFrom(info.Attrs)
 	b.info = info
 	return nil
 }

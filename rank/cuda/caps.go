@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"strconv"
 
 	"p2patomics/internal/device"
 )
@@ -17,6 +18,7 @@ var (
 		{"access_supported", "CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED"},
 	}
 	peerAtomicAttr = attrName{"native_atomic", "CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED"}
+	mpsAttr        = attrName{"mps_enabled", "CU_DEVICE_ATTRIBUTE_MPS_ENABLED"}
 )
 
 type attrName struct{ key, name string }
@@ -34,6 +36,14 @@ func capsFrom(self, count int, attrs map[string]string) device.Caps {
 		c.HostAtomics = device.Yes("device %d: %s is 1", self, hostAtomicAttr.name)
 	} else {
 		c.HostAtomics = device.No("device %d: %s is %q, need 1 for CPU and GPU system-scope atomics on one word", self, hostAtomicAttr.name, v)
+	}
+	// MPS: a failed query is not a no (ranks on one GPU would then be
+	// judged time-sliced on a guess); it stays unknown, the error in Attrs.
+	switch v := attrs[mpsAttr.key]; v {
+	case "1":
+		c.MPS = device.Yes("device %d: %s is 1 (this context is an MPS client)", self, mpsAttr.name)
+	case "0":
+		c.MPS = device.No("device %d: %s is 0 (no MPS server: kernels of ranks sharing the GPU are time-sliced)", self, mpsAttr.name)
 	}
 	for q := 0; q < count; q++ {
 		if q == self {
@@ -58,4 +68,19 @@ func capsFrom(self, count int, attrs map[string]string) device.Caps {
 		c.Peers = append(c.Peers, p)
 	}
 	return c
+}
+
+// ceilingsFrom types the ceilings describe recorded (ceilings: *_gbps and
+// *_basis), so the parent reads numbers, never attribute names. A ceiling
+// that is absent, unparsable or not positive is not known (zero), which
+// only loosens the bound the parent computes.
+func ceilingsFrom(attrs map[string]string) device.Ceilings {
+	bw := func(key string) device.Bandwidth {
+		v, err := strconv.ParseFloat(attrs[key+"_gbps"], 64)
+		if err != nil || v <= 0 {
+			return device.Bandwidth{}
+		}
+		return device.Bandwidth{GBps: v, Basis: attrs[key+"_basis"]}
+	}
+	return device.Ceilings{HBM: bw("hbm"), NVLink: bw("nvlink"), PCIe: bw("pcie")}
 }
