@@ -2,7 +2,9 @@ package health
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -244,28 +246,115 @@ func TestSMIRateLimitAndFallback(t *testing.T) {
 
 // TestRealMachine runs the real Monitor on this machine: two checks with
 // nothing between them must not call it untrustworthy, and every GPU the
-// NVIDIA driver lists must be read.
+// NVIDIA driver lists must be read. On a machine without GPUs there is
+// nothing to read or lose, so it skips; TestRecordedMachine asks the same
+// of a recorded H200 machine everywhere.
 func TestRealMachine(t *testing.T) {
+	dirs, _ := filepath.Glob("/proc/driver/nvidia/gpus/*")
+	cards, _ := filepath.Glob("/sys/class/drm/card*/device/ras")
+	if len(dirs) == 0 && len(cards) == 0 {
+		t.Skip("no NVIDIA GPU listed by the driver and no amdgpu RAS counters: nothing of this machine to check (TestRecordedMachine checks a recorded one)")
+	}
 	m, err := NewMonitor()
 	if err != nil {
 		t.Logf("kernel log: %v (the check goes on without it)", err)
 	}
+	idleTwice(t, m, len(dirs))
+}
+
+// idleTwice checks m twice with nothing between: the second check must
+// not call the machine untrustworthy (that would abort every case), the
+// snapshots are stamped in order, and all nvidia GPUs the driver lists are
+// read (a parser that drops one would hide its counters from the next
+// comparison). It returns the second snapshot.
+func idleTwice(t *testing.T, m *Monitor, nvidia int) Snapshot {
+	t.Helper()
 	start := time.Now()
 	s1, v1 := m.Check(Snapshot{})
 	s2, v2 := m.Check(s1)
 	t.Logf("two checks in %v: %d NVIDIA, %d amdgpu, smi %d; verdict %+v", time.Since(start), len(s2.NVIDIA), len(s2.AMD), len(s2.SMI), v2)
-	// Nothing happened between the two checks: a sound machine must not be
-	// judged untrustworthy by the second (that would abort every case).
 	if v2.Untrustworthy {
 		t.Errorf("second check on an idle machine: untrustworthy (%s); first said %+v", v2.Reason, v1)
 	}
 	if s2.Taken.IsZero() || s2.Taken.Before(s1.Taken) {
 		t.Errorf("snapshots not stamped in order: %v then %v", s1.Taken, s2.Taken)
 	}
-	// Every GPU the driver lists is read (a parser that drops one would
-	// hide its counters from the next comparison).
-	if dirs, _ := filepath.Glob("/proc/driver/nvidia/gpus/*"); len(s2.NVIDIA) != len(dirs) {
-		t.Errorf("read %d NVIDIA GPUs, the driver lists %d", len(s2.NVIDIA), len(dirs))
+	if len(s2.NVIDIA) != nvidia {
+		t.Errorf("read %d NVIDIA GPUs, the driver lists %d", len(s2.NVIDIA), nvidia)
+	}
+	return s2
+}
+
+// recordedRun is a committed 4xH200 run: its environment holds each GPU's
+// /proc/driver/nvidia/gpus/<bus>/information as the fingerprint read it.
+const recordedRun = "../../results/h200x4-580.159.04/results.json"
+
+// driverLabels are the information file's labels for the fingerprint's
+// keys (the driver's spelling, as in nvInfo).
+var driverLabels = [][2]string{
+	{"model", "Model"}, {"irq", "IRQ"}, {"gpu_uuid", "GPU UUID"}, {"video_bios", "Video BIOS"},
+	{"bus_type", "Bus Type"}, {"dma_size", "DMA Size"}, {"dma_mask", "DMA Mask"},
+	{"bus_location", "Bus Location"}, {"device_minor", "Device Minor"},
+	{"gpu_firmware", "GPU Firmware"}, {"gpu_excluded", "GPU Excluded"},
+}
+
+// recordedMachine rebuilds the recorded run's NVIDIA procfs under a fresh
+// root and returns it with the GPUs it lists.
+func recordedMachine(t *testing.T) (string, []map[string]string) {
+	t.Helper()
+	b, err := os.ReadFile(recordedRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Environment struct {
+			NVIDIA struct {
+				GPUs []map[string]string `json:"gpus"`
+			} `json:"nvidia"`
+		} `json:"environment"`
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatalf("%s: %v", recordedRun, err)
+	}
+	gpus := rec.Environment.NVIDIA.GPUs
+	if len(gpus) != 4 {
+		t.Fatalf("%s records %d NVIDIA GPUs, want the 4 of its machine", recordedRun, len(gpus))
+	}
+	root := t.TempDir()
+	for _, g := range gpus {
+		var info strings.Builder
+		for _, l := range driverLabels {
+			fmt.Fprintf(&info, "%s: \t %s\n", l[1], g[l[0]])
+		}
+		write(t, root, "proc/driver/nvidia/gpus/"+g["bus"]+"/information", info.String())
+	}
+	return root, gpus
+}
+
+// TestRecordedMachine: the real Monitor over a recorded 4xH200 machine's
+// driver facts. Idle, it reads all four GPUs as the driver listed them and
+// stays trustworthy; with one GPU gone from the driver's list, or its UUID
+// lost, the next check is untrustworthy and names that GPU.
+func TestRecordedMachine(t *testing.T) {
+	root, gpus := recordedMachine(t)
+	m := &Monitor{Root: root, SMI: "-"}
+	s := idleTwice(t, m, len(gpus))
+	for i, g := range s.NVIDIA {
+		r := gpus[i]
+		if g.Bus != r["bus"] || g.UUID != r["gpu_uuid"] || g.Model != r["model"] || g.Excluded {
+			t.Errorf("GPU %d read as %+v, the driver listed %v", i, g, r)
+		}
+	}
+	lost := gpus[2]
+	info := filepath.Join(root, "proc/driver/nvidia/gpus", lost["bus"], "information")
+	b, _ := os.ReadFile(info)
+	write(t, root, "proc/driver/nvidia/gpus/"+lost["bus"]+"/information", strings.ReplaceAll(string(b), lost["gpu_uuid"], "GPU-????????-????-????-????-????????????"))
+	if _, v := m.Check(s); !v.Untrustworthy || !strings.Contains(v.Reason, lost["bus"]+" reports UUID GPU-????") {
+		t.Errorf("GPU %s lost its UUID: verdict %+v", lost["bus"], v)
+	}
+	os.RemoveAll(filepath.Dir(info))
+	if _, v := m.Check(s); !v.Untrustworthy || !strings.Contains(v.Reason, "NVIDIA GPU "+lost["bus"]+" ("+lost["gpu_uuid"]+") is gone") {
+		t.Errorf("GPU %s gone from the driver's list: verdict %+v", lost["bus"], v)
 	}
 }
 
