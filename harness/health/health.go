@@ -221,6 +221,9 @@ func judgeLines(v *Verdict, lines []kmsg.Line) (sawXid bool) {
 	return sawXid
 }
 
+// compare judges cur against prev, one named step per source. Against the
+// zero Snapshot (the first check) there is nothing to compare: only what
+// the driver already says is noted.
 func compare(v *Verdict, prev, cur Snapshot) {
 	if prev.Taken.IsZero() {
 		for _, g := range cur.NVIDIA {
@@ -230,12 +233,21 @@ func compare(v *Verdict, prev, cur Snapshot) {
 		}
 		return
 	}
-	// NVIDIA procfs: a GPU that vanished or lost its UUID fell off the bus.
+	compareNVIDIA(v, prev.NVIDIA, cur.NVIDIA)
+	compareSMI(v, prev, cur)
+	noteThrottle(v, cur.SMI)
+	compareAMD(v, prev.AMD, cur.AMD)
+	compareCoredumps(v, prev.Coredump, cur.Coredump)
+}
+
+// compareNVIDIA: in NVIDIA's procfs, a GPU that vanished or lost its UUID
+// fell off the bus; one newly excluded is lost to the run.
+func compareNVIDIA(v *Verdict, prev, cur []NVGPU) {
 	now := map[string]NVGPU{}
-	for _, g := range cur.NVIDIA {
+	for _, g := range cur {
 		now[g.Bus] = g
 	}
-	for _, p := range prev.NVIDIA {
+	for _, p := range prev {
 		g, ok := now[p.Bus]
 		switch {
 		case !ok:
@@ -246,48 +258,65 @@ func compare(v *Verdict, prev, cur Snapshot) {
 			v.bad("NVIDIA GPU %s was excluded by the driver", p.Bus)
 		}
 	}
-	// nvidia-smi counters, when both snapshots have them.
-	if !cur.SMITaken.IsZero() && !cur.SMITaken.Equal(prev.SMITaken) && len(prev.SMI) > 0 {
-		smiNow := map[string]SMIGPU{}
-		for _, g := range cur.SMI {
-			smiNow[g.UUID] = g
-		}
-		for _, p := range prev.SMI {
-			g, ok := smiNow[p.UUID]
-			if !ok {
-				if cur.SMIError != "" {
-					continue // judged from the error text
-				}
-				v.bad("GPU %s is missing from nvidia-smi", p.UUID)
-				continue
-			}
-			if p.ECCUncorrected >= 0 && g.ECCUncorrected > p.ECCUncorrected {
-				v.bad("GPU %s: uncorrectable ECC errors rose from %d to %d", g.UUID, p.ECCUncorrected, g.ECCUncorrected)
-			}
-			if g.RetiredPending == "Yes" && p.RetiredPending != "Yes" {
-				v.bad("GPU %s: retired pages pending (a reset is needed)", g.UUID)
-			}
-		}
+}
+
+// compareSMI compares nvidia-smi's counters, when both snapshots have them
+// and cur holds a new reading: a GPU missing from it, rising uncorrectable
+// ECC errors, or retired pages newly pending.
+func compareSMI(v *Verdict, prev, cur Snapshot) {
+	if cur.SMITaken.IsZero() || cur.SMITaken.Equal(prev.SMITaken) || len(prev.SMI) == 0 {
+		return
 	}
+	smiNow := map[string]SMIGPU{}
 	for _, g := range cur.SMI {
-		if g.Throttle > 0 {
-			var names []string
-			for _, t := range throttleNotes {
-				if g.Throttle&t.bit != 0 {
-					names = append(names, t.name)
-				}
+		smiNow[g.UUID] = g
+	}
+	for _, p := range prev.SMI {
+		g, ok := smiNow[p.UUID]
+		if !ok {
+			if cur.SMIError != "" {
+				continue // judged from the error text
 			}
-			if names != nil {
-				v.note("GPU %s clocks throttled: %s (%#x)", g.UUID, strings.Join(names, ", "), g.Throttle)
-			}
+			v.bad("GPU %s is missing from nvidia-smi", p.UUID)
+			continue
+		}
+		if p.ECCUncorrected >= 0 && g.ECCUncorrected > p.ECCUncorrected {
+			v.bad("GPU %s: uncorrectable ECC errors rose from %d to %d", g.UUID, p.ECCUncorrected, g.ECCUncorrected)
+		}
+		if g.RetiredPending == "Yes" && p.RetiredPending != "Yes" {
+			v.bad("GPU %s: retired pages pending (a reset is needed)", g.UUID)
 		}
 	}
-	// amdgpu sysfs.
+}
+
+// noteThrottle notes the throttle reasons worth showing (throttleNotes):
+// slow clocks explain slow numbers, they never stop the run.
+func noteThrottle(v *Verdict, smi []SMIGPU) {
+	for _, g := range smi {
+		if g.Throttle <= 0 {
+			continue
+		}
+		var names []string
+		for _, t := range throttleNotes {
+			if g.Throttle&t.bit != 0 {
+				names = append(names, t.name)
+			}
+		}
+		if names != nil {
+			v.note("GPU %s clocks throttled: %s (%#x)", g.UUID, strings.Join(names, ", "), g.Throttle)
+		}
+	}
+}
+
+// compareAMD: an amdgpu card gone from /sys/class/drm, or a RAS block's
+// uncorrectable count rising, is untrustworthy; correctable errors are a
+// note. A block prev did not read is not compared.
+func compareAMD(v *Verdict, prev, cur []AMDCard) {
 	amdNow := map[string]AMDCard{}
-	for _, c := range cur.AMD {
+	for _, c := range cur {
 		amdNow[c.PCI] = c
 	}
-	for _, p := range prev.AMD {
+	for _, p := range prev {
 		c, ok := amdNow[p.PCI]
 		if !ok {
 			v.bad("amdgpu %s (%s) is gone from /sys/class/drm", p.PCI, p.Card)
@@ -306,11 +335,16 @@ func compare(v *Verdict, prev, cur Snapshot) {
 			}
 		}
 	}
+}
+
+// compareCoredumps: a devcoredump amdgpu wrote since prev means it reset
+// the GPU.
+func compareCoredumps(v *Verdict, prev, cur []string) {
 	old := map[string]bool{}
-	for _, d := range prev.Coredump {
+	for _, d := range prev {
 		old[d] = true
 	}
-	for _, d := range cur.Coredump {
+	for _, d := range cur {
 		if !old[d] {
 			v.bad("amdgpu wrote a devcoredump (%s): the GPU was reset", d)
 		}
