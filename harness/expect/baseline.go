@@ -48,6 +48,28 @@ func WriteBaseline(dir string, rep *report.Report, reasons map[string]string) er
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("expectations: %w", err)
 	}
+	old, err := loadDir(dir)
+	if err != nil {
+		return err
+	}
+	header, err := stackHeader(rep.Environment)
+	if err != nil {
+		return err
+	}
+	b := record(rep.Results, old, reasons)
+	if err := writeAtomic(filepath.Join(dir, FailsFile), b.failsText(header)); err != nil {
+		return err
+	}
+	if err := writeEvidence(filepath.Join(dir, EvidenceFile), header, b.strong); err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, CasesFile), b.casesText(header))
+}
+
+// loadDir reads dir's existing fails, flakes and skips (what the new
+// baseline keeps reasons and exclusions from); a file that is not there
+// is none, one that does not parse is an error.
+func loadDir(dir string) (*Set, error) {
 	old := NewSet()
 	for _, k := range []string{FailsFile, FlakesFile, SkipsFile} {
 		p := filepath.Join(dir, k)
@@ -55,10 +77,18 @@ func WriteBaseline(dir string, rep *report.Report, reasons map[string]string) er
 			continue
 		}
 		if err := old.loadFile(p, k); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	st := fingerprint.Stack(rep.Environment)
+	return old, nil
+}
+
+// stackHeader is the "# stack: ..." line the written files start with,
+// from env ("" when env names no stack). A control character in a field
+// is an error: the header is one line of the baseline, and a newline in a
+// recorded environment field would add lines (entries) to it.
+func stackHeader(env map[string]any) (string, error) {
+	st := fingerprint.Stack(env)
 	hdr := map[string]string{"vendor": st["vendor"], "arch": st["arch"]}
 	if st["vendor"] != "host" && st["driver"] != "" {
 		hdr["driver"] = fingerprint.DriverLine(st["vendor"], st["driver"])
@@ -68,29 +98,38 @@ func WriteBaseline(dir string, rep *report.Report, reasons map[string]string) er
 			delete(hdr, k)
 		}
 		if strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-			// The header is one line of the baseline: a newline in a
-			// recorded environment field would add lines (entries) to it.
-			return fmt.Errorf("results.json: environment %s %s holds a control character: not written into a baseline", k, strconv.Quote(v))
+			return "", fmt.Errorf("results.json: environment %s %s holds a control character: not written into a baseline", k, strconv.Quote(v))
 		}
 	}
-	header := ""
-	if len(hdr) > 0 {
-		header = "# stack: " + FormatStack(hdr) + "\n"
+	if len(hdr) == 0 {
+		return "", nil
 	}
+	return "# stack: " + FormatStack(hdr) + "\n", nil
+}
 
-	groups := map[string][]string{}
-	var ids, strong []string
+// baseline is what a run records: every id that ran (sorted), the
+// strong-evidence passes, and the fails.txt lines under their reasons.
+type baseline struct {
+	ids, strong []string
+	groups      map[string][]string // reason -> "id,outcome"
+}
+
+// record sorts results into a baseline. A case whose outcome is its
+// expected one, or that old lists as flaky or skipped, is no fails.txt
+// entry; a "missing" entry did not run and is none of the three.
+func record(results []report.Result, old *Set, reasons map[string]string) baseline {
+	b := baseline{groups: map[string][]string{}}
 	seen := map[string]bool{}
-	for _, r := range rep.Results {
+	for _, r := range results {
 		if r.Verdict == report.Missing || seen[r.ID] {
 			continue
 		}
 		seen[r.ID] = true
-		ids = append(ids, r.ID)
+		b.ids = append(b.ids, r.ID)
 		if r.Outcome == report.Pass && r.Evidence == report.EvidenceStrong {
-			strong = append(strong, r.ID)
+			b.strong = append(b.strong, r.ID)
 		}
-		if r.Outcome == r.Expected {
+		if r.OutcomeIs(r.Expected) {
 			continue
 		}
 		if _, ok := old.Flaky(r.ID); ok {
@@ -99,69 +138,83 @@ func WriteBaseline(dir string, rep *report.Report, reasons map[string]string) er
 		if _, ok := old.Skipped(r.ID); ok {
 			continue
 		}
-		why := ""
-		if _, listed := old.Fails[r.ID]; listed {
-			why = old.Reasons[r.ID]
-		}
-		if why == "" {
-			why = oneLine(reasons[r.ID])
-		}
-		if why == "" {
-			why = DefaultReason
-		}
-		groups[why] = append(groups[why], fmt.Sprintf("%s,%s", r.ID, r.Outcome))
+		why := reasonFor(r.ID, old, reasons)
+		b.groups[why] = append(b.groups[why], fmt.Sprintf("%s,%s", r.ID, r.Outcome))
 	}
-	sort.Strings(ids)
+	sort.Strings(b.ids)
+	sort.Strings(b.strong)
+	return b
+}
 
+// reasonFor is the reason a fails.txt entry goes under: the one already in
+// the old fails.txt while the id is listed there, else the caller's, else
+// DefaultReason.
+func reasonFor(id string, old *Set, reasons map[string]string) string {
+	why := ""
+	if _, listed := old.Fails[id]; listed {
+		why = old.Reasons[id]
+	}
+	if why == "" {
+		why = oneLine(reasons[id])
+	}
+	if why == "" {
+		why = DefaultReason
+	}
+	return why
+}
+
+// failsText is fails.txt: the header, then each reason (sorted) over its
+// entries (sorted).
+func (b baseline) failsText(header string) []byte {
 	var fails bytes.Buffer
 	fails.WriteString(header)
 	fails.WriteString("# Cases whose outcome differs from what the spec expects on this stack.\n")
 	fails.WriteString("# Format: case-id,outcome under a \"# reason\" comment (a bug link belongs there).\n")
-	whys := make([]string, 0, len(groups))
-	for w := range groups {
+	whys := make([]string, 0, len(b.groups))
+	for w := range b.groups {
 		whys = append(whys, w)
 	}
 	sort.Strings(whys)
 	for _, w := range whys {
-		lines := groups[w]
+		lines := b.groups[w]
 		sort.Strings(lines)
 		fmt.Fprintf(&fails, "\n# %s\n", w)
 		for _, l := range lines {
 			fails.WriteString(l + "\n")
 		}
 	}
+	return fails.Bytes()
+}
 
+// casesText is cases.txt: the header, then every id that ran.
+func (b baseline) casesText(header string) []byte {
 	var cases bytes.Buffer
 	cases.WriteString(header)
 	cases.WriteString("# Every case id the baseline ran; one absent from a gated run is \"missing\".\n")
-	for _, id := range ids {
+	for _, id := range b.ids {
 		cases.WriteString(id + "\n")
 	}
+	return cases.Bytes()
+}
 
-	if err := writeAtomic(filepath.Join(dir, FailsFile), fails.Bytes()); err != nil {
-		return err
-	}
-	sort.Strings(strong)
-	ev := filepath.Join(dir, EvidenceFile)
+// writeEvidence writes the strong-evidence list to path, or removes the
+// file when there is none: an old one would hold the stack to kills this
+// run no longer shows.
+func writeEvidence(path, header string, strong []string) error {
 	if len(strong) == 0 {
-		// Nothing to hold this stack to: no file (an old one would hold it
-		// to kills this run no longer shows).
-		if err := os.Remove(ev); err != nil && !os.IsNotExist(err) {
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("expectations: %w", err)
 		}
-	} else {
-		var b bytes.Buffer
-		b.WriteString(header)
-		b.WriteString("# Mutation-scored cases whose pass had strong evidence (a mutant showed its weak outcome);\n")
-		b.WriteString("# a later pass of one without it is a regression (docs/LITMUS.md).\n")
-		for _, id := range strong {
-			b.WriteString(id + "\n")
-		}
-		if err := writeAtomic(ev, b.Bytes()); err != nil {
-			return err
-		}
+		return nil
 	}
-	return writeAtomic(filepath.Join(dir, CasesFile), cases.Bytes())
+	var b bytes.Buffer
+	b.WriteString(header)
+	b.WriteString("# Mutation-scored cases whose pass had strong evidence (a mutant showed its weak outcome);\n")
+	b.WriteString("# a later pass of one without it is a regression (docs/LITMUS.md).\n")
+	for _, id := range strong {
+		b.WriteString(id + "\n")
+	}
+	return writeAtomic(path, b.Bytes())
 }
 
 func oneLine(s string) string {

@@ -245,65 +245,92 @@ func (s *Set) loadFile(path, kind string) error {
 			continue
 		}
 		inComment = false
-		why := strings.Join(reason, " ")
-		switch kind {
-		case FailsFile:
-			id, out, ok := strings.Cut(line, ",")
-			if !ok {
-				return fmt.Errorf("%s: want \"case-id,outcome\", got %q", at, line)
-			}
-			id, out = strings.TrimSpace(id), strings.TrimSpace(out)
-			if strings.Contains(out, ",") {
-				return fmt.Errorf("%s: want \"case-id,outcome\", got %q (too many fields)", at, line)
-			}
-			if !idRe.MatchString(id) {
-				return fmt.Errorf("%s: bad case id %q (want lowercase [a-z0-9._-])", at, id)
-			}
-			o, err := report.ParseOutcome(out)
-			if err != nil {
-				return fmt.Errorf("%s: %v", at, err)
-			}
-			if prev, dup := s.where["fails:"+id]; dup {
-				return fmt.Errorf("%s: duplicate case %s (first at %s)", at, id, prev)
-			}
-			s.where["fails:"+id] = at
-			s.Fails[id] = o
-			if why != "" {
-				s.Reasons[id] = why
-			}
-		case CasesFile, EvidenceFile:
-			if !idRe.MatchString(line) {
-				return fmt.Errorf("%s: bad case id %q (want lowercase [a-z0-9._-])", at, line)
-			}
-			if prev, dup := s.where[kind+":"+line]; dup {
-				return fmt.Errorf("%s: duplicate case %s (first at %s)", at, line, prev)
-			}
-			s.where[kind+":"+line] = at
-			if kind == CasesFile {
-				s.Cases[line] = true
-			} else {
-				s.Strong[line] = true
-			}
-		case FlakesFile, SkipsFile:
-			re, err := regexp.Compile(`^(?:` + line + `)$`)
-			if err != nil {
-				return fmt.Errorf("%s: bad regexp %q: %v", at, line, unwrapRegexp(err))
-			}
-			key := kind + ":" + line
-			if prev, dup := s.where[key]; dup {
-				return fmt.Errorf("%s: duplicate pattern %q (first at %s)", at, line, prev)
-			}
-			s.where[key] = at
-			p := Pattern{Re: re, Text: line, Reason: why, Source: at}
-			if kind == FlakesFile {
-				s.Flakes = append(s.Flakes, p)
-			} else {
-				s.Skips = append(s.Skips, p)
-			}
+		if err := s.addEntry(kind, at, line, strings.Join(reason, " ")); err != nil {
+			return err
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("%s:%d: %v", path, lineNo+1, err)
+	}
+	return nil
+}
+
+// addEntry adds one entry line of a file of this kind, found at at, under
+// the reason comment above it.
+func (s *Set) addEntry(kind, at, line, why string) error {
+	switch kind {
+	case FailsFile:
+		return s.addFail(at, line, why)
+	case CasesFile, EvidenceFile:
+		return s.addID(kind, at, line)
+	case FlakesFile, SkipsFile:
+		return s.addPattern(kind, at, line, why)
+	}
+	return nil
+}
+
+// addFail adds a fails.txt "case-id,outcome" line.
+func (s *Set) addFail(at, line, why string) error {
+	id, out, ok := strings.Cut(line, ",")
+	if !ok {
+		return fmt.Errorf("%s: want \"case-id,outcome\", got %q", at, line)
+	}
+	id, out = strings.TrimSpace(id), strings.TrimSpace(out)
+	if strings.Contains(out, ",") {
+		return fmt.Errorf("%s: want \"case-id,outcome\", got %q (too many fields)", at, line)
+	}
+	if !idRe.MatchString(id) {
+		return fmt.Errorf("%s: bad case id %q (want lowercase [a-z0-9._-])", at, id)
+	}
+	o, err := report.ParseOutcome(out)
+	if err != nil {
+		return fmt.Errorf("%s: %v", at, err)
+	}
+	if prev, dup := s.where["fails:"+id]; dup {
+		return fmt.Errorf("%s: duplicate case %s (first at %s)", at, id, prev)
+	}
+	s.where["fails:"+id] = at
+	s.Fails[id] = o
+	if why != "" {
+		s.Reasons[id] = why
+	}
+	return nil
+}
+
+// addID adds a case id of cases.txt or the strong-evidence file.
+func (s *Set) addID(kind, at, id string) error {
+	if !idRe.MatchString(id) {
+		return fmt.Errorf("%s: bad case id %q (want lowercase [a-z0-9._-])", at, id)
+	}
+	if prev, dup := s.where[kind+":"+id]; dup {
+		return fmt.Errorf("%s: duplicate case %s (first at %s)", at, id, prev)
+	}
+	s.where[kind+":"+id] = at
+	if kind == CasesFile {
+		s.Cases[id] = true
+	} else {
+		s.Strong[id] = true
+	}
+	return nil
+}
+
+// addPattern adds a flakes.txt or skips.txt pattern, anchored to the
+// whole id.
+func (s *Set) addPattern(kind, at, line, why string) error {
+	re, err := regexp.Compile(`^(?:` + line + `)$`)
+	if err != nil {
+		return fmt.Errorf("%s: bad regexp %q: %v", at, line, unwrapRegexp(err))
+	}
+	key := kind + ":" + line
+	if prev, dup := s.where[key]; dup {
+		return fmt.Errorf("%s: duplicate pattern %q (first at %s)", at, line, prev)
+	}
+	s.where[key] = at
+	p := Pattern{Re: re, Text: line, Reason: why, Source: at}
+	if kind == FlakesFile {
+		s.Flakes = append(s.Flakes, p)
+	} else {
+		s.Skips = append(s.Skips, p)
 	}
 	return nil
 }
