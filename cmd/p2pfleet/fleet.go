@@ -150,76 +150,10 @@ const outlierRel = 0.10
 // the majority of its shape.
 func Merge(nodes []Node) *Fleet {
 	f := &Fleet{Nodes: []NodeSummary{}, Stacks: []StackGroup{}, Inconsistent: []Inconsistent{}, Metrics: []MetricDist{}, Reasons: []string{}}
-	stacks := map[Stack]*StackGroup{}
-	var order []Stack
 	judged := make([][]report.Result, len(nodes))
 	for i, n := range nodes {
-		ns := NodeSummary{Name: n.Name, File: n.File, Counts: map[string]int{}, Failures: []string{}, ExitStatus: n.ExitStatus}
-		fail := func(format string, a ...any) { ns.Failures = append(ns.Failures, fmt.Sprintf(format, a...)) }
-		switch {
-		case n.Report == nil:
-			ns.Verdict = NoResult
-			ns.Stack = Stack{Driver: "none", GPU: "unknown GPU"}
-			fail("no result: %s", n.NoResult)
-		case len(n.Report.Results) == 0:
-			// A run that tested nothing (a usage error, a GPU backend that
-			// did not load, a signal before the first case) is no result,
-			// whatever its summary says: zero cases is not a pass.
-			ns.Verdict = NoResult
-			ns.Stack = stackOf(n.Report.Environment)
-			fail("no result: results.json holds no case%s", lastLine(n.Report.Summary))
-		default:
-			rep := n.Report
-			ns.Stack = stackOf(rep.Environment)
-			ns.Cases = len(rep.Results)
-			ns.Backend = backendOf(rep.Results)
-			ns.GPUs = gpuCount(rep.Environment)
-			ns.Ranks = flagRanks(rep.Environment)
-			res, _, sum := expect.JudgeRun(rep.Results, nil, rep.Environment, nil, "", "")
-			judged[i] = res
-			for _, r := range res {
-				ns.Counts[string(r.Outcome)]++
-			}
-			ns.Unmet = len(sum.Unexpected)
-			ns.Verdict = strings.ToLower(sum.Verdict)
-			if ns.Verdict != "pass" {
-				fail("%s of %d did not meet their expected outcome", plural(ns.Unmet, "case", "cases"), ns.Cases)
-			}
-			// The run's own summary (gated against its node's baseline) and
-			// gate stand: a missing case, say, is only in them.
-			if rs := rep.Summary; rs != nil {
-				if len(rs.Unexpected) > ns.Unmet {
-					ns.Unmet = len(rs.Unexpected)
-				}
-				if rs.ExitStatus != 0 || !strings.EqualFold(rs.Verdict, "pass") {
-					if ns.Verdict == "pass" {
-						fail("its run's verdict is %s (exit status %d)", rs.Verdict, rs.ExitStatus)
-					}
-					ns.Verdict = "fail"
-				}
-			}
-			if g := rep.Gate; g != nil {
-				pass := g.Pass
-				ns.Gate = &pass
-				if !g.Pass {
-					if ns.Verdict == "pass" {
-						fail("its gate failed")
-					}
-					ns.Verdict = "fail"
-				}
-			}
-			if rep.Timing != nil {
-				ns.WallS = rep.Timing.SuiteWallS
-			}
-		}
-		// After the reasons above: the drain line names the first, and
-		// "no result" or the missed cases say more than the status.
-		if n.ExitStatus != nil && *n.ExitStatus != 0 {
-			fail("suite exit status %d", *n.ExitStatus)
-		}
-		if len(ns.Failures) > 0 && ns.Verdict == "pass" {
-			ns.Verdict = "fail"
-		}
+		var ns NodeSummary
+		ns, judged[i] = judgeNode(n)
 		f.Nodes = append(f.Nodes, ns)
 	}
 	poolChecks(f.Nodes)
@@ -230,30 +164,127 @@ func Merge(nodes []Node) *Fleet {
 			f.Reasons = append(f.Reasons, fmt.Sprintf("node %s: %s", ns.Name, why))
 		}
 	}
-	for _, ns := range f.Nodes {
-		g, ok := stacks[ns.Stack]
-		if !ok {
-			g = &StackGroup{Stack: ns.Stack, Nodes: []string{}}
-			stacks[ns.Stack] = g
-			order = append(order, ns.Stack)
-		}
-		g.Nodes = append(g.Nodes, ns.Name)
-		if len(ns.Failures) > 0 {
-			g.Unmet++
-		}
-	}
-	for _, s := range order {
-		f.Stacks = append(f.Stacks, *stacks[s])
-	}
+	f.Stacks = stackGroups(f.Nodes)
 	byName := map[string]*NodeSummary{}
 	for i := range f.Nodes {
 		byName[f.Nodes[i].Name] = &f.Nodes[i]
 	}
 	f.Inconsistent = inconsistent(nodes, judged, f.Nodes)
+	f.caseReasons(byName)
+	f.Metrics = distributions(nodes)
+	f.metricReasons(byName)
+	f.Pass = len(f.Reasons) == 0
+	return f
+}
+
+// judgeNode is one node's summary and its judged results (nil when it has
+// none): no result, or its run judged by the one verdict function, with
+// its run's own summary, gate and exit status standing beside it.
+func judgeNode(n Node) (NodeSummary, []report.Result) {
+	ns := NodeSummary{Name: n.Name, File: n.File, Counts: map[string]int{}, Failures: []string{}, ExitStatus: n.ExitStatus}
+	fail := func(format string, a ...any) { ns.Failures = append(ns.Failures, fmt.Sprintf(format, a...)) }
+	var res []report.Result
+	switch {
+	case n.Report == nil:
+		ns.Verdict = NoResult
+		ns.Stack = Stack{Driver: "none", GPU: "unknown GPU"}
+		fail("no result: %s", n.NoResult)
+	case len(n.Report.Results) == 0:
+		// A run that tested nothing (a usage error, a GPU backend that
+		// did not load, a signal before the first case) is no result,
+		// whatever its summary says: zero cases is not a pass.
+		ns.Verdict = NoResult
+		ns.Stack = stackOf(n.Report.Environment)
+		fail("no result: results.json holds no case%s", lastLine(n.Report.Summary))
+	default:
+		res = judgeRun(&ns, n.Report, fail)
+	}
+	// After the reasons above: the drain line names the first, and "no
+	// result" or the missed cases say more than the status.
+	if n.ExitStatus != nil && *n.ExitStatus != 0 {
+		fail("suite exit status %d", *n.ExitStatus)
+	}
+	if len(ns.Failures) > 0 && ns.Verdict == "pass" {
+		ns.Verdict = "fail"
+	}
+	return ns, res
+}
+
+// judgeRun fills ns from a node's run: its shape, its outcomes, and its
+// verdict by the verdict's rule (expect.JudgeRun, as the suite and
+// p2preport judge: report.Unexpected, so a not-supported capability is
+// not a failure), never by outcome == expected. The run's own summary
+// (gated against its node's baseline) and gate stand too: a missing case,
+// say, is only in them.
+func judgeRun(ns *NodeSummary, rep *report.Report, fail func(string, ...any)) []report.Result {
+	ns.Stack = stackOf(rep.Environment)
+	ns.Cases = len(rep.Results)
+	ns.Backend = backendOf(rep.Results)
+	ns.GPUs = gpuCount(rep.Environment)
+	ns.Ranks = flagRanks(rep.Environment)
+	res, _, sum := expect.JudgeRun(rep.Results, nil, rep.Environment, nil, "", "")
+	for _, r := range res {
+		ns.Counts[string(r.Outcome)]++
+	}
+	ns.Unmet = len(sum.Unexpected)
+	ns.Verdict = strings.ToLower(sum.Verdict)
+	if ns.Verdict != "pass" {
+		fail("%s of %d did not meet their expected outcome", plural(ns.Unmet, "case", "cases"), ns.Cases)
+	}
+	if rs := rep.Summary; rs != nil {
+		ns.Unmet = max(ns.Unmet, len(rs.Unexpected))
+		if rs.ExitStatus != 0 || !strings.EqualFold(rs.Verdict, "pass") {
+			if ns.Verdict == "pass" {
+				fail("its run's verdict is %s (exit status %d)", rs.Verdict, rs.ExitStatus)
+			}
+			ns.Verdict = "fail"
+		}
+	}
+	if g := rep.Gate; g != nil {
+		pass := g.Pass
+		ns.Gate = &pass
+		if !g.Pass {
+			if ns.Verdict == "pass" {
+				fail("its gate failed")
+			}
+			ns.Verdict = "fail"
+		}
+	}
+	if rep.Timing != nil {
+		ns.WallS = rep.Timing.SuiteWallS
+	}
+	return res
+}
+
+// stackGroups groups the nodes by stack, in the order the stacks first
+// appear, counting the nodes of each that fail.
+func stackGroups(ns []NodeSummary) []StackGroup {
+	stacks := map[Stack]*StackGroup{}
+	var order []Stack
+	for _, n := range ns {
+		g, ok := stacks[n.Stack]
+		if !ok {
+			g = &StackGroup{Stack: n.Stack, Nodes: []string{}}
+			stacks[n.Stack] = g
+			order = append(order, n.Stack)
+		}
+		g.Nodes = append(g.Nodes, n.Name)
+		if len(n.Failures) > 0 {
+			g.Unmet++
+		}
+	}
+	out := []StackGroup{}
+	for _, s := range order {
+		out = append(out, *stacks[s])
+	}
+	return out
+}
+
+// caseReasons: a case met on some nodes and missed on others is the news
+// the fleet gate exists for; one whose outcomes differ but which every
+// node met (a not-supported skip beside a pass) is listed only.
+func (f *Fleet) caseReasons(byName map[string]*NodeSummary) {
 	for _, ic := range f.Inconsistent {
-		// A case met on some nodes and missed on others is the news the
-		// fleet gate exists for; one whose outcomes differ but which every
-		// node met (a not-supported skip beside a pass) is listed only.
 		if len(ic.Passing) == 0 || len(ic.Failing) == 0 {
 			continue
 		}
@@ -262,7 +293,10 @@ func Merge(nodes []Node) *Fleet {
 			byName[n].Failures = append(byName[n].Failures, "case "+ic.ID+" missed, met on "+plural(len(ic.Passing), "other node", "other nodes"))
 		}
 	}
-	f.Metrics = distributions(nodes)
+}
+
+// metricReasons: a node's bad-side outlier of a gating metric fails it.
+func (f *Fleet) metricReasons(byName map[string]*NodeSummary) {
 	for _, m := range f.Metrics {
 		for _, v := range m.Nodes {
 			if v.Bad && m.Gating {
@@ -272,8 +306,6 @@ func Merge(nodes []Node) *Fleet {
 			}
 		}
 	}
-	f.Pass = len(f.Reasons) == 0
-	return f
 }
 
 // poolChecks fails the nodes that ran something other than their pool:

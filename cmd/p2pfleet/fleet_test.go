@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"p2patomics/harness/report"
+	"p2patomics/internal/device"
 )
 
 // writeNode writes rep as node name's results.json under dir.
@@ -512,5 +513,44 @@ func TestNotSupportedBesideAPass(t *testing.T) {
 	})
 	if !f.Pass || len(f.Inconsistent) != 1 {
 		t.Errorf("pass %v, reasons %q, %d differing cases; want a pass listing the one case", f.Pass, f.Reasons, len(f.Inconsistent))
+	}
+}
+
+// TestMixedFleetNeedsCapability: two GPU nodes, one whose device answers
+// host atomics yes (a coherent, NVLink-C2C part) and one that answers no
+// (a PCIe H200). The vmm-host counter case passes on the first and loses
+// updates on the second: the loss is what the second's hardware predicts
+// (its needs= label names the capability, answered from the node's typed
+// caps), so the fleet passes and lists the case as differing. The same
+// loss on a node whose device says yes is a real failure, and fails the
+// fleet naming the case. a44624c's p2pfleet failed the first fleet on
+// outcome != expected; the attribute-keyed needs= rule failed it too.
+func TestMixedFleetNeedsCapability(t *testing.T) {
+	const id = "cuda.vmm-host.counter.add_u64_relaxed_sys"
+	labels := []string{"cuda", "vmm-host", "counter", "atomics", report.Needs(device.CapHostAtomics)}
+	env := func(hostAtomics bool) map[string]any {
+		gpu := map[string]any{"vendor": "nvidia", "name": "NVIDIA H200", "arch": "sm_90", "ordinal": float64(0), "count": float64(1),
+			"caps": map[string]any{"host_atomics": map[string]any{"ok": hostAtomics, "reason": fmt.Sprintf("host native atomics %v", hostAtomics)}}}
+		return map[string]any{"vendor": "nvidia", "flags": map[string]any{"ranks": float64(2)}, "gpus": []any{gpu}}
+	}
+	pass := report.Result{ID: id, Labels: labels, Outcome: report.Pass, Expected: report.Pass}
+	lost := report.Result{ID: id, Labels: labels, Outcome: report.Fail, Expected: report.Pass, Detail: "lost updates: 81760"}
+	other := report.Result{ID: "cuda.vmm.counter.add_u64_relaxed_sys", Labels: []string{"cuda", "vmm", "counter"}, Outcome: report.Pass, Expected: report.Pass}
+	fleet := func(lostOnCapable bool) *Fleet {
+		return Merge([]Node{
+			{Name: "c2c", Report: &report.Report{Schema: 1, Environment: env(true), Results: []report.Result{pass, other}}},
+			{Name: "pcie", Report: &report.Report{Schema: 1, Environment: env(lostOnCapable), Results: []report.Result{lost, other}}},
+		})
+	}
+	f := fleet(false)
+	if !f.Pass || len(f.Inconsistent) != 1 || len(f.Inconsistent[0].Passing) != 2 {
+		t.Fatalf("predicted loss: pass %v, reasons %q, differing %+v; want a pass listing the case met on both", f.Pass, f.Reasons, f.Inconsistent)
+	}
+	if f.Nodes[1].Verdict != "pass" || f.Nodes[1].Unmet != 0 {
+		t.Errorf("node pcie: %+v, want pass (not supported is not unmet)", f.Nodes[1])
+	}
+	f = fleet(true)
+	if f.Pass || len(f.Reasons) == 0 || !strings.Contains(strings.Join(f.Reasons, "\n"), "case "+id+": met on c2c, not on pcie") {
+		t.Errorf("a real loss on a capable device: pass %v, reasons %q", f.Pass, f.Reasons)
 	}
 }
