@@ -160,7 +160,8 @@ func res(id string, got, want report.Outcome) report.Result {
 	return report.Result{ID: id, Outcome: got, Expected: want, Labels: []string{}, Ranks: []report.Rank{}}
 }
 
-func TestJudge(t *testing.T) {
+// judgeSet is the baseline TestJudge's table is judged against.
+func judgeSet() *Set {
 	s := NewSet()
 	s.Fails["base.crash"] = report.Crash
 	s.Fails["base.fail"] = report.Fail
@@ -170,14 +171,23 @@ func TestJudge(t *testing.T) {
 	s.Fails["racy.pass"] = report.Pass // planted racy counter that passed on this stack
 	s.Flakes = []Pattern{{Re: mustRe(`flaky\..*`), Text: `flaky\..*`}}
 	s.Skips = []Pattern{{Re: mustRe(`skipped\..*`), Text: `skipped\..*`}}
+	return s
+}
+
+func rerunOf(o report.Outcome) *report.Result { r := res("x", o, report.Pass); return &r }
+
+type judgeCase struct {
+	name  string
+	r     report.Result
+	rerun *report.Result
+	want  report.Verdict
+}
+
+// judgeCases is the verdict of every outcome against judgeSet, with and
+// without a rerun.
+func judgeCases() []judgeCase {
 	P, K, F, E, T, C, I, A := report.Pass, report.Skip, report.Fail, report.Error, report.Timeout, report.Crash, report.Incomplete, report.Abort
-	rerunOf := func(o report.Outcome) *report.Result { r := res("x", o, P); return &r }
-	cases := []struct {
-		name  string
-		r     report.Result
-		rerun *report.Result
-		want  report.Verdict
-	}{
+	return []judgeCase{
 		{"pass as expected", res("plain", P, P), nil, report.Expected},
 		{"canary crashes as expected", res("canary", C, C), nil, report.Expected},
 		{"canary listed as an expected crash", res("canary.listed", C, C), nil, report.ExpectedFail},
@@ -218,15 +228,27 @@ func TestJudge(t *testing.T) {
 		{"skip-listed case reports skip", res("skipped.x", K, P), nil, report.Expected},
 		{"skip-listed case that ran and failed", res("skipped.x", F, P), nil, report.Regression},
 	}
-	for _, c := range cases {
+}
+
+func TestJudge(t *testing.T) {
+	s := judgeSet()
+	for _, c := range judgeCases() {
 		t.Run(c.name, func(t *testing.T) {
 			if got := Judge(c.r, s, c.rerun); got != c.want {
 				t.Fatalf("Judge(%s: %s, expected %s) = %s, want %s", c.r.ID, c.r.Outcome, c.r.Expected, got, c.want)
 			}
 		})
 	}
-	// --allow-new-flakes: the same rerun is a flake, reported, not gating;
-	// after a crash or a timeout it stays new-flake.
+}
+
+// TestJudgeFlagsRecordedAndUngated: --allow-new-flakes makes the same
+// rerun a flake, reported, not gating (after a crash or a timeout it stays
+// new-flake); a rerun recorded in the result (results.json) is judged like
+// one handed in, so a re-render judges as the run did; with no
+// expectations at all the case's own expected is the baseline.
+func TestJudgeFlagsRecordedAndUngated(t *testing.T) {
+	P, F, T, C := report.Pass, report.Fail, report.Timeout, report.Crash
+	s := judgeSet()
 	s.AllowNewFlakes = true
 	if got := Judge(res("plain", F, P), s, rerunOf(P)); got != report.Flake {
 		t.Errorf("--allow-new-flakes: %s, want flake", got)
@@ -237,15 +259,12 @@ func TestJudge(t *testing.T) {
 	if got := Judge(res("plain", T, P), s, rerunOf(P)); got != report.NewFlake {
 		t.Errorf("--allow-new-flakes, timeout: %s, want new-flake", got)
 	}
-	// A rerun recorded in the result (results.json) is judged like one
-	// handed in: a re-render judges as the run did.
 	s.AllowNewFlakes = false
 	rec := res("plain", F, P)
 	rec.Rerun = &report.Attempt{Outcome: P}
 	if got := Judge(rec, s, nil); got != report.NewFlake {
 		t.Errorf("recorded rerun: %s, want new-flake", got)
 	}
-	// No expectations at all: the case's own expected is the baseline.
 	if got := Judge(res("a", F, P), nil, nil); got != report.Regression {
 		t.Errorf("nil set: %s", got)
 	}
@@ -256,7 +275,9 @@ func TestJudge(t *testing.T) {
 
 func mustRe(s string) *regexp.Regexp { return regexp.MustCompile(`^(?:` + s + `)$`) }
 
-func TestGate(t *testing.T) {
+// hostGateSet is a baseline of fails, skips, flakes and cases over host ids.
+func hostGateSet(t *testing.T) *Set {
+	t.Helper()
 	dir := t.TempDir()
 	write(t, dir, "fails.txt", "# canary\nhost.memfd.canary.crash,crash\n# planted: a fixed bug\nhost.memfd.planted.improved,crash\n")
 	write(t, dir, "skips.txt", "# slow\nhost\\.memfd\\.soak\\..*\n")
@@ -275,6 +296,11 @@ func TestGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+func TestGate(t *testing.T) {
+	s := hostGateSet(t)
 	first := res("host.memfd.counter.flaky_rerun", report.Fail, report.Pass)
 	first.Verdict = Judge(first, s, &report.Result{Outcome: report.Pass}) // suite reran it
 	results := []report.Result{
@@ -393,7 +419,12 @@ func TestCheckStack(t *testing.T) {
 	}
 }
 
-func TestWriteBaseline(t *testing.T) {
+// nvidiaBaseline writes an old baseline (fails with reasons, flakes,
+// skips) into the H200 stack's folder under a fresh root and returns the
+// folder, the flakes.txt it holds, and the run to record over it: one case
+// of every kind WriteBaseline tells apart.
+func nvidiaBaseline(t *testing.T) (string, string, *report.Report) {
+	t.Helper()
 	root := t.TempDir()
 	env := map[string]any{
 		"vendor": "nvidia",
@@ -422,6 +453,11 @@ func TestWriteBaseline(t *testing.T) {
 		res("cuda.vmm.skipme", report.Skip, report.Pass),         // skip-listed
 		{ID: "cuda.vmm.gone", Outcome: report.Skip, Expected: report.Pass, Verdict: report.Missing},
 	}}
+	return dir, flakes, rep
+}
+
+func TestWriteBaseline(t *testing.T) {
+	dir, flakes, rep := nvidiaBaseline(t)
 	reasons := map[string]string{"cuda.vmm.new.fail": "new driver breaks it\nsecond line dropped", "cuda.vmm.old.crash": "caller reason loses to the file's"}
 	if err := WriteBaseline(dir, rep, reasons); err != nil {
 		t.Fatal(err)
