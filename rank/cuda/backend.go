@@ -251,6 +251,25 @@ func (b *Backend) describe() error {
 	} else {
 		info.Attrs["uuid_error"] = err.Error()
 	}
+	b.deviceAttrs(info.Attrs)
+	info.Attrs["compute_capability"] = fmt.Sprintf("%d.%d", major, minor)
+	b.peerAttrs(info.Attrs)
+	// The physical ceilings the perf cases compare their bandwidths with
+	// (HBM, NVLink, PCIe), read through NVML; what NVML cannot tell is
+	// recorded as ceiling_error and those metrics go without a ceiling.
+	for k, v := range readCeilings(info.UUID) {
+		info.Attrs[k] = v
+	}
+	// The answers the parent decides on, typed from what was recorded.
+	info.Caps = capsFrom(b.cfg.Device, len(b.devs), info.Attrs)
+	info.Ceilings = ceilingsFrom(info.Attrs)
+	b.info = info
+	return nil
+}
+
+// deviceAttrs records the device attributes that decide capabilities or
+// explain faults; a failed query is recorded as its error, an answer.
+func (b *Backend) deviceAttrs(attrs map[string]string) {
 	for _, a := range []struct {
 		key  string
 		attr int32
@@ -272,12 +291,17 @@ func (b *Backend) describe() error {
 		{"mps_enabled", attrMpsEnabled},
 	} {
 		if v, err := b.attr(a.attr, b.dev); err == nil {
-			info.Attrs[a.key] = strconv.Itoa(v)
+			attrs[a.key] = strconv.Itoa(v)
 		} else {
-			info.Attrs[a.key] = "error: " + err.Error()
+			attrs[a.key] = "error: " + err.Error()
 		}
 	}
-	info.Attrs["compute_capability"] = fmt.Sprintf("%d.%d", major, minor)
+}
+
+// peerAttrs records, per other device, whether this one can reach it and
+// the P2P attributes of the link (peerAttrPrefix<ordinal>.<key>).
+func (b *Backend) peerAttrs(attrs map[string]string) {
+	d := b.d
 	for j, pd := range b.devs {
 		if pd == b.dev {
 			continue
@@ -285,9 +309,9 @@ func (b *Backend) describe() error {
 		pre := fmt.Sprintf("%s%d.", peerAttrPrefix, j)
 		var can int32
 		if err := d.check(d.cuDeviceCanAccessPeer(&can, b.dev, pd)); err == nil {
-			info.Attrs[pre+"can_access"] = strconv.Itoa(int(can))
+			attrs[pre+"can_access"] = strconv.Itoa(int(can))
 		} else {
-			info.Attrs[pre+"can_access"] = "error: " + err.Error()
+			attrs[pre+"can_access"] = "error: " + err.Error()
 		}
 		for _, a := range []struct {
 			key  string
@@ -300,22 +324,12 @@ func (b *Backend) describe() error {
 		} {
 			var v int32
 			if err := d.check(d.cuDeviceGetP2PAttribute(&v, a.attr, b.dev, pd)); err == nil {
-				info.Attrs[pre+a.key] = strconv.Itoa(int(v))
+				attrs[pre+a.key] = strconv.Itoa(int(v))
 			} else if a.attr != p2pOnlyPartialNativeAtomicSupported { // new in 13.0; absent before
-				info.Attrs[pre+a.key] = "error: " + err.Error()
+				attrs[pre+a.key] = "error: " + err.Error()
 			}
 		}
 	}
-	// The physical ceilings the perf cases compare their bandwidths with
-	// (HBM, NVLink, PCIe), read through NVML; what NVML cannot tell is
-	// recorded as ceiling_error and those metrics go without a ceiling.
-	for k, v := range readCeilings(info.UUID) {
-		info.Attrs[k] = v
-	}
-	info.Caps = capsFrom(b.cfg.Device, len(b.devs), info.Attrs)
-	info.Ceilings = ceilingsFrom(info.Attrs)
-	b.info = info
-	return nil
 }
 
 // driverVersionString renders cuDriverGetVersion's 13000 as "13.0".
