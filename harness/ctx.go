@@ -384,33 +384,9 @@ func (c *Ctx) RunTimed(ls ...Launch) ([]time.Duration, []Window, error) {
 	return out, wins, worstErr(errs)
 }
 
-// worstErr prefers the error that explains the most: a rank that died or
-// faulted over one that timed out waiting for it.
-func worstErr(errs []error) error {
-	var best error
-	rank := func(e error) int {
-		var d *DeadError
-		var re *RemoteError
-		var t *TimeoutError
-		switch {
-		case errors.As(e, &re) && re.Fault != nil:
-			return 5
-		case errors.As(e, &d):
-			return 4
-		case errors.As(e, &t):
-			return 3
-		case e != nil:
-			return 2
-		}
-		return 0
-	}
-	for _, e := range errs {
-		if rank(e) > rank(best) {
-			best = e
-		}
-	}
-	return best
-}
+// worstErr is the error that explains the most (classified.weight): a
+// rank that died or faulted over one that timed out waiting for it.
+func worstErr(errs []error) error { return heaviest(errs) }
 
 // Read reads n bytes from a rank's buffer, in protocol-sized chunks.
 func (c *Ctx) Read(r, buf int, off, n uint64) ([]byte, error) {

@@ -1,9 +1,10 @@
 package harness
 
 import (
-	"errors"
 	"fmt"
 	"sync"
+
+	"p2patomics/harness/report"
 )
 
 // A Round runs one case body for several member cases at once (on 8 GPUs:
@@ -63,7 +64,8 @@ func (p *Part) Note(format string, a ...any) { p.notes = append(p.notes, fmt.Spr
 // timeout) or an error that is not a skip, the members cannot be told
 // apart: this member reports the error, naming the round, and every later
 // member runs alone, so a pair that kills its world is found by its own
-// case. A skip from the body (no peer access, say) is every member's skip.
+// case. A skip from the body (no peer access, say, or a backend's
+// not-supported reply: whatever classOf judges a skip) is every member's skip.
 func (r *Round) Take(c *Ctx, id string) error {
 	r.mu.Lock()
 	if s, ok := r.pending[id]; ok {
@@ -89,10 +91,9 @@ func (r *Round) Take(c *Ctx, id string) error {
 		return fmt.Errorf("case %s is not a member of %s", id, r.Name)
 	}
 	err := r.Body(c, parts)
-	var se *SkipError
-	switch {
-	case err == nil:
-	case errors.As(err, &se):
+	switch classOf(err).outcome() {
+	case report.Pass:
+	case report.Skip:
 		for _, p := range parts {
 			p.Err = err
 		}

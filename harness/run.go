@@ -129,6 +129,12 @@ type Runner struct {
 	judged map[string]bool
 	// rerun is set while Rerun runs a case: it runs, streak or not.
 	rerun bool
+	// deaths counts the rank deaths each of Run's two death checks found
+	// (deathFound, deathBackstop), for tests.
+	deaths [2]int
+	// lateDeath, set by tests only, runs between the leak check and the
+	// evidence: a rank it kills there is the backstop's alone to find.
+	lateDeath func(*World)
 }
 
 // setupStreakMax: after this many cases of one kind in a row whose setup
@@ -362,7 +368,11 @@ func (r *Runner) KillAll() {
 	}
 }
 
-// Run executes one case and always returns a result.
+// Run executes one case and always returns a result. It is a row of named
+// steps, each on a caseRun: get the world, take the leak baseline, run the
+// body (and teardown), judge, check for leaks, collect the evidence (with
+// the backstop for a death found late), finish (streaks, the world's fate).
+// A step that ends the case early says so by returning false.
 func (r *Runner) Run(c *Case) (res report.Result) {
 	t0 := time.Now()
 	res = report.Result{ID: c.ID, Labels: c.Labels, Expected: c.Expected, Repro: c.Repro, Inject: r.Settings.Inject}
@@ -379,142 +389,251 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 	if r.judgedFromSetup(c, &res) {
 		return res
 	}
-	timeout := c.Limit()
-	deadline := time.Now().Add(timeout)
-	w, err := r.startWorld(c, timeout)
-	if err != nil {
-		var se *SkipError
-		var st *StartError
-		switch {
-		case errors.As(err, &se):
-			res.Outcome, res.Detail = report.Skip, se.Reason
-		case errors.As(err, &st):
-			// A rank died while the world started, twice: a rank death
-			// like any other (signal, stderr, evidence folder), said to
-			// be the world start's.
-			res.Outcome, res.Detail, res.Fault = st.Outcome(), "world start (tried twice): "+st.Error(), st.Death.Fault
-			res.Ranks = evidence(st.World)
-			r.endWatch(c, st.World, &caseWatch{seqs: make([]uint64, len(st.World.Procs))}, &res)
-			st.World.Close()
-		default:
-			res.Outcome, res.Detail = report.Error, "world start: "+err.Error()
-		}
+	cr := &caseRun{c: c, res: &res, timeout: c.Limit()}
+	cr.deadline = time.Now().Add(cr.timeout)
+	if !r.getWorld(cr) || !r.takeBaseline(cr) {
 		return res
 	}
-	// The leak baseline is not the case's: it gets its own deadline (a
-	// 200 ms case on a loaded machine spent it all here), and the case's
-	// own starts after it.
-	ctx := &Ctx{W: w, Kind: c.Kind, Seed: r.Seed, Deadline: time.Now().Add(30 * time.Second), Clocks: slices.Contains(c.Labels, "perf")}
-	var before []wire.MemInfo
+	r.runBody(cr)
+	r.judgeCase(cr)
+	r.leakCheck(cr)
+	r.collect(cr)
+	r.finish(cr)
+	return res
+}
+
+// caseRun is one case on its way through Run's steps.
+type caseRun struct {
+	c        *Case
+	res      *report.Result
+	timeout  time.Duration
+	deadline time.Time // the case's own (a NoLeak case's counts from before its world start)
+	w        *World
+	ctx      *Ctx
+	before   []wire.MemInfo // the leak baseline (none: no leak check)
+	cw       *caseWatch
+	// err is what the case ended with, as judged.
+	err error
+	// fatal is a world-fatal error the judgement did not end on (teardown's
+	// after the body's own, the leak check's): the world is killed after.
+	fatal error
+	// late is the leak check's error, for the backstop: a death or a hang
+	// found after the judgement.
+	late error
+}
+
+// getWorld (step 1) gets the case's world. A world that does not start
+// ends the case, judged from why (classOf): a backend that cannot open is
+// a skip, a rank death in both tries a crash with the rank's evidence (a
+// rank death like any other, said to be the world start's), anything else
+// the case's error.
+func (r *Runner) getWorld(cr *caseRun) bool {
+	w, err := r.startWorld(cr.c, cr.timeout)
+	if err == nil {
+		cr.w = w
+		return true
+	}
+	res, ce := cr.res, classOf(err)
+	res.Outcome = ce.outcome()
+	var st *StartError
+	switch {
+	case res.Outcome == report.Skip:
+		res.Detail = ce.Error()
+	case errors.As(err, &st):
+		res.Detail, res.Fault = "world start (tried twice): "+st.Error(), st.Death.Fault
+		res.Ranks = evidence(st.World)
+		r.endWatch(cr.c, st.World, &caseWatch{seqs: make([]uint64, len(st.World.Procs))}, res)
+		st.World.Close()
+	default:
+		res.Detail = "world start: " + err.Error()
+	}
+	return false
+}
+
+// takeBaseline (step 2) makes the case's Ctx and takes the leak baseline.
+// The baseline is not the case's: it gets its own deadline (a 200 ms case
+// on a loaded machine spent it all here), and the case's own starts after
+// it.
+func (r *Runner) takeBaseline(cr *caseRun) bool {
+	c := cr.c
+	cr.ctx = &Ctx{W: cr.w, Kind: c.Kind, Seed: r.Seed, Deadline: time.Now().Add(30 * time.Second), Clocks: slices.Contains(c.Labels, "perf")}
 	if !c.NoLeak {
-		before, err = r.baseline(ctx)
-		if err != nil {
-			// A rank died between cases after the liveness check: still a
-			// world event. Respawn once and take the baseline again.
-			r.dropWorld(c.Ranks, w, err)
-			if w, err = r.world(c.Ranks, time.Now().Add(max(timeout, 60*time.Second))); err != nil {
-				CloseStart(err)
-				res.Outcome, res.Detail = report.Error, "world start: "+err.Error()
-				return res
-			}
-			ctx.W = w
-			if before, err = r.baseline(ctx); err != nil {
-				res.Outcome, res.Detail = report.Error, "fresh world does not answer: "+err.Error()
-				return res
-			}
+		if !r.baselineOrRespawn(cr) {
+			return false
+		}
+		cr.deadline = time.Now().Add(cr.timeout)
+	}
+	cr.ctx.Deadline = cr.deadline
+	return true
+}
+
+// baselineOrRespawn takes the leak baseline. A rank that died between cases
+// after the liveness check is still a world event: the world is respawned
+// once and the baseline taken again.
+func (r *Runner) baselineOrRespawn(cr *caseRun) bool {
+	before, err := r.baseline(cr.ctx)
+	if err != nil {
+		c := cr.c
+		r.dropWorld(c.Ranks, cr.w, err)
+		if cr.w, err = r.world(c.Ranks, time.Now().Add(max(cr.timeout, 60*time.Second))); err != nil {
+			CloseStart(err)
+			cr.res.Outcome, cr.res.Detail = report.Error, "world start: "+err.Error()
+			return false
+		}
+		cr.ctx.W = cr.w
+		if before, err = r.baseline(cr.ctx); err != nil {
+			cr.res.Outcome, cr.res.Detail = report.Error, "fresh world does not answer: "+err.Error()
+			return false
 		}
 	}
-	if !c.NoLeak {
-		deadline = time.Now().Add(timeout)
-	}
-	ctx.Deadline = deadline
-	for _, p := range w.Procs {
+	cr.before = before
+	return true
+}
+
+// runBody (step 3) runs the body on fresh stdout/stderr tails, then frees
+// what it allocated. Teardown and the leak check get their own deadline:
+// the case may have spent its own, and a request sent with a spent
+// deadline cannot wait.
+func (r *Runner) runBody(cr *caseRun) {
+	for _, p := range cr.w.Procs {
 		p.Stderr.Reset()
 		p.Stdout.Reset()
 	}
-	cw := r.startWatch(w)
-	err = c.Run(ctx)
-	// Teardown and the leak check get their own deadline: the case may have
-	// spent its own, and a request sent with a spent deadline cannot wait.
-	ctx.Deadline = time.Now().Add(30 * time.Second)
-	var fatal error
-	if w.Alive() && !isWorldFatal(err) {
-		if terr := ctx.teardown(); terr != nil {
-			switch {
-			case isWorldFatal(terr):
-				// A hang or death in teardown is the case's outcome
-				// whatever the body returned: a case expected to fail
-				// must not absorb it. What the body said is kept.
-				fatal = terr
-				if err != nil {
-					ctx.Note("the body had returned: %v", err)
-				}
-				err = terr
-			case err == nil:
-				err = terr
-			}
-		}
+	cr.cw = r.startWatch(cr.w)
+	cr.err = cr.c.Run(cr.ctx)
+	cr.ctx.Deadline = time.Now().Add(30 * time.Second)
+	if !cr.w.Alive() || isWorldFatal(cr.err) {
+		return // no teardown in a world in an unknown state
 	}
-	// A rank that died between the case's start and now makes the case a
-	// crash whatever the body returned: a body that only talked to the
-	// other ranks returns nil while its world is dead, and teardown (the
-	// only other request) is skipped for a dead world.
-	err = diedDuring(w, ping(w, err))
-	res.Outcome, res.Detail, res.Fault = r.judge(c, w, err)
-	if len(ctx.notes) > 0 {
+	terr := cr.ctx.teardown()
+	switch {
+	case terr == nil:
+	case isWorldFatal(terr):
+		// A hang or death in teardown is the case's outcome whatever the
+		// body returned: a case expected to fail must not absorb it. What
+		// the body said is kept.
+		cr.fatal = terr
+		if cr.err != nil {
+			cr.ctx.Note("the body had returned: %v", cr.err)
+		}
+		cr.err = terr
+	case cr.err == nil:
+		cr.err = terr
+	}
+}
+
+// judgeCase (step 4) judges the case. A rank that died between the case's
+// start and now makes the case a crash whatever the body returned: a body
+// that only talked to the other ranks returns nil while its world is dead,
+// and teardown (the only other request) is skipped for a dead world. This
+// is diedDuring's one site; collect's backstop finds a death after it.
+func (r *Runner) judgeCase(cr *caseRun) {
+	cr.err = ping(cr.w, cr.err)
+	if de := diedDuring(cr.w, cr.err); de != nil {
+		r.noteDeath(deathFound)
+		cr.err = de
+	}
+	res := cr.res
+	res.Outcome, res.Detail, res.Fault = r.judge(cr.c, cr.w, cr.err)
+	if len(cr.ctx.notes) > 0 {
 		if res.Detail != "" {
 			res.Detail += "; "
 		}
-		res.Detail += strings.Join(ctx.notes, "; ")
+		res.Detail += strings.Join(cr.ctx.notes, "; ")
 	}
-	if res.Outcome == report.Pass && len(before) == len(w.Procs) && w.Alive() {
-		leak, lerr := checkLeaks(ctx, before)
-		switch {
-		case lerr != nil:
-			fatal = lerr
-			res.Outcome, res.Detail = report.Error, "leak check: "+lerr.Error()
-			var te *TimeoutError
-			if derr := diedDuring(w, nil); derr != nil {
-				// The leak check's requests found a rank dead: the same
-				// death, one step later.
-				res.Outcome, res.Detail, res.Fault = r.judge(c, w, derr)
-			} else if errors.As(lerr, &te) {
-				// A rank that stopped answering is a hang, not an error.
-				te.What = "meminfo (the leak check after the case)"
-				res.Outcome, res.Detail, res.Fault = r.judge(c, w, te)
-			}
-		case leak != "":
-			res.Outcome, res.Detail = report.Fail, "leak: "+leak
-		}
+}
+
+// leakCheck (step 5) compares a passing case's ranks with the baseline. A
+// leak check that cannot ask is the case's error, and leaves the world to
+// be killed; the backstop judges it again if a rank died or hung in it.
+func (r *Runner) leakCheck(cr *caseRun) {
+	res := cr.res
+	if res.Outcome != report.Pass || len(cr.before) != len(cr.w.Procs) || !cr.w.Alive() {
+		return
 	}
+	leak, lerr := checkLeaks(cr.ctx, cr.before)
+	switch {
+	case lerr != nil:
+		cr.fatal, cr.late = lerr, lerr
+		res.Outcome, res.Detail = report.Error, "leak check: "+lerr.Error()
+	case leak != "":
+		res.Outcome, res.Detail = report.Fail, "leak: "+leak
+	}
+}
+
+// collect (step 6) takes the case's evidence, metrics and ranks, and runs
+// the backstop; a result the backstop judged again takes its ranks again
+// (the death or the kill it found is theirs).
+func (r *Runner) collect(cr *caseRun) {
+	res := cr.res
 	if res.Outcome == report.Pass {
-		res.Evidence = ctx.Evidence
+		res.Evidence = cr.ctx.Evidence
 	}
-	res.Metrics = summarize(ctx.Metrics)
-	res.Ranks = evidence(w)
-	if w.broken.Load() == nil && res.Outcome != report.Crash && deadInEvidence(w, res.Ranks) {
-		// The rank died after the check above but before its evidence
-		// was taken: a result that shows a dead rank is never a pass.
-		// (A world the judgement killed itself, after a timeout or a
-		// malformed message, is broken: those deaths are the harness's.)
-		if derr := diedDuring(w, nil); derr != nil {
-			res.Outcome, res.Detail, res.Fault = r.judge(c, w, derr)
-		}
+	res.Metrics = summarize(cr.ctx.Metrics)
+	if r.lateDeath != nil {
+		r.lateDeath(cr.w)
 	}
-	r.endWatch(c, w, cw, &res)
-	r.noteSetup(c, res, err)
-	retire := r.retireAfter(w, res, err)
-	if !w.Alive() || isWorldFatal(err) || fatal != nil || retire {
-		// Whatever is left of this world is not trusted by the next case.
-		w.Kill(200*time.Millisecond, fmt.Errorf("case %s ended with %s", c.ID, res.Outcome))
-		r.mu.Lock()
-		if r.worlds[c.Ranks] == w {
-			delete(r.worlds, c.Ranks)
-		}
-		r.mu.Unlock()
-		w.Close()
+	res.Ranks = evidence(cr.w)
+	if r.backstop(cr) {
+		res.Ranks = evidence(cr.w)
 	}
-	return res
+}
+
+// backstop judges a death or a hang found after the judgement: the leak
+// check's requests found a rank dead (the same death, one step later) or
+// not answering (a hang, not an error), or a rank died after the leak check
+// but before its evidence was taken (a result that shows a dead rank is
+// never a pass). A world the judgement killed itself (after a timeout or a
+// malformed message) is broken: those deaths are the harness's.
+func (r *Runner) backstop(cr *caseRun) bool {
+	res, w := cr.res, cr.w
+	if w.broken.Load() != nil || res.Outcome == report.Crash || (cr.late == nil && !deadInEvidence(w, res.Ranks)) {
+		return false
+	}
+	var te *TimeoutError
+	if de := diedDuring(w, nil); de != nil {
+		r.noteDeath(deathBackstop)
+		res.Outcome, res.Detail, res.Fault = r.judge(cr.c, w, de)
+	} else if errors.As(cr.late, &te) {
+		te.What = "meminfo (the leak check after the case)"
+		res.Outcome, res.Detail, res.Fault = r.judge(cr.c, w, te)
+	} else {
+		return false
+	}
+	return true
+}
+
+// finish (step 7) ends the case's watch (kernel log, health, evidence
+// folder), extends or ends the streaks, and kills a world the next case
+// must not trust.
+func (r *Runner) finish(cr *caseRun) {
+	c, w := cr.c, cr.w
+	r.endWatch(c, w, cr.cw, cr.res)
+	r.noteSetup(c, *cr.res, cr.err)
+	retire := r.retireAfter(w, *cr.res, cr.err)
+	if w.Alive() && !isWorldFatal(cr.err) && cr.fatal == nil && !retire {
+		return
+	}
+	w.Kill(200*time.Millisecond, fmt.Errorf("case %s ended with %s", c.ID, cr.res.Outcome))
+	r.mu.Lock()
+	if r.worlds[c.Ranks] == w {
+		delete(r.worlds, c.Ranks)
+	}
+	r.mu.Unlock()
+	w.Close()
+}
+
+// The two places that find a rank's death during a case, counted so a test
+// can tell which one classified it.
+const (
+	deathFound    = iota // judgeCase's diedDuring, before the judgement
+	deathBackstop        // collect's backstop, after it
+)
+
+func (r *Runner) noteDeath(path int) {
+	r.mu.Lock()
+	r.deaths[path]++
+	r.mu.Unlock()
 }
 
 // errStreakMax: a world whose cases end in error this many times in a row
@@ -609,130 +728,6 @@ func (r *Runner) startWorld(c *Case, timeout time.Duration) (*World, error) {
 		}
 	}
 	return w, err
-}
-
-// diedDuring returns err unless a rank of w has died without the case
-// asking for it (Proc.Sacrifice) and err does not already say so; then it
-// returns a DeadError for the first such rank, naming what the body
-// returned, which judge turns into a crash classified from the rank's
-// wait status and stderr.
-func diedDuring(w *World, err error) error {
-	var de *DeadError
-	var re *RemoteError
-	if errors.As(err, &de) || (errors.As(err, &re) && re.Fault != nil) {
-		return err
-	}
-	for _, p := range w.Procs {
-		if !p.hungUp() || p.sacrificed.Load() {
-			continue
-		}
-		// The kernel closes a dead rank's socket before the reaper sees the
-		// exit: wait for the wait status so the classification names it.
-		p.WaitExit(3 * time.Second)
-		body := "nil"
-		if err != nil {
-			body = err.Error()
-		}
-		return &DeadError{Rank: p.Rank, What: "the case (its body returned " + body + ")"}
-	}
-	return err
-}
-
-// deadInEvidence reports whether ranks (taken from w) shows a rank that
-// exited and that the case did not kill itself.
-func deadInEvidence(w *World, ranks []report.Rank) bool {
-	for i, rk := range ranks {
-		if (rk.ExitCode != nil || rk.Signal != "") && !w.Procs[i].sacrificed.Load() {
-			return true
-		}
-	}
-	return false
-}
-
-// ping makes one round trip to every rank before the judgement. A signal
-// sent to a rank just before its body returned may not have taken it yet:
-// a rank that answers a request after the signal was sent has survived it,
-// and one that was killed never answers (its socket hangs up, diedDuring
-// sees it). A rank that does not answer at all while the body said nil is
-// the case's timeout.
-//
-// Every rank the case did not kill is asked, also in a world whose other
-// rank the case sacrificed (lifetime.owner_dies: a stopped peer there read
-// as pass), and a rank that does not answer is the case's timeout whatever
-// the body returned: an expected fail does not absorb a hang after it.
-func ping(w *World, err error) error {
-	if isWorldFatal(err) || w.broken.Load() != nil {
-		return err
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for _, p := range w.Procs {
-		if p.sacrificed.Load() || !p.Alive() {
-			continue // a rank that died is diedDuring's to name
-		}
-		m, perr := p.call(wire.TMemInfo, nil, deadline, nil)
-		m.CloseFds()
-		var te *TimeoutError
-		if errors.As(perr, &te) {
-			te.What = "the liveness check after the case's body"
-			if err != nil {
-				te.What += " (the body had returned: " + err.Error() + ")"
-			}
-			return te
-		}
-	}
-	return err
-}
-
-// isWorldFatal: after these the ranks' state is unknown.
-func isWorldFatal(err error) bool {
-	var t *TimeoutError
-	var d *DeadError
-	var p *ProtocolError
-	var re *RemoteError
-	return errors.As(err, &t) || errors.As(err, &d) || errors.As(err, &p) || (errors.As(err, &re) && re.Fault != nil)
-}
-
-func (r *Runner) judge(c *Case, w *World, err error) (report.Outcome, string, *report.Fault) {
-	var (
-		se *SkipError
-		fe *FailError
-		te *TimeoutError
-		de *DeadError
-		pe *ProtocolError
-		re *RemoteError
-	)
-	switch {
-	case err == nil:
-		return report.Pass, "", nil
-	case errors.As(err, &se):
-		return report.Skip, se.Reason, nil
-	case errors.As(err, &fe):
-		return report.Fail, fe.Detail, nil
-	case errors.As(err, &te):
-		grace := c.Grace
-		if grace == 0 {
-			grace = 2 * time.Second
-		}
-		w.Kill(grace, err)
-		detail := fmt.Sprintf("%s (case timeout %s); SIGQUIT to every rank, SIGKILL after %s", te.Error(), c.Limit(), grace)
-		if d := Classify(w.Procs[te.Rank]); d.GoDump {
-			detail += "; goroutine dump captured"
-		}
-		return report.Timeout, detail, nil
-	case errors.As(err, &re) && re.Fault != nil:
-		return report.Crash, fmt.Sprintf("rank %d %s: %s", re.Rank, re.What, re.Msg), re.Fault
-	case errors.As(err, &de):
-		p := w.Procs[de.Rank]
-		p.WaitExit(3 * time.Second)
-		d := Classify(p)
-		return report.Crash, fmt.Sprintf("%s: %s", err.Error(), d.Summary), d.Fault
-	case errors.As(err, &pe):
-		w.Kill(200*time.Millisecond, err)
-		return report.Error, "protocol: " + pe.Error(), nil
-	case errors.As(err, &re) && re.NotSupported:
-		return report.Skip, re.Msg, nil
-	}
-	return report.Error, err.Error(), nil
 }
 
 // baseline asks every rank for its buffers, fds and free memory.

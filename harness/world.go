@@ -16,7 +16,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"p2patomics/harness/report"
 	"p2patomics/internal/device"
 	"p2patomics/wire"
 )
@@ -36,70 +35,8 @@ type World struct {
 	broken   atomic.Pointer[error] // set when the world can no longer be trusted
 }
 
-// Errors a case can end with; the runner maps them to outcomes.
-
-// SkipError: a capability is missing.
-type SkipError struct{ Reason string }
-
-func (e *SkipError) Error() string { return e.Reason }
-
-// Skipf builds a SkipError.
-func Skipf(format string, a ...any) error { return &SkipError{fmt.Sprintf(format, a...)} }
-
-// FailError: a verification did not hold (expected vs got).
-type FailError struct{ Detail string }
-
-func (e *FailError) Error() string { return e.Detail }
-
-// Failf builds a FailError.
-func Failf(format string, a ...any) error { return &FailError{fmt.Sprintf(format, a...)} }
-
-// TimeoutError: a deadline passed while waiting on a rank.
-type TimeoutError struct {
-	Rank int
-	What string
-}
-
-func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("rank %d did not answer %s before the deadline", e.Rank, e.What)
-}
-
-// DeadError: a rank died (or closed its socket) during a request.
-type DeadError struct {
-	Rank int
-	What string
-}
-
-func (e *DeadError) Error() string { return fmt.Sprintf("rank %d died during %s", e.Rank, e.What) }
-
-// RemoteError: a rank answered with an error.
-type RemoteError struct {
-	Rank         int
-	What         string
-	Msg          string
-	NotSupported bool
-	Fault        *wire.Fault
-}
-
-func (e *RemoteError) Error() string { return fmt.Sprintf("rank %d %s: %s", e.Rank, e.What, e.Msg) }
-
-// RankRefused reports whether err is the one failure a case may accept
-// as an outcome: the rank answered, with an error reply that is neither a
-// fault (a crash) nor not-supported. A timeout, a dead rank or a protocol
-// error never is: a case expects one specific failure, never any error.
-func RankRefused(err error) bool {
-	var re *RemoteError
-	return errors.As(err, &re) && re.Fault == nil && !re.NotSupported
-}
-
-// ProtocolError: a malformed message.
-type ProtocolError struct {
-	Rank int
-	Err  error
-}
-
-func (e *ProtocolError) Error() string { return fmt.Sprintf("rank %d: %v", e.Rank, e.Err) }
-func (e *ProtocolError) Unwrap() error { return e.Err }
+// The errors a case can end with, and how each classifies itself, are in
+// errors.go.
 
 // call sends one request and waits for its reply until deadline.
 func (p *Proc) call(t wire.Type, body any, deadline time.Time, res any, fds ...int) (wire.Msg, error) {
@@ -371,84 +308,4 @@ func (w *World) Kill(grace time.Duration, why error) {
 		go func() { defer wg.Done(); p.Kill(grace) }()
 	}
 	wg.Wait()
-}
-
-// StartError: a rank of a starting world died (or stopped answering)
-// before the world was ready. World is killed but not closed, so its ranks'
-// stderr and traces can still be read for the evidence; whoever gets a
-// StartError closes World.
-type StartError struct {
-	World *World
-	Err   error
-	Death Death // the first dead rank's classification
-}
-
-func (e *StartError) Error() string {
-	if e.Death.Summary != "" {
-		return fmt.Sprintf("%v: %s", e.Err, e.Death.Summary)
-	}
-	return e.Err.Error()
-}
-func (e *StartError) Unwrap() error { return e.Err }
-
-// SpawnError: a rank process could not be started (fork/exec failed, e.g.
-// EAGAIN under a process limit). The errno is named.
-type SpawnError struct {
-	Rank int
-	Err  error
-}
-
-func (e *SpawnError) Error() string {
-	var errno syscall.Errno
-	if errors.As(e.Err, &errno) {
-		return fmt.Sprintf("cannot start rank %d: %v (%s)", e.Rank, e.Err, unix.ErrnoName(errno))
-	}
-	return fmt.Sprintf("cannot start rank %d: %v", e.Rank, e.Err)
-}
-func (e *SpawnError) Unwrap() error { return e.Err }
-
-// startFailed ends a world whose handshake failed. A rank death (or a
-// rank that stopped answering) becomes a StartError that keeps the world's
-// evidence; anything else (a backend that cannot open: SkipError) closes
-// the world and returns err as it was.
-func (w *World) startFailed(err error) error {
-	var de *DeadError
-	var te *TimeoutError
-	var pe *ProtocolError
-	if !errors.As(err, &de) && !errors.As(err, &te) && !errors.As(err, &pe) {
-		w.Close()
-		return err
-	}
-	w.Kill(200*time.Millisecond, err)
-	st := &StartError{World: w, Err: err}
-	if de != nil {
-		// Only the rank that died: the others were just killed by Kill.
-		w.Procs[de.Rank].WaitExit(3 * time.Second)
-		st.Death = Classify(w.Procs[de.Rank])
-	}
-	return st
-}
-
-// Outcome is what a case that could not get its world ends with: a rank
-// death is a crash, a rank that stopped answering a timeout, a malformed
-// handshake an error.
-func (e *StartError) Outcome() report.Outcome {
-	var de *DeadError
-	var te *TimeoutError
-	switch {
-	case errors.As(e.Err, &de):
-		return report.Crash
-	case errors.As(e.Err, &te):
-		return report.Timeout
-	}
-	return report.Error
-}
-
-// CloseStart closes the world a StartError kept open; any other error is
-// left alone. For callers that only want to know whether a world starts.
-func CloseStart(err error) {
-	var st *StartError
-	if errors.As(err, &st) {
-		st.World.Close()
-	}
 }
