@@ -20,13 +20,20 @@ func TestRankDeathDuringCaseIsCrash(t *testing.T) {
 		return &harness.Case{ID: id, Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, NoLeak: noLeak,
 			Timeout: 5 * time.Second, Grace: 200 * time.Millisecond, Run: run}
 	}
+	// path says which death check must find the death: the judgement's
+	// (diedDuring before judge), the backstop's (after the leak check), or
+	// either (a death the body does not wait for may reach the judgement
+	// before its reaper). With either check removed the other still makes
+	// most of these a crash: the counts tell them apart.
+	const judged, backstop, either = 0, 1, 2
 	bodies := []struct {
 		name   string
 		noLeak bool
+		path   int
 		run    func(*harness.Ctx) error
 	}{
 		// The repro: rank 0 dies while the body talks to rank 1.
-		{"talks_to_the_other_rank", false, func(c *harness.Ctx) error {
+		{"talks_to_the_other_rank", false, judged, func(c *harness.Ctx) error {
 			c.W.Procs[0].Signal(syscall.SIGKILL)
 			c.W.Procs[0].WaitExit(5 * time.Second)
 			b, err := c.Local(1, 4096)
@@ -37,21 +44,38 @@ func TestRankDeathDuringCaseIsCrash(t *testing.T) {
 		}},
 		// Killed and the body returns at once: the reaper may not have
 		// seen the exit yet when the runner judges.
-		{"returns_at_once", true, func(c *harness.Ctx) error {
+		{"returns_at_once", true, either, func(c *harness.Ctx) error {
 			c.W.Procs[0].Signal(syscall.SIGKILL)
 			return nil
 		}},
-		{"body_fails", true, func(c *harness.Ctx) error {
+		{"body_fails", true, judged, func(c *harness.Ctx) error {
 			c.W.Procs[1].Signal(syscall.SIGSEGV)
 			c.W.Procs[1].WaitExit(5 * time.Second)
 			return harness.Failf("expected 1, got 2")
 		}},
+		// Rank 0 dies after the judgement and the leak check, before its
+		// evidence is taken: a result that shows a dead rank is no pass.
+		{"dies_after_the_judgement", false, backstop, func(c *harness.Ctx) error { return nil }},
 	}
 	for _, b := range bodies {
+		late := func(w *harness.World) {
+			w.Procs[0].Signal(syscall.SIGKILL)
+			w.Procs[0].WaitExit(5 * time.Second)
+		}
+		if b.path != backstop {
+			late = nil
+		}
+		harness.SetLateDeath(r, late)
+		j0, b0 := harness.DeathsFound(r)
 		res := r.Run(mk(b.name, b.noLeak, b.run))
+		j1, b1 := harness.DeathsFound(r)
 		if res.Outcome != report.Crash || !strings.Contains(res.Detail, "died during the case") {
 			t.Errorf("%s: a rank died during the case, got %s: %s", b.name, res.Outcome, res.Detail)
 			continue
+		}
+		if found := [2]int{j1 - j0, b1 - b0}; found[0]+found[1] != 1 || (b.path != either && found[b.path] != 1) {
+			t.Errorf("%s: deaths found by the judgement, the backstop: %v; want one, by %s", b.name, found,
+				map[int]string{judged: "the judgement", backstop: "the backstop", either: "either"}[b.path])
 		}
 		// SIGSEGV sent from outside is re-raised by the Go runtime
 		// (GOTRACEBACK=crash) as SIGABRT.
@@ -65,6 +89,7 @@ func TestRankDeathDuringCaseIsCrash(t *testing.T) {
 			t.Errorf("%s: ranks' signals %v, want the one signal that killed the one rank", b.name, sigs)
 		}
 	}
+	harness.SetLateDeath(r, nil)
 	// Deaths the judgement causes itself (it kills the world after a
 	// malformed message or a timeout) do not turn the outcome into a crash.
 	if res := r.Run(mk("malformed", true, func(c *harness.Ctx) error { return c.Canary(1, "malformed_reply") })); res.Outcome != report.Error {
