@@ -121,6 +121,8 @@ func noSpace(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG)
 }
 
+// writeEvidence writes the case's folder: each rank's trace and stderr,
+// repro.sh, kernel.log, environment.json and result.json.
 func (r *Runner) writeEvidence(c *Case, w *World, cw *caseWatch, res *report.Result) error {
 	dir := filepath.Join(r.Evidence.Out, "cases", c.ID)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -131,31 +133,59 @@ func (r *Runner) writeEvidence(c *Case, w *World, cw *caseWatch, res *report.Res
 		if p.Trace == nil {
 			continue
 		}
-		recs, err := trace.ReadShared(p.Trace, cw.seqs[i])
+		tr, err := rankTrace(p, cw.seqs[i], c, res)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		var sb strings.Builder
-		fmt.Fprintf(&sb, "# rank %d pid %d device %d, case %s, outcome %s\n", p.Rank, p.Pid, p.Device, c.ID, res.Outcome)
-		// Mark a call only when one failed (or never returned); a case that
-		// failed on a check of the data says so instead of blaming the last
-		// call, which returned OK.
-		// A call still in flight is the culprit only when the case ended
-		// with a rank dead or stuck; after a fail the ranks answered, and
-		// an in-flight record is the reply being sent as the ring is read.
-		stuck := res.Outcome != report.Pass && res.Outcome != report.Fail && res.Outcome != report.Skip
-		failedCall := false
-		for _, rec := range recs {
-			failedCall = failedCall || rec.Err || (rec.InFlight && stuck)
-		}
-		if !failedCall && res.Outcome != report.Pass {
-			fmt.Fprintf(&sb, "# no API call failed in this rank; the case ended %s on a check: %s\n", res.Outcome, res.Detail)
-		}
-		_ = trace.Format(&sb, recs, failedCall)
-		errs = append(errs, os.WriteFile(filepath.Join(dir, fmt.Sprintf("rank-%d.trace", p.Rank)), []byte(sb.String()), 0o644))
+		errs = append(errs, os.WriteFile(filepath.Join(dir, fmt.Sprintf("rank-%d.trace", p.Rank)), []byte(tr), 0o644))
 		errs = append(errs, os.WriteFile(filepath.Join(dir, fmt.Sprintf("rank-%d.stderr", p.Rank)), []byte(p.Stderr.String()), 0o644))
 	}
+	errs = append(errs, os.WriteFile(filepath.Join(dir, "repro.sh"), []byte(r.reproScript(c)), 0o755))
+	errs = append(errs, os.WriteFile(filepath.Join(dir, "kernel.log"), []byte(caseKernelLog(res)), 0o644))
+	if r.Evidence.Env != nil {
+		b, _ := json.MarshalIndent(r.Evidence.Env(), "", "  ")
+		errs = append(errs, os.WriteFile(filepath.Join(dir, "environment.json"), b, 0o644))
+	}
+	// The runner sets duration_s when the case returns, after this folder
+	// is written; the folder's copy counts up to its judgement.
+	one := *res
+	one.Duration = math.Round(time.Since(cw.start).Seconds()*1e6) / 1e6
+	b, _ := json.MarshalIndent(one, "", "  ")
+	errs = append(errs, os.WriteFile(filepath.Join(dir, "result.json"), b, 0o644))
+	return errors.Join(errs...)
+}
+
+// rankTrace is rank p's trace records since the case started (seq), with
+// the failing call marked.
+func rankTrace(p *Proc, seq uint64, c *Case, res *report.Result) (string, error) {
+	recs, err := trace.ReadShared(p.Trace, seq)
+	if err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "# rank %d pid %d device %d, case %s, outcome %s\n", p.Rank, p.Pid, p.Device, c.ID, res.Outcome)
+	// Mark a call only when one failed (or never returned); a case that
+	// failed on a check of the data says so instead of blaming the last
+	// call, which returned OK.
+	// A call still in flight is the culprit only when the case ended
+	// with a rank dead or stuck; after a fail the ranks answered, and
+	// an in-flight record is the reply being sent as the ring is read.
+	stuck := res.Outcome != report.Pass && res.Outcome != report.Fail && res.Outcome != report.Skip
+	failedCall := false
+	for _, rec := range recs {
+		failedCall = failedCall || rec.Err || (rec.InFlight && stuck)
+	}
+	if !failedCall && res.Outcome != report.Pass {
+		fmt.Fprintf(&sb, "# no API call failed in this rank; the case ended %s on a check: %s\n", res.Outcome, res.Detail)
+	}
+	_ = trace.Format(&sb, recs, failedCall)
+	return sb.String(), nil
+}
+
+// reproScript is the case's repro.sh: its repro line, run from any
+// directory with the suite's binary when there is one.
+func (r *Runner) reproScript(c *Case) string {
 	line := c.Repro
 	if r.Evidence.Binary != "" {
 		if rest, ok := strings.CutPrefix(line, "./specs.test "); ok {
@@ -178,28 +208,19 @@ func (r *Runner) writeEvidence(c *Case, w *World, cw *caseWatch, res *report.Res
 	if r.Evidence.MakeForm != nil {
 		repro += "# or, from a checkout: " + r.Evidence.MakeForm(c.Repro) + "\n"
 	}
-	errs = append(errs, os.WriteFile(filepath.Join(dir, "repro.sh"), []byte(repro), 0o755))
-	klog := strings.Join(res.KernelLog, "\n") + "\n"
-	if len(res.KernelLog) == 0 {
-		// An empty file reads as "not collected"; say which it was.
-		if _, _, err := kernelLog(); err != nil {
-			klog = fmt.Sprintf("# kernel log not read: %v\n", err)
-		} else {
-			klog = "# the kernel log was read; it has no GPU driver line (NVRM, amdgpu, Xid, ...) from this case\n"
-		}
+	return repro
+}
+
+// caseKernelLog is kernel.log's text: the case's driver lines, or a line
+// that says why there are none (an empty file reads as "not collected").
+func caseKernelLog(res *report.Result) string {
+	if len(res.KernelLog) > 0 {
+		return strings.Join(res.KernelLog, "\n") + "\n"
 	}
-	errs = append(errs, os.WriteFile(filepath.Join(dir, "kernel.log"), []byte(klog), 0o644))
-	if r.Evidence.Env != nil {
-		b, _ := json.MarshalIndent(r.Evidence.Env(), "", "  ")
-		errs = append(errs, os.WriteFile(filepath.Join(dir, "environment.json"), b, 0o644))
+	if _, _, err := kernelLog(); err != nil {
+		return fmt.Sprintf("# kernel log not read: %v\n", err)
 	}
-	// The runner sets duration_s when the case returns, after this folder
-	// is written; the folder's copy counts up to its judgement.
-	one := *res
-	one.Duration = math.Round(time.Since(cw.start).Seconds()*1e6) / 1e6
-	b, _ := json.MarshalIndent(one, "", "  ")
-	errs = append(errs, os.WriteFile(filepath.Join(dir, "result.json"), b, 0o644))
-	return errors.Join(errs...)
+	return "# the kernel log was read; it has no GPU driver line (NVRM, amdgpu, Xid, ...) from this case\n"
 }
 
 // shellQuote quotes s for sh when it holds anything but safe characters.

@@ -16,10 +16,6 @@ import (
 func TestRankDeathDuringCaseIsCrash(t *testing.T) {
 	r := harness.NewRunner("host", wire.DefaultSettings, 1)
 	defer r.Close()
-	mk := func(id string, noLeak bool, run func(*harness.Ctx) error) *harness.Case {
-		return &harness.Case{ID: id, Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, NoLeak: noLeak,
-			Timeout: 5 * time.Second, Grace: 200 * time.Millisecond, Run: run}
-	}
 	// path says which death check must find the death: the judgement's
 	// (diedDuring before judge), the backstop's (after the leak check), or
 	// either (a death the body does not wait for may reach the judgement
@@ -67,7 +63,7 @@ func TestRankDeathDuringCaseIsCrash(t *testing.T) {
 		}
 		harness.SetLateDeath(r, late)
 		j0, b0 := harness.DeathsFound(r)
-		res := r.Run(mk(b.name, b.noLeak, b.run))
+		res := r.Run(deathCase(b.name, b.noLeak, b.run))
 		j1, b1 := harness.DeathsFound(r)
 		if res.Outcome != report.Crash || !strings.Contains(res.Detail, "died during the case") {
 			t.Errorf("%s: a rank died during the case, got %s: %s", b.name, res.Outcome, res.Detail)
@@ -89,7 +85,21 @@ func TestRankDeathDuringCaseIsCrash(t *testing.T) {
 			t.Errorf("%s: ranks' signals %v, want the one signal that killed the one rank", b.name, sigs)
 		}
 	}
-	harness.SetLateDeath(r, nil)
+}
+
+// deathCase is a 2-rank host case of TestRankDeathDuringCaseIsCrash's and
+// TestDeathsTheCaseOrJudgementCaused's.
+func deathCase(id string, noLeak bool, run func(*harness.Ctx) error) *harness.Case {
+	return &harness.Case{ID: id, Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, NoLeak: noLeak,
+		Timeout: 5 * time.Second, Grace: 200 * time.Millisecond, Run: run}
+}
+
+// Deaths the judgement causes itself, or the case on purpose, are no
+// crash.
+func TestDeathsTheCaseOrJudgementCaused(t *testing.T) {
+	r := harness.NewRunner("host", wire.DefaultSettings, 1)
+	defer r.Close()
+	mk := deathCase
 	// Deaths the judgement causes itself (it kills the world after a
 	// malformed message or a timeout) do not turn the outcome into a crash.
 	if res := r.Run(mk("malformed", true, func(c *harness.Ctx) error { return c.Canary(1, "malformed_reply") })); res.Outcome != report.Error {

@@ -168,6 +168,8 @@ func Spawn(r, dev int) (*Proc, error) {
 // failure (EAGAIN under a process limit) or a death during world start.
 var startCmd = (*exec.Cmd).Start
 
+// startRank starts rank r's process on device dev: its socket (fd 3), its
+// trace ring (fd 4), its stderr and stdout on private pipes.
 func startRank(r, dev int) (*Proc, error) {
 	ps, cs, err := wire.Socketpair()
 	if err != nil {
@@ -181,48 +183,25 @@ func startRank(r, dev int) (*Proc, error) {
 		return nil, err
 	}
 	p := &Proc{Rank: r, Device: dev, sock: ps, Trace: tf, Stderr: &tail{max: 16 << 10}, Stdout: &tail{max: 4 << 10}, done: make(chan struct{})}
-	errR, errW, err := os.Pipe()
+	pp, err := newRankPipes()
 	if err != nil {
 		unix.Close(ps)
 		tf.Close()
-		return nil, fmt.Errorf("harness: pipe: %w", err)
+		return nil, err
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		unix.Close(ps)
-		tf.Close()
-		errR.Close()
-		errW.Close()
-		return nil, fmt.Errorf("harness: pipe: %w", err)
-	}
-	cmd := &exec.Cmd{
-		Path:       "/proc/self/exe",
-		Args:       []string{RankArgv0},
-		Env:        rankEnv(r),
-		Stdin:      nil,
-		Stdout:     outW,
-		Stderr:     errW,
-		ExtraFiles: []*os.File{child, tf}, // wire.RankSockFd (3), wire.RankTraceFd (4)
-		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid:   true, // own process group: SIGQUIT/SIGKILL reach its threads' children too
-			Pdeathsig: syscall.SIGKILL,
-		},
-	}
+	cmd := rankCmd(r, child, tf, pp)
 	if err := startCmd(cmd); err != nil {
 		unix.Close(ps)
 		tf.Close()
-		errR.Close()
-		errW.Close()
-		outR.Close()
-		outW.Close()
+		pp.closeAll()
 		return nil, fmt.Errorf("harness: start rank %d: %w", r, err)
 	}
-	errW.Close()
-	outW.Close()
+	pp.errW.Close()
+	pp.outW.Close()
 	p.cmd, p.Pid = cmd, cmd.Process.Pid
 	p.pipes.Add(2)
-	go drain(errR, p.Stderr, &p.pipes)
-	go drain(outR, p.Stdout, &p.pipes)
+	go drain(pp.errR, p.Stderr, &p.pipes)
+	go drain(pp.outR, p.Stdout, &p.pipes)
 	go func() {
 		st, _ := cmd.Process.Wait()
 		p.state = st
@@ -230,6 +209,48 @@ func startRank(r, dev int) (*Proc, error) {
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// rankPipes are a rank's stderr and stdout pipes: the parent reads the R
+// ends, the rank writes the W ends.
+type rankPipes struct{ errR, errW, outR, outW *os.File }
+
+func newRankPipes() (*rankPipes, error) {
+	var pp rankPipes
+	var err error
+	if pp.errR, pp.errW, err = os.Pipe(); err != nil {
+		return nil, fmt.Errorf("harness: pipe: %w", err)
+	}
+	if pp.outR, pp.outW, err = os.Pipe(); err != nil {
+		pp.errR.Close()
+		pp.errW.Close()
+		return nil, fmt.Errorf("harness: pipe: %w", err)
+	}
+	return &pp, nil
+}
+
+func (pp *rankPipes) closeAll() {
+	for _, f := range []*os.File{pp.errR, pp.errW, pp.outR, pp.outW} {
+		f.Close()
+	}
+}
+
+// rankCmd is rank r's command: this binary as p2patomics-rank, the
+// allowlisted environment, its own process group, killed with the parent.
+func rankCmd(r int, sock, tf *os.File, pp *rankPipes) *exec.Cmd {
+	return &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{RankArgv0},
+		Env:        rankEnv(r),
+		Stdin:      nil,
+		Stdout:     pp.outW,
+		Stderr:     pp.errW,
+		ExtraFiles: []*os.File{sock, tf}, // wire.RankSockFd (3), wire.RankTraceFd (4)
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid:   true, // own process group: SIGQUIT/SIGKILL reach its threads' children too
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
 }
 
 func drain(f *os.File, t *tail, wg *sync.WaitGroup) {

@@ -57,6 +57,16 @@ func (p *Proc) call(t wire.Type, body any, deadline time.Time, res any, fds ...i
 		}
 		return wire.Msg{}, &ProtocolError{p.Rank, err}
 	}
+	m, err := p.await(seq, what, deadline)
+	if err != nil {
+		return wire.Msg{}, err
+	}
+	return p.decode(t, m, res)
+}
+
+// await receives the reply to request seq: a hang, a hang-up or a
+// malformed message is the rank's typed error.
+func (p *Proc) await(seq uint32, what string, deadline time.Time) (wire.Msg, error) {
 	m, err := wire.Recv(p.sock, deadline)
 	// A reply to an earlier request that missed its deadline may still be
 	// queued: drop it rather than take it for this one's.
@@ -77,6 +87,13 @@ func (p *Proc) call(t wire.Type, body any, deadline time.Time, res any, fds ...i
 		m.CloseFds()
 		return wire.Msg{}, &ProtocolError{p.Rank, fmt.Errorf("%w: wanted reply %d to %s, got %s %d", wire.ErrMalformed, seq, what, m.Type, m.Seq)}
 	}
+	return m, nil
+}
+
+// decode reads the reply m to a request of type t: an error reply is a
+// RemoteError, a result is unmarshalled into res.
+func (p *Proc) decode(t wire.Type, m wire.Msg, res any) (wire.Msg, error) {
+	what := t.String()
 	if t != wire.TAlloc {
 		// Only an alloc reply carries an fd its caller takes (Ctx.alloc);
 		// an fd on any other reply is a rank's mistake and must not stay
