@@ -1,9 +1,11 @@
 package hsa
 
 import (
+	"slices"
 	"unsafe"
 
 	"p2patomics/internal/amdabi"
+	"p2patomics/internal/hsaabi"
 )
 
 // Values and layouts from ROCR inc/hsa.h and inc/hsa_ext_amd.h (docs/AMD.md). Every one is checked against Debian's
@@ -12,13 +14,13 @@ import (
 
 // hsa_status_t
 const (
-	statusSuccess                    = 0x0
-	statusInfoBreak                  = 0x1
+	statusSuccess                    = hsaabi.StatusSuccess
+	statusInfoBreak                  = hsaabi.StatusInfoBreak
 	statusError                      = 0x1000
 	statusErrorInvalidArgument       = 0x1001
 	statusErrorInvalidAllocation     = 0x1003
-	statusErrorInvalidAgent          = 0x1004
-	statusErrorOutOfResources        = 0x1008
+	statusErrorInvalidAgent          = hsaabi.StatusErrorInvalidAgent
+	statusErrorOutOfResources        = hsaabi.StatusErrorOutOfResources
 	statusErrorNotInitialized        = 0x100B
 	statusErrorIncompatibleArguments = 0x100D
 	statusErrorInvalidISA            = 0x100F
@@ -42,7 +44,7 @@ const (
 	systemInfoTimestampFrequency      = 3     // uint64 Hz: unit of signal wait timeouts
 	amdSystemInfoBuildVersion         = 0x200 // const char*
 	amdSystemInfoDmabufSupported      = 0x204 // bool
-	amdSystemInfoVirtualMemAPISupport = 0x205 // bool
+	amdSystemInfoVirtualMemAPISupport = hsaabi.AmdSystemInfoVirtualMemAPISupport
 	amdSystemInfoXnackEnabled         = 0x206 // bool
 	amdSystemInfoExtVersionMajor      = 0x207 // uint16
 	amdSystemInfoExtVersionMinor      = 0x208 // uint16
@@ -53,15 +55,15 @@ const (
 	agentInfoName           = 0  // char[64]
 	agentInfoVendorName     = 1  // char[64]
 	agentInfoQueueMaxSize   = 14 // uint32
-	agentInfoNode           = 16 // uint32
-	agentInfoDevice         = 17 // hsa_device_type_t
-	deviceTypeCPU           = 0
-	deviceTypeGPU           = 1
+	agentInfoNode           = hsaabi.AgentInfoNode
+	agentInfoDevice         = hsaabi.AgentInfoDevice
+	deviceTypeCPU           = hsaabi.DeviceTypeCPU
+	deviceTypeGPU           = hsaabi.DeviceTypeGPU
 	amdAgentInfoCUCount     = 0xA002 // uint32
 	amdAgentInfoBDFID       = 0xA006 // uint32
 	amdAgentInfoProductName = 0xA009 // char[64]
 	amdAgentInfoDomain      = 0xA00F // uint32
-	amdAgentInfoUUID        = 0xA011 // char[21]
+	amdAgentInfoUUID        = hsaabi.AmdAgentInfoUUID
 	amdAgentInfoMemoryAvail = 0xA015 // uint64
 	amdAgentInfoDriverUID   = 0xA112 // uint32
 	isaInfoNameLength       = 0
@@ -70,18 +72,18 @@ const (
 
 // memory pools
 const (
-	poolInfoSegment          = 0
-	poolInfoGlobalFlags      = 1
+	poolInfoSegment          = hsaabi.PoolInfoSegment
+	poolInfoGlobalFlags      = hsaabi.PoolInfoGlobalFlags
 	poolInfoSize             = 2
-	poolInfoAllocAllowed     = 5 // bool
-	poolInfoAllocGranule     = 6
-	poolInfoAllocRecGranule  = 18 // ROCm >= 6.0
+	poolInfoAllocAllowed     = hsaabi.PoolInfoAllocAllowed
+	poolInfoAllocGranule     = hsaabi.PoolInfoAllocGranule
+	poolInfoAllocRecGranule  = hsaabi.PoolInfoAllocRecGranule
 	poolInfoLocation         = 17
-	segmentGlobal            = 0
-	globalFlagKernargInit    = 1
-	globalFlagFineGrained    = 2
-	globalFlagCoarseGrained  = 4
-	globalFlagExtScopeFine   = 8
+	segmentGlobal            = hsaabi.SegmentGlobal
+	globalFlagKernargInit    = hsaabi.GlobalFlagKernargInit
+	globalFlagFineGrained    = hsaabi.GlobalFlagFineGrained
+	globalFlagCoarseGrained  = hsaabi.GlobalFlagCoarseGrained
+	globalFlagExtScopeFine   = hsaabi.GlobalFlagExtScopeFine
 	agentPoolInfoAccess      = 0
 	agentPoolInfoNumLinkHops = 1
 	agentPoolInfoLinkInfo    = 2
@@ -95,10 +97,10 @@ const (
 
 // vmem
 const (
-	memoryTypeNone       = 0 // MEMORY_TYPE_NONE (no HSA_AMD_ prefix in the header)
-	memoryTypePinned     = 1
-	accessPermissionNone = 0
-	accessPermissionRW   = 3
+	memoryTypeNone       = hsaabi.MemoryTypeNone
+	memoryTypePinned     = hsaabi.MemoryTypePinned
+	accessPermissionNone = hsaabi.AccessPermissionNone
+	accessPermissionRW   = hsaabi.AccessPermissionRW
 )
 
 // code objects
@@ -179,13 +181,8 @@ type queue struct {
 	ID             uint64
 }
 
-// accessDesc mirrors hsa_amd_memory_access_desc_t: 4 bytes of padding after
-// the permission, 16-byte stride in arrays.
-type accessDesc struct {
-	Permissions uint32
-	_           uint32
-	Agent       uint64
-}
+// accessDesc is hsa_amd_memory_access_desc_t, shared with rank/hip (internal/hsaabi).
+type accessDesc = hsaabi.AccessDesc
 
 // linkInfo mirrors hsa_amd_memory_pool_link_info_t (28 bytes).
 type linkInfo struct {
@@ -227,178 +224,150 @@ const eventSize = 32
 
 func u(v uintptr) uint64 { return uint64(v) }
 
-// abiTable is every fact above in the C program's naming (scripts/amdabi/hsa_abi.c).
-func abiTable() amdabi.Table {
-	var p dispatchPacket
-	var q queue
-	var d accessDesc
-	var l linkInfo
-	var e event
-	var hw hwExceptionEvent
-	t := amdabi.Table{
-		{Name: "sizeof.hsa_agent_t", Value: 8}, {Name: "sizeof.hsa_amd_memory_pool_t", Value: 8},
-		{Name: "sizeof.hsa_signal_t", Value: 8}, {Name: "sizeof.hsa_amd_vmem_alloc_handle_t", Value: 8},
-		{Name: "sizeof.hsa_isa_t", Value: 8}, {Name: "sizeof.hsa_executable_t", Value: 8},
-		{Name: "sizeof.hsa_executable_symbol_t", Value: 8}, {Name: "sizeof.hsa_code_object_reader_t", Value: 8},
-		{Name: "sizeof.hsa_loaded_code_object_t", Value: 8},
-		{Name: "sizeof.hsa_status_t", Value: 4}, {Name: "sizeof.hsa_signal_value_t", Value: 8},
+// layoutTable is every struct size and offset above in the C program's
+// naming (scripts/amdabi/hsa_abi.c); hsa_amd_memory_access_desc_t is in
+// hsaabi.Table, shared with rank/hip.
+var layoutTable = amdabi.Table{
+	{Name: "sizeof.hsa_agent_t", Value: 8}, {Name: "sizeof.hsa_amd_memory_pool_t", Value: 8},
+	{Name: "sizeof.hsa_signal_t", Value: 8}, {Name: "sizeof.hsa_amd_vmem_alloc_handle_t", Value: 8},
+	{Name: "sizeof.hsa_isa_t", Value: 8}, {Name: "sizeof.hsa_executable_t", Value: 8},
+	{Name: "sizeof.hsa_executable_symbol_t", Value: 8}, {Name: "sizeof.hsa_code_object_reader_t", Value: 8},
+	{Name: "sizeof.hsa_loaded_code_object_t", Value: 8},
+	{Name: "sizeof.hsa_status_t", Value: 4}, {Name: "sizeof.hsa_signal_value_t", Value: 8},
 
-		{Name: "sizeof.hsa_kernel_dispatch_packet_t", Value: u(unsafe.Sizeof(p))},
-		{Name: "offsetof.hsa_kernel_dispatch_packet_t.header", Value: u(unsafe.Offsetof(p.Header))},
-		{Name: "offsetof.hsa_kernel_dispatch_packet_t.setup", Value: u(unsafe.Offsetof(p.Setup))},
-		{Name: "offsetof.hsa_kernel_dispatch_packet_t.workgroup_size_x", Value: u(unsafe.Offsetof(p.WorkgroupSizeX))},
-		{Name: "offsetof.hsa_kernel_dispatch_packet_t.workgroup_size_y", Value: u(unsafe.Offsetof(p.WorkgroupSizeY))},
-		{Name: "offsetof.hsa_kernel_dispatch_packet_t.workgroup_size_z", Value: u(unsafe.Offsetof(p.WorkgroupSizeZ))},
-		{Name: "offsetof.hsa_kernel_dispatch_packet_t.reserved0", Value: u(unsafe.Offsetof(p.Reserved0))},
-		{Name: "offsetof.hsa_kernel_dispatch_packet_t.grid_size_x", Value: u(unsafe.Offsetof(p.GridSizeX))},
-		{Name: "offsetof.hsa_kernel_dispatch_packet_t.grid_size_y", Value: u(unsafe.Offsetof(p.GridSizeY))},
-		{Name: "offsetof.hsa_kernel_dispatch_packet_t.grid_size_z", Value: u(unsafe.Offsetof(p.GridSizeZ))},
-		{Name: "offsetof.hsa_kernel_dispatch_packet_t.private_segment_size", Value: u(unsafe.Offsetof(p.PrivateSegmentSize))},
-		{Name: "offsetof.hsa_kernel_dispatch_packet_t.group_segment_size", Value: u(unsafe.Offsetof(p.GroupSegmentSize))},
-		{Name: "offsetof.hsa_kernel_dispatch_packet_t.kernel_object", Value: u(unsafe.Offsetof(p.KernelObject))},
-		{Name: "offsetof.hsa_kernel_dispatch_packet_t.kernarg_address", Value: u(unsafe.Offsetof(p.KernargAddress))},
-		{Name: "offsetof.hsa_kernel_dispatch_packet_t.reserved2", Value: u(unsafe.Offsetof(p.Reserved2))},
-		{Name: "offsetof.hsa_kernel_dispatch_packet_t.completion_signal", Value: u(unsafe.Offsetof(p.CompletionSignal))},
+	{Name: "sizeof.hsa_kernel_dispatch_packet_t", Value: u(unsafe.Sizeof(dispatchPacket{}))},
+	{Name: "offsetof.hsa_kernel_dispatch_packet_t.header", Value: u(unsafe.Offsetof(dispatchPacket{}.Header))},
+	{Name: "offsetof.hsa_kernel_dispatch_packet_t.setup", Value: u(unsafe.Offsetof(dispatchPacket{}.Setup))},
+	{Name: "offsetof.hsa_kernel_dispatch_packet_t.workgroup_size_x", Value: u(unsafe.Offsetof(dispatchPacket{}.WorkgroupSizeX))},
+	{Name: "offsetof.hsa_kernel_dispatch_packet_t.workgroup_size_y", Value: u(unsafe.Offsetof(dispatchPacket{}.WorkgroupSizeY))},
+	{Name: "offsetof.hsa_kernel_dispatch_packet_t.workgroup_size_z", Value: u(unsafe.Offsetof(dispatchPacket{}.WorkgroupSizeZ))},
+	{Name: "offsetof.hsa_kernel_dispatch_packet_t.reserved0", Value: u(unsafe.Offsetof(dispatchPacket{}.Reserved0))},
+	{Name: "offsetof.hsa_kernel_dispatch_packet_t.grid_size_x", Value: u(unsafe.Offsetof(dispatchPacket{}.GridSizeX))},
+	{Name: "offsetof.hsa_kernel_dispatch_packet_t.grid_size_y", Value: u(unsafe.Offsetof(dispatchPacket{}.GridSizeY))},
+	{Name: "offsetof.hsa_kernel_dispatch_packet_t.grid_size_z", Value: u(unsafe.Offsetof(dispatchPacket{}.GridSizeZ))},
+	{Name: "offsetof.hsa_kernel_dispatch_packet_t.private_segment_size", Value: u(unsafe.Offsetof(dispatchPacket{}.PrivateSegmentSize))},
+	{Name: "offsetof.hsa_kernel_dispatch_packet_t.group_segment_size", Value: u(unsafe.Offsetof(dispatchPacket{}.GroupSegmentSize))},
+	{Name: "offsetof.hsa_kernel_dispatch_packet_t.kernel_object", Value: u(unsafe.Offsetof(dispatchPacket{}.KernelObject))},
+	{Name: "offsetof.hsa_kernel_dispatch_packet_t.kernarg_address", Value: u(unsafe.Offsetof(dispatchPacket{}.KernargAddress))},
+	{Name: "offsetof.hsa_kernel_dispatch_packet_t.reserved2", Value: u(unsafe.Offsetof(dispatchPacket{}.Reserved2))},
+	{Name: "offsetof.hsa_kernel_dispatch_packet_t.completion_signal", Value: u(unsafe.Offsetof(dispatchPacket{}.CompletionSignal))},
 
-		{Name: "sizeof.hsa_queue_t", Value: u(unsafe.Sizeof(q))},
-		{Name: "offsetof.hsa_queue_t.type", Value: u(unsafe.Offsetof(q.Type))},
-		{Name: "offsetof.hsa_queue_t.features", Value: u(unsafe.Offsetof(q.Features))},
-		{Name: "offsetof.hsa_queue_t.base_address", Value: u(unsafe.Offsetof(q.BaseAddress))},
-		{Name: "offsetof.hsa_queue_t.doorbell_signal", Value: u(unsafe.Offsetof(q.DoorbellSignal))},
-		{Name: "offsetof.hsa_queue_t.size", Value: u(unsafe.Offsetof(q.Size))},
-		{Name: "offsetof.hsa_queue_t.reserved1", Value: u(unsafe.Offsetof(q.Reserved1))},
-		{Name: "offsetof.hsa_queue_t.id", Value: u(unsafe.Offsetof(q.ID))},
+	{Name: "sizeof.hsa_queue_t", Value: u(unsafe.Sizeof(queue{}))},
+	{Name: "offsetof.hsa_queue_t.type", Value: u(unsafe.Offsetof(queue{}.Type))},
+	{Name: "offsetof.hsa_queue_t.features", Value: u(unsafe.Offsetof(queue{}.Features))},
+	{Name: "offsetof.hsa_queue_t.base_address", Value: u(unsafe.Offsetof(queue{}.BaseAddress))},
+	{Name: "offsetof.hsa_queue_t.doorbell_signal", Value: u(unsafe.Offsetof(queue{}.DoorbellSignal))},
+	{Name: "offsetof.hsa_queue_t.size", Value: u(unsafe.Offsetof(queue{}.Size))},
+	{Name: "offsetof.hsa_queue_t.reserved1", Value: u(unsafe.Offsetof(queue{}.Reserved1))},
+	{Name: "offsetof.hsa_queue_t.id", Value: u(unsafe.Offsetof(queue{}.ID))},
 
-		{Name: "sizeof.hsa_amd_memory_access_desc_t", Value: u(unsafe.Sizeof(d))},
-		{Name: "offsetof.hsa_amd_memory_access_desc_t.permissions", Value: u(unsafe.Offsetof(d.Permissions))},
-		{Name: "offsetof.hsa_amd_memory_access_desc_t.agent_handle", Value: u(unsafe.Offsetof(d.Agent))},
+	{Name: "sizeof.hsa_amd_memory_pool_link_info_t", Value: u(unsafe.Sizeof(linkInfo{}))},
+	{Name: "offsetof.hsa_amd_memory_pool_link_info_t.min_latency", Value: u(unsafe.Offsetof(linkInfo{}.MinLatency))},
+	{Name: "offsetof.hsa_amd_memory_pool_link_info_t.max_latency", Value: u(unsafe.Offsetof(linkInfo{}.MaxLatency))},
+	{Name: "offsetof.hsa_amd_memory_pool_link_info_t.min_bandwidth", Value: u(unsafe.Offsetof(linkInfo{}.MinBandwidth))},
+	{Name: "offsetof.hsa_amd_memory_pool_link_info_t.max_bandwidth", Value: u(unsafe.Offsetof(linkInfo{}.MaxBandwidth))},
+	{Name: "offsetof.hsa_amd_memory_pool_link_info_t.atomic_support_32bit", Value: u(unsafe.Offsetof(linkInfo{}.Atomic32))},
+	{Name: "offsetof.hsa_amd_memory_pool_link_info_t.atomic_support_64bit", Value: u(unsafe.Offsetof(linkInfo{}.Atomic64))},
+	{Name: "offsetof.hsa_amd_memory_pool_link_info_t.coherent_support", Value: u(unsafe.Offsetof(linkInfo{}.Coherent))},
+	{Name: "offsetof.hsa_amd_memory_pool_link_info_t.link_type", Value: u(unsafe.Offsetof(linkInfo{}.LinkType))},
+	{Name: "offsetof.hsa_amd_memory_pool_link_info_t.numa_distance", Value: u(unsafe.Offsetof(linkInfo{}.NumaDistance))},
 
-		{Name: "sizeof.hsa_amd_memory_pool_link_info_t", Value: u(unsafe.Sizeof(l))},
-		{Name: "offsetof.hsa_amd_memory_pool_link_info_t.min_latency", Value: u(unsafe.Offsetof(l.MinLatency))},
-		{Name: "offsetof.hsa_amd_memory_pool_link_info_t.max_latency", Value: u(unsafe.Offsetof(l.MaxLatency))},
-		{Name: "offsetof.hsa_amd_memory_pool_link_info_t.min_bandwidth", Value: u(unsafe.Offsetof(l.MinBandwidth))},
-		{Name: "offsetof.hsa_amd_memory_pool_link_info_t.max_bandwidth", Value: u(unsafe.Offsetof(l.MaxBandwidth))},
-		{Name: "offsetof.hsa_amd_memory_pool_link_info_t.atomic_support_32bit", Value: u(unsafe.Offsetof(l.Atomic32))},
-		{Name: "offsetof.hsa_amd_memory_pool_link_info_t.atomic_support_64bit", Value: u(unsafe.Offsetof(l.Atomic64))},
-		{Name: "offsetof.hsa_amd_memory_pool_link_info_t.coherent_support", Value: u(unsafe.Offsetof(l.Coherent))},
-		{Name: "offsetof.hsa_amd_memory_pool_link_info_t.link_type", Value: u(unsafe.Offsetof(l.LinkType))},
-		{Name: "offsetof.hsa_amd_memory_pool_link_info_t.numa_distance", Value: u(unsafe.Offsetof(l.NumaDistance))},
-
-		{Name: "sizeof.hsa_amd_event_t", Value: eventSize},
-		{Name: "offsetof.hsa_amd_event_t.event_type", Value: u(unsafe.Offsetof(e.EventType))},
-		{Name: "offsetof.hsa_amd_event_t.memory_fault.agent", Value: u(unsafe.Offsetof(e.Agent))},
-		{Name: "offsetof.hsa_amd_event_t.memory_fault.virtual_address", Value: u(unsafe.Offsetof(e.Address))},
-		{Name: "offsetof.hsa_amd_event_t.memory_fault.fault_reason_mask", Value: u(unsafe.Offsetof(e.ReasonMask))},
-		{Name: "offsetof.hsa_amd_event_t.hw_exception.agent", Value: u(unsafe.Offsetof(hw.Agent))},
-		{Name: "offsetof.hsa_amd_event_t.hw_exception.reset_type", Value: u(unsafe.Offsetof(hw.ResetType))},
-		{Name: "offsetof.hsa_amd_event_t.hw_exception.reset_cause", Value: u(unsafe.Offsetof(hw.ResetCause))},
-	}
-	c := func(name string, v uint64) { t = append(t, amdabi.Item{Name: name, Value: v}) }
-	c("HSA_STATUS_SUCCESS", statusSuccess)
-	c("HSA_STATUS_INFO_BREAK", statusInfoBreak)
-	c("HSA_STATUS_ERROR", statusError)
-	c("HSA_STATUS_ERROR_INVALID_PACKET_FORMAT", statusErrorInvalidPacketFormat)
-	c("HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION", statusErrorMemoryApertureViolation)
-	c("HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION", statusErrorIllegalInstruction)
-	c("HSA_STATUS_ERROR_MEMORY_FAULT", statusErrorMemoryFault)
-	c("HSA_STATUS_ERROR_OUT_OF_REGISTERS", statusErrorOutOfRegisters)
-	c("HSA_STATUS_ERROR_INVALID_ARGUMENT", statusErrorInvalidArgument)
-	c("HSA_STATUS_ERROR_INVALID_ALLOCATION", statusErrorInvalidAllocation)
-	c("HSA_STATUS_ERROR_INVALID_AGENT", statusErrorInvalidAgent)
-	c("HSA_STATUS_ERROR_OUT_OF_RESOURCES", statusErrorOutOfResources)
-	c("HSA_STATUS_ERROR_NOT_INITIALIZED", statusErrorNotInitialized)
-	c("HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS", statusErrorIncompatibleArguments)
-	c("HSA_STATUS_ERROR_INVALID_ISA", statusErrorInvalidISA)
-	c("HSA_STATUS_ERROR_INVALID_CODE_OBJECT", statusErrorInvalidCodeObject)
-	c("HSA_STATUS_ERROR_INVALID_SYMBOL_NAME", statusErrorInvalidSymbolName)
-	c("HSA_STATUS_ERROR_EXCEPTION", statusErrorException)
-	c("HSA_STATUS_ERROR_INVALID_ISA_NAME", statusErrorInvalidISAName)
-	c("HSA_STATUS_ERROR_FATAL", statusErrorFatal)
-	c("HSA_SYSTEM_INFO_VERSION_MAJOR", systemInfoVersionMajor)
-	c("HSA_SYSTEM_INFO_VERSION_MINOR", systemInfoVersionMinor)
-	c("HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY", systemInfoTimestampFrequency)
-	c("HSA_AMD_SYSTEM_INFO_BUILD_VERSION", amdSystemInfoBuildVersion)
-	c("HSA_AMD_SYSTEM_INFO_DMABUF_SUPPORTED", amdSystemInfoDmabufSupported)
-	c("HSA_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED", amdSystemInfoVirtualMemAPISupport)
-	c("HSA_AMD_SYSTEM_INFO_XNACK_ENABLED", amdSystemInfoXnackEnabled)
-	c("HSA_AMD_SYSTEM_INFO_EXT_VERSION_MAJOR", amdSystemInfoExtVersionMajor)
-	c("HSA_AMD_SYSTEM_INFO_EXT_VERSION_MINOR", amdSystemInfoExtVersionMinor)
-	c("HSA_AGENT_INFO_NAME", agentInfoName)
-	c("HSA_AGENT_INFO_VENDOR_NAME", agentInfoVendorName)
-	c("HSA_AGENT_INFO_QUEUE_MAX_SIZE", agentInfoQueueMaxSize)
-	c("HSA_AGENT_INFO_NODE", agentInfoNode)
-	c("HSA_AGENT_INFO_DEVICE", agentInfoDevice)
-	c("HSA_DEVICE_TYPE_CPU", deviceTypeCPU)
-	c("HSA_DEVICE_TYPE_GPU", deviceTypeGPU)
-	c("HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT", amdAgentInfoCUCount)
-	c("HSA_AMD_AGENT_INFO_BDFID", amdAgentInfoBDFID)
-	c("HSA_AMD_AGENT_INFO_PRODUCT_NAME", amdAgentInfoProductName)
-	c("HSA_AMD_AGENT_INFO_DOMAIN", amdAgentInfoDomain)
-	c("HSA_AMD_AGENT_INFO_UUID", amdAgentInfoUUID)
-	c("HSA_AMD_AGENT_INFO_MEMORY_AVAIL", amdAgentInfoMemoryAvail)
-	c("HSA_AMD_AGENT_INFO_DRIVER_UID", amdAgentInfoDriverUID)
-	c("HSA_ISA_INFO_NAME_LENGTH", isaInfoNameLength)
-	c("HSA_ISA_INFO_NAME", isaInfoName)
-	c("HSA_AMD_MEMORY_POOL_INFO_SEGMENT", poolInfoSegment)
-	c("HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS", poolInfoGlobalFlags)
-	c("HSA_AMD_MEMORY_POOL_INFO_SIZE", poolInfoSize)
-	c("HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED", poolInfoAllocAllowed)
-	c("HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE", poolInfoAllocGranule)
-	c("HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE", poolInfoAllocRecGranule)
-	c("HSA_AMD_MEMORY_POOL_INFO_LOCATION", poolInfoLocation)
-	c("HSA_AMD_SEGMENT_GLOBAL", segmentGlobal)
-	c("HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT", globalFlagKernargInit)
-	c("HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED", globalFlagFineGrained)
-	c("HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED", globalFlagCoarseGrained)
-	c("HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_EXTENDED_SCOPE_FINE_GRAINED", globalFlagExtScopeFine)
-	c("HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS", agentPoolInfoAccess)
-	c("HSA_AMD_AGENT_MEMORY_POOL_INFO_NUM_LINK_HOPS", agentPoolInfoNumLinkHops)
-	c("HSA_AMD_AGENT_MEMORY_POOL_INFO_LINK_INFO", agentPoolInfoLinkInfo)
-	c("HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED", poolAccessNeverAllowed)
-	c("HSA_AMD_LINK_INFO_TYPE_HYPERTRANSPORT", linkTypeHyperTransport)
-	c("HSA_AMD_LINK_INFO_TYPE_QPI", linkTypeQPI)
-	c("HSA_AMD_LINK_INFO_TYPE_PCIE", linkTypePCIe)
-	c("HSA_AMD_LINK_INFO_TYPE_INFINBAND", linkTypeInfiniband)
-	c("HSA_AMD_LINK_INFO_TYPE_XGMI", linkTypeXGMI)
-	c("MEMORY_TYPE_NONE", memoryTypeNone)
-	c("MEMORY_TYPE_PINNED", memoryTypePinned)
-	c("HSA_ACCESS_PERMISSION_NONE", accessPermissionNone)
-	c("HSA_ACCESS_PERMISSION_RW", accessPermissionRW)
-	c("HSA_PROFILE_FULL", profileFull)
-	c("HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT", floatRoundingModeDefault)
-	c("HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE", symInfoKernargSegmentSize)
-	c("HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_ALIGNMENT", symInfoKernargSegmentAlign)
-	c("HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE", symInfoGroupSegmentSize)
-	c("HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE", symInfoPrivateSegmentSize)
-	c("HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT", symInfoKernelObject)
-	c("HSA_QUEUE_TYPE_MULTI", queueTypeMulti)
-	c("HSA_QUEUE_TYPE_SINGLE", queueTypeSingle)
-	c("HSA_PACKET_TYPE_INVALID", packetTypeInvalid)
-	c("HSA_PACKET_TYPE_KERNEL_DISPATCH", packetTypeKernelDispatch)
-	c("HSA_PACKET_HEADER_TYPE", packetHeaderType)
-	c("HSA_PACKET_HEADER_BARRIER", packetHeaderBarrier)
-	c("HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE", packetHeaderAcquireScope)
-	c("HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE", packetHeaderReleaseScope)
-	c("HSA_FENCE_SCOPE_NONE", fenceScopeNone)
-	c("HSA_FENCE_SCOPE_AGENT", fenceScopeAgent)
-	c("HSA_FENCE_SCOPE_SYSTEM", fenceScopeSystem)
-	c("HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS", dispatchSetupDimensions)
-	c("HSA_SIGNAL_CONDITION_EQ", signalConditionEQ)
-	c("HSA_SIGNAL_CONDITION_LT", signalConditionLT)
-	c("HSA_WAIT_STATE_BLOCKED", waitStateBlocked)
-	c("HSA_WAIT_STATE_ACTIVE", waitStateActive)
-	c("HSA_AMD_GPU_MEMORY_FAULT_EVENT", eventMemoryFault)
-	c("HSA_AMD_GPU_HW_EXCEPTION_EVENT", eventHWException)
-	c("HSA_AMD_GPU_MEMORY_ERROR_EVENT", eventMemoryError)
-	c("HSA_AMD_HW_EXCEPTION_CAUSE_GPU_HANG", hwCauseGPUHang)
-	c("HSA_AMD_HW_EXCEPTION_CAUSE_ECC", hwCauseECC)
-	c("HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT", faultPageNotPresent)
-	c("HSA_AMD_MEMORY_FAULT_READ_ONLY", faultReadOnly)
-	c("HSA_AMD_MEMORY_FAULT_NX", faultNX)
-	c("HSA_AMD_MEMORY_FAULT_HOST_ONLY", faultHostOnly)
-	c("HSA_AMD_MEMORY_FAULT_DRAMECC", faultDRAMECC)
-	c("HSA_AMD_MEMORY_FAULT_IMPRECISE", faultImprecise)
-	c("HSA_AMD_MEMORY_FAULT_SRAMECC", faultSRAMECC)
-	c("HSA_AMD_MEMORY_FAULT_HANG", faultHang)
-	return t
+	{Name: "sizeof.hsa_amd_event_t", Value: eventSize},
+	{Name: "offsetof.hsa_amd_event_t.event_type", Value: u(unsafe.Offsetof(event{}.EventType))},
+	{Name: "offsetof.hsa_amd_event_t.memory_fault.agent", Value: u(unsafe.Offsetof(event{}.Agent))},
+	{Name: "offsetof.hsa_amd_event_t.memory_fault.virtual_address", Value: u(unsafe.Offsetof(event{}.Address))},
+	{Name: "offsetof.hsa_amd_event_t.memory_fault.fault_reason_mask", Value: u(unsafe.Offsetof(event{}.ReasonMask))},
+	{Name: "offsetof.hsa_amd_event_t.hw_exception.agent", Value: u(unsafe.Offsetof(hwExceptionEvent{}.Agent))},
+	{Name: "offsetof.hsa_amd_event_t.hw_exception.reset_type", Value: u(unsafe.Offsetof(hwExceptionEvent{}.ResetType))},
+	{Name: "offsetof.hsa_amd_event_t.hw_exception.reset_cause", Value: u(unsafe.Offsetof(hwExceptionEvent{}.ResetCause))},
 }
+
+// constTable is every enum value and constant above that only rank/hsa uses.
+var constTable = amdabi.Table{
+	{Name: "HSA_STATUS_ERROR", Value: statusError},
+	{Name: "HSA_STATUS_ERROR_INVALID_PACKET_FORMAT", Value: statusErrorInvalidPacketFormat},
+	{Name: "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION", Value: statusErrorMemoryApertureViolation},
+	{Name: "HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION", Value: statusErrorIllegalInstruction},
+	{Name: "HSA_STATUS_ERROR_MEMORY_FAULT", Value: statusErrorMemoryFault},
+	{Name: "HSA_STATUS_ERROR_OUT_OF_REGISTERS", Value: statusErrorOutOfRegisters},
+	{Name: "HSA_STATUS_ERROR_INVALID_ARGUMENT", Value: statusErrorInvalidArgument},
+	{Name: "HSA_STATUS_ERROR_INVALID_ALLOCATION", Value: statusErrorInvalidAllocation},
+	{Name: "HSA_STATUS_ERROR_NOT_INITIALIZED", Value: statusErrorNotInitialized},
+	{Name: "HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS", Value: statusErrorIncompatibleArguments},
+	{Name: "HSA_STATUS_ERROR_INVALID_ISA", Value: statusErrorInvalidISA},
+	{Name: "HSA_STATUS_ERROR_INVALID_CODE_OBJECT", Value: statusErrorInvalidCodeObject},
+	{Name: "HSA_STATUS_ERROR_INVALID_SYMBOL_NAME", Value: statusErrorInvalidSymbolName},
+	{Name: "HSA_STATUS_ERROR_EXCEPTION", Value: statusErrorException},
+	{Name: "HSA_STATUS_ERROR_INVALID_ISA_NAME", Value: statusErrorInvalidISAName},
+	{Name: "HSA_STATUS_ERROR_FATAL", Value: statusErrorFatal},
+	{Name: "HSA_SYSTEM_INFO_VERSION_MAJOR", Value: systemInfoVersionMajor},
+	{Name: "HSA_SYSTEM_INFO_VERSION_MINOR", Value: systemInfoVersionMinor},
+	{Name: "HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY", Value: systemInfoTimestampFrequency},
+	{Name: "HSA_AMD_SYSTEM_INFO_BUILD_VERSION", Value: amdSystemInfoBuildVersion},
+	{Name: "HSA_AMD_SYSTEM_INFO_DMABUF_SUPPORTED", Value: amdSystemInfoDmabufSupported},
+	{Name: "HSA_AMD_SYSTEM_INFO_XNACK_ENABLED", Value: amdSystemInfoXnackEnabled},
+	{Name: "HSA_AMD_SYSTEM_INFO_EXT_VERSION_MAJOR", Value: amdSystemInfoExtVersionMajor},
+	{Name: "HSA_AMD_SYSTEM_INFO_EXT_VERSION_MINOR", Value: amdSystemInfoExtVersionMinor},
+	{Name: "HSA_AGENT_INFO_NAME", Value: agentInfoName},
+	{Name: "HSA_AGENT_INFO_VENDOR_NAME", Value: agentInfoVendorName},
+	{Name: "HSA_AGENT_INFO_QUEUE_MAX_SIZE", Value: agentInfoQueueMaxSize},
+	{Name: "HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT", Value: amdAgentInfoCUCount},
+	{Name: "HSA_AMD_AGENT_INFO_BDFID", Value: amdAgentInfoBDFID},
+	{Name: "HSA_AMD_AGENT_INFO_PRODUCT_NAME", Value: amdAgentInfoProductName},
+	{Name: "HSA_AMD_AGENT_INFO_DOMAIN", Value: amdAgentInfoDomain},
+	{Name: "HSA_AMD_AGENT_INFO_MEMORY_AVAIL", Value: amdAgentInfoMemoryAvail},
+	{Name: "HSA_AMD_AGENT_INFO_DRIVER_UID", Value: amdAgentInfoDriverUID},
+	{Name: "HSA_ISA_INFO_NAME_LENGTH", Value: isaInfoNameLength},
+	{Name: "HSA_ISA_INFO_NAME", Value: isaInfoName},
+	{Name: "HSA_AMD_MEMORY_POOL_INFO_SIZE", Value: poolInfoSize},
+	{Name: "HSA_AMD_MEMORY_POOL_INFO_LOCATION", Value: poolInfoLocation},
+	{Name: "HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS", Value: agentPoolInfoAccess},
+	{Name: "HSA_AMD_AGENT_MEMORY_POOL_INFO_NUM_LINK_HOPS", Value: agentPoolInfoNumLinkHops},
+	{Name: "HSA_AMD_AGENT_MEMORY_POOL_INFO_LINK_INFO", Value: agentPoolInfoLinkInfo},
+	{Name: "HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED", Value: poolAccessNeverAllowed},
+	{Name: "HSA_AMD_LINK_INFO_TYPE_HYPERTRANSPORT", Value: linkTypeHyperTransport},
+	{Name: "HSA_AMD_LINK_INFO_TYPE_QPI", Value: linkTypeQPI},
+	{Name: "HSA_AMD_LINK_INFO_TYPE_PCIE", Value: linkTypePCIe},
+	{Name: "HSA_AMD_LINK_INFO_TYPE_INFINBAND", Value: linkTypeInfiniband},
+	{Name: "HSA_AMD_LINK_INFO_TYPE_XGMI", Value: linkTypeXGMI},
+	{Name: "HSA_PROFILE_FULL", Value: profileFull},
+	{Name: "HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT", Value: floatRoundingModeDefault},
+	{Name: "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE", Value: symInfoKernargSegmentSize},
+	{Name: "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_ALIGNMENT", Value: symInfoKernargSegmentAlign},
+	{Name: "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE", Value: symInfoGroupSegmentSize},
+	{Name: "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE", Value: symInfoPrivateSegmentSize},
+	{Name: "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT", Value: symInfoKernelObject},
+	{Name: "HSA_QUEUE_TYPE_MULTI", Value: queueTypeMulti},
+	{Name: "HSA_QUEUE_TYPE_SINGLE", Value: queueTypeSingle},
+	{Name: "HSA_PACKET_TYPE_INVALID", Value: packetTypeInvalid},
+	{Name: "HSA_PACKET_TYPE_KERNEL_DISPATCH", Value: packetTypeKernelDispatch},
+	{Name: "HSA_PACKET_HEADER_TYPE", Value: packetHeaderType},
+	{Name: "HSA_PACKET_HEADER_BARRIER", Value: packetHeaderBarrier},
+	{Name: "HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE", Value: packetHeaderAcquireScope},
+	{Name: "HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE", Value: packetHeaderReleaseScope},
+	{Name: "HSA_FENCE_SCOPE_NONE", Value: fenceScopeNone},
+	{Name: "HSA_FENCE_SCOPE_AGENT", Value: fenceScopeAgent},
+	{Name: "HSA_FENCE_SCOPE_SYSTEM", Value: fenceScopeSystem},
+	{Name: "HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS", Value: dispatchSetupDimensions},
+	{Name: "HSA_SIGNAL_CONDITION_EQ", Value: signalConditionEQ},
+	{Name: "HSA_SIGNAL_CONDITION_LT", Value: signalConditionLT},
+	{Name: "HSA_WAIT_STATE_BLOCKED", Value: waitStateBlocked},
+	{Name: "HSA_WAIT_STATE_ACTIVE", Value: waitStateActive},
+	{Name: "HSA_AMD_GPU_MEMORY_FAULT_EVENT", Value: eventMemoryFault},
+	{Name: "HSA_AMD_GPU_HW_EXCEPTION_EVENT", Value: eventHWException},
+	{Name: "HSA_AMD_GPU_MEMORY_ERROR_EVENT", Value: eventMemoryError},
+	{Name: "HSA_AMD_HW_EXCEPTION_CAUSE_GPU_HANG", Value: hwCauseGPUHang},
+	{Name: "HSA_AMD_HW_EXCEPTION_CAUSE_ECC", Value: hwCauseECC},
+	{Name: "HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT", Value: faultPageNotPresent},
+	{Name: "HSA_AMD_MEMORY_FAULT_READ_ONLY", Value: faultReadOnly},
+	{Name: "HSA_AMD_MEMORY_FAULT_NX", Value: faultNX},
+	{Name: "HSA_AMD_MEMORY_FAULT_HOST_ONLY", Value: faultHostOnly},
+	{Name: "HSA_AMD_MEMORY_FAULT_DRAMECC", Value: faultDRAMECC},
+	{Name: "HSA_AMD_MEMORY_FAULT_IMPRECISE", Value: faultImprecise},
+	{Name: "HSA_AMD_MEMORY_FAULT_SRAMECC", Value: faultSRAMECC},
+	{Name: "HSA_AMD_MEMORY_FAULT_HANG", Value: faultHang},
+}
+
+// abiTable is every fact TestABI checks: this package's and the ones it
+// shares with rank/hip (internal/hsaabi), each name once.
+func abiTable() amdabi.Table { return slices.Concat(layoutTable, constTable, hsaabi.Table()) }
