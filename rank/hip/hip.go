@@ -86,6 +86,14 @@ type Backend struct {
 	bufs      map[*buffer]bool
 	fdCell    cmem // int cell for the pointer form (see negativeCell)
 	fdCellOff uintptr
+	uuid      [16]byte // hipDeviceProp_tR0600.uuid: finds the HSA agent (hsavmem.go)
+
+	// The hsa-fine kind (hsavmem.go), set up at its first use.
+	hl       *hsaLib
+	hside    *hsaSide
+	hsideErr error
+	hbufs    map[*hsaBuffer]bool
+	stage    uintptr // hipMalloc staging buffer for hsa-fine Read/Write
 }
 
 type buffer struct {
@@ -137,7 +145,7 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 	if vmm == 0 {
 		return backend.DeviceInfo{}, backend.NotSupportedf("hipDeviceAttributeVirtualMemoryManagementSupported is 0 on device %d", cfg.Device)
 	}
-	b.bufs = map[*buffer]bool{}
+	b.bufs, b.hbufs = map[*buffer]bool{}, map[*hsaBuffer]bool{}
 	probed := b.mode == importProbe
 	if err := b.decideImport(); err != nil {
 		return backend.DeviceInfo{}, err
@@ -194,6 +202,7 @@ func (b *Backend) deviceInfo(count int) backend.DeviceInfo {
 		total = binary.LittleEndian.Uint64(buf[propR0600TotalMem:])
 		mp = int32(binary.LittleEndian.Uint32(buf[propR0600MPCount:]))
 		uuid = fmt.Sprintf("GPU-%x", buf[propR0600UUID:propR0600UUID+16])
+		copy(b.uuid[:], buf[propR0600UUID:])
 	} else if b.l.propsOld(unsafe.Pointer(&buf[0]), int32(b.cfg.Device)).Code == errSuccess {
 		name, gcn = cstr(buf[propR0000Name:]), cstr(buf[propR0000GcnArch:])
 		total = binary.LittleEndian.Uint64(buf[propR0000TotalMem:])
@@ -262,6 +271,9 @@ func (b *Backend) prop(kind string) (allocProp, error) {
 // Alloc: granularity → hipMemCreate(Pinned|Uncached, PosixFd) → reserve →
 // map → set access (own device RW) → export POSIX fd.
 func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Export, error) {
+	if kind == kindHSAFine {
+		return b.allocHSA(size)
+	}
 	p, err := b.prop(kind)
 	if err != nil {
 		return nil, backend.Export{}, err
@@ -321,11 +333,10 @@ func (b *Backend) setAccess(buf *buffer) error {
 // convention → reserve → map → set access if grant. The fd is closed after
 // map + set access (deferred-import ROCr builds need it until then).
 func (b *Backend) Import(kind string, exp backend.Export, grant bool) (backend.Buffer, error) {
-	defer func() {
-		if exp.Fd >= 0 {
-			syscall.Close(exp.Fd)
-		}
-	}()
+	defer closeFd(exp.Fd)
+	if kind == kindHSAFine {
+		return b.importHSA(exp, grant)
+	}
 	if _, err := b.prop(kind); err != nil {
 		return nil, err
 	}
@@ -566,6 +577,10 @@ func (b *Backend) release(buf *buffer) error {
 }
 
 func (b *Backend) Free(bb backend.Buffer) error {
+	if hb, ok := bb.(*hsaBuffer); ok && b.hbufs[hb] {
+		delete(b.hbufs, hb)
+		return b.releaseHSA(hb)
+	}
 	buf, ok := bb.(*buffer)
 	if !ok || !b.bufs[buf] {
 		return fmt.Errorf("hip: buffer %#x is not this backend's", bb.Addr())
@@ -632,10 +647,14 @@ func (b *Backend) fault(err error) error {
 }
 
 // Read and Write use hipMemcpyDtoH/HtoD (valid on HIP VMem addresses, which
-// HIP tracks; not on HSA vmem ones, hence the HSA backend's copy kernel).
+// HIP tracks; not on HSA vmem ones: an hsa-fine buffer goes through the
+// copy kernel and a staging buffer, transferHSA).
 func (b *Backend) Read(bb backend.Buffer, off uint64, p []byte) error {
 	if len(p) == 0 {
 		return nil
+	}
+	if hb, ok := bb.(*hsaBuffer); ok {
+		return b.fault(b.transferHSA(hb, off, p, false))
 	}
 	if !backend.Within(off, uint64(len(p)), bb.Size()) {
 		return fmt.Errorf("hip: range outside buffer")
@@ -647,6 +666,9 @@ func (b *Backend) Write(bb backend.Buffer, off uint64, p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
+	if hb, ok := bb.(*hsaBuffer); ok {
+		return b.fault(b.transferHSA(hb, off, p, true))
+	}
 	if !backend.Within(off, uint64(len(p)), bb.Size()) {
 		return fmt.Errorf("hip: range outside buffer")
 	}
@@ -654,6 +676,13 @@ func (b *Backend) Write(bb backend.Buffer, off uint64, p []byte) error {
 }
 
 func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, srcOff uint64, n uint64) (backend.LaunchResult, error) {
+	for _, x := range []backend.Buffer{dst, src} {
+		if _, ok := x.(*hsaBuffer); ok {
+			// CLR looks the addresses up in its own allocation map and
+			// finds nothing; the one hsa-fine case makes no runtime copy.
+			return backend.LaunchResult{}, fmt.Errorf("hip: hipMemcpyDtoDAsync cannot copy the hsa-fine buffer at %#x (HIP does not track HSA vmem addresses)", x.Addr())
+		}
+	}
 	var start, stop uintptr
 	b.l.eventCreate(&start)
 	b.l.eventCreate(&stop)
@@ -696,6 +725,7 @@ func (b *Backend) Close() error {
 		errs = append(errs, b.release(buf))
 	}
 	b.bufs = nil
+	errs = append(errs, b.closeHSA()) // before the module: it frees with HIP
 	if b.module != 0 {
 		b.l.moduleUnload(b.module)
 		b.module = 0

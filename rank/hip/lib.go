@@ -29,7 +29,7 @@ var requiredSymbols = []string{
 	"hipModuleLoadData", "hipModuleGetFunction", "hipModuleLaunchKernel", "hipModuleUnload",
 	"hipEventCreate", "hipEventRecord", "hipEventSynchronize", "hipEventElapsedTime", "hipEventDestroy",
 	"hipMemcpyDtoH", "hipMemcpyHtoD", "hipMemcpyDtoDAsync", "hipDeviceSynchronize", "hipMemGetInfo",
-	"hipDeviceGetP2PAttribute",
+	"hipDeviceGetP2PAttribute", "hipMalloc", "hipFree",
 }
 
 // optionalSymbols: symbol -> the HIP release that added it.
@@ -82,6 +82,8 @@ type lib struct {
 	memcpyDtoDAsync  func(dst, src uintptr, n uint64, stream uintptr) status
 	deviceSync       func() status
 	memGetInfo       func(free, total *uint64) status
+	malloc           func(p *uintptr, size uint64) status
+	free             func(p uintptr) status
 }
 
 var (
@@ -155,6 +157,8 @@ func (l *lib) symbols() []binding.Symbol {
 		binding.Sym4(&l.memcpyDtoDAsync, l.end, "dst:x src:x sizeBytes stream:x", "hipMemcpyDtoDAsync"),
 		binding.Sym0(&l.deviceSync, l.end, "hipDeviceSynchronize"),
 		binding.Sym2(&l.memGetInfo, l.end, ">free >total", "hipMemGetInfo"),
+		binding.Sym2(&l.malloc, l.end, ">ptr:x size", "hipMalloc"),
+		binding.Sym1(&l.free, l.end, "ptr:x", "hipFree"),
 	}
 }
 
