@@ -25,6 +25,7 @@ func Catalogue(o *suite.Options, backend, kind string) []*harness.Case {
 	}
 	b.counters()
 	b.contrast()
+	b.hipVmem()
 	b.pairs()
 	b.cpuGPU()
 	b.patterns()

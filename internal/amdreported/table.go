@@ -16,7 +16,7 @@ import (
 // Row is what one allocation path (backend.kind) is expected to do with
 // P2P atomics on gfx942.
 type Row struct {
-	Stack   string // backend.kind, the case ids' first two words
+	Stack   string // backend.kind, the case ids' first two words (or a longer id prefix: hip.pinned.hsavmem)
 	Outcome string // the outcome of its P2P-atomic cases: "crash" or "pass"
 	Summary string // the README/docs line (markdown)
 	Reason  string // the fails.txt comment: the report behind it (empty for pass)
@@ -36,6 +36,11 @@ var Table = []Row{
 			"deviceVmemAlloc uses gpuvm_segment_); P2P atomics on it page-fault the GPU (\"Memory access fault\n" +
 			"by GPU node-N ... Reason: ...\"), for agent and system scope alike. ROCm/iris issue #418;\n" +
 			"IRIS-FIX csrc/standalone/p2p_atomics_hip.cpp and README."},
+	// The one case that launches through HIP on HSA memory: its id sits
+	// under hip.pinned, but its memory is HSA fine-grained vmem, so
+	// P2PAtomic (below) leaves its spec word out of hip.pinned's crash lines.
+	{Stack: "hip.pinned.hsavmem", Outcome: "pass",
+		Summary: "`hip.pinned.hsavmem.add_f32_acqrel_sys`, the seed's exact path (HSA fine-grained vmem exported as a dma-buf, the system-scope f32 add at acq_rel launched on it through `hipModuleLaunchKernel` by both GPUs), passes: the seed reports it working; on coarse-grained HIP VMem the same kernel faults (above)"},
 	{Stack: "hip.uncached", Outcome: "crash",
 		Summary: "`hip.uncached` (0x40000000) P2P atomics crash the same way: Uncached is honoured only on gfx12.0 by late-2026 ROCr (on ROCm 6.x `hipMemCreate` rejects it: a skip)",
 		Reason: "HIP VMem Uncached (0x40000000): honoured only on gfx12.0 by late-2026 ROCr, so on gfx942 it takes\n" +
