@@ -22,7 +22,8 @@
 #   runs/contrast-hip-pinned
 #               the seed's contrast in one run: non-atomic peer kernel reads
 #               and writes (copy_kernel_*) beside the P2P atomics that fault,
-#               on the same allocation kind
+#               on the same allocation kind, and hip.pinned.hsavmem (the same
+#               f32 add launched through HIP on HSA fine-grained vmem)
 #   runs/gate   the default suite gated against expectations/amd-gfx942-reported
 #   runs/baseline-run + baseline/<stack>
 #               a --update-expectations baseline of this machine, in a new folder
@@ -214,8 +215,10 @@ else
 fi
 # The seed's contrast in one step: plain peer kernel reads and writes (the
 # copy_kernel perf cases check every byte) beside the P2P atomics that
-# fault, on the same allocation kind, in one run.
-suite contrast-hip-pinned "$(b hip)" $(kind --pinned) --ginkgo.focus='\.contrast\.|perf\.copy_kernel_(read|write)\.|\.counter\.'
+# fault, on the same allocation kind, in one run; and the same f32 add
+# launched through HIP on HSA fine-grained vmem (hip.pinned.hsavmem.*: the
+# seed's working path), so one step holds both memories under one dispatch.
+suite contrast-hip-pinned "$(b hip)" $(kind --pinned) --ginkgo.focus='\.contrast\.|perf\.copy_kernel_(read|write)\.|\.counter\.|\.hsavmem\.'
 # The reported baseline is gfx942's: on another GPU the stacks differ, and
 # the comparison is still what the project wants to see.
 suite gate "$(b auto)" --expectations="$root/expectations/amd-gfx942-reported" --allow-stack-mismatch
