@@ -92,23 +92,45 @@ func mi300(t *testing.T) *fakeHSA {
 }
 
 // lib binds the fake into a lib. A call to a symbol without a fake fails
-// the test.
+// the test. The fakes come in Open's steps: discovery, the queue and code
+// object set-up, copies with their signals, and the vmem calls.
 func (f *fakeHSA) lib() *lib {
-	ok := func() uint32 { return statusSuccess }
-	put := func(v unsafe.Pointer, x uint64, size int) {
-		switch size {
-		case 1:
-			*(*uint8)(v) = uint8(x)
-		case 2:
-			*(*uint16)(v) = uint16(x)
-		case 4:
-			*(*uint32)(v) = uint32(x)
-		default:
-			*(*uint64)(v) = x
+	fns := map[string]any{}
+	for _, part := range []map[string]any{f.discoveryFakes(), f.setupFakes(), f.copyFakes(), f.vmemFakes()} {
+		for k, v := range part {
+			fns[k] = v
 		}
 	}
-	fns := map[string]any{
-		"hsa_init":          ok,
+	l := &lib{path: "fake", missing: map[string]string{}}
+	if err := binding.BindFuncs(l.symbols(), fns, func(n string) { f.t.Errorf("unexpected call to %s", n) }); err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() {
+		for _, m := range f.mem {
+			syscall.Munmap(m)
+		}
+	})
+	return l
+}
+
+// put stores an info answer of size bytes, as ROCr's get_info calls do.
+func put(v unsafe.Pointer, x uint64, size int) {
+	switch size {
+	case 1:
+		*(*uint8)(v) = uint8(x)
+	case 2:
+		*(*uint16)(v) = uint16(x)
+	case 4:
+		*(*uint32)(v) = uint32(x)
+	default:
+		*(*uint64)(v) = x
+	}
+}
+
+// discoveryFakes: init, system facts, agents, pools, link facts and ISAs.
+func (f *fakeHSA) discoveryFakes() map[string]any {
+	return map[string]any{
+		"hsa_init":          func() uint32 { return statusSuccess },
 		"hsa_status_string": func(uint32, *uintptr) uint32 { return statusError },
 		"hsa_system_get_info": func(attr uint32, v unsafe.Pointer) uint32 {
 			switch attr {
@@ -195,6 +217,48 @@ func (f *fakeHSA) lib() *lib {
 			}
 			return statusSuccess
 		},
+		"hsa_agent_iterate_isas": func(h uint64, cb, data uintptr) uint32 {
+			purego.SyscallN(cb, uintptr(h+1), data) // ISA handle = agent + 1
+			return statusSuccess
+		},
+		"hsa_isa_get_info_alt": func(isa uint64, attr uint32, v unsafe.Pointer) uint32 {
+			name := f.agent(isa - 1).isa
+			switch attr {
+			case isaInfoNameLength:
+				put(v, uint64(len(name)), 4)
+			case isaInfoName:
+				copy(unsafe.Slice((*byte)(v), len(name)), name)
+			}
+			return statusSuccess
+		},
+	}
+}
+
+// setupFakes: the event handler, the queue, the kernarg and staging pools
+// and the code object, which Open sets up.
+func (f *fakeHSA) setupFakes() map[string]any {
+	return map[string]any{
+		"hsa_amd_register_system_event_handler": func(cb, data uintptr) uint32 { return statusSuccess },
+		"hsa_queue_create": func(agent uint64, size, typ uint32, cb, data uintptr, priv, group uint32, out *uintptr) uint32 {
+			f.queueCB = cb
+			*out = f.alloc(4096)
+			return statusSuccess
+		},
+		"hsa_amd_memory_pool_allocate": func(pool, size uint64, flags uint32, out *uintptr) uint32 {
+			*out = f.alloc(int(size))
+			return statusSuccess
+		},
+		"hsa_amd_agents_allow_access":               func(n uint32, agents *uint64, flags, p uintptr) uint32 { return statusSuccess },
+		"hsa_code_object_reader_create_from_memory": func(code uintptr, size uint64, out *uint64) uint32 { *out = 1; return statusSuccess },
+		"hsa_executable_create_alt":                 func(profile, rounding uint32, opts uintptr, out *uint64) uint32 { *out = 2; return statusSuccess },
+		"hsa_executable_load_agent_code_object":     func(exe, agent, reader uint64, opts, out uintptr) uint32 { return statusSuccess },
+		"hsa_executable_freeze":                     func(exe uint64, opts uintptr) uint32 { return statusSuccess },
+	}
+}
+
+// copyFakes: signals and async copies, recorded with their agents and engine.
+func (f *fakeHSA) copyFakes() map[string]any {
+	return map[string]any{
 		"hsa_signal_create":         func(v int64, n uint32, c uintptr, out *uint64) uint32 { *out = 0x5000; return statusSuccess },
 		"hsa_signal_destroy":        func(s uint64) uint32 { return statusSuccess },
 		"hsa_signal_wait_scacquire": func(s uint64, cond uint32, cmp int64, timeout uint64, state uint32) int64 { return 0 },
@@ -214,35 +278,12 @@ func (f *fakeHSA) lib() *lib {
 			f.onEngine = append(f.onEngine, eng)
 			return statusSuccess
 		},
-		"hsa_agent_iterate_isas": func(h uint64, cb, data uintptr) uint32 {
-			purego.SyscallN(cb, uintptr(h+1), data) // ISA handle = agent + 1
-			return statusSuccess
-		},
-		"hsa_isa_get_info_alt": func(isa uint64, attr uint32, v unsafe.Pointer) uint32 {
-			name := f.agent(isa - 1).isa
-			switch attr {
-			case isaInfoNameLength:
-				put(v, uint64(len(name)), 4)
-			case isaInfoName:
-				copy(unsafe.Slice((*byte)(v), len(name)), name)
-			}
-			return statusSuccess
-		},
-		"hsa_amd_register_system_event_handler": func(cb, data uintptr) uint32 { return statusSuccess },
-		"hsa_queue_create": func(agent uint64, size, typ uint32, cb, data uintptr, priv, group uint32, out *uintptr) uint32 {
-			f.queueCB = cb
-			*out = f.alloc(4096)
-			return statusSuccess
-		},
-		"hsa_amd_memory_pool_allocate": func(pool, size uint64, flags uint32, out *uintptr) uint32 {
-			*out = f.alloc(int(size))
-			return statusSuccess
-		},
-		"hsa_amd_agents_allow_access":               func(n uint32, agents *uint64, flags, p uintptr) uint32 { return statusSuccess },
-		"hsa_code_object_reader_create_from_memory": func(code uintptr, size uint64, out *uint64) uint32 { *out = 1; return statusSuccess },
-		"hsa_executable_create_alt":                 func(profile, rounding uint32, opts uintptr, out *uint64) uint32 { *out = 2; return statusSuccess },
-		"hsa_executable_load_agent_code_object":     func(exe, agent, reader uint64, opts, out uintptr) uint32 { return statusSuccess },
-		"hsa_executable_freeze":                     func(exe uint64, opts uintptr) uint32 { return statusSuccess },
+	}
+}
+
+// vmemFakes: the hsa_amd_vmem_* calls, recorded where the tests look.
+func (f *fakeHSA) vmemFakes() map[string]any {
+	return map[string]any{
 		"hsa_amd_vmem_address_reserve": func(va *uintptr, size, addr, flags uint64) uint32 {
 			*va = 0x7f0000000000
 			return statusSuccess
@@ -268,16 +309,6 @@ func (f *fakeHSA) lib() *lib {
 		"hsa_amd_vmem_address_free":            func(va uintptr, size uint64) uint32 { return statusSuccess },
 		"hsa_amd_vmem_handle_release":          func(h uint64) uint32 { return statusSuccess },
 	}
-	l := &lib{path: "fake", missing: map[string]string{}}
-	if err := binding.BindFuncs(l.symbols(), fns, func(n string) { f.t.Errorf("unexpected call to %s", n) }); err != nil {
-		f.t.Fatal(err)
-	}
-	f.t.Cleanup(func() {
-		for _, m := range f.mem {
-			syscall.Munmap(m)
-		}
-	})
-	return l
 }
 
 func sortedPools(m map[uint64]uint32) []uint64 {
