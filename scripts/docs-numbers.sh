@@ -16,6 +16,8 @@ declare -A sel=(
 	[host-r8]="--backend=host --ranks=8"
 	[cuda]="--backend=cuda"
 	[cuda-r4]="--backend=cuda --ranks=4"
+	[hip]="--backend=hip"
+	[hsa]="--backend=hsa"
 )
 declare -A n
 for k in "${!sel[@]}"; do
@@ -30,6 +32,8 @@ rules=(
 	'docs/PERFORMANCE.md|host|the whole default host suite \((\d+) cases'
 	'docs/PERFORMANCE.md|cuda|[Tt]oday.s catalogue: (\d+) CUDA cases'
 	'docs/PERFORMANCE.md|cuda-r4|[Tt]oday.s catalogue: \d+ CUDA cases \(--ranks=4: (\d+)\)'
+	'docs/AMD.md|hip|[Tt]oday.s catalogue: (\d+) HIP cases'
+	'docs/AMD.md|hsa|[Tt]oday.s catalogue: \d+ HIP cases[^.]* and (\d+) HSA cases'
 )
 bad=0
 for r in "${rules[@]}"; do
@@ -49,5 +53,5 @@ for r in "${rules[@]}"; do
 		fi
 	done
 done
-[ $bad = 0 ] && [ $check = 1 ] && echo "docs: every generated case count matches the catalogue (host ${n[host]}, host --ranks=8 ${n[host-r8]}, cuda ${n[cuda]}, cuda --ranks=4 ${n[cuda-r4]})"
+[ $bad = 0 ] && [ $check = 1 ] && echo "docs: every generated case count matches the catalogue (host ${n[host]}, host --ranks=8 ${n[host-r8]}, cuda ${n[cuda]}, cuda --ranks=4 ${n[cuda-r4]}, hip ${n[hip]}, hsa ${n[hsa]})"
 exit $bad
