@@ -83,6 +83,24 @@ func TestEveryEntryPointTraced(t *testing.T) {
 	if len(syms) != len(requiredSymbols)+len(optionalSymbols) {
 		t.Fatalf("%d symbols in the table", len(syms))
 	}
+	checkTraced(t, syms, func(n string) bool { return n == "hipGetErrorName" || n == "hipGetErrorString" })
+}
+
+// TestEveryHSAEntryPointTraced: the hsa-fine kind's libhsa-runtime64 table
+// goes through the same trace point, hsa_status_string alone untraced.
+func TestEveryHSAEntryPointTraced(t *testing.T) {
+	var h hsaLib
+	syms := h.symbols()
+	if err := binding.Validate(syms); err != nil {
+		t.Fatal(err)
+	}
+	checkTraced(t, syms, func(n string) bool { return n == "hsa_status_string" })
+}
+
+// checkTraced calls every traced entry of syms, bound to a zero-returning
+// stand-in, and wants one trace record of it, not an error.
+func checkTraced(t *testing.T, syms []binding.Symbol, untracedName func(string) bool) {
+	t.Helper()
 	trace.On()
 	t.Cleanup(trace.Off)
 	for _, s := range syms {
@@ -95,7 +113,7 @@ func TestEveryEntryPointTraced(t *testing.T) {
 			}
 			return out
 		}))
-		untraced := s.Name() == "hipGetErrorName" || s.Name() == "hipGetErrorString"
+		untraced := untracedName(s.Name())
 		if (s.Bind == nil) != untraced {
 			t.Errorf("%s: traced=%v", s.Name(), s.Bind != nil)
 		}
