@@ -114,3 +114,21 @@ func TestGeneralisedIsMarked(t *testing.T) {
 		t.Error("hsa.fine is expected to pass: no line for it")
 	}
 }
+
+// TestEveryRowHasCases: each row's stack prefixes at least one id of the
+// reported baseline, so no row (hip.pinned.hsavmem's one case included)
+// describes cases the catalogue does not have.
+func TestEveryRowHasCases(t *testing.T) {
+	cases := readCases(t)
+	for _, r := range Table {
+		n := 0
+		for _, id := range cases {
+			if strings.HasPrefix(id, r.Stack+".") {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("row %s matches no case id of cases.txt", r.Stack)
+		}
+	}
+}
