@@ -41,28 +41,36 @@ func (b *builder) canaries() {
 	if os.Getenv("P2PAT_INTERNAL_SLEEP_CASE") == "1" {
 		// Only the SIGTERM suite canary selects this: a case that is still
 		// running when its suite is terminated.
-		b.add("canary", "sleep", b.o.Ranks, report.Pass, []string{"canary", "manual"}, 60*time.Second, func(c *harness.Ctx) error {
-			return c.Canary(1, "sleep")
-		})
+		b.add(Spec{Name: "canary", Variant: "sleep", Ranks: b.o.Ranks, Expected: report.Pass,
+			Labels: []string{"canary", "manual"}, Timeout: 60 * time.Second,
+			Run: func(c *harness.Ctx) error {
+				return c.Canary(1, "sleep")
+			}})
 	}
 	if os.Getenv("P2PAT_INTERNAL_FLAKY") == "1" {
 		// Only the gate check selects this: a planted flake that fails on
 		// its first run in a suite process and passes on the rerun.
-		b.add("canary", "flaky", b.o.Ranks, report.Pass, []string{"canary", "manual"}, 30*time.Second, func(c *harness.Ctx) error {
-			if flakyRuns.Add(1) == 1 {
-				return harness.Failf("planted flake: the first run fails")
-			}
-			return nil
-		})
+		b.add(Spec{Name: "canary", Variant: "flaky", Ranks: b.o.Ranks, Expected: report.Pass,
+			Labels: []string{"canary", "manual"}, Timeout: 30 * time.Second,
+			Run: func(c *harness.Ctx) error {
+				if flakyRuns.Add(1) == 1 {
+					return harness.Failf("planted flake: the first run fails")
+				}
+				return nil
+			}})
 	}
 	for _, cn := range list {
-		cc := b.add("canary", cn.how, b.o.Ranks, cn.expected, []string{"canary"}, cn.timeout, func(c *harness.Ctx) error {
-			return c.Canary(1, cn.how)
-		})
+		cc := b.add(Spec{Name: "canary", Variant: cn.how, Ranks: b.o.Ranks, Expected: cn.expected,
+			Labels: []string{"canary"}, Timeout: cn.timeout,
+			Run: func(c *harness.Ctx) error {
+				return c.Canary(1, cn.how)
+			}})
 		cc.Grace, cc.NoLeak = 500*time.Millisecond, true
-		b.add("canary", cn.how+".after", b.o.Ranks, report.Pass, []string{"canary"}, 60*time.Second, func(c *harness.Ctx) error {
-			return freshWorldCheck(c, cn.how)
-		})
+		b.add(Spec{Name: "canary", Variant: cn.how + ".after", Ranks: b.o.Ranks, Expected: report.Pass,
+			Labels: []string{"canary"}, Timeout: 60 * time.Second,
+			Run: func(c *harness.Ctx) error {
+				return freshWorldCheck(c, cn.how)
+			}})
 	}
 }
 

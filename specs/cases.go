@@ -56,7 +56,26 @@ func (b *builder) fullID(spec, variant string, ranks int) string {
 	return id
 }
 
-func (b *builder) add(spec, variant string, ranks int, expected report.Outcome, labels []string, timeout time.Duration, run func(*harness.Ctx) error) *harness.Case {
+// Spec declares one case of the catalogue as a literal, with its fields
+// named (Ginkgo's table Entry is the model): the builder adds the backend and
+// kind it builds for, derives the id and the labels, and appends the case.
+// Named fields replace add's seven positional parameters, of which three
+// were strings and two durations-or-counts easily swapped.
+type Spec struct {
+	Name     string                   // the spec part of the id: "counter", "litmus", ...
+	Variant  string                   // the variant part: usually a kernel name
+	Ranks    int                      // ranks in the world; an id not of 2 ranks ends in .r<n>
+	Expected report.Outcome           // the outcome a correct stack gives
+	Labels   []string                 // after the backend, kind and spec, which every case has
+	Timeout  time.Duration            // the case's whole budget
+	Run      func(*harness.Ctx) error // the body
+}
+
+// add registers s for this builder's backend and kind and returns the case,
+// for the few specs that set a harness.Case field Spec has no name for.
+func (b *builder) add(s Spec) *harness.Case {
+	// Locals of the old parameters' names, so the rules below read as before.
+	spec, variant, ranks, expected, labels, timeout, run := s.Name, s.Variant, s.Ranks, s.Expected, s.Labels, s.Timeout, s.Run
 	id := b.fullID(spec, variant, ranks)
 	if b.backend == "cuda" && (b.kind == "vmm-host" && slices.Contains(labels, "atomics") || spec == "cpugpu") {
 		// Atomics on host memory are atomic across GPUs and with the CPU
@@ -279,34 +298,40 @@ func (b *builder) counters() {
 		if k.Info {
 			labels = append(labels, "info")
 		}
-		b.add("counter", k.Name, b.o.Ranks, report.Pass, labels, 60*time.Second, func(c *harness.Ctx) error {
-			return runCounter(c, k, false)
-		})
+		b.add(Spec{Name: "counter", Variant: k.Name, Ranks: b.o.Ranks, Expected: report.Pass,
+			Labels: labels, Timeout: 60 * time.Second,
+			Run: func(c *harness.Ctx) error {
+				return runCounter(c, k, false)
+			}})
 	}
 	// The speed target of the CUDA issue: a warm-world case that allocates
 	// 64 MiB per rank, exports, brokers, imports, maps, grants, runs the
 	// contended system-scope add and verifies, then frees it all.
 	warm := kernels.MustLookup("add_u64_relaxed_sys")
-	b.add("counter", warm.Name+".warm64m", b.o.Ranks, report.Pass, []string{"atomics", "speed"}, 60*time.Second, func(c *harness.Ctx) error {
-		t0 := time.Now()
-		mems, err := c.SharedAll(64 << 20)
-		if err != nil {
-			return err
-		}
-		if err := runCounterOn(c, warm, mems[0], 0); err != nil {
-			return err
-		}
-		c.Metric("case_wall_ms", "ms", "wall clock of alloc+export+broker+import+map+access+launch+verify (teardown excluded)",
-			float64(time.Since(t0).Microseconds())/1000)
-		return nil
-	})
+	b.add(Spec{Name: "counter", Variant: warm.Name + ".warm64m", Ranks: b.o.Ranks, Expected: report.Pass,
+		Labels: []string{"atomics", "speed"}, Timeout: 60 * time.Second,
+		Run: func(c *harness.Ctx) error {
+			t0 := time.Now()
+			mems, err := c.SharedAll(64 << 20)
+			if err != nil {
+				return err
+			}
+			if err := runCounterOn(c, warm, mems[0], 0); err != nil {
+				return err
+			}
+			c.Metric("case_wall_ms", "ms", "wall clock of alloc+export+broker+import+map+access+launch+verify (teardown excluded)",
+				float64(time.Since(t0).Microseconds())/1000)
+			return nil
+		}})
 	// The same contended add on a word past 4 GiB of the mapping, where
 	// 32-bit address truncation in any layer would show.
 	if b.backend == "cuda" {
 		k := kernels.MustLookup("add_u64_relaxed_sys")
-		b.add("counter", k.Name+".above4g", b.o.Ranks, report.Pass, []string{"atomics", "large"}, 120*time.Second, func(c *harness.Ctx) error {
-			return runCounterAt(c, k, (4<<30)+(2<<20), 4<<30)
-		})
+		b.add(Spec{Name: "counter", Variant: k.Name + ".above4g", Ranks: b.o.Ranks, Expected: report.Pass,
+			Labels: []string{"atomics", "large"}, Timeout: 120 * time.Second,
+			Run: func(c *harness.Ctx) error {
+				return runCounterAt(c, k, (4<<30)+(2<<20), 4<<30)
+			}})
 	}
 }
 

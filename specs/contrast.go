@@ -20,9 +20,11 @@ import (
 func (b *builder) contrast() {
 	k := kernels.MustLookup(kernels.Name(kernels.OpAdd, kernels.F32, kernels.AcqRel, kernels.Sys))
 	labels := []string{"atomics", "contrast", string(k.Op), string(k.Type), string(k.Order), string(k.Scope), "info"}
-	b.add("contrast", "plain_then_"+k.Name, b.o.Ranks, report.Pass, labels, 60*time.Second, func(c *harness.Ctx) error {
-		return runContrast(c, k)
-	})
+	b.add(Spec{Name: "contrast", Variant: "plain_then_" + k.Name, Ranks: b.o.Ranks, Expected: report.Pass,
+		Labels: labels, Timeout: 60 * time.Second,
+		Run: func(c *harness.Ctx) error {
+			return runContrast(c, k)
+		}})
 }
 
 // contrastBytes is the plain region, after the atomic word's 4 KiB.

@@ -13,94 +13,100 @@ import (
 // mapping without access, a flag nobody sets.
 func (b *builder) controls() {
 	racy := kernels.MustLookup("racy_u64_plain_sys")
-	b.add("planted", racy.Name, b.o.Ranks, report.Fail, []string{"control", "planted"}, 60*time.Second, func(c *harness.Ctx) error {
-		if err := c.NeedPeer(true); err != nil {
-			return err
-		}
-		sz := sizing(c, kernels.OpRacy)
-		pause := uint64(2000)
-		if c.Vendor() == "host" {
-			sz, pause = size{1, 2, 20000}, 200
-		} else {
-			sz.iters = min(sz.iters, 20)
-		}
-		m, err := c.Shared(0, 4096, true)
-		if err != nil {
-			return err
-		}
-		if err := c.Zero(0, m.Bufs[0], 0, 16); err != nil {
-			return err
-		}
-		parties := uint64(c.N()) * uint64(sz.grid)
-		ls := make([]harness.Launch, c.N())
-		for r := range ls {
-			ls[r] = harness.Launch{Rank: r, Kernel: racy.Name, Grid: sz.grid, Block: sz.block, Args: map[string]wireArg{
-				"target": harness.P(m.Bufs[r], 0), "bar": harness.P(m.Bufs[r], 8), "iters": harness.V(sz.iters),
-				"block": harness.V(uint64(sz.block)), "pause": harness.V(pause), "parties": harness.V(parties),
-				// The barrier only makes the race certain; where the barrier's own
-				// atomics are not atomic (vmm-host) it gives up after a second.
-				"timeout_ns": harness.V(uint64(time.Second))}}
-		}
-		if _, err := c.Run(ls...); err != nil {
-			return err
-		}
-		got, err := c.U64(0, m.Bufs[0], 0)
-		if err != nil {
-			return err
-		}
-		want := uint64(c.N()) * sz.threads() * sz.iters
-		c.Metric("lost_updates", "count", "expected - counted", float64(want-got))
-		if got == want {
-			c.Note("no update was lost: the planted race did not show")
-			return nil
-		}
-		return harness.Failf("non-atomic increment lost %d of %d updates (counted %d)", want-got, want, got)
-	})
+	b.add(Spec{Name: "planted", Variant: racy.Name, Ranks: b.o.Ranks, Expected: report.Fail,
+		Labels: []string{"control", "planted"}, Timeout: 60 * time.Second,
+		Run: func(c *harness.Ctx) error {
+			if err := c.NeedPeer(true); err != nil {
+				return err
+			}
+			sz := sizing(c, kernels.OpRacy)
+			pause := uint64(2000)
+			if c.Vendor() == "host" {
+				sz, pause = size{1, 2, 20000}, 200
+			} else {
+				sz.iters = min(sz.iters, 20)
+			}
+			m, err := c.Shared(0, 4096, true)
+			if err != nil {
+				return err
+			}
+			if err := c.Zero(0, m.Bufs[0], 0, 16); err != nil {
+				return err
+			}
+			parties := uint64(c.N()) * uint64(sz.grid)
+			ls := make([]harness.Launch, c.N())
+			for r := range ls {
+				ls[r] = harness.Launch{Rank: r, Kernel: racy.Name, Grid: sz.grid, Block: sz.block, Args: map[string]wireArg{
+					"target": harness.P(m.Bufs[r], 0), "bar": harness.P(m.Bufs[r], 8), "iters": harness.V(sz.iters),
+					"block": harness.V(uint64(sz.block)), "pause": harness.V(pause), "parties": harness.V(parties),
+					// The barrier only makes the race certain; where the barrier's own
+					// atomics are not atomic (vmm-host) it gives up after a second.
+					"timeout_ns": harness.V(uint64(time.Second))}}
+			}
+			if _, err := c.Run(ls...); err != nil {
+				return err
+			}
+			got, err := c.U64(0, m.Bufs[0], 0)
+			if err != nil {
+				return err
+			}
+			want := uint64(c.N()) * sz.threads() * sz.iters
+			c.Metric("lost_updates", "count", "expected - counted", float64(want-got))
+			if got == want {
+				c.Note("no update was lost: the planted race did not show")
+				return nil
+			}
+			return harness.Failf("non-atomic increment lost %d of %d updates (counted %d)", want-got, want, got)
+		}})
 	add := kernels.MustLookup("add_u64_relaxed_sys")
 	// Legacy IPC mappings always carry access: there is no ungranted
 	// mapping to test for ipc.
 	noAccess := b.kind != "ipc"
-	na := b.add("noaccess", add.Name, b.o.Ranks, report.Crash, []string{"control", "noaccess"}, 30*time.Second, func(c *harness.Ctx) error {
-		m, err := c.Shared(0, 1<<20, false) // peers map it without access
-		if err != nil {
-			return err
-		}
-		_, err = c.Run(harness.Launch{Rank: 1, Kernel: add.Name, Grid: 1, Block: 1, Args: map[string]wireArg{
-			"target": harness.P(m.Bufs[1], 0), "out": harness.Null(), "operand": harness.V(1), "iters": harness.V(1), "block": harness.V(1), "salt": harness.V(1)}})
-		if err != nil {
-			return err
-		}
-		return harness.Failf("a peer without access to the mapping wrote it and nothing faulted")
-	})
+	na := b.add(Spec{Name: "noaccess", Variant: add.Name, Ranks: b.o.Ranks, Expected: report.Crash,
+		Labels: []string{"control", "noaccess"}, Timeout: 30 * time.Second,
+		Run: func(c *harness.Ctx) error {
+			m, err := c.Shared(0, 1<<20, false) // peers map it without access
+			if err != nil {
+				return err
+			}
+			_, err = c.Run(harness.Launch{Rank: 1, Kernel: add.Name, Grid: 1, Block: 1, Args: map[string]wireArg{
+				"target": harness.P(m.Bufs[1], 0), "out": harness.Null(), "operand": harness.V(1), "iters": harness.V(1), "block": harness.V(1), "salt": harness.V(1)}})
+			if err != nil {
+				return err
+			}
+			return harness.Failf("a peer without access to the mapping wrote it and nothing faulted")
+		}})
 	na.NoLeak = true
 	if !noAccess {
 		b.cases = b.cases[:len(b.cases)-1]
 	}
 	wait := kernels.MustLookup("wait_u32_acquire_sys")
 	waitCase := func(variant string, expected report.Outcome, timeout uint64, caseTimeout time.Duration) {
-		wc := b.add("waitflag", variant, b.o.Ranks, expected, []string{"control", "waitflag"}, caseTimeout, func(c *harness.Ctx) error {
-			m, err := c.Shared(0, 4096, true)
-			if err != nil {
-				return err
-			}
-			if err := c.Zero(0, m.Bufs[0], 0, 64); err != nil {
-				return err
-			}
-			_, err = c.Run(harness.Launch{Rank: 1, Kernel: wait.Name, Grid: 1, Block: 1, Args: map[string]wireArg{
-				"flag": harness.P(m.Bufs[1], 0), "out": harness.P(m.Bufs[1], 8), "expect": harness.V(1), "timeout_ns": harness.V(timeout)}})
-			if err != nil {
-				return err
-			}
-			o, err := c.Read(0, m.Bufs[0], 8, 8)
-			if err != nil {
-				return err
-			}
-			if st := binary.LittleEndian.Uint32(o); st != 1 {
-				return harness.Failf("flag never arrived: waited %s for flag==1, last value seen %d (status %d)",
-					time.Duration(timeout), binary.LittleEndian.Uint32(o[4:]), st)
-			}
-			return nil
-		})
+		wc := b.add(Spec{Name: "waitflag", Variant: variant, Ranks: b.o.Ranks, Expected: expected,
+			Labels: []string{"control", "waitflag"}, Timeout: caseTimeout,
+			Run: func(c *harness.Ctx) error {
+				m, err := c.Shared(0, 4096, true)
+				if err != nil {
+					return err
+				}
+				if err := c.Zero(0, m.Bufs[0], 0, 64); err != nil {
+					return err
+				}
+				_, err = c.Run(harness.Launch{Rank: 1, Kernel: wait.Name, Grid: 1, Block: 1, Args: map[string]wireArg{
+					"flag": harness.P(m.Bufs[1], 0), "out": harness.P(m.Bufs[1], 8), "expect": harness.V(1), "timeout_ns": harness.V(timeout)}})
+				if err != nil {
+					return err
+				}
+				o, err := c.Read(0, m.Bufs[0], 8, 8)
+				if err != nil {
+					return err
+				}
+				if st := binary.LittleEndian.Uint32(o); st != 1 {
+					return harness.Failf("flag never arrived: waited %s for flag==1, last value seen %d (status %d)",
+						time.Duration(timeout), binary.LittleEndian.Uint32(o[4:]), st)
+				}
+				return nil
+			}})
 		wc.Grace = 500 * time.Millisecond
 		wc.NoLeak = true
 	}

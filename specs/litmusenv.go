@@ -325,7 +325,84 @@ func (b *builder) litmusEnvs() {
 	for _, name := range []string{"pmp_u32_acqrel_sys", "psb_u32_seqcst_sys", "plb_u32_acqrel_sys",
 		"piriw_u32_seqcst_sys", "p22w_u32_seqcst_sys", "pcorr_u32_relaxed_sys"} {
 		k := kernels.MustLookup(name)
-		b.add("litmus", k.Name, b.o.Ranks, report.Pass, []string{"litmus", shapeLabel(k.Op), "mutation"}, 120*time.Second, func(c *harness.Ctx) error {
+		b.add(Spec{Name: "litmus", Variant: k.Name, Ranks: b.o.Ranks, Expected: report.Pass,
+			Labels: []string{"litmus", shapeLabel(k.Op), "mutation"}, Timeout: 120 * time.Second,
+			Run: func(c *harness.Ctx) error {
+				if err := c.NeedPeer(false); err != nil {
+					return err
+				}
+				e, err := newLitmusEnv(c)
+				if err != nil {
+					return err
+				}
+				// The detail leads with the evidence (a table cuts it short);
+				// the parameters and per-kernel counts follow in run order.
+				lines := []string{e.params()}
+				defer func() {
+					for _, l := range lines {
+						c.Note("%s", l)
+					}
+				}()
+				var killed []string
+				var most uint64
+				for _, m := range k.Mutants {
+					if e.oneRank && kernels.MustLookup(m).Scope == kernels.Dev {
+						// Both roles run on one device, where device scope
+						// is all the ordering needs: this mutant cannot show
+						// its weak outcome here, and running it only spends
+						// the budget (0.7 s a case on host memory).
+						lines = append(lines, fmt.Sprintf("mutant %s not run: both roles are on one device, where device scope suffices", m))
+						continue
+					}
+					r, err := e.run(m, true, 0)
+					if err != nil {
+						return err
+					}
+					e.metric("mutant."+m+".", r)
+					lines = append(lines, "mutant "+e.note(r))
+					if r.missing > 0 {
+						return harness.Failf("mutant %s: %d instances never recorded a result", m, r.missing)
+					}
+					if r.killed {
+						killed = append(killed, fmt.Sprintf("%s (%s, %.3g per million)", m, kernels.MustLookup(m).Mutation, r.perMillion()))
+					}
+					most = max(most, r.instances)
+				}
+				r, err := e.run(k.Name, false, most)
+				if err != nil {
+					return err
+				}
+				e.metric("", r)
+				lines = append(lines, "strong "+e.note(r))
+				if r.missing > 0 {
+					return harness.Failf("%d of %d instances never recorded a result", r.missing, r.instances)
+				}
+				if r.weak > 0 {
+					return harness.Failf("forbidden outcome: %d of %d instances showed %s's weak outcome (%.3g per million)",
+						r.weak, r.instances, shapeLabel(k.Op), r.perMillion())
+				}
+				if lack := r.degenerate(); lack != "" {
+					// The absence of the weak outcome means nothing when
+					// the roles never ran in both orders.
+					c.Evidence = report.EvidenceInconclusive
+					c.Note("evidence inconclusive: the histogram never shows %s, the outcomes %s needs to tell an ordering from a schedule", lack, shapeLabel(k.Op))
+				} else if len(killed) > 0 {
+					c.Evidence = report.EvidenceStrong
+					c.Note("evidence strong: killed %s", strings.Join(killed, ", "))
+				} else {
+					c.Evidence = report.EvidenceWeak
+					c.Note("evidence weak: no mutant showed the weak outcome in this run, so this pass cannot tell a working ordering from a broken one")
+				}
+				return nil
+			}})
+	}
+	// The planted bug: a strong kernel with its fence (or release/acquire)
+	// removed, judged as if it were the strong one, must fail. The shape is
+	// the one whose weak outcome this backend can show: MP on GPUs (about 3
+	// per million on H200), SB on the host (x86-TSO never reorders MP).
+	b.add(Spec{Name: "litmus", Variant: "planted-nofence", Ranks: b.o.Ranks, Expected: report.Fail,
+		Labels: []string{"litmus", "planted", "mutation"}, Timeout: 120 * time.Second,
+		Run: func(c *harness.Ctx) error {
 			if err := c.NeedPeer(false); err != nil {
 				return err
 			}
@@ -333,100 +410,27 @@ func (b *builder) litmusEnvs() {
 			if err != nil {
 				return err
 			}
-			// The detail leads with the evidence (a table cuts it short);
-			// the parameters and per-kernel counts follow in run order.
-			lines := []string{e.params()}
-			defer func() {
-				for _, l := range lines {
-					c.Note("%s", l)
-				}
-			}()
-			var killed []string
-			var most uint64
-			for _, m := range k.Mutants {
-				if e.oneRank && kernels.MustLookup(m).Scope == kernels.Dev {
-					// Both roles run on one device, where device scope
-					// is all the ordering needs: this mutant cannot show
-					// its weak outcome here, and running it only spends
-					// the budget (0.7 s a case on host memory).
-					lines = append(lines, fmt.Sprintf("mutant %s not run: both roles are on one device, where device scope suffices", m))
-					continue
-				}
-				r, err := e.run(m, true, 0)
-				if err != nil {
-					return err
-				}
-				e.metric("mutant."+m+".", r)
-				lines = append(lines, "mutant "+e.note(r))
-				if r.missing > 0 {
-					return harness.Failf("mutant %s: %d instances never recorded a result", m, r.missing)
-				}
-				if r.killed {
-					killed = append(killed, fmt.Sprintf("%s (%s, %.3g per million)", m, kernels.MustLookup(m).Mutation, r.perMillion()))
-				}
-				most = max(most, r.instances)
+			name := "pmp_u32_relaxed_sys"
+			if c.Vendor() == "host" {
+				name = "psb_u32_relaxed_sys"
 			}
-			r, err := e.run(k.Name, false, most)
+			// A planted bug that goes unseen is an unexpected pass: give it
+			// four times a mutant's budget and no instance cap (on a loaded
+			// host the two ranks share few cores; on H200 the first launch
+			// kills it).
+			e.sh.budget *= 4
+			e.sh.maxInstances = math.MaxUint64
+			c.Note("planted %s judged as its strong kernel; %s", name, e.params())
+			r, err := e.run(name, true, 0)
 			if err != nil {
 				return err
 			}
 			e.metric("", r)
-			lines = append(lines, "strong "+e.note(r))
-			if r.missing > 0 {
-				return harness.Failf("%d of %d instances never recorded a result", r.missing, r.instances)
-			}
+			c.Note("%s", e.note(r))
 			if r.weak > 0 {
-				return harness.Failf("forbidden outcome: %d of %d instances showed %s's weak outcome (%.3g per million)",
-					r.weak, r.instances, shapeLabel(k.Op), r.perMillion())
-			}
-			if lack := r.degenerate(); lack != "" {
-				// The absence of the weak outcome means nothing when
-				// the roles never ran in both orders.
-				c.Evidence = report.EvidenceInconclusive
-				c.Note("evidence inconclusive: the histogram never shows %s, the outcomes %s needs to tell an ordering from a schedule", lack, shapeLabel(k.Op))
-			} else if len(killed) > 0 {
-				c.Evidence = report.EvidenceStrong
-				c.Note("evidence strong: killed %s", strings.Join(killed, ", "))
-			} else {
-				c.Evidence = report.EvidenceWeak
-				c.Note("evidence weak: no mutant showed the weak outcome in this run, so this pass cannot tell a working ordering from a broken one")
+				return harness.Failf("forbidden outcome: %d of %d instances showed the weak outcome (%.3g per million): the planted bug is caught",
+					r.weak, r.instances, r.perMillion())
 			}
 			return nil
-		})
-	}
-	// The planted bug: a strong kernel with its fence (or release/acquire)
-	// removed, judged as if it were the strong one, must fail. The shape is
-	// the one whose weak outcome this backend can show: MP on GPUs (about 3
-	// per million on H200), SB on the host (x86-TSO never reorders MP).
-	b.add("litmus", "planted-nofence", b.o.Ranks, report.Fail, []string{"litmus", "planted", "mutation"}, 120*time.Second, func(c *harness.Ctx) error {
-		if err := c.NeedPeer(false); err != nil {
-			return err
-		}
-		e, err := newLitmusEnv(c)
-		if err != nil {
-			return err
-		}
-		name := "pmp_u32_relaxed_sys"
-		if c.Vendor() == "host" {
-			name = "psb_u32_relaxed_sys"
-		}
-		// A planted bug that goes unseen is an unexpected pass: give it
-		// four times a mutant's budget and no instance cap (on a loaded
-		// host the two ranks share few cores; on H200 the first launch
-		// kills it).
-		e.sh.budget *= 4
-		e.sh.maxInstances = math.MaxUint64
-		c.Note("planted %s judged as its strong kernel; %s", name, e.params())
-		r, err := e.run(name, true, 0)
-		if err != nil {
-			return err
-		}
-		e.metric("", r)
-		c.Note("%s", e.note(r))
-		if r.weak > 0 {
-			return harness.Failf("forbidden outcome: %d of %d instances showed the weak outcome (%.3g per million): the planted bug is caught",
-				r.weak, r.instances, r.perMillion())
-		}
-		return nil
-	})
+		}})
 }

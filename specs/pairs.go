@@ -45,19 +45,23 @@ func (b *builder) pairs() {
 				full := b.fullID("pairs", id(s, d), n)
 				run = func(c *harness.Ctx) error { return rd.Take(c, full) }
 			}
-			b.add("pairs", id(s, d), n, report.Pass,
-				[]string{"atomics", "pairs", string(k.Scope), fmt.Sprintf("pair=%d-%d", s, d)}, 60*time.Second, run)
+			b.add(Spec{Name: "pairs", Variant: id(s, d), Ranks: n, Expected: report.Pass,
+				Labels: []string{"atomics", "pairs", string(k.Scope), fmt.Sprintf("pair=%d-%d", s, d)}, Timeout: 60 * time.Second,
+				Run: run})
 		}
 	}
 	// The round's planted bug: one pair of a round runs a non-atomic
 	// increment; the round must blame that pair and no other.
 	b.plantedRound(k)
-	b.add("alltoall", k.Name, n, report.Pass, []string{"atomics", "pairs", "alltoall", string(k.Scope)}, 120*time.Second,
-		func(c *harness.Ctx) error { return runAllToAll(c, k) })
-	b.add("alltoall", k.Name+".stress", n, report.Pass, []string{"atomics", "pairs", "alltoall", "stress", string(k.Scope)}, 120*time.Second,
-		func(c *harness.Ctx) error { return runAllToAllStress(c, k) })
-	b.add("alltoall", "copy_kernel", n, report.Pass, []string{"perf", "bandwidth", "alltoall", "kernel"}, 300*time.Second,
-		func(c *harness.Ctx) error { return runAllToAllCopy(c) })
+	b.add(Spec{Name: "alltoall", Variant: k.Name, Ranks: n, Expected: report.Pass,
+		Labels: []string{"atomics", "pairs", "alltoall", string(k.Scope)}, Timeout: 120 * time.Second,
+		Run: func(c *harness.Ctx) error { return runAllToAll(c, k) }})
+	b.add(Spec{Name: "alltoall", Variant: k.Name + ".stress", Ranks: n, Expected: report.Pass,
+		Labels: []string{"atomics", "pairs", "alltoall", "stress", string(k.Scope)}, Timeout: 120 * time.Second,
+		Run: func(c *harness.Ctx) error { return runAllToAllStress(c, k) }})
+	b.add(Spec{Name: "alltoall", Variant: "copy_kernel", Ranks: n, Expected: report.Pass,
+		Labels: []string{"perf", "bandwidth", "alltoall", "kernel"}, Timeout: 300 * time.Second,
+		Run: func(c *harness.Ctx) error { return runAllToAllCopy(c) }})
 }
 
 // pairRound is one round of the tournament as a harness.Round: its members
@@ -97,8 +101,9 @@ func (b *builder) plantedRound(k kernels.Kernel) {
 	rounds := harness.Tournament(b.o.Ranks)
 	pairs := rounds[0]
 	bad := pairs[0]
-	b.add("pairs", "racy_pair_in_round", b.o.Ranks, report.Fail, []string{"pairs", "control", "planted"}, 60*time.Second,
-		func(c *harness.Ctx) error {
+	b.add(Spec{Name: "pairs", Variant: "racy_pair_in_round", Ranks: b.o.Ranks, Expected: report.Fail,
+		Labels: []string{"pairs", "control", "planted"}, Timeout: 60 * time.Second,
+		Run: func(c *harness.Ctx) error {
 			rd := pairRound(b, k, "planted round", pairs, map[[2]int]bool{bad: true})
 			want := rd.Members[0]
 			parts := make([]*harness.Part, len(rd.Members))
@@ -129,7 +134,7 @@ func (b *builder) plantedRound(k kernels.Kernel) {
 					bad[0], bad[1], caught, len(others), others)
 			}
 			return harness.Failf("planted racy pair r%dr%d caught, %d other pairs exact: %s", bad[0], bad[1], len(parts)-1, caught)
-		})
+		}})
 }
 
 // runPairRound runs the ordered pairs of one round: the first half (one
@@ -468,10 +473,12 @@ func runAllToAllCopy(c *harness.Ctx) error {
 // and a store instead of an add, and must fail.
 func (b *builder) cpuGPU() {
 	k := kernels.MustLookup("add_u64_relaxed_sys")
-	b.add("cpugpu", k.Name, b.o.Ranks, report.Pass, []string{"atomics", "cpu", string(k.Scope)}, 60*time.Second,
-		func(c *harness.Ctx) error { return runCPUGPU(c, k, false) })
-	b.add("cpugpu", "racy_cpu", b.o.Ranks, report.Fail, []string{"atomics", "cpu", "control", "planted"}, 60*time.Second,
-		func(c *harness.Ctx) error { return runCPUGPU(c, k, true) })
+	b.add(Spec{Name: "cpugpu", Variant: k.Name, Ranks: b.o.Ranks, Expected: report.Pass,
+		Labels: []string{"atomics", "cpu", string(k.Scope)}, Timeout: 60 * time.Second,
+		Run: func(c *harness.Ctx) error { return runCPUGPU(c, k, false) }})
+	b.add(Spec{Name: "cpugpu", Variant: "racy_cpu", Ranks: b.o.Ranks, Expected: report.Fail,
+		Labels: []string{"atomics", "cpu", "control", "planted"}, Timeout: 60 * time.Second,
+		Run: func(c *harness.Ctx) error { return runCPUGPU(c, k, true) }})
 }
 
 func runCPUGPU(c *harness.Ctx, k kernels.Kernel, racy bool) error {

@@ -23,8 +23,9 @@ func (b *builder) perf() {
 			for _, eng := range []string{"ce", "kernel"} {
 				for _, dir := range []string{"write", "read"} {
 					variant := fmt.Sprintf("copy_%s_%s.r%dr%d", eng, dir, s, d)
-					b.add("perf", variant, n, report.Pass, []string{"perf", "bandwidth", eng, dir, fmt.Sprintf("pair=%d-%d", s, d)}, 120*time.Second,
-						func(c *harness.Ctx) error { return runCopy(c, s, d, eng, dir) })
+					b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
+						Labels: []string{"perf", "bandwidth", eng, dir, fmt.Sprintf("pair=%d-%d", s, d)}, Timeout: 120 * time.Second,
+						Run: func(c *harness.Ctx) error { return runCopy(c, s, d, eng, dir) }})
 				}
 			}
 		}
@@ -32,16 +33,18 @@ func (b *builder) perf() {
 	// The copy check's planted bug: a "copy" that moves nothing must fail
 	// the same check every timed copy passes.
 	if n >= 2 {
-		b.add("copycheck", "skipped_copy", n, report.Fail, []string{"bandwidth", "control", "planted"}, 60*time.Second,
-			func(c *harness.Ctx) error { return runCopyOpts(c, 0, 1, "ce", "write", true) })
+		b.add(Spec{Name: "copycheck", Variant: "skipped_copy", Ranks: n, Expected: report.Fail,
+			Labels: []string{"bandwidth", "control", "planted"}, Timeout: 60 * time.Second,
+			Run: func(c *harness.Ctx) error { return runCopyOpts(c, 0, 1, "ce", "write", true) }})
 	}
 	// Both directions at once: rank s pushes into d while d pushes into s.
 	for s := 0; s < n; s++ {
 		for d := s + 1; d < n; d++ {
 			for _, eng := range []string{"ce", "kernel"} {
 				variant := fmt.Sprintf("copy_%s_bidir.r%dr%d", eng, s, d)
-				b.add("perf", variant, n, report.Pass, []string{"perf", "bandwidth", eng, "bidir", fmt.Sprintf("pair=%d-%d", s, d)}, 120*time.Second,
-					func(c *harness.Ctx) error { return runBidir(c, s, d, eng) })
+				b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
+					Labels: []string{"perf", "bandwidth", eng, "bidir", fmt.Sprintf("pair=%d-%d", s, d)}, Timeout: 120 * time.Second,
+					Run: func(c *harness.Ctx) error { return runBidir(c, s, d, eng) }})
 			}
 		}
 	}
@@ -61,8 +64,9 @@ func (b *builder) perf() {
 					name = "spread"
 				}
 				variant := fmt.Sprintf("atomic_%s_%s_%s", name, where, s)
-				b.add("perf", variant, n, report.Pass, []string{"perf", "atomics", name, where, string(s)}, 60*time.Second,
-					func(c *harness.Ctx) error { return runAtomicRate(c, k, where) })
+				b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
+					Labels: []string{"perf", "atomics", name, where, string(s)}, Timeout: 60 * time.Second,
+					Run: func(c *harness.Ctx) error { return runAtomicRate(c, k, where) }})
 			}
 		}
 	}
@@ -72,16 +76,17 @@ func (b *builder) perf() {
 	for _, sc := range kernels.Scopes {
 		pp := kernels.MustLookup(kernels.Name(kernels.OpPingPong, kernels.U64, kernels.AcqRel, sc))
 		if sc == kernels.Dev {
-			b.add("perf", "pingpong_latency_local", n, report.Pass, []string{"perf", "latency", string(sc), "pair=0-0"}, 60*time.Second,
-				func(c *harness.Ctx) error { return runPingPong(c, pp, 0, 0) })
+			b.add(Spec{Name: "perf", Variant: "pingpong_latency_local", Ranks: n, Expected: report.Pass,
+				Labels: []string{"perf", "latency", string(sc), "pair=0-0"}, Timeout: 60 * time.Second,
+				Run: func(c *harness.Ctx) error { return runPingPong(c, pp, 0, 0) }})
 			continue
 		}
 		for s := 0; s < n; s++ {
 			for d := 0; d < n; d++ {
 				if s != d {
-					b.add("perf", fmt.Sprintf("pingpong_latency.r%dr%d", s, d), n, report.Pass,
-						[]string{"perf", "latency", string(sc), fmt.Sprintf("pair=%d-%d", s, d)}, 60*time.Second,
-						func(c *harness.Ctx) error { return runPingPong(c, pp, s, d) })
+					b.add(Spec{Name: "perf", Variant: fmt.Sprintf("pingpong_latency.r%dr%d", s, d), Ranks: n, Expected: report.Pass,
+						Labels: []string{"perf", "latency", string(sc), fmt.Sprintf("pair=%d-%d", s, d)}, Timeout: 60 * time.Second,
+						Run: func(c *harness.Ctx) error { return runPingPong(c, pp, s, d) }})
 				}
 			}
 		}
