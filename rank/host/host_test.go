@@ -1,6 +1,10 @@
 package host
 
 import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 
 	"p2patomics/kernels"
@@ -62,13 +66,74 @@ func TestRacyLosesAtomicDoesNot(t *testing.T) {
 	}
 }
 
-func TestEveryManifestKernelHasAHostBody(t *testing.T) {
-	h := open(t)
+// missingHostOps lists what ops lacks for the manifest: an op with no
+// entry, or no needBytes or body, or a pointer argument its needBytes leaves
+// unchecked (Launch would let a kernel reach past that argument's mapping),
+// or a body that does not build on valid pointers.
+func missingHostOps(ops map[kernels.Op]hostOp) []string {
+	var miss []string
 	for _, k := range kernels.All() {
-		ptr := map[string]unsafePtr{}
-		_ = ptr
-		if _, err := h.body(k, fakePtrs(k), map[string]uint64{}, 1, 1); err != nil {
-			t.Errorf("%s: %v", k.Name, err)
+		op, ok := ops[k.Op]
+		switch {
+		case !ok:
+			miss = append(miss, fmt.Sprintf("%s: op %s has no host body", k.Name, k.Op))
+			continue
+		case op.needBytes == nil || op.build == nil:
+			miss = append(miss, fmt.Sprintf("%s: op %s has no needBytes or no body", k.Name, k.Op))
+			continue
+		}
+		l := &launchArgs{k: k, ptr: fakePtrs(k), val: map[string]uint64{}, nthreads: 1, block: 1}
+		need := op.needBytes(l)
+		for _, a := range k.Args {
+			if _, ok := need[a.Name]; a.Ptr && !ok {
+				miss = append(miss, fmt.Sprintf("%s: needBytes has no extent for pointer argument %s", k.Name, a.Name))
+			}
+		}
+		if _, err := op.body(l); err != nil {
+			miss = append(miss, fmt.Sprintf("%s: %v", k.Name, err))
+		}
+	}
+	return miss
+}
+
+// Every manifest kernel has a host body and a needBytes that covers each of
+// its pointer arguments; a table with one op taken out, or one extent
+// forgotten, must be reported.
+func TestEveryManifestKernelHasAHostBody(t *testing.T) {
+	for _, m := range missingHostOps(hostOps) {
+		t.Error(m)
+	}
+	less := maps.Clone(hostOps)
+	delete(less, kernels.OpTally)
+	if got := missingHostOps(less); len(got) == 0 || !strings.Contains(got[0], "has no host body") {
+		t.Errorf("tally taken out of the table: reported %v", got)
+	}
+	short := maps.Clone(hostOps)
+	wait := short[kernels.OpWait]
+	wait.needBytes = fixed(map[string]uint64{"flag": 4})
+	short[kernels.OpWait] = wait
+	if got := missingHostOps(short); len(got) != 1 || !strings.Contains(got[0], "pointer argument out") {
+		t.Errorf("wait's extent for out forgotten: reported %v", got)
+	}
+}
+
+// The family tables are disjoint: joinOps keeps an op's first entry, so an
+// op in two files would silently run one of them.
+func TestHostOpsAreDisjoint(t *testing.T) {
+	if n := len(rmwOps) + len(patternOps) + len(litmusOps); n != len(hostOps) {
+		t.Errorf("the family tables hold %d entries, hostOps %d: an op is in two files", n, len(hostOps))
+	}
+	if got := len(joinOps(rmwOps, rmwOps)); got != len(rmwOps) {
+		t.Errorf("joinOps of a table with itself holds %d ops, want %d", got, len(rmwOps))
+	}
+}
+
+// Every op that runs as a litmus environment has an instance shape:
+// litmusRun.instance would find none and panic the rank.
+func TestEveryLitmusEnvHasAShape(t *testing.T) {
+	for _, k := range kernels.All() {
+		if slices.Equal(k.Args, kernels.LitmusEnvArgs) && litmusShapes[k.Op] == nil {
+			t.Errorf("%s: op %s runs as a litmus environment and has no litmusShapes entry", k.Name, k.Op)
 		}
 	}
 }

@@ -127,31 +127,20 @@ func (h *Backend) Launch(k kernels.Kernel, grid, block uint32, args []uint64) (b
 		return backend.LaunchResult{}, fmt.Errorf("host: %s launch of %d threads (grid %d x block %d); the host runs 1..%d",
 			k.Name, n, grid, block, MaxThreads)
 	}
-	ptr := map[string]unsafe.Pointer{}
-	val := map[string]uint64{}
+	op, ok := hostOps[k.Op]
+	if !ok {
+		return backend.LaunchResult{}, fmt.Errorf("host: kernel %s (op %s) has no host implementation", k.Name, k.Op)
+	}
+	l := &launchArgs{k: k, ptr: map[string]unsafe.Pointer{}, val: map[string]uint64{}, nthreads: n, block: uint64(block)}
 	for i, a := range k.Args {
 		if !a.Ptr {
-			val[a.Name] = args[i]
+			l.val[a.Name] = args[i]
 		}
 	}
-	need := needBytes(k, val, n)
-	for i, a := range k.Args {
-		if !a.Ptr || args[i] == 0 {
-			continue // a value, or an optional pointer (out, bar) left null
-		}
-		p, left, err := h.resolve(args[i])
-		if err != nil {
-			return backend.LaunchResult{}, fmt.Errorf("%s argument %s: %w", k.Name, a.Name, err)
-		}
-		// A GPU faults on an access past its mapping; Go code would write
-		// into whatever mapping lies next, so check the extent first.
-		if want, ok := need[a.Name]; ok && want > left {
-			return backend.LaunchResult{}, fmt.Errorf("%s argument %s: the kernel touches %d bytes from %#x, the mapping holds %d",
-				k.Name, a.Name, want, args[i], left)
-		}
-		ptr[a.Name] = p
+	if err := h.resolveArgs(l, op.needBytes(l), args); err != nil {
+		return backend.LaunchResult{}, err
 	}
-	body, err := h.body(k, ptr, val, n, uint64(block))
+	body, err := op.body(l)
 	if err != nil {
 		return backend.LaunchResult{}, err
 	}
@@ -168,457 +157,113 @@ func (h *Backend) Launch(k kernels.Kernel, grid, block uint32, args []uint64) (b
 	return backend.LaunchResult{Elapsed: el, Method: "wall"}, nil
 }
 
-func at(p unsafe.Pointer, i, size uint64) unsafe.Pointer { return unsafe.Add(p, i*size) }
-
-func (h *Backend) body(k kernels.Kernel, ptr map[string]unsafe.Pointer, val map[string]uint64, nthreads, block uint64) (func(g uint64), error) {
-	w := wordFor(k.Type)
-	tgt, out := ptr["target"], ptr["out"]
-	operand, iters, salt := val["operand"], val["iters"], val["salt"]
-	timeout := time.Duration(val["timeout_ns"])
-	need := func(names ...string) error {
-		for _, n := range names {
-			if ptr[n] == nil {
-				return fmt.Errorf("%s: pointer argument %s is null", k.Name, n)
-			}
+// resolveArgs turns the launch's non-null pointer arguments into Go
+// pointers in l.ptr, each checked against how far the kernel reaches (need).
+func (h *Backend) resolveArgs(l *launchArgs, need map[string]uint64, args []uint64) error {
+	for i, a := range l.k.Args {
+		if !a.Ptr || args[i] == 0 {
+			continue // a value, or an optional pointer (out, bar) left null
 		}
-		return nil
-	}
-	addOut := func(g, v uint64) {
-		if out != nil {
-			atomic.AddUint64((*uint64)(at(out, g, 8)), v)
+		p, left, err := h.resolve(args[i])
+		if err != nil {
+			return fmt.Errorf("%s argument %s: %w", l.k.Name, a.Name, err)
 		}
-	}
-	if k.Op.IsRMW() {
-		if err := need("target"); err != nil {
-			return nil, err
+		// A GPU faults on an access past its mapping; Go code would write
+		// into whatever mapping lies next, so check the extent first.
+		if want, ok := need[a.Name]; ok && want > left {
+			return fmt.Errorf("%s argument %s: the kernel touches %d bytes from %#x, the mapping holds %d",
+				l.k.Name, a.Name, want, args[i], left)
 		}
-	}
-	switch k.Op {
-	case kernels.OpAdd:
-		if k.Type == kernels.F32 {
-			return func(uint64) {
-				for i := uint64(0); i < iters; i++ {
-					w.rmw(tgt, func(o uint64) uint64 {
-						return uint64(math.Float32bits(math.Float32frombits(uint32(o)) + math.Float32frombits(uint32(operand))))
-					})
-				}
-			}, nil
-		}
-		return func(uint64) {
-			for i := uint64(0); i < iters; i++ {
-				w.add(tgt, operand)
-			}
-		}, nil
-	case kernels.OpSub:
-		return func(uint64) {
-			for i := uint64(0); i < iters; i++ {
-				w.add(tgt, -operand)
-			}
-		}, nil
-	case kernels.OpXchg:
-		if err := need("out"); err != nil {
-			return nil, err
-		}
-		return func(g uint64) {
-			var s uint64
-			for i := uint64(0); i < iters; i++ {
-				s += w.swap(tgt, w.mask(kernels.Tag(salt, g, i)))
-			}
-			addOut(g, s)
-		}, nil
-	case kernels.OpCAS:
-		return func(g uint64) {
-			var fails uint64
-			for i := uint64(0); i < iters; i++ {
-				fails += w.rmw(tgt, func(o uint64) uint64 { return o + 1 })
-			}
-			addOut(g, fails)
-		}, nil
-	case kernels.OpAnd:
-		return func(g uint64) {
-			b := kernels.Bit(salt, g, w.bits)
-			for i := uint64(0); i < iters; i++ {
-				w.and(tgt, w.mask(^b))
-			}
-		}, nil
-	case kernels.OpOr:
-		return func(g uint64) {
-			b := kernels.Bit(salt, g, w.bits)
-			for i := uint64(0); i < iters; i++ {
-				w.or(tgt, b)
-			}
-		}, nil
-	case kernels.OpXor:
-		return func(g uint64) {
-			b := kernels.Bit(salt, g, w.bits)
-			for i := uint64(0); i < iters; i++ {
-				w.rmw(tgt, func(o uint64) uint64 { return o ^ b })
-			}
-		}, nil
-	case kernels.OpMin, kernels.OpMax:
-		isMin := k.Op == kernels.OpMin
-		return func(g uint64) {
-			v := w.mask(kernels.MinMaxValue(salt, g, operand))
-			for i := uint64(0); i < iters; i++ {
-				w.rmw(tgt, func(o uint64) uint64 {
-					if isMin == w.less(v, o) {
-						return v
-					}
-					return o
-				})
-			}
-		}, nil
-	case kernels.OpInc:
-		return func(uint64) {
-			for i := uint64(0); i < iters; i++ {
-				w.rmw(tgt, func(o uint64) uint64 {
-					if w.mask(o) >= w.mask(operand) {
-						return 0
-					}
-					return o + 1
-				})
-			}
-		}, nil
-	case kernels.OpSpread:
-		if err := need("target"); err != nil {
-			return nil, err
-		}
-		return func(g uint64) {
-			p := at(tgt, g, 8)
-			for i := uint64(0); i < iters; i++ {
-				w64.add(p, operand)
-			}
-		}, nil
-	case kernels.OpAllReduce:
-		if err := need("dst", "src"); err != nil {
-			return nil, err
-		}
-		dst, src, n, nt := ptr["dst"], ptr["src"], val["n"], val["nthreads"]
-		if nt == 0 {
-			nt = nthreads
-		}
-		return func(g uint64) {
-			for j := g; j < n; j += nt {
-				w64.add(at(dst, j, 8), w64.load(at(src, j, 8)))
-			}
-		}, nil
-	case kernels.OpMP:
-		if err := need("x", "y", "out"); err != nil {
-			return nil, err
-		}
-		if err := need("wit"); err != nil {
-			return nil, err
-		}
-		x, y, n, role := ptr["x"], ptr["y"], val["n"], val["role"]
-		wit, nonce := ptr["wit"], val["nonce"]
-		return func(g uint64) {
-			var bad, lost, seen uint64
-			for i := g; i < n; i += block {
-				if role == 0 {
-					w32.store(at(x, i, 4), i+1)
-					w32.store(at(y, i, 4), 1)
-					seen++
-					continue
-				}
-				if !spin(timeout, func() bool { return w32.load(at(y, i, 4)) == 1 }) {
-					lost++
-					w32.store(at(out, 2, 4), w32.load(at(y, i, 4)))
-					w32.store(at(out, 3, 4), i)
-					continue
-				}
-				if w32.load(at(x, i, 4)) != w32.mask(i+1) {
-					bad++
-				}
-				seen++
-			}
-			w32.add(at(out, 0, 4), bad)
-			w32.add(at(out, 1, 4), lost)
-			witness(wit, nonce, seen, g)
-		}, nil
-	case kernels.OpSB:
-		if err := need("x", "y", "out"); err != nil {
-			return nil, err
-		}
-		x, y, n, role := ptr["x"], ptr["y"], val["n"], val["role"]
-		mine, theirs := x, y
-		if role == 1 {
-			mine, theirs = y, x
-		}
-		return func(g uint64) {
-			for i := g; i < n; i += block {
-				w32.store(at(mine, i, 4), 1)
-				w32.store(at(out, i, 4), w32.load(at(theirs, i, 4)))
-			}
-		}, nil
-	case kernels.OpIRIW:
-		if err := need("x", "y"); err != nil {
-			return nil, err
-		}
-		if val["role"] == 2 && out == nil {
-			return nil, fmt.Errorf("%s: the reader role needs out", k.Name)
-		}
-		x, y, n, role := ptr["x"], ptr["y"], val["n"], val["role"]
-		return func(g uint64) {
-			switch role {
-			case 0, 1:
-				p := x
-				if role == 1 {
-					p = y
-				}
-				for i := g; i < n; i += block {
-					w32.store(at(p, i, 4), 1)
-				}
-			case 2:
-				if g > 1 {
-					return
-				}
-				first, second := x, y
-				if g == 1 {
-					first, second = y, x
-				}
-				timedOut := false
-				for i := uint64(0); i < n; i++ {
-					// After one timeout, look once instead of waiting again
-					// (as the GPU kernel does), so a lost writer costs one
-					// timeout, not one per round.
-					wait := timeout
-					if timedOut {
-						wait = time.Nanosecond
-					}
-					ok := spin(wait, func() bool { return w32.load(at(first, i, 4)) == 1 })
-					timedOut = timedOut || !ok
-					v := w32.load(at(second, i, 4))
-					if !ok {
-						v += 2
-					}
-					w32.store(at(out, 2*i+g, 4), v)
-				}
-			}
-		}, nil
-	case kernels.OpPingPong:
-		if err := need("flag", "peer", "out"); err != nil {
-			return nil, err
-		}
-		flag, peer, n, role := ptr["flag"], ptr["peer"], val["n"], val["role"]
-		places, stride := val["places"], val["stride"]
-		return func(g uint64) {
-			side := role
-			if role == 2 {
-				side = g / block // block b plays side b
-			}
-			if g%block != 0 || side > 1 || (role != 2 && g != 0) {
-				return
-			}
-			mine, other, o := flag, peer, out
-			if role == 2 && side == 1 {
-				mine, other = peer, flag
-			}
-			if role == 2 {
-				o = at(out, 4*side, 8)
-			}
-			var done uint64
-			late, last := false, mine
-			for p := uint64(0); p < places && !late; p++ {
-				m, oth := at(mine, p*stride, 1), at(other, p*stride, 1)
-				for i := uint64(0); i < n; i++ {
-					want := i
-					if side == 1 {
-						want = i + 1
-					}
-					if !spin(timeout, func() bool { return w64.load(m) == want }) {
-						w64.store(at(o, 1, 8), 1)
-						late = true
-						break
-					}
-					w64.store(oth, i+1)
-					done++
-				}
-				last = m
-			}
-			w64.store(o, done)
-			w64.store(at(o, 2, 8), w64.load(last))
-		}, nil
-	case kernels.OpPMP, kernels.OpPSB, kernels.OpPLB, kernels.OpPIRIW, kernels.OpP22W, kernels.OpPCoRR:
-		if err := need("mem", "res"); err != nil {
-			return nil, err
-		}
-		return litmusEnv(k, ptr["mem"], ptr["res"], val, block, nthreads)
-	case kernels.OpTally:
-		if err := need("res", "out", "wit"); err != nil {
-			return nil, err
-		}
-		res, n, nt, wit, nonce := ptr["res"], val["n"], val["nthreads"], ptr["wit"], val["nonce"]
-		if nt == 0 {
-			nt = nthreads
-		}
-		return func(g uint64) {
-			var hist [kernels.TallyBins]uint64
-			var seen uint64
-			for i := g; i < n; i += nt {
-				hist[kernels.TallyBin(w32.load(at(res, 2*i, 4)), w32.load(at(res, 2*i+1, 4)))]++
-				seen++
-			}
-			for b, c := range hist {
-				if c != 0 {
-					w64.add(at(out, uint64(b), 8), c)
-				}
-			}
-			witness(wit, nonce, seen, g)
-		}, nil
-	case kernels.OpCopy:
-		if err := need("dst", "src"); err != nil {
-			return nil, err
-		}
-		dst, src, nbytes, nt := ptr["dst"], ptr["src"], val["nbytes"], val["nthreads"]
-		if nt == 0 {
-			nt = nthreads
-		}
-		return func(g uint64) {
-			for off := 16 * g; off+16 <= nbytes; off += 16 * nt {
-				*(*[16]byte)(unsafe.Add(dst, off)) = *(*[16]byte)(unsafe.Add(src, off))
-			}
-		}, nil
-	case kernels.OpRacy:
-		if err := need("target"); err != nil {
-			return nil, err
-		}
-		bar, pause, parties := ptr["bar"], val["pause"], val["parties"]
-		return func(g uint64) {
-			if bar != nil {
-				if g%block == 0 {
-					w64.add(bar, 1)
-				}
-				spin(timeout, func() bool { return w64.load(bar) >= parties })
-			}
-			for i := uint64(0); i < iters; i++ {
-				// The planted bug: a load, a pause, a store. Each access
-				// is atomic on its own; the increment is not.
-				x := w64.load(tgt)
-				for j := uint64(0); j < pause; j++ {
-				}
-				// Yield inside the window too: with fewer free CPUs than
-				// threads (a loaded CI machine) the threads would otherwise
-				// run one after another and lose nothing.
-				runtime.Gosched()
-				w64.store(tgt, x+1)
-			}
-		}, nil
-	case kernels.OpWait:
-		if err := need("flag", "out"); err != nil {
-			return nil, err
-		}
-		flag, expect := ptr["flag"], val["expect"]
-		return func(g uint64) {
-			if g != 0 {
-				return
-			}
-			ok := spin(timeout, func() bool { return w32.load(flag) == w32.mask(expect) })
-			res := uint64(1)
-			if !ok {
-				res = 2
-			}
-			w32.store(out, res)
-			w32.store(at(out, 1, 4), w32.load(flag))
-		}, nil
-	case kernels.OpSum:
-		if err := need("src", "out", "wit"); err != nil {
-			return nil, err
-		}
-		src, n, nt, wit, nonce := ptr["src"], val["n"], val["nthreads"], ptr["wit"], val["nonce"]
-		if nt == 0 {
-			nt = nthreads
-		}
-		return func(g uint64) {
-			var s, seen uint64
-			for j := g; j < n; j += nt {
-				s += w64.load(at(src, j, 8))
-				seen++
-			}
-			w64.add(out, s)
-			witness(wit, nonce, seen, g)
-		}, nil
-	case kernels.OpFill:
-		if err := need("dst", "wit"); err != nil {
-			return nil, err
-		}
-		dst, value, n, nt, wit, nonce := ptr["dst"], val["value"], val["n"], val["nthreads"], ptr["wit"], val["nonce"]
-		if nt == 0 {
-			nt = nthreads
-		}
-		return func(g uint64) {
-			var seen uint64
-			for j := g; j < n; j += nt {
-				w64.store(at(dst, j, 8), value)
-				seen++
-			}
-			witness(wit, nonce, seen, g)
-		}, nil
-	}
-	return nil, fmt.Errorf("host: kernel %s (op %s) has no host implementation", k.Name, k.Op)
-}
-
-// needBytes is how far past each pointer argument a launch reaches, from
-// the kernel's semantics (manifest Doc strings). Products that overflow
-// become MaxUint64, which no mapping holds.
-func needBytes(k kernels.Kernel, val map[string]uint64, nthreads uint64) map[string]uint64 {
-	mul := func(a, b uint64) uint64 {
-		hi, lo := bits.Mul64(a, b)
-		if hi != 0 {
-			return math.MaxUint64
-		}
-		return lo
-	}
-	word := uint64(k.Type.Bits() / 8)
-	n := val["n"]
-	switch k.Op {
-	case kernels.OpAdd, kernels.OpSub, kernels.OpXchg, kernels.OpCAS, kernels.OpAnd, kernels.OpOr,
-		kernels.OpXor, kernels.OpMin, kernels.OpMax, kernels.OpInc:
-		return map[string]uint64{"target": word, "out": mul(nthreads, 8)}
-	case kernels.OpSpread:
-		return map[string]uint64{"target": mul(nthreads, 8)}
-	case kernels.OpAllReduce:
-		return map[string]uint64{"dst": mul(n, 8), "src": mul(n, 8)}
-	case kernels.OpMP:
-		return map[string]uint64{"x": mul(n, 4), "y": mul(n, 4), "out": 16, "wit": 16}
-	case kernels.OpPMP, kernels.OpPSB, kernels.OpPLB, kernels.OpPIRIW, kernels.OpP22W, kernels.OpPCoRR:
-		total := mul(n, val["iters"])
-		words := kernels.LitmusEnvWords(n, val["iters"], val["spread"])
-		if total == math.MaxUint64 || mul(total, val["spread"]) == math.MaxUint64 {
-			words = math.MaxUint64
-		}
-		return map[string]uint64{"mem": mul(words, 4), "res": mul(total, 8)}
-	case kernels.OpTally:
-		return map[string]uint64{"res": mul(n, 8), "out": kernels.TallyBins * 8, "wit": 16}
-	case kernels.OpSB:
-		return map[string]uint64{"x": mul(n, 4), "y": mul(n, 4), "out": mul(n, 4)}
-	case kernels.OpIRIW:
-		return map[string]uint64{"x": mul(n, 4), "y": mul(n, 4), "out": mul(n, 8)}
-	case kernels.OpPingPong:
-		out := uint64(24)
-		if val["role"] == 2 {
-			out = 64
-		}
-		// The last placement's flag word must lie inside each buffer.
-		span := uint64(8)
-		if p := val["places"]; p > 1 {
-			if span = mul(p-1, val["stride"]); span <= math.MaxUint64-8 {
-				span += 8
-			}
-		}
-		return map[string]uint64{"flag": span, "peer": span, "out": out}
-	case kernels.OpCopy:
-		return map[string]uint64{"dst": val["nbytes"], "src": val["nbytes"]}
-	case kernels.OpRacy:
-		return map[string]uint64{"target": 8, "bar": 8}
-	case kernels.OpWait:
-		return map[string]uint64{"flag": 4, "out": 8}
-	case kernels.OpFill:
-		return map[string]uint64{"dst": mul(n, 8), "wit": 16}
-	case kernels.OpSum:
-		return map[string]uint64{"src": mul(n, 8), "out": 8, "wit": 16}
+		l.ptr[a.Name] = p
 	}
 	return nil
 }
+
+// launchArgs is what an op's needBytes and body are built from: the kernel,
+// its pointer arguments (resolved, extent-checked; a null one is absent),
+// its value arguments by name, and the launch's shape.
+type launchArgs struct {
+	k        kernels.Kernel
+	ptr      map[string]unsafe.Pointer
+	val      map[string]uint64
+	nthreads uint64 // grid x block
+	block    uint64
+}
+
+// timeout is the kernel's timeout_ns argument (0: wait forever).
+func (l *launchArgs) timeout() time.Duration { return time.Duration(l.val["timeout_ns"]) }
+
+// threads is the kernel's nthreads argument, or the launch's thread count
+// when the caller left it 0 (the grid-stride kernels).
+func (l *launchArgs) threads() uint64 {
+	if nt := l.val["nthreads"]; nt != 0 {
+		return nt
+	}
+	return l.nthreads
+}
+
+// hostOp is one manifest op on the host: the pointer arguments it cannot
+// run without, how far past each pointer argument a launch reaches (from
+// the kernel's semantics, the manifest's Doc strings), and the body each
+// launch thread runs. Ops register in hostOps from the file of their family:
+// rmw.go, patterns.go, litmus.go.
+type hostOp struct {
+	ptrs      []string
+	needBytes func(l *launchArgs) map[string]uint64
+	build     func(l *launchArgs) (func(g uint64), error)
+}
+
+// hostOps is every op the host runs, one table per family.
+// TestEveryManifestKernelHasAHostBody fails for a manifest op missing here,
+// or whose needBytes leaves a pointer argument unchecked.
+var hostOps = joinOps(rmwOps, patternOps, litmusOps)
+
+// joinOps merges the families' tables; an op in two tables keeps its first
+// and shows as a length mismatch in TestHostOpsAreDisjoint.
+func joinOps(tables ...map[kernels.Op]hostOp) map[kernels.Op]hostOp {
+	all := map[kernels.Op]hostOp{}
+	for _, t := range tables {
+		for op, h := range t {
+			if _, dup := all[op]; !dup {
+				all[op] = h
+			}
+		}
+	}
+	return all
+}
+
+// body checks the required pointers and builds the threads' body.
+func (o hostOp) body(l *launchArgs) (func(g uint64), error) {
+	for _, n := range o.ptrs {
+		if l.ptr[n] == nil {
+			return nil, fmt.Errorf("%s: pointer argument %s is null", l.k.Name, n)
+		}
+	}
+	return o.build(l)
+}
+
+// mul is a*b, or MaxUint64 (which no mapping holds) when it overflows.
+func mul(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	if hi != 0 {
+		return math.MaxUint64
+	}
+	return lo
+}
+
+// fixed is a needBytes that does not depend on the launch.
+func fixed(m map[string]uint64) func(*launchArgs) map[string]uint64 {
+	return func(*launchArgs) map[string]uint64 { return m }
+}
+
+// addOut adds v to out[g] when the launch passed out (a per-thread count).
+func addOut(out unsafe.Pointer, g, v uint64) {
+	if out != nil {
+		atomic.AddUint64((*uint64)(at(out, g, 8)), v)
+	}
+}
+
+func at(p unsafe.Pointer, i, size uint64) unsafe.Pointer { return unsafe.Add(p, i*size) }
 
 // witness is p2p_witness of kernels/src/p2p.h: thread g adds the elements it
 // visited to wit[0] and thread 0 stores the launch's nonce in wit[1].
