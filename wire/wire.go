@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -74,6 +75,19 @@ const (
 var typeNames = map[Type]string{THello: "hello", TAlloc: "alloc", TImport: "import", TLaunch: "launch",
 	TRead: "read", TWrite: "write", TSum: "sum", TFree: "free", TCopy: "copy", TMemInfo: "meminfo",
 	TFdInfo: "fdinfo", TCanary: "canary", TExit: "exit", TTrace: "trace", TReply: "reply"}
+
+// Requests are the request types (suite → rank): every named type but the
+// reply, in protocol order. The rank's handler table is checked against it.
+func Requests() []Type {
+	var ts []Type
+	for t := range typeNames {
+		if t != TReply {
+			ts = append(ts, t)
+		}
+	}
+	slices.Sort(ts)
+	return ts
+}
 
 func (t Type) String() string {
 	if s, ok := typeNames[t]; ok {
