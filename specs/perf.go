@@ -427,109 +427,19 @@ func runBidir(c *harness.Ctx, s, d int, eng string) error {
 	if err := c.NeedPeer(false); err != nil {
 		return err
 	}
-	// The one-way size, per side: the two copies start from two processes
-	// some tens of µs apart, which at 256 MiB spread the samples by up to
-	// 3% (both directions overlap for less of a short copy); at 1 GiB by
-	// 0.3%.
-	size := copySize(c)
-	copyK := kernels.MustLookup("copy_b128_plain_dev")
-	ms := map[int]*harness.Mem{}
-	locals := map[int]int{}
-	for _, r := range []int{s, d} {
-		m, err := c.Shared(r, size, true)
-		if err != nil {
-			return err
-		}
-		ms[r] = m
-		l, err := c.Local(r, size)
-		if err != nil {
-			return err
-		}
-		locals[r] = l
-	}
-	grid, block := uint32(c.Units(s)*4), uint32(256)
-	if c.Vendor() == "host" {
-		grid, block = 1, 2
-	}
-	nthreads := uint64(grid) * uint64(block)
-	both := func() ([]harness.Window, error) {
-		wins := make([]harness.Window, 2)
-		if eng == "ce" {
-			errs := make(chan error, 2)
-			for i, pr := range [][2]int{{s, d}, {d, s}} {
-				go func() {
-					var err error
-					_, wins[i], _, err = c.CopyTimed(pr[0], ms[pr[1]].Bufs[pr[0]], 0, locals[pr[0]], 0, size)
-					errs <- err
-				}()
-			}
-			// Collect both answers before returning: a rank still talking
-			// must not meet the teardown's requests.
-			var first error
-			for range 2 {
-				if err := <-errs; err != nil && first == nil {
-					first = err
-				}
-			}
-			return wins, first
-		}
-		var ls []harness.Launch
-		for _, pr := range [][2]int{{s, d}, {d, s}} {
-			ls = append(ls, harness.Launch{Rank: pr[0], Kernel: copyK.Name, Grid: grid, Block: block, Args: map[string]wireArg{
-				"dst": harness.P(ms[pr[1]].Bufs[pr[0]], 0), "src": harness.P(locals[pr[0]], 0), "nbytes": harness.V(size),
-				"block": harness.V(uint64(block)), "nthreads": harness.V(nthreads)}})
-		}
-		_, wins, err := c.RunTimed(ls...)
-		return wins, err
+	x, err := newBidir(c, s, d, eng)
+	if err != nil {
+		return err
 	}
 	ceil := c.CopyCeiling(harness.Flow{Exec: s, Src: c.MemLoc(s), Dst: c.MemLoc(d)}, harness.Flow{Exec: d, Src: c.MemLoc(d), Dst: c.MemLoc(s)})
-	method := fmt.Sprintf("both directions' bytes (%d MiB each) / (last end - first start), CLOCK_MONOTONIC read by each rank around its issue and synchronise", size>>20)
+	method := fmt.Sprintf("both directions' bytes (%d MiB each) / (last end - first start), CLOCK_MONOTONIC read by each rank around its issue and synchronise", x.size>>20)
 	if c.SharedGPU(s, d) {
 		method += "; shared GPU: both copies run on one device (time-sliced kernels unless MPS runs), one device's memory, no link"
 	}
-	fillBuf := func(rank, buf int, v uint64) error { return fillU64(c, rank, buf, v, size, grid, block) }
-	scratch := map[int]int{}
-	for _, r := range []int{s, d} {
-		l, err := c.ScratchWords(r, 64)
-		if err != nil {
-			return err
-		}
-		scratch[r] = l
-	}
 	for sample := 0; sample < 6; sample++ {
-		// New data each sample, destinations cleared, so the sums below
-		// prove this sample's bytes moved.
-		pattern := func(writer int) uint64 { return uint64(0x0101010101010101) * uint64(sample+1) * uint64(writer+1) }
-		for _, pr := range [][2]int{{s, d}, {d, s}} {
-			if err := fillBuf(pr[0], locals[pr[0]], pattern(pr[0])); err != nil {
-				return err
-			}
-			if err := fillBuf(pr[1], ms[pr[1]].Bufs[pr[1]], 0); err != nil {
-				return err
-			}
-		}
-		// An untimed round first, as the one-way cases do: the fills and
-		// the sums sweep the GPUs' TLBs.
-		if _, err := both(); err != nil {
-			return err
-		}
-		wins, err := both()
+		wins, err := x.sample(sample)
 		if err != nil {
 			return err
-		}
-		// Verify: each destination now holds its writer's pattern. The
-		// expected sum is the host's arithmetic on the pattern, never a
-		// second sum by the same kernel: two sums that did not run, or two
-		// buffers a copy that did not run left as they were, agree.
-		for _, pr := range [][2]int{{s, d}, {d, s}} {
-			want := pattern(pr[0]) * (size / 8)
-			got, err := deviceSum(c, pr[1], ms[pr[1]].Bufs[pr[1]], scratch[pr[1]], size, grid, block)
-			if err != nil {
-				return err
-			}
-			if got != want {
-				return harness.Failf("bidirectional %s copy sample %d: rank %d's buffer sums %#x, writer rank %d's source %#x", eng, sample, pr[1], got, pr[0], want)
-			}
 		}
 		if sample == 0 {
 			continue
@@ -542,11 +452,135 @@ func runBidir(c *harness.Ctx, s, d int, eng string) error {
 		if !ok || span <= 0 {
 			return fmt.Errorf("bidirectional %s copy sample %d: a rank reported no CLOCK_MONOTONIC window (%+v)", eng, sample, wins)
 		}
-		if err := c.Bandwidth("bw_"+eng+"_bidir_gbps", method, ceil, 2*float64(size)/span.Seconds()/1e9); err != nil {
+		if err := c.Bandwidth("bw_"+eng+"_bidir_gbps", method, ceil, 2*float64(x.size)/span.Seconds()/1e9); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// bidir is a bidirectional copy case between ranks s and d: each side's
+// shared buffer (the other side's copy destination), its local source, its
+// scratch words for the sums, and the copy kernel's launch shape.
+type bidir struct {
+	c               *harness.Ctx
+	s, d            int
+	eng             string // "ce" (copy engine) or a kernel
+	size            uint64
+	ms              map[int]*harness.Mem
+	locals, scratch map[int]int
+	grid, block     uint32
+}
+
+func newBidir(c *harness.Ctx, s, d int, eng string) (*bidir, error) {
+	// The one-way size, per side: the two copies start from two processes
+	// some tens of µs apart, which at 256 MiB spread the samples by up to
+	// 3% (both directions overlap for less of a short copy); at 1 GiB by
+	// 0.3%.
+	x := &bidir{c: c, s: s, d: d, eng: eng, size: copySize(c), ms: map[int]*harness.Mem{}, locals: map[int]int{}, scratch: map[int]int{}}
+	for _, r := range []int{s, d} {
+		m, err := c.Shared(r, x.size, true)
+		if err != nil {
+			return nil, err
+		}
+		x.ms[r] = m
+		if x.locals[r], err = c.Local(r, x.size); err != nil {
+			return nil, err
+		}
+	}
+	x.grid, x.block = uint32(c.Units(s)*4), uint32(256)
+	if c.Vendor() == "host" {
+		x.grid, x.block = 1, 2
+	}
+	for _, r := range []int{s, d} {
+		l, err := c.ScratchWords(r, 64)
+		if err != nil {
+			return nil, err
+		}
+		x.scratch[r] = l
+	}
+	return x, nil
+}
+
+// pairs are the two directions: (writer, destination's owner).
+func (x *bidir) pairs() [][2]int { return [][2]int{{x.s, x.d}, {x.d, x.s}} }
+
+// sample fills both sources with this sample's pattern, clears both
+// destinations, runs an untimed round then a timed one, and checks that
+// each destination holds its writer's pattern; it returns the timed
+// round's windows.
+func (x *bidir) sample(sample int) ([]harness.Window, error) {
+	// New data each sample, destinations cleared, so the sums below
+	// prove this sample's bytes moved.
+	pattern := func(writer int) uint64 { return uint64(0x0101010101010101) * uint64(sample+1) * uint64(writer+1) }
+	for _, pr := range x.pairs() {
+		if err := fillU64(x.c, pr[0], x.locals[pr[0]], pattern(pr[0]), x.size, x.grid, x.block); err != nil {
+			return nil, err
+		}
+		if err := fillU64(x.c, pr[1], x.ms[pr[1]].Bufs[pr[1]], 0, x.size, x.grid, x.block); err != nil {
+			return nil, err
+		}
+	}
+	// An untimed round first, as the one-way cases do: the fills and
+	// the sums sweep the GPUs' TLBs.
+	if _, err := x.both(); err != nil {
+		return nil, err
+	}
+	wins, err := x.both()
+	if err != nil {
+		return nil, err
+	}
+	// Verify: each destination now holds its writer's pattern. The
+	// expected sum is the host's arithmetic on the pattern, never a
+	// second sum by the same kernel: two sums that did not run, or two
+	// buffers a copy that did not run left as they were, agree.
+	for _, pr := range x.pairs() {
+		want := pattern(pr[0]) * (x.size / 8)
+		got, err := deviceSum(x.c, pr[1], x.ms[pr[1]].Bufs[pr[1]], x.scratch[pr[1]], x.size, x.grid, x.block)
+		if err != nil {
+			return nil, err
+		}
+		if got != want {
+			return nil, harness.Failf("bidirectional %s copy sample %d: rank %d's buffer sums %#x, writer rank %d's source %#x", x.eng, sample, pr[1], got, pr[0], want)
+		}
+	}
+	return wins, nil
+}
+
+// both runs the two copies at once, by copy engine or by kernel, and
+// returns each side's CLOCK_MONOTONIC window.
+func (x *bidir) both() ([]harness.Window, error) {
+	c := x.c
+	if x.eng == "ce" {
+		wins := make([]harness.Window, 2)
+		errs := make(chan error, 2)
+		for i, pr := range x.pairs() {
+			go func() {
+				var err error
+				_, wins[i], _, err = c.CopyTimed(pr[0], x.ms[pr[1]].Bufs[pr[0]], 0, x.locals[pr[0]], 0, x.size)
+				errs <- err
+			}()
+		}
+		// Collect both answers before returning: a rank still talking
+		// must not meet the teardown's requests.
+		var first error
+		for range 2 {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
+		}
+		return wins, first
+	}
+	copyK := kernels.MustLookup("copy_b128_plain_dev")
+	nthreads := uint64(x.grid) * uint64(x.block)
+	var ls []harness.Launch
+	for _, pr := range x.pairs() {
+		ls = append(ls, harness.Launch{Rank: pr[0], Kernel: copyK.Name, Grid: x.grid, Block: x.block, Args: map[string]wireArg{
+			"dst": harness.P(x.ms[pr[1]].Bufs[pr[0]], 0), "src": harness.P(x.locals[pr[0]], 0), "nbytes": harness.V(x.size),
+			"block": harness.V(uint64(x.block)), "nthreads": harness.V(nthreads)}})
+	}
+	_, wins, err := c.RunTimed(ls...)
+	return wins, err
 }
 
 // runAtomicRate measures atomic throughput on words of rank 0's memory:
