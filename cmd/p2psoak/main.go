@@ -215,90 +215,30 @@ ls -A "$1/o" > "$3/ls" 2>/dev/null; cp "$1/o/results.json" "$3/results.json" 2>/
 	s.check(tag, sc, pid, code, signalled, dir, out, stderr.String())
 }
 
+// ended is one soak run as it ended: what check judges.
+type ended struct {
+	tag       string
+	sc        scenario
+	pid, code int
+	signalled bool
+	dir, out  string
+	lines     []string // stderr's non-empty lines
+}
+
+// check judges one run, step by step: a refusal or an early signal has
+// nothing more to check; otherwise the exit status, results.json, the
+// scenario's own checks, then what the run left behind.
 func (s *soak) check(tag string, sc scenario, pid, code int, signalled bool, dir, out, stderr string) {
-	lines := nonEmpty(stderr)
-	resultsPath := filepath.Join(out, "results.json")
-	if sc.fill {
-		resultsPath = filepath.Join(dir, "results.json")
-	}
-	if sc.refused || (sc.fill && !sc.fillLater) {
-		// Refused before the first case: one line, exit 2, --out never
-		// made (a full disk: "has N KiB free").
-		if code != 2 || len(lines) != 1 {
-			s.fail(tag, "want a refusal (exit 2, one line), got exit %d, %q", code, last(lines, 3))
-		}
-		if _, err := os.Stat(filepath.Join(dir, "results.json")); sc.fill && err == nil {
-			s.fail(tag, "a refused run wrote results.json")
-		}
-		if _, err := os.Stat(out); !sc.fill && err == nil {
-			s.fail(tag, "a refused run made --out")
-		}
+	e := ended{tag: tag, sc: sc, pid: pid, code: code, signalled: signalled, dir: dir, out: out, lines: nonEmpty(stderr)}
+	if s.checkRefused(e) || s.checkEarly(e) {
 		return
 	}
-	_, outErr := os.Stat(out)
-	if sc.early && os.IsNotExist(outErr) {
-		// Signalled before --out was made: nothing to check but the line
-		// (one, or none when the signal beat the Go runtime's handoff to
-		// the suite: killed by it, status 128+n).
-		if (code != 4 || len(lines) != 1) && !(code == -1 && len(lines) == 0) {
-			s.fail(tag, "signalled before --out existed: exit %d, %q (want exit 4 and one line)", code, last(lines, 3))
-		}
-		return
-	}
-	switch {
-	case code == 3:
-		// The reports could not be written: one line naming the file.
-		n := 0
-		for _, l := range lines {
-			if strings.Contains(l, "results.json") || strings.Contains(l, "junit.xml") || strings.Contains(l, "heatmaps") {
-				n++
-			}
-		}
-		if n == 0 {
-			s.fail(tag, "exit 3 without a line naming the report that was not written: %q", lines)
-		}
-		if !sc.fill {
-			s.fail(tag, "exit 3 with room on --out")
-		}
-	case code == 0 || code == 1:
-	case code == report.ExitInterrupted && signalled:
-		// Interrupted: its own verdict and status (docs/GATING.md).
-	default:
-		s.fail(tag, "exit %d, want 0, 1, (signalled) 4 or (out of space) 3; stderr %q", code, last(lines, 3))
-	}
-	rep, err := report.Read(resultsPath)
-	if err != nil && sc.early && errors.Is(err, os.ErrNotExist) && len(lines) == 1 && strings.Contains(lines[0], "no results written") {
-		rep = nil // signalled while --out was being made: said so
-	} else if err != nil {
-		s.fail(tag, "results.json: %v", err)
-	} else {
-		for _, r := range rep.Results {
-			for _, rk := range r.Ranks {
-				if (rk.ExitCode != nil || rk.Signal != "") && r.Outcome == report.Pass {
-					s.fail(tag, "%s is pass while its rank %d died (signal %q)", r.ID, rk.Rank, rk.Signal)
-				}
-			}
-		}
-		if !signalled && !sc.fill && len(rep.Results) == 0 {
-			s.fail(tag, "results.json holds no case after a run that was not interrupted")
-		}
-	}
+	s.checkExit(e)
+	rep := s.checkResults(e)
 	if sc.also != nil {
-		sc.also(s, tag, code, lines, rep)
+		sc.also(s, tag, code, e.lines, rep)
 	}
-	if rep != nil && strings.Contains(tag, " to rank ") && !signalled && !strings.Contains(tag, "SIGSTOP to rank") {
-		// A rank death is never silent: a case crashed, or it is a world
-		// event (idle death, death at world start, a world that stopped
-		// answering between cases).
-		crashed := false
-		for _, r := range rep.Results {
-			crashed = crashed || r.Outcome == report.Crash
-		}
-		log, _ := os.ReadFile(filepath.Join(dir, "log"))
-		if !crashed && !bytes.Contains(log, []byte("died")) && !bytes.Contains(log, []byte("stopped answering")) {
-			s.fail(tag, "the rank's death is in no result and no world event")
-		}
-	}
+	s.checkDeathSeen(e, rep)
 	if code == 0 && rep != nil {
 		for _, r := range rep.Results {
 			if report.Unexpected(r) {
@@ -306,45 +246,156 @@ func (s *soak) check(tag string, sc scenario, pid, code int, signalled bool, dir
 			}
 		}
 	}
-	// No rank outlives its suite (Pdeathsig and the kill paths).
+	s.checkNoRankLeft(e)
+	s.checkOutClean(e)
+}
+
+// checkRefused: a run refused before the first case prints one line, exits
+// 2 and never makes --out (a full disk: "has N KiB free"). It reports
+// whether the run was one to refuse.
+func (s *soak) checkRefused(e ended) bool {
+	if !e.sc.refused && !(e.sc.fill && !e.sc.fillLater) {
+		return false
+	}
+	if e.code != 2 || len(e.lines) != 1 {
+		s.fail(e.tag, "want a refusal (exit 2, one line), got exit %d, %q", e.code, last(e.lines, 3))
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "results.json")); e.sc.fill && err == nil {
+		s.fail(e.tag, "a refused run wrote results.json")
+	}
+	if _, err := os.Stat(e.out); !e.sc.fill && err == nil {
+		s.fail(e.tag, "a refused run made --out")
+	}
+	return true
+}
+
+// checkEarly: signalled before --out was made, there is nothing to check
+// but the line (one, or none when the signal beat the Go runtime's handoff
+// to the suite: killed by it, status 128+n). It reports whether it was so.
+func (s *soak) checkEarly(e ended) bool {
+	if _, err := os.Stat(e.out); !e.sc.early || !os.IsNotExist(err) {
+		return false
+	}
+	if (e.code != 4 || len(e.lines) != 1) && !(e.code == -1 && len(e.lines) == 0) {
+		s.fail(e.tag, "signalled before --out existed: exit %d, %q (want exit 4 and one line)", e.code, last(e.lines, 3))
+	}
+	return true
+}
+
+// checkExit judges the exit status.
+func (s *soak) checkExit(e ended) {
+	switch {
+	case e.code == 3:
+		// The reports could not be written: one line naming the file.
+		n := 0
+		for _, l := range e.lines {
+			if strings.Contains(l, "results.json") || strings.Contains(l, "junit.xml") || strings.Contains(l, "heatmaps") {
+				n++
+			}
+		}
+		if n == 0 {
+			s.fail(e.tag, "exit 3 without a line naming the report that was not written: %q", e.lines)
+		}
+		if !e.sc.fill {
+			s.fail(e.tag, "exit 3 with room on --out")
+		}
+	case e.code == 0 || e.code == 1:
+	case e.code == report.ExitInterrupted && e.signalled:
+		// Interrupted: its own verdict and status (docs/GATING.md).
+	default:
+		s.fail(e.tag, "exit %d, want 0, 1, (signalled) 4 or (out of space) 3; stderr %q", e.code, last(e.lines, 3))
+	}
+}
+
+// checkResults reads results.json (nil when there is none to read) and
+// checks that no case passed while its rank died.
+func (s *soak) checkResults(e ended) *report.Report {
+	resultsPath := filepath.Join(e.out, "results.json")
+	if e.sc.fill {
+		resultsPath = filepath.Join(e.dir, "results.json")
+	}
+	rep, err := report.Read(resultsPath)
+	if err != nil && e.sc.early && errors.Is(err, os.ErrNotExist) && len(e.lines) == 1 && strings.Contains(e.lines[0], "no results written") {
+		return nil // signalled while --out was being made: said so
+	} else if err != nil {
+		s.fail(e.tag, "results.json: %v", err)
+		return rep
+	}
+	for _, r := range rep.Results {
+		for _, rk := range r.Ranks {
+			if (rk.ExitCode != nil || rk.Signal != "") && r.Outcome == report.Pass {
+				s.fail(e.tag, "%s is pass while its rank %d died (signal %q)", r.ID, rk.Rank, rk.Signal)
+			}
+		}
+	}
+	if !e.signalled && !e.sc.fill && len(rep.Results) == 0 {
+		s.fail(e.tag, "results.json holds no case after a run that was not interrupted")
+	}
+	return rep
+}
+
+// checkDeathSeen: a rank death is never silent: a case crashed, or it is a
+// world event (idle death, death at world start, a world that stopped
+// answering between cases).
+func (s *soak) checkDeathSeen(e ended, rep *report.Report) {
+	if rep == nil || !strings.Contains(e.tag, " to rank ") || e.signalled || strings.Contains(e.tag, "SIGSTOP to rank") {
+		return
+	}
+	crashed := false
+	for _, r := range rep.Results {
+		crashed = crashed || r.Outcome == report.Crash
+	}
+	log, _ := os.ReadFile(filepath.Join(e.dir, "log"))
+	if !crashed && !bytes.Contains(log, []byte("died")) && !bytes.Contains(log, []byte("stopped answering")) {
+		s.fail(e.tag, "the rank's death is in no result and no world event")
+	}
+}
+
+// checkNoRankLeft: no rank outlives its suite (Pdeathsig and the kill
+// paths); one that does is killed after the failure is noted.
+func (s *soak) checkNoRankLeft(e ended) {
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		left := ranksOf(pid)
+		left := ranksOf(e.pid)
 		if len(left) == 0 {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			s.fail(tag, "ranks %v outlived their suite (pid %d)", left, pid)
+			s.fail(e.tag, "ranks %v outlived their suite (pid %d)", left, e.pid)
 			for _, p := range left {
 				syscall.Kill(p, syscall.SIGKILL)
 			}
-			break
+			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// No temporary file left in --out, and nothing holds a file of it open.
+}
+
+// checkOutClean: no temporary file left in --out, nothing holds a file of
+// it open, and no canary's temporary folder is left behind.
+func (s *soak) checkOutClean(e ended) {
 	listing := ""
-	if sc.fill {
-		b, _ := os.ReadFile(filepath.Join(dir, "ls"))
+	if e.sc.fill {
+		b, _ := os.ReadFile(filepath.Join(e.dir, "ls"))
 		listing = string(b)
 	} else {
-		filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+		filepath.WalkDir(e.out, func(p string, d os.DirEntry, err error) error {
 			if err == nil {
 				listing += d.Name() + "\n"
 			}
 			return nil
 		})
-		if holders := openUnder(out); len(holders) > 0 {
-			s.fail(tag, "files of --out still open: %v", holders)
+		if holders := openUnder(e.out); len(holders) > 0 {
+			s.fail(e.tag, "files of --out still open: %v", holders)
 		}
 	}
 	for _, n := range nonEmpty(listing) {
 		if strings.HasSuffix(n, ".tmp") {
-			s.fail(tag, "temporary file %s left in --out", n)
+			s.fail(e.tag, "temporary file %s left in --out", n)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(os.TempDir(), fmt.Sprintf("p2pat-sigterm-%d", pid))); err == nil {
-		s.fail(tag, "a canary's temporary folder is left in %s", os.TempDir())
+	if _, err := os.Stat(filepath.Join(os.TempDir(), fmt.Sprintf("p2pat-sigterm-%d", e.pid))); err == nil {
+		s.fail(e.tag, "a canary's temporary folder is left in %s", os.TempDir())
 	}
 }
 
