@@ -128,15 +128,44 @@ func TestDeviceVMMAtomics(t *testing.T) {
 func testVMMAtomics(t *testing.T, kind string) {
 	w0, w1, b0, b1, i0 := openPair(t)
 	const size = 64 << 20
+	p := &vmmPair{w0: w0, w1: w1, b0: b0, b1: b1, i0: i0, kind: kind, size: size}
 	var free0Before, free1Before uint64
 	w0.do(func() { free0Before, _, _ = b0.MemInfo() })
 	w1.do(func() { free1Before, _, _ = b1.MemInfo() })
+	p.share(t)
+	p.bytesThrough(t)
+	p.counter(t)
+	p.free(t)
+	var free0After, free1After uint64
+	w0.do(func() { free0After, _, _ = b0.MemInfo() })
+	w1.do(func() { free1After, _, _ = b1.MemInfo() })
+	t.Logf("free memory device 0: %d -> %d, device 1: %d -> %d", free0Before, free0After, free1Before, free1After)
+	for i, p := range [][2]uint64{{free0Before, free0After}, {free1Before, free1After}} {
+		if diff := int64(p[0]) - int64(p[1]); diff > 2<<20 || diff < -(2<<20) {
+			t.Errorf("device %d leaked %d bytes", i, diff)
+		}
+	}
+}
 
-	var own backend.Buffer
+// vmmPair is testVMMAtomics' state: two devices on their own locked
+// threads, device 0's buffer of kind and device 1's import of it.
+type vmmPair struct {
+	w0, w1    *worker
+	b0, b1    *Backend
+	i0        backend.DeviceInfo
+	kind      string
+	size      uint64
+	own, peer backend.Buffer
+}
+
+// share allocates on device 0 and imports on device 1 through a dup of the
+// exported fd, as a broker would pass it; Import must close the fd.
+func (p *vmmPair) share(t *testing.T) {
+	w0, w1, b0, b1, kind, size := p.w0, p.w1, p.b0, p.b1, p.kind, p.size
 	var exp backend.Export
 	var err error
 	start := time.Now()
-	w0.do(func() { own, exp, err = b0.Alloc(kind, size) })
+	w0.do(func() { p.own, exp, err = b0.Alloc(kind, size) })
 	if errors.Is(err, backend.ErrNotSupported) {
 		t.Skipf("%s: %v", kind, err)
 	}
@@ -144,7 +173,7 @@ func testVMMAtomics(t *testing.T, kind string) {
 		t.Fatalf("Alloc(%s): %v", kind, err)
 	}
 	tAlloc := time.Since(start)
-	t.Logf("alloc %s: addr %#x size %d fd %d meta %v", kind, own.Addr(), own.Size(), exp.Fd, exp.Meta)
+	t.Logf("alloc %s: addr %#x size %d fd %d meta %v", kind, p.own.Addr(), p.own.Size(), exp.Fd, exp.Meta)
 	if exp.Fd < 0 {
 		t.Fatal("no fd exported")
 	}
@@ -156,19 +185,23 @@ func testVMMAtomics(t *testing.T, kind string) {
 	unix.Close(exp.Fd)
 	imp := exp
 	imp.Fd = fd
-	var peer backend.Buffer
 	start = time.Now()
-	w1.do(func() { peer, err = b1.Import(kind, imp, true) })
+	w1.do(func() { p.peer, err = b1.Import(kind, imp, true) })
 	if err != nil {
 		t.Fatalf("Import on device 1: %v", err)
 	}
 	tImport := time.Since(start)
-	t.Logf("import on device 1: addr %#x size %d (alloc+export %v, import+map+access %v)", peer.Addr(), peer.Size(), tAlloc, tImport)
+	t.Logf("import on device 1: addr %#x size %d (alloc+export %v, import+map+access %v)", p.peer.Addr(), p.peer.Size(), tAlloc, tImport)
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil {
 		t.Error("Import left the fd open")
 	}
+}
 
-	// Bytes through the mapping: device 0 writes, device 1 reads.
+// bytesThrough: device 0 writes, device 1 reads the same bytes through its
+// mapping, then copies within the mapping with its copy engine.
+func (p *vmmPair) bytesThrough(t *testing.T) {
+	w0, w1, b0, b1, own, peer, size := p.w0, p.w1, p.b0, p.b1, p.own, p.peer, p.size
+	var err error
 	pattern := make([]byte, 4096)
 	for i := range pattern {
 		pattern[i] = byte(i*31 + 7)
@@ -194,8 +227,13 @@ func testVMMAtomics(t *testing.T, kind string) {
 	}
 	t.Logf("copy %d MiB within the peer mapping from device 1: %v (%.1f GB/s, %s)", size/2>>20, cr.Elapsed,
 		float64(size/2)/cr.Elapsed.Seconds()/1e9, cr.Method)
+}
 
-	// Atomics. Zero the counter first.
+// counter: both devices add to the one counter at once, each through its
+// own address of it; both views must read every add.
+func (p *vmmPair) counter(t *testing.T) {
+	w0, w1, b0, b1, own, peer, i0, kind := p.w0, p.w1, p.b0, p.b1, p.own, p.peer, p.i0, p.kind
+	var err error
 	zero := make([]byte, 8)
 	w0.do(func() { err = b0.Write(own, 0, zero) })
 	if err != nil {
@@ -218,7 +256,7 @@ func testVMMAtomics(t *testing.T, kind string) {
 	var r0, r1 backend.LaunchResult
 	var e0, e1 error
 	wg.Add(2)
-	start = time.Now()
+	start := time.Now()
 	go w0.do(func() { defer wg.Done(); r0, e0 = b0.Launch(k, grid, block, args(own.Addr(), 0)) })
 	go w1.do(func() { defer wg.Done(); r1, e1 = b1.Launch(k, grid, block, args(peer.Addr(), 1)) })
 	wg.Wait()
@@ -254,27 +292,22 @@ func testVMMAtomics(t *testing.T, kind string) {
 			t.Errorf("counter %d / %d, want %d", g0, g1, want)
 		}
 	}
+}
 
-	w1.do(func() { err = b1.Free(peer) })
+// free releases the import and the buffer; a second Free must fail.
+func (p *vmmPair) free(t *testing.T) {
+	var err error
+	p.w1.do(func() { err = p.b1.Free(p.peer) })
 	if err != nil {
 		t.Errorf("Free(import): %v", err)
 	}
-	w0.do(func() { err = b0.Free(own) })
+	p.w0.do(func() { err = p.b0.Free(p.own) })
 	if err != nil {
 		t.Errorf("Free(own): %v", err)
 	}
-	w0.do(func() { err = b0.Free(own) })
+	p.w0.do(func() { err = p.b0.Free(p.own) })
 	if err == nil {
 		t.Error("double Free succeeded")
-	}
-	var free0After, free1After uint64
-	w0.do(func() { free0After, _, _ = b0.MemInfo() })
-	w1.do(func() { free1After, _, _ = b1.MemInfo() })
-	t.Logf("free memory device 0: %d -> %d, device 1: %d -> %d", free0Before, free0After, free1Before, free1After)
-	for i, p := range [][2]uint64{{free0Before, free0After}, {free1Before, free1After}} {
-		if diff := int64(p[0]) - int64(p[1]); diff > 2<<20 || diff < -(2<<20) {
-			t.Errorf("device %d leaked %d bytes", i, diff)
-		}
 	}
 }
 
