@@ -305,7 +305,10 @@ var amdRules = map[string]amdRule{
 	"gfx1201": {acqSys: "global_inv", acqDev: "global_inv", relSys: "global_wb", relDev: "global_wb"},
 }
 
-// checkAMDGPUKernel checks one kernel body on one target.
+// checkAMDGPUKernel checks one kernel body on one target, in steps: each
+// instruction against the target's scope encoding, the acquire/release
+// cache ops the order needs, min/max's operation, and the counts of
+// atomics and system-scoped accesses the kernel's source implies.
 func checkAMDGPUKernel(target string, k Kernel, body []string) []string {
 	var errs []string
 	bad := func(f string, a ...any) { errs = append(errs, k.Name+" ["+target+"]: "+fmt.Sprintf(f, a...)) }
@@ -315,6 +318,116 @@ func checkAMDGPUKernel(target string, k Kernel, body []string) []string {
 	}
 	ins := amdInsns(body)
 	sys := k.Scope == Sys
+	n := amdCount(ins, bad)
+	if scope := amdScopeRules[target]; scope != nil {
+		for _, i := range ins {
+			scope(k, i, sys, bad)
+		}
+	}
+	checkAMDOrder(k, rule, ins, bad)
+	if k.Op == OpMin || k.Op == OpMax {
+		checkAMDMinMax(k, ins, bad)
+	}
+	checkAMDCounts(target, k, body, n, bad)
+	return errs
+}
+
+// badf records one failure of a check.
+type badf func(format string, a ...any)
+
+// amdCounts are the instruction counts the later checks compare with the
+// kernel's source.
+type amdCounts struct {
+	atomics   int
+	sysLoads  int // system-scoped (non-RMW) loads: the polls of a litmus kernel
+	sysStores int // system-scoped stores: its flags and published data
+}
+
+// amdCount counts atomics and system-scoped loads and stores, and fails any
+// scratch access (a spilled kernel).
+func amdCount(ins []amdInsn, bad badf) amdCounts {
+	var n amdCounts
+	for _, i := range ins {
+		sysScoped := i.fields["sc0"] && i.fields["sc1"] || i.fields["scope:SCOPE_SYS"]
+		if isLoad(i) && sysScoped {
+			n.sysLoads++
+		}
+		if isStore(i) && sysScoped {
+			n.sysStores++
+		}
+		if strings.HasPrefix(i.mnem, "scratch_") {
+			bad("uses scratch: %s", i.text)
+		}
+		if i.isAtomic() {
+			n.atomics++
+		}
+	}
+	return n
+}
+
+// amdScopeRules check one instruction's scope bits, per target family that
+// encodes scope in the instruction.
+var amdScopeRules = map[string]func(k Kernel, i amdInsn, sys bool, bad badf){
+	"gfx942":  gfx942Scope,
+	"gfx1200": gfx12Scope,
+	"gfx1201": gfx12Scope,
+	"gfx90a": func(k Kernel, i amdInsn, sys bool, bad badf) {
+		if !sys && (i.mnem == "buffer_wbl2" || i.mnem == "buffer_invl2") {
+			bad("device-scope kernel writes back / invalidates L2 (system-scope release/acquire): %s", i.text)
+		}
+	},
+}
+
+func gfx942Scope(k Kernel, i amdInsn, sys bool, bad badf) {
+	both := i.fields["sc0"] && i.fields["sc1"]
+	switch {
+	case i.isAtomic() && sys && !i.fields["sc1"]:
+		bad("system-scope atomic without sc1: %s", i.text)
+	case i.isAtomic() && !sys && i.fields["sc1"]:
+		bad("device-scope kernel has a system-scope (sc1) atomic: %s", i.text)
+	case i.isCacheOp() && sys && !both:
+		bad("system-scope kernel has a non-system cache op: %s", i.text)
+	case !i.isAtomic() && i.isMem() && !sys && both:
+		bad("device-scope kernel has a system-scope (sc0 sc1) access: %s", i.text)
+	case !i.isAtomic() && !i.isCacheOp() && i.isMem() && sys && i.fields["sc1"] && !i.fields["sc0"]:
+		// sc1 alone on a load or store is an agent-scope atomic
+		// access (LLVM's GFX940 memory model): a poll or flag store
+		// that other GPUs' writes need not reach.
+		bad("system-scope kernel has an agent-scope (sc1) load or store: %s", i.text)
+	case isStore(i) && sys && polls(k) && i.fields["sc0"] && !i.fields["sc1"]:
+		// sc0 alone is a workgroup-scope atomic store (LLVM's
+		// GFX940 memory model); a plain store has no bits, an
+		// atomic store at system scope both (issue 30, N4).
+		bad("system-scope %s kernel has a workgroup-scope (sc0) store: %s", k.Op, i.text)
+	}
+}
+
+func gfx12Scope(k Kernel, i amdInsn, sys bool, bad badf) {
+	hasSys, hasDev := i.fields["scope:SCOPE_SYS"], i.fields["scope:SCOPE_DEV"]
+	narrow := i.fields["scope:SCOPE_SE"] || i.fields["scope:SCOPE_CU"]
+	switch {
+	case !sys && hasSys:
+		bad("device-scope kernel has a system-scope access: %s", i.text)
+	case sys && i.isAtomic() && !hasSys:
+		bad("system-scope atomic without scope:SCOPE_SYS: %s", i.text)
+	case sys && !i.isCacheOp() && i.isMem() && hasDev:
+		bad("system-scope kernel has a device-scope (SCOPE_DEV) load or store: %s", i.text)
+	case sys && polls(k) && isStore(i) && narrow:
+		// SCOPE_SE or SCOPE_CU on a polling kernel's flag or data
+		// store: other GPUs need not see it (issue 30, N4).
+		bad("system-scope %s kernel has a store below system scope: %s", k.Op, i.text)
+	case !sys && i.isAtomic() && !hasDev:
+		bad("device-scope atomic without scope:SCOPE_DEV: %s", i.text)
+	case i.isCacheOp() && narrow && k.Op != OpRacy: // racy's block barrier is workgroup scope
+		bad("unexpected workgroup-scope cache op: %s", i.text)
+	case i.isCacheOp() && !narrow && sys && !hasSys:
+		bad("system-scope kernel has a non-system cache op: %s", i.text)
+	}
+}
+
+// checkAMDOrder is the order's evidence: acquire invalidates after, release
+// writes back before, and a relaxed kernel has no cache op.
+func checkAMDOrder(k Kernel, rule amdRule, ins []amdInsn, bad badf) {
 	has := func(m string) bool {
 		for _, i := range ins {
 			if i.mnem == m {
@@ -323,76 +436,8 @@ func checkAMDGPUKernel(target string, k Kernel, body []string) []string {
 		}
 		return false
 	}
-	atomics := 0
-	sysLoads := 0  // system-scoped (non-RMW) loads: the polls of a litmus kernel
-	sysStores := 0 // system-scoped stores: its flags and published data
-	for _, i := range ins {
-		sysScoped := i.fields["sc0"] && i.fields["sc1"] || i.fields["scope:SCOPE_SYS"]
-		if isLoad(i) && sysScoped {
-			sysLoads++
-		}
-		if isStore(i) && sysScoped {
-			sysStores++
-		}
-		if strings.HasPrefix(i.mnem, "scratch_") {
-			bad("uses scratch: %s", i.text)
-		}
-		if i.isAtomic() {
-			atomics++
-		}
-		switch target {
-		case "gfx942":
-			both := i.fields["sc0"] && i.fields["sc1"]
-			switch {
-			case i.isAtomic() && sys && !i.fields["sc1"]:
-				bad("system-scope atomic without sc1: %s", i.text)
-			case i.isAtomic() && !sys && i.fields["sc1"]:
-				bad("device-scope kernel has a system-scope (sc1) atomic: %s", i.text)
-			case i.isCacheOp() && sys && !both:
-				bad("system-scope kernel has a non-system cache op: %s", i.text)
-			case !i.isAtomic() && i.isMem() && !sys && both:
-				bad("device-scope kernel has a system-scope (sc0 sc1) access: %s", i.text)
-			case !i.isAtomic() && !i.isCacheOp() && i.isMem() && sys && i.fields["sc1"] && !i.fields["sc0"]:
-				// sc1 alone on a load or store is an agent-scope atomic
-				// access (LLVM's GFX940 memory model): a poll or flag store
-				// that other GPUs' writes need not reach.
-				bad("system-scope kernel has an agent-scope (sc1) load or store: %s", i.text)
-			case isStore(i) && sys && polls(k) && i.fields["sc0"] && !i.fields["sc1"]:
-				// sc0 alone is a workgroup-scope atomic store (LLVM's
-				// GFX940 memory model); a plain store has no bits, an
-				// atomic store at system scope both (issue 30, N4).
-				bad("system-scope %s kernel has a workgroup-scope (sc0) store: %s", k.Op, i.text)
-			}
-		case "gfx1200", "gfx1201":
-			hasSys, hasDev := i.fields["scope:SCOPE_SYS"], i.fields["scope:SCOPE_DEV"]
-			narrow := i.fields["scope:SCOPE_SE"] || i.fields["scope:SCOPE_CU"]
-			switch {
-			case !sys && hasSys:
-				bad("device-scope kernel has a system-scope access: %s", i.text)
-			case sys && i.isAtomic() && !hasSys:
-				bad("system-scope atomic without scope:SCOPE_SYS: %s", i.text)
-			case sys && !i.isCacheOp() && i.isMem() && hasDev:
-				bad("system-scope kernel has a device-scope (SCOPE_DEV) load or store: %s", i.text)
-			case sys && polls(k) && isStore(i) && narrow:
-				// SCOPE_SE or SCOPE_CU on a polling kernel's flag or data
-				// store: other GPUs need not see it (issue 30, N4).
-				bad("system-scope %s kernel has a store below system scope: %s", k.Op, i.text)
-			case !sys && i.isAtomic() && !hasDev:
-				bad("device-scope atomic without scope:SCOPE_DEV: %s", i.text)
-			case i.isCacheOp() && narrow && k.Op != OpRacy: // racy's block barrier is workgroup scope
-				bad("unexpected workgroup-scope cache op: %s", i.text)
-			case i.isCacheOp() && !narrow && sys && !hasSys:
-				bad("system-scope kernel has a non-system cache op: %s", i.text)
-			}
-		case "gfx90a":
-			if !sys && (i.mnem == "buffer_wbl2" || i.mnem == "buffer_invl2") {
-				bad("device-scope kernel writes back / invalidates L2 (system-scope release/acquire): %s", i.text)
-			}
-		}
-	}
-	// Order evidence: acquire invalidates after, release writes back before.
 	acq, rel := rule.acqDev, rule.relDev
-	if sys {
+	if k.Scope == Sys {
 		acq, rel = rule.acqSys, rule.relSys
 	}
 	wantAcq := k.Order == Acquire || k.Order == AcqRel || k.Order == SeqCst
@@ -405,68 +450,77 @@ func checkAMDGPUKernel(target string, k Kernel, body []string) []string {
 		// memory model), with nothing to acquire.
 		wantAcq = false
 	}
-	if k.Order != Plain {
-		if wantAcq && acq != "" && !has(acq) {
-			bad("order %s at this scope needs %s (acquire)", k.Order, acq)
-		}
-		if wantRel && rel != "" && !has(rel) {
-			bad("order %s at this scope needs %s (release)", k.Order, rel)
-		}
-		if !wantAcq && !wantRel {
-			for _, i := range ins {
-				if i.isCacheOp() {
-					bad("relaxed kernel has a cache op: %s", i.text)
-				}
-			}
-		}
+	if k.Order == Plain {
+		return
 	}
-	// Operation: min/max signedness; system-scope min/max become CAS loops.
-	if k.Op == OpMin || k.Op == OpMax {
-		native := 0
+	if wantAcq && acq != "" && !has(acq) {
+		bad("order %s at this scope needs %s (acquire)", k.Order, acq)
+	}
+	if wantRel && rel != "" && !has(rel) {
+		bad("order %s at this scope needs %s (release)", k.Order, rel)
+	}
+	if !wantAcq && !wantRel {
 		for _, i := range ins {
-			if !i.isAtomic() {
-				continue
+			if i.isCacheOp() {
+				bad("relaxed kernel has a cache op: %s", i.text)
 			}
-			if strings.Contains(i.mnem, "cmpswap") {
-				if !sys {
-					bad("device-scope %s should be a native atomic, not a CAS loop: %s", k.Op, i.text)
-				}
-				continue
-			}
-			native++
-			signed := strings.Contains(i.mnem, "_s"+string(k.Op)) || strings.Contains(i.mnem, string(k.Op)+"_i")
-			unsigned := strings.Contains(i.mnem, "_u"+string(k.Op)) || strings.Contains(i.mnem, string(k.Op)+"_u")
-			if !strings.Contains(i.mnem, string(k.Op)) || signed != k.Type.Signed() || unsigned == k.Type.Signed() {
-				bad("atomic %s has the wrong operation or signedness for %s: %s", i.mnem, k.Type, i.text)
-			}
-		}
-		if sys && native != 0 {
-			bad("clang-19 expands system-scope %s into a CAS loop; a native one appeared", k.Op)
 		}
 	}
-	if isRMW(k) && atomics == 0 {
+}
+
+// checkAMDMinMax: min/max's operation and signedness; system-scope min/max
+// become CAS loops.
+func checkAMDMinMax(k Kernel, ins []amdInsn, bad badf) {
+	sys := k.Scope == Sys
+	native := 0
+	for _, i := range ins {
+		if !i.isAtomic() {
+			continue
+		}
+		if strings.Contains(i.mnem, "cmpswap") {
+			if !sys {
+				bad("device-scope %s should be a native atomic, not a CAS loop: %s", k.Op, i.text)
+			}
+			continue
+		}
+		native++
+		signed := strings.Contains(i.mnem, "_s"+string(k.Op)) || strings.Contains(i.mnem, string(k.Op)+"_i")
+		unsigned := strings.Contains(i.mnem, "_u"+string(k.Op)) || strings.Contains(i.mnem, string(k.Op)+"_u")
+		if !strings.Contains(i.mnem, string(k.Op)) || signed != k.Type.Signed() || unsigned == k.Type.Signed() {
+			bad("atomic %s has the wrong operation or signedness for %s: %s", i.mnem, k.Type, i.text)
+		}
+	}
+	if sys && native != 0 {
+		bad("clang-19 expands system-scope %s into a CAS loop; a native one appeared", k.Op)
+	}
+}
+
+// checkAMDCounts compares the counts with what the kernel's source implies.
+func checkAMDCounts(target string, k Kernel, body []string, n amdCounts, bad badf) {
+	sys := k.Scope == Sys
+	if isRMW(k) && n.atomics == 0 {
 		bad("no atomic instruction")
 	}
 	// A polling kernel's atomic loads are its evidence: at system scope at
 	// least one must be system-scoped on the targets that encode scope in
 	// the instruction (gfx940's sc0 sc1, gfx12's scope:SCOPE_SYS).
-	if sys && polls(k) && (target == "gfx942" || target == "gfx1200" || target == "gfx1201") && sysLoads == 0 {
+	scoped := target == "gfx942" || target == "gfx1200" || target == "gfx1201"
+	if sys && polls(k) && scoped && n.sysLoads == 0 {
 		bad("system-scope %s kernel has no system-scoped load (its polls would be agent-scope)", k.Op)
 	}
 	// Its atomic stores likewise: a store demoted to no scope bits looks
 	// like the plain out[] writes beside it, so the count of system-scoped
 	// stores must reach the source's system-scope atomic store sites
 	// (sysStoreSites); one fewer is a flag or datum other GPUs need not see.
-	if want, ok := sysStoreSites[k.Op]; ok && sys && polls(k) && (target == "gfx942" || target == "gfx1200" || target == "gfx1201") && sysStores < want {
-		bad("system-scope %s kernel has %d system-scoped stores; its source has %d system-scope atomic stores (one was demoted in scope)", k.Op, sysStores, want)
+	if want, ok := sysStoreSites[k.Op]; ok && sys && polls(k) && scoped && n.sysStores < want {
+		bad("system-scope %s kernel has %d system-scoped stores; its source has %d system-scope atomic stores (one was demoted in scope)", k.Op, n.sysStores, want)
 	}
-	if k.Op == OpRacy && atomics != 1 {
-		bad("want exactly one atomic (the barrier), have %d: the counter must stay a plain load and store", atomics)
+	if k.Op == OpRacy && n.atomics != 1 {
+		bad("want exactly one atomic (the barrier), have %d: the counter must stay a plain load and store", n.atomics)
 	}
 	if k.Op == OpCopy && !(strings.Contains(strings.Join(body, "\n"), "x4 ") || strings.Contains(strings.Join(body, "\n"), "_b128 ")) {
 		bad("copy must move 16 bytes per access (dwordx4 / b128)")
 	}
-	return errs
 }
 
 // checkAMDGPU checks every manifest kernel of one disassembled object.
