@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -179,161 +180,190 @@ func checkPTX(text, wantTarget string) []string {
 	return errs
 }
 
-// checkPTXKernel checks one kernel body against its name.
+// checkPTXKernel checks one kernel body against its name: every memory
+// op's scope, then the ops and orders the kernel's family allows.
 func checkPTXKernel(k Kernel, body []string) []string {
-	var errs []string
-	bad := func(f string, a ...any) { errs = append(errs, k.Name+": "+fmt.Sprintf(f, a...)) }
-	ops := ptxMemOps(body)
-	count := map[string]int{} // "kind.sem"
-	for _, m := range ops {
-		count[m.kind+"."+m.sem]++
-		// Scope: _sys kernels put .sys on everything, _dev kernels never.
-		switch {
-		case m.kind == "membar":
-			bad("membar is not allowed (use fence): %s", m.text)
-		case k.Scope == Sys && m.scope != "sys":
-			bad("system-scope kernel has a non-system %s: %s", m.kind, m.text)
-		case k.Scope == Dev && m.scope == "sys":
-			bad("device-scope kernel has a system-scope %s: %s", m.kind, m.text)
-		case k.Scope == Dev && m.scope != "gpu" && m.scope != "":
-			bad("device-scope kernel has a %q-scope %s: %s", m.scope, m.kind, m.text)
-		}
-		if m.kind == "atom" && m.sem == "" {
-			bad("atom without an explicit .sem: %s", m.text)
-		}
-	}
-	need := func(key string, min int) {
-		if count[key] < min {
-			bad("want at least %d %s, have %d", min, key, count[key])
-		}
-	}
-	only := func(allowed ...string) {
-		for _, m := range ops {
-			key := m.kind + "." + m.sem
-			ok := false
-			for _, a := range allowed {
-				ok = ok || a == key
-			}
-			if !ok {
-				bad("unexpected %s for order %s: %s", key, k.Order, m.text)
-			}
-		}
-	}
+	c := newPTXCheck(k, body)
 	switch {
 	case isRMW(k) || (k.Op == OpAdd && k.Type == F32):
-		sem := ptxSem[k.Order]
-		op, typ := ptxAtomOp(k)
-		if k.Op == OpAdd && k.Type == F32 {
-			op, typ = "add", "f32"
-		}
-		n := 0
-		for _, m := range ops {
-			if m.kind != "atom" {
-				continue
-			}
-			n++
-			if m.sem != sem {
-				bad("atom has .%s, order %s wants .%s: %s", m.sem, k.Order, sem, m.text)
-			}
-			if m.op != op || m.typ != typ {
-				bad("atom is .%s.%s, want .%s.%s (signedness/width): %s", m.op, m.typ, op, typ, m.text)
-			}
-		}
-		if n == 0 {
-			bad("no atom instruction")
-		}
-		if k.Op == OpCAS {
-			only("atom."+sem, "ld.relaxed") // first guess is a relaxed load at the same scope
-		} else {
-			only("atom." + sem)
-		}
+		c.atom()
 	case IsLitmusEnv(k.Op):
-		// The round barrier is a relaxed atom plus relaxed polls; the
-		// stress and 2+2W's collect are relaxed; the tested accesses carry
-		// the kernel's order.
-		need("atom.relaxed", 1)
-		switch {
-		case k.Order == Relaxed: // the mutants (and CoRR): nothing ordered at all
-			only("atom.relaxed", "ld.relaxed", "st.relaxed")
-		case k.Op == OpPIRIW && k.Order == Acquire: // IRIW's mutant: acquire loads, no fence
-			if count["ld.acquire"] != 2 {
-				bad("want exactly 2 ld.acquire (the readers' loads), have %d", count["ld.acquire"])
-			}
-			only("atom.relaxed", "ld.relaxed", "st.relaxed", "ld.acquire")
-		case k.Order == SeqCst: // sb, iriw, 2+2w: fence.sc + st.relaxed / fence.sc + ld.acquire
-			// psb: one seq_cst store and one load; piriw: one store (both
-			// writers share it) and the readers' two loads; p22w: two stores.
-			want := map[Op][2]int{OpPSB: {2, 1}, OpPIRIW: {3, 2}, OpP22W: {2, 0}}[k.Op]
-			if count["fence.sc"] != want[0] || count["ld.acquire"] != want[1] {
-				bad("want exactly %d fence.sc and %d ld.acquire (seq_cst stores and loads), have %d and %d", want[0], want[1], count["fence.sc"], count["ld.acquire"])
-			}
-			only("atom.relaxed", "ld.relaxed", "st.relaxed", "fence.sc", "ld.acquire")
-			for i, m := range ops {
-				if m.kind == "fence" && (i+1 == len(ops) || (ops[i+1].kind+"."+ops[i+1].sem != "st.relaxed" && ops[i+1].kind+"."+ops[i+1].sem != "ld.acquire")) {
-					bad("fence.sc not followed by the seq_cst store or load: %s", m.text)
-				}
-				if m.kind == "ld" && m.sem == "acquire" && (i == 0 || ops[i-1].kind != "fence") {
-					bad("seq_cst ld not preceded by fence.sc: %s", m.text)
-				}
-			}
-		default: // mp, lb: exactly one release store and one acquire load
-			if count["st.release"] != 1 || count["ld.acquire"] != 1 {
-				bad("want exactly 1 st.release and 1 ld.acquire, have %d and %d", count["st.release"], count["ld.acquire"])
-			}
-			only("atom.relaxed", "ld.relaxed", "st.relaxed", "st.release", "ld.acquire")
-		}
+		c.litmusEnv()
 	case k.Op == OpTally:
-		need("atom.relaxed", 1)
-		only("atom.relaxed")
+		c.need("atom.relaxed", 1)
+		c.only("atom.relaxed")
 	case k.Op == OpSpread || k.Op == OpAllReduce || k.Op == OpSum:
-		need("atom.relaxed", 1)
-		only("atom.relaxed")
+		c.need("atom.relaxed", 1)
+		c.only("atom.relaxed")
 	case k.Op == OpMP && k.Order == AcqRel:
-		need("st.release", 1)
-		need("ld.acquire", 1)
-		only("st.release", "ld.acquire", "st.relaxed", "ld.relaxed", "atom.relaxed")
+		c.need("st.release", 1)
+		c.need("ld.acquire", 1)
+		c.only("st.release", "ld.acquire", "st.relaxed", "ld.relaxed", "atom.relaxed")
 	case k.Op == OpMP && k.Order == Relaxed:
-		need("st.relaxed", 1)
-		need("ld.relaxed", 1)
-		only("st.relaxed", "ld.relaxed", "atom.relaxed")
+		c.need("st.relaxed", 1)
+		c.need("ld.relaxed", 1)
+		c.only("st.relaxed", "ld.relaxed", "atom.relaxed")
 	case k.Order == SeqCst: // sb, iriw: fence.sc then ld.acquire / st.relaxed (PTX Atomics ABI)
-		need("fence.sc", 2)
-		only("fence.sc", "ld.acquire", "st.relaxed")
-		for i, m := range ops {
-			if (m.kind == "ld" || m.kind == "st") && (i == 0 || ops[i-1].kind != "fence" || ops[i-1].sem != "sc") {
-				bad("seq_cst %s not preceded by fence.sc: %s", m.kind, m.text)
+		c.need("fence.sc", 2)
+		c.only("fence.sc", "ld.acquire", "st.relaxed")
+		for i, m := range c.ops {
+			if (m.kind == "ld" || m.kind == "st") && (i == 0 || c.ops[i-1].kind != "fence" || c.ops[i-1].sem != "sc") {
+				c.bad("seq_cst %s not preceded by fence.sc: %s", m.kind, m.text)
 			}
 		}
 	case k.Op == OpPingPong:
-		need("ld.acquire", 1)
-		need("st.release", 1)
-		only("ld.acquire", "st.release")
+		c.need("ld.acquire", 1)
+		c.need("st.release", 1)
+		c.only("ld.acquire", "st.release")
 	case k.Op == OpWait:
-		need("ld.acquire", 1)
-		only("ld.acquire")
+		c.need("ld.acquire", 1)
+		c.only("ld.acquire")
 	case k.Op == OpRacy:
 		// The barrier is the only atomic; the counter is volatile load/store.
-		need("atom.acq_rel", 1)
-		only("atom.acq_rel", "ld.acquire")
-		if count["atom.acq_rel"] != 1 {
-			bad("want exactly one atom (the barrier), have %d", count["atom.acq_rel"])
+		c.need("atom.acq_rel", 1)
+		c.only("atom.acq_rel", "ld.acquire")
+		if c.count["atom.acq_rel"] != 1 {
+			c.bad("want exactly one atom (the barrier), have %d", c.count["atom.acq_rel"])
 		}
 		if !bodyHas(body, "ld.volatile.global.u64") || !bodyHas(body, "st.volatile.global.u64") {
-			bad("racy counter must be a volatile load and a volatile store")
+			c.bad("racy counter must be a volatile load and a volatile store")
 		}
 	case k.Op == OpCopy:
-		only()
+		c.only()
 		if !bodyHas(body, "ld.global.v2.u64") || !bodyHas(body, "st.global.v2.u64") {
-			bad("copy must move 16 bytes per access (ld/st.global.v2.u64)")
+			c.bad("copy must move 16 bytes per access (ld/st.global.v2.u64)")
 		}
 	case k.Op == OpFill:
 		// Plain stores; the one atomic is the witness's count.
-		need("atom.relaxed", 1)
-		only("atom.relaxed")
+		c.need("atom.relaxed", 1)
+		c.only("atom.relaxed")
 	default:
-		bad("no PTX rule for this kernel: add one to ptx_test.go")
+		c.bad("no PTX rule for this kernel: add one to ptx_test.go")
 	}
-	return errs
+	return c.errs
+}
+
+// ptxCheck is one kernel's check: its memory ops, their count by
+// "kind.sem", and the failures so far.
+type ptxCheck struct {
+	k     Kernel
+	ops   []ptxMemOp
+	count map[string]int
+	errs  []string
+}
+
+// newPTXCheck counts the ops and checks their scope: _sys kernels put .sys
+// on everything, _dev kernels never.
+func newPTXCheck(k Kernel, body []string) *ptxCheck {
+	c := &ptxCheck{k: k, ops: ptxMemOps(body), count: map[string]int{}}
+	for _, m := range c.ops {
+		c.count[m.kind+"."+m.sem]++
+		switch {
+		case m.kind == "membar":
+			c.bad("membar is not allowed (use fence): %s", m.text)
+		case k.Scope == Sys && m.scope != "sys":
+			c.bad("system-scope kernel has a non-system %s: %s", m.kind, m.text)
+		case k.Scope == Dev && m.scope == "sys":
+			c.bad("device-scope kernel has a system-scope %s: %s", m.kind, m.text)
+		case k.Scope == Dev && m.scope != "gpu" && m.scope != "":
+			c.bad("device-scope kernel has a %q-scope %s: %s", m.scope, m.kind, m.text)
+		}
+		if m.kind == "atom" && m.sem == "" {
+			c.bad("atom without an explicit .sem: %s", m.text)
+		}
+	}
+	return c
+}
+
+func (c *ptxCheck) bad(f string, a ...any) {
+	c.errs = append(c.errs, c.k.Name+": "+fmt.Sprintf(f, a...))
+}
+
+// need fails unless the body has at least min ops of key ("kind.sem").
+func (c *ptxCheck) need(key string, min int) {
+	if c.count[key] < min {
+		c.bad("want at least %d %s, have %d", min, key, c.count[key])
+	}
+}
+
+// only fails every op whose "kind.sem" is not allowed.
+func (c *ptxCheck) only(allowed ...string) {
+	for _, m := range c.ops {
+		key := m.kind + "." + m.sem
+		if !slices.Contains(allowed, key) {
+			c.bad("unexpected %s for order %s: %s", key, c.k.Order, m.text)
+		}
+	}
+}
+
+// atom: an RMW kernel's atoms carry its order's .sem and its op and type
+// (signedness, width); CAS also loads its first guess.
+func (c *ptxCheck) atom() {
+	k := c.k
+	sem := ptxSem[k.Order]
+	op, typ := ptxAtomOp(k)
+	if k.Op == OpAdd && k.Type == F32 {
+		op, typ = "add", "f32"
+	}
+	n := 0
+	for _, m := range c.ops {
+		if m.kind != "atom" {
+			continue
+		}
+		n++
+		if m.sem != sem {
+			c.bad("atom has .%s, order %s wants .%s: %s", m.sem, k.Order, sem, m.text)
+		}
+		if m.op != op || m.typ != typ {
+			c.bad("atom is .%s.%s, want .%s.%s (signedness/width): %s", m.op, m.typ, op, typ, m.text)
+		}
+	}
+	if n == 0 {
+		c.bad("no atom instruction")
+	}
+	if k.Op == OpCAS {
+		c.only("atom."+sem, "ld.relaxed") // first guess is a relaxed load at the same scope
+	} else {
+		c.only("atom." + sem)
+	}
+}
+
+// litmusEnv: the round barrier is a relaxed atom plus relaxed polls; the
+// stress and 2+2W's collect are relaxed; the tested accesses carry the
+// kernel's order.
+func (c *ptxCheck) litmusEnv() {
+	k := c.k
+	c.need("atom.relaxed", 1)
+	switch {
+	case k.Order == Relaxed: // the mutants (and CoRR): nothing ordered at all
+		c.only("atom.relaxed", "ld.relaxed", "st.relaxed")
+	case k.Op == OpPIRIW && k.Order == Acquire: // IRIW's mutant: acquire loads, no fence
+		if c.count["ld.acquire"] != 2 {
+			c.bad("want exactly 2 ld.acquire (the readers' loads), have %d", c.count["ld.acquire"])
+		}
+		c.only("atom.relaxed", "ld.relaxed", "st.relaxed", "ld.acquire")
+	case k.Order == SeqCst: // sb, iriw, 2+2w: fence.sc + st.relaxed / fence.sc + ld.acquire
+		// psb: one seq_cst store and one load; piriw: one store (both
+		// writers share it) and the readers' two loads; p22w: two stores.
+		want := map[Op][2]int{OpPSB: {2, 1}, OpPIRIW: {3, 2}, OpP22W: {2, 0}}[k.Op]
+		if c.count["fence.sc"] != want[0] || c.count["ld.acquire"] != want[1] {
+			c.bad("want exactly %d fence.sc and %d ld.acquire (seq_cst stores and loads), have %d and %d", want[0], want[1], c.count["fence.sc"], c.count["ld.acquire"])
+		}
+		c.only("atom.relaxed", "ld.relaxed", "st.relaxed", "fence.sc", "ld.acquire")
+		for i, m := range c.ops {
+			if m.kind == "fence" && (i+1 == len(c.ops) || (c.ops[i+1].kind+"."+c.ops[i+1].sem != "st.relaxed" && c.ops[i+1].kind+"."+c.ops[i+1].sem != "ld.acquire")) {
+				c.bad("fence.sc not followed by the seq_cst store or load: %s", m.text)
+			}
+			if m.kind == "ld" && m.sem == "acquire" && (i == 0 || c.ops[i-1].kind != "fence") {
+				c.bad("seq_cst ld not preceded by fence.sc: %s", m.text)
+			}
+		}
+	default: // mp, lb: exactly one release store and one acquire load
+		if c.count["st.release"] != 1 || c.count["ld.acquire"] != 1 {
+			c.bad("want exactly 1 st.release and 1 ld.acquire, have %d and %d", c.count["st.release"], c.count["ld.acquire"])
+		}
+		c.only("atom.relaxed", "ld.relaxed", "st.relaxed", "st.release", "ld.acquire")
+	}
 }
 
 func bodyHas(body []string, prefix string) bool {
