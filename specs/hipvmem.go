@@ -33,11 +33,13 @@ func (b *builder) hipVmem() {
 	if k.Info {
 		labels = append(labels, "info")
 	}
-	b.add("hsavmem", k.Name, b.o.Ranks, report.Pass, labels, 60*time.Second, func(c *harness.Ctx) error {
-		m, err := c.SharedKind(0, hipVmemKind, 1<<20, true)
-		if err != nil {
-			return err
-		}
-		return runCounterOn(c, k, m, 0)
-	})
+	b.add(Spec{Name: "hsavmem", Variant: k.Name, Ranks: b.o.Ranks, Expected: report.Pass,
+		Labels: labels, Timeout: 60 * time.Second,
+		Run: func(c *harness.Ctx) error {
+			m, err := c.SharedKind(0, hipVmemKind, 1<<20, true)
+			if err != nil {
+				return err
+			}
+			return runCounterOn(c, k, m, 0)
+		}})
 }
