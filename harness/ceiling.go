@@ -35,7 +35,7 @@ type Flow struct {
 }
 
 // MemLoc is where memory of the case's kind owned by rank lives.
-func (c *Ctx) MemLoc(rank int) Loc { return Loc{Rank: rank, Host: c.Kind == "vmm-host"} }
+func (c *Ctx) MemLoc(rank int) Loc { return Loc{Rank: rank, Host: c.KindSpec().HostMemory} }
 
 // resource is what a copy's bytes cross: a GPU's HBM, or its NVLinks or
 // PCIe link in one direction.

@@ -3,12 +3,12 @@ package harness
 import (
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/internal/device"
 )
@@ -28,53 +28,16 @@ var (
 	reDumpSig = regexp.MustCompile(`(?m)^(SIG[A-Z]+): (.*)$`)
 	rePanic   = regexp.MustCompile(`(?m)^panic: (.*)$`)
 	reFatal   = regexp.MustCompile(`(?m)^fatal error: (.*)$`)
-	// ROCr's default VM-fault handler (ROCR runtime.cpp), before abort():
-	// "… node-%u (Agent handle: %p) on address %p%s. Reason: %s." where %s
-	// is "(may not be exact address)" for an imprecise fault, glibc prints
-	// a NULL %p as "(nil)", and older ROCr omits the agent handle.
-	reAMDFault = regexp.MustCompile(`Memory access fault by GPU node-(\d+)(?: \(Agent handle: (0x[0-9a-fA-F]+|\(nil\))\))? on address (0x[0-9a-fA-F]+|\(nil\))( ?\(may not be exact address\))?\. Reason: ([^\n]*?)\.?\s*$`)
-	// ROCr's other abort lines (core/runtime/runtime.cpp): a HW exception
-	// with no handler that returned SUCCESS, and a memory error event.
-	reAMDHWException = regexp.MustCompile(`HW Exception by GPU node-(\d+)(?: \(Agent handle: (?:0x[0-9a-fA-F]+|\(nil\))\))? reason ?: ?([^\n]*?)\s*$`)
-	reAMDMemCritical = regexp.MustCompile(`Memory critical error by agent node-(\d+)(?: \(Agent handle: (?:0x[0-9a-fA-F]+|\(nil\))\))?(?: on address (0x[0-9a-fA-F]+|\(nil\)))?\. Reason: ([^\n]*?)\.?\s*$`)
-	// CLR's queue error callback (rocclr/device/rocm/rocvirtual.cpp and
-	// rocdevice.cpp): every aperture violation, illegal instruction and
-	// queue exception a HIP rank meets. CLR prints no node; the queue is
-	// kept in the reason.
-	reCLRQueue = regexp.MustCompile(`Callback: Queue (0x[0-9a-fA-F]+|\(nil\)) aborting with error : (HSA_STATUS_[A-Z_]+): ?([^\n]*?)\s*code: 0x([0-9a-fA-F]+)`)
-	// CUDA sticky errors as a Go error string names them.
-	reCUDASticky = regexp.MustCompile(`CUDA_ERROR_(ILLEGAL_ADDRESS|LAUNCH_FAILED|ILLEGAL_INSTRUCTION|MISALIGNED_ADDRESS|INVALID_ADDRESS_SPACE|INVALID_PC|HARDWARE_STACK_ERROR)\b(?:\D*\((\d+)\))?`)
 )
 
-// ParseFault finds a GPU fault signature in a rank's stderr.
+// ParseFault finds a GPU fault signature in a rank's stderr: the rank's own
+// line (device.Fault.Line) first, else a line its backend's runtime printed
+// (each backend's FaultParsers, harness/backends).
 func ParseFault(stderr string) *report.Fault {
 	if f := device.ParseLine(stderr); f != nil {
-		return f // the rank's own line (device.Fault.Line)
+		return f
 	}
-	for _, line := range strings.Split(stderr, "\n") {
-		if m := reAMDFault.FindStringSubmatch(line); m != nil {
-			reason := m[5]
-			if m[4] != "" {
-				reason += " (may not be exact address)"
-			}
-			return &report.Fault{Vendor: "amd", Kind: "gpu", Name: "memory-access-fault", Node: m[1], Address: m[3], Reason: reason}
-		}
-		if m := reAMDHWException.FindStringSubmatch(line); m != nil {
-			return &report.Fault{Vendor: "amd", Kind: "gpu", Name: "hw-exception", Node: m[1], Reason: m[2]}
-		}
-		if m := reAMDMemCritical.FindStringSubmatch(line); m != nil {
-			return &report.Fault{Vendor: "amd", Kind: "gpu", Name: "memory-critical-error", Node: m[1], Address: m[2], Reason: m[3]}
-		}
-		if m := reCLRQueue.FindStringSubmatch(line); m != nil {
-			code, _ := strconv.ParseInt(m[4], 16, 64)
-			return &report.Fault{Vendor: "amd", Kind: "gpu", Code: code, Name: m[2], Reason: strings.TrimSuffix(m[3], ".") + " (queue " + m[1] + ")"}
-		}
-	}
-	if m := reCUDASticky.FindStringSubmatch(stderr); m != nil {
-		code, _ := strconv.ParseInt(m[2], 10, 64)
-		return &report.Fault{Vendor: "nvidia", Kind: "gpu", Code: code, Name: "CUDA_ERROR_" + m[1]}
-	}
-	return nil
+	return backends.ParseFault(stderr)
 }
 
 // Classify reads a reaped rank's ending.

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/internal/device"
 	"p2patomics/kernels"
@@ -70,6 +71,19 @@ func (c *Ctx) Info(r int) device.Info { return c.W.Infos[r] }
 // Units returns the rank's parallel units (SMs, CUs, CPUs).
 func (c *Ctx) Units(r int) int { return max(c.W.Infos[r].Units, 1) }
 
+// Backend is the descriptor of the world's backend (harness/backends): what
+// a case asks instead of comparing names (Backend().GPU). A world of a
+// backend no row has gets an empty row (no GPU, no kinds) rather than nil.
+func (c *Ctx) Backend() *backends.Backend {
+	if b := backends.Lookup(c.W.Backend); b != nil {
+		return b
+	}
+	return &backends.Backend{Name: c.W.Backend}
+}
+
+// KindSpec is the case's kind's properties (KindSpec().HostMemory, ...).
+func (c *Ctx) KindSpec() backends.KindSpec { return backends.KindSpecOf(c.W.Backend, c.Kind) }
+
 // Vendor is rank 0's device vendor.
 func (c *Ctx) Vendor() string { return c.W.Infos[0].Vendor }
 
@@ -111,14 +125,14 @@ func (c *Ctx) localKind(r int, kind string, size uint64) (int, error) {
 }
 
 // ScratchWords allocates size bytes in rank r's device memory, whatever
-// kind the case tests: the backend's first kind is its device's own memory
-// (cuda vmm, hsa fine, hip pinned, host memfd). A reduction's target lives
-// here: on vmm-host the sum kernel's 135 000 atomic adds to one word of
-// host memory crossed PCIe one by one (145 ms a check of 256 MiB, two
-// thirds of the one-GPU suite's host-memory copy time).
+// kind the case tests: the backend's first DeviceMemory kind (cuda vmm, hsa
+// fine, hip pinned, host memfd). A reduction's target lives here: on
+// vmm-host the sum kernel's 135 000 atomic adds to one word of host memory
+// crossed PCIe one by one (145 ms a check of 256 MiB, two thirds of the
+// one-GPU suite's host-memory copy time).
 func (c *Ctx) ScratchWords(r int, size uint64) (int, error) {
-	if kinds := Matrix[c.W.Backend]; len(kinds) > 0 {
-		return c.localKind(r, kinds[0], size)
+	if k := c.Backend().ScratchKind(); k != "" {
+		return c.localKind(r, k, size)
 	}
 	return c.Local(r, size)
 }

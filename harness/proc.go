@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"p2patomics/harness/backends"
 	"p2patomics/trace"
 	"p2patomics/wire"
 )
@@ -28,16 +29,11 @@ const (
 	RankArgv0 = wire.RankArgv0
 )
 
-// envAllow lists what a rank inherits; everything else is dropped so a
-// stray variable in the suite's environment cannot change a rank's driver.
-// ROCM_PATH is where the AMD backends look for their libraries when the
-// loader path lacks them; LOADER_ENABLE_LOGGING (ROCr's code-object loader)
-// and HSAKMT_* (the thunk's HSAKMT_DEBUG_LEVEL) are the switches docs/AMD.md
-// tells a user to set; P2PAT_HIP_IMPORT overrides the HIP 7.0/7.1 import
-// convention probe where it cannot run.
-var envAllow = []string{"PATH", "HOME", "USER", "LANG", "LD_LIBRARY_PATH", "TMPDIR", "NCCL_NVLS_ENABLE",
-	"ROCM_PATH", "LOADER_ENABLE_LOGGING", "P2PAT_HIP_IMPORT"}
-var envPrefixAllow = []string{"CUDA_", "HSA_", "HIP_", "ROCR_", "AMD_", "GPU_", "NVIDIA_", "__GL", "HSAKMT_"}
+// envAllow lists what a rank inherits whatever its backend; everything
+// else is dropped unless a backend's runtime reads it (its row's EnvVars
+// and EnvPrefixes, backends.EnvAllowed), so a stray variable in the suite's
+// environment cannot change a rank's driver.
+var envAllow = []string{"PATH", "HOME", "USER", "LANG", "LD_LIBRARY_PATH", "TMPDIR"}
 
 func rankEnv(rank int) []string {
 	env := []string{RankEnv + "=" + strconv.Itoa(rank), wire.ParentEnv + "=" + strconv.Itoa(os.Getpid()),
@@ -48,9 +44,7 @@ func rankEnv(rank int) []string {
 		for _, a := range envAllow {
 			ok = ok || k == a
 		}
-		for _, p := range envPrefixAllow {
-			ok = ok || strings.HasPrefix(k, p)
-		}
+		ok = ok || backends.EnvAllowed(k)
 		if ok {
 			env = append(env, kv)
 		}

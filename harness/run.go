@@ -11,34 +11,27 @@ import (
 	"sync"
 	"time"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/health"
 	"p2patomics/harness/report"
 	"p2patomics/internal/device"
 	"p2patomics/wire"
 )
 
-// Backends is the one list of backends and their allocation kinds (the
-// matrix rows), GPU backends in the order --backend=auto probes them and
-// host, the fallback, last. A backend's first kind is its device's own
-// memory (Ctx.ScratchWords relies on it). Matrix and GPUBackends derive
-// from it; each rank's backend reports the same kinds at hello (checked
-// there, and by TestMatrixMatchesBackends without a world).
-var Backends = []struct {
-	Name  string
-	Kinds []string
-}{
-	{"cuda", []string{"vmm", "vmm-host", "ipc", "dmabuf"}},
-	{"hsa", []string{"fine", "coarse"}},
-	{"hip", []string{"pinned", "uncached"}},
-	{"host", []string{"memfd"}},
-}
+// Backends is the one list of backends: the descriptors of
+// harness/backends (one file per backend), GPU backends in the order
+// --backend=auto probes them and host, the fallback, last. Matrix,
+// GPUBackends and BackendNames derive from it; each rank's backend reports
+// the same kinds at hello (checked there, and by TestMatrixMatchesBackends
+// without a world).
+var Backends = backends.All
 
 // Matrix maps each backend to its allocation kinds (from Backends). The
 // suite plans cases from it without loading any backend.
 var Matrix = func() map[string][]string {
 	m := map[string][]string{}
 	for _, b := range Backends {
-		m[b.Name] = b.Kinds
+		m[b.Name] = b.KindNames()
 	}
 	return m
 }()
@@ -47,16 +40,25 @@ var Matrix = func() map[string][]string {
 func GPUBackends() []string {
 	var names []string
 	for _, b := range Backends {
-		if b.Name != "host" {
+		if b.GPU {
 			names = append(names, b.Name)
 		}
 	}
 	return names
 }
 
-// BackendNames lists every backend, host first (as --backend's usage and
-// errors name them), then the GPU backends in probe order.
-func BackendNames() []string { return append([]string{"host"}, GPUBackends()...) }
+// BackendNames lists every backend, the ones without a GPU (host) first
+// (as --backend's usage and errors name them), then the GPU backends in
+// probe order.
+func BackendNames() []string {
+	var names []string
+	for _, b := range Backends {
+		if !b.GPU {
+			names = append(names, b.Name)
+		}
+	}
+	return append(names, GPUBackends()...)
+}
 
 // Case is one runnable case.
 type Case struct {
@@ -70,6 +72,9 @@ type Case struct {
 	Grace    time.Duration // SIGQUIT → SIGKILL grace on timeout
 	GPU      bool          // Serial; per-device lock
 	NoLeak   bool          // skip the leak check (cases that kill or poison ranks)
+	// Clocks: every launch and copy samples its device's clock (the perf
+	// cases; specs sets it where it declares the perf label).
+	Clocks bool
 	Repro    string
 	Run      func(*Ctx) error
 	// Standalone cases run without a world (suite-level canaries).
@@ -456,7 +461,7 @@ func (r *Runner) getWorld(cr *caseRun) bool {
 // it.
 func (r *Runner) takeBaseline(cr *caseRun) bool {
 	c := cr.c
-	cr.ctx = &Ctx{W: cr.w, Kind: c.Kind, Seed: r.Seed, Deadline: time.Now().Add(30 * time.Second), Clocks: slices.Contains(c.Labels, "perf")}
+	cr.ctx = &Ctx{W: cr.w, Kind: c.Kind, Seed: r.Seed, Deadline: time.Now().Add(30 * time.Second), Clocks: c.Clocks}
 	if !c.NoLeak {
 		if !r.baselineOrRespawn(cr) {
 			return false

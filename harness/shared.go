@@ -3,6 +3,8 @@ package harness
 import (
 	"fmt"
 	"time"
+
+	"p2patomics/harness/backends"
 )
 
 // Window is the interval a rank's launch or copy ran inside, in
@@ -51,7 +53,7 @@ func sharedGPU(w *World, a, b int) bool {
 	if a == b {
 		return false
 	}
-	if v := w.Infos[a].Vendor; v == "host" || v == "" {
+	if v := w.Infos[a].Vendor; v == backends.Host.Vendor || v == "" {
 		return false
 	}
 	return deviceKey(w, a) == deviceKey(w, b)

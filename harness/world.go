@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"p2patomics/harness/backends"
 	"p2patomics/internal/device"
 	"p2patomics/wire"
 )
@@ -154,7 +155,7 @@ func NewWorld(backendName string, n int, set wire.Settings, deadline time.Time) 
 			}
 		}
 	}
-	if backendName != "host" {
+	if backends.IsGPU(backendName) {
 		if err := w.lockDevices(deadline); err != nil {
 			w.Close()
 			return nil, err

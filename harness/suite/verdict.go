@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"p2patomics/harness"
+	"p2patomics/harness/backends"
 	"p2patomics/harness/expect"
 	"p2patomics/harness/fingerprint"
 	"p2patomics/harness/htmlreport"
@@ -39,8 +40,8 @@ type BackendProbe struct {
 // Line is the probe as one line of stdout.
 func (p BackendProbe) Line() string {
 	switch {
-	case p.Backend == "host":
-		return "backend host: " + p.Why
+	case !backends.IsGPU(p.Backend):
+		return "backend " + p.Backend + ": " + p.Why
 	case p.Loaded:
 		return fmt.Sprintf("backend %s: loaded: %d device(s) (%s), driver %s", p.Backend, p.Devices, p.Device, p.Driver)
 	}
@@ -75,18 +76,11 @@ func firstLine(s string) string {
 	return strings.TrimSpace(s)
 }
 
-// gpuNodes lists the GPU device nodes that exist (/dev/nvidia<N>, /dev/kfd):
-// where they do, a GPU backend that does not load is a broken stack, not a
-// machine without GPUs. A variable so tests can plant nodes.
-var gpuNodes = func() []string {
-	var nodes []string
-	ms, _ := filepath.Glob("/dev/nvidia[0-9]*")
-	nodes = append(nodes, ms...)
-	if _, err := os.Stat("/dev/kfd"); err == nil {
-		nodes = append(nodes, "/dev/kfd")
-	}
-	return nodes
-}
+// gpuNodes lists the GPU device nodes that exist (each backend's row names
+// its own, backends.DeviceNodes): where they do, a GPU backend that does
+// not load is a broken stack, not a machine without GPUs. A variable so
+// tests can plant nodes.
+var gpuNodes = backends.DeviceNodes
 
 // probeFunc opens one backend; a variable so tests can fake a driver.
 var probeFunc = probe
@@ -98,9 +92,9 @@ var probeFunc = probe
 // is a usage error with a hint. Either way, before any case runs.
 func (r *Run) resolveBackends() ([]string, error) {
 	o := r.Opts
-	if o.Backend == "host" {
-		r.Probes = []BackendProbe{{Backend: "host", Loaded: true, Used: true, Why: "chosen with --backend=host"}}
-		return []string{"host"}, nil
+	if o.Backend == backends.HostName {
+		r.Probes = []BackendProbe{{Backend: backends.HostName, Loaded: true, Used: true, Why: "chosen with --backend=" + backends.HostName}}
+		return []string{backends.HostName}, nil
 	}
 	if o.Backend != "auto" && o.List {
 		// The ids come from the catalogue: listing the CUDA cases (for
@@ -113,7 +107,7 @@ func (r *Run) resolveBackends() ([]string, error) {
 		p.Used = p.Loaded
 		r.Probes = []BackendProbe{p}
 		if !p.Loaded {
-			return nil, usagef("--backend=%s cannot load: %s (hint: %s)", o.Backend, p.Why, loadHint(o.Backend))
+			return nil, usagef("--backend=%s cannot load: %s (hint: %s)", o.Backend, p.Why, backends.LoadHint(o.Backend))
 		}
 		return []string{o.Backend}, nil
 	}
@@ -145,21 +139,9 @@ func (r *Run) resolveBackends() ([]string, error) {
 		return nil, usagef("--backend=auto: %s exists but no GPU backend loaded (%s); fix the stack, or pass --backend=host to run the host backend on purpose",
 			strings.Join(nodes, ", "), strings.Join(why, "; "))
 	}
-	r.Probes = append(r.Probes, BackendProbe{Backend: "host", Loaded: true, Used: true,
+	r.Probes = append(r.Probes, BackendProbe{Backend: backends.HostName, Loaded: true, Used: true,
 		Why: "used: no GPU backend loaded and no GPU device node (/dev/nvidia*, /dev/kfd) exists"})
-	return []string{"host"}, nil
-}
-
-func loadHint(be string) string {
-	switch be {
-	case "cuda":
-		return "libcuda.so.1 must load and see a GPU: check nvidia-smi and LD_LIBRARY_PATH; --backend=auto prints what each backend says"
-	case "hsa":
-		return "libhsa-runtime64.so.1 must load and /dev/kfd be usable: check rocminfo and LD_LIBRARY_PATH"
-	case "hip":
-		return "libamdhip64 must load and see a GPU: check rocminfo and LD_LIBRARY_PATH"
-	}
-	return "see docs/FLAGS.md"
+	return []string{backends.HostName}, nil
 }
 
 // focusFilter applies --ginkgo.focus and --ginkgo.skip to the plan the way
