@@ -72,11 +72,11 @@ type Case struct {
 	Grace    time.Duration // SIGQUIT → SIGKILL grace on timeout
 	GPU      bool          // Serial; per-device lock
 	NoLeak   bool          // skip the leak check (cases that kill or poison ranks)
+	Repro    string
+	Run      func(*Ctx) error
 	// Clocks: every launch and copy samples its device's clock (the perf
 	// cases; specs sets it where it declares the perf label).
 	Clocks bool
-	Repro    string
-	Run      func(*Ctx) error
 	// Standalone cases run without a world (suite-level canaries).
 	Standalone func() (report.Outcome, string)
 }

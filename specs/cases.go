@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"p2patomics/harness"
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/harness/suite"
 	"p2patomics/internal/device"
@@ -19,7 +20,7 @@ import (
 // data plus a body; the Ginkgo tree and the gate both read this list.
 func Catalogue(o *suite.Options, backend, kind string) []*harness.Case {
 	b := &builder{o: o, backend: backend, kind: kind}
-	if kind == "dmabuf" {
+	if backends.KindSpecOf(backend, kind).ExportOnly {
 		b.dmabuf()
 		return b.cases
 	}
@@ -87,8 +88,9 @@ func (b *builder) add(s Spec) *harness.Case {
 	c := &harness.Case{
 		ID: id, Backend: b.backend, Kind: b.kind, Ranks: ranks,
 		Labels:   dedupe(append([]string{b.backend, b.kind, spec}, labels...)),
-		Expected: expected, Timeout: timeout, GPU: b.backend != "host", Run: run,
+		Expected: expected, Timeout: timeout, GPU: backends.IsGPU(b.backend), Run: run,
 	}
+	c.Clocks = slices.Contains(c.Labels, LabelPerf) // perf cases sample the device clock
 	c.Repro = suite.Repro(b.o, b.backend, b.kind, id, ranks)
 	b.cases = append(b.cases, c)
 	return c
@@ -111,21 +113,21 @@ func sizing(c *harness.Ctx, op kernels.Op) size {
 		// the start value, which a kernel that never ran leaves too.
 		// Odd iterations and 255-thread blocks leave bits toggled.
 		switch {
-		case c.Vendor() == "host":
+		case !c.Backend().GPU:
 			return size{1, 4, 2001}
-		case c.Kind == "vmm-host":
+		case c.KindSpec().HostMemory:
 			return size{uint32(c.Units(0)), 31, 21}
 		}
 		return size{uint32(c.Units(0)), 255, 201}
 	}
-	if c.Vendor() == "host" {
+	if !c.Backend().GPU {
 		if op == kernels.OpAdd || op == kernels.OpSub || op == kernels.OpSpread || op == kernels.OpAnd || op == kernels.OpOr || op == kernels.OpXchg {
 			return size{1, 4, 20000}
 		}
 		return size{1, 4, 2000}
 	}
 	u := uint32(c.Units(0))
-	if c.Kind == "vmm-host" {
+	if c.KindSpec().HostMemory {
 		// GPU atomics on host memory cross PCIe one at a time; 13.5 M of
 		// them take seconds per case. A few hundred thousand still show
 		// whether they are atomic across GPUs.

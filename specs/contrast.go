@@ -59,7 +59,7 @@ func runContrast(c *harness.Ctx, k kernels.Kernel) error {
 	}
 	copyK := kernels.MustLookup("copy_b128_plain_dev")
 	grid, block := uint32(4), uint32(256)
-	if c.Vendor() == "host" {
+	if !c.Backend().GPU {
 		grid, block = 1, 2
 	}
 	run := func(dst int, dstOff uint64, from int, fromOff uint64) error {

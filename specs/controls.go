@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"p2patomics/harness"
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/kernels"
 )
@@ -21,7 +22,7 @@ func (b *builder) controls() {
 			}
 			sz := sizing(c, kernels.OpRacy)
 			pause := uint64(2000)
-			if c.Vendor() == "host" {
+			if !c.Backend().GPU {
 				sz, pause = size{1, 2, 20000}, 200
 			} else {
 				sz.iters = min(sz.iters, 20)
@@ -61,7 +62,7 @@ func (b *builder) controls() {
 	add := kernels.MustLookup("add_u64_relaxed_sys")
 	// Legacy IPC mappings always carry access: there is no ungranted
 	// mapping to test for ipc.
-	noAccess := b.kind != "ipc"
+	noAccess := !backends.KindSpecOf(b.backend, b.kind).AlwaysGranted
 	na := b.add(Spec{Name: "noaccess", Variant: add.Name, Ranks: b.o.Ranks, Expected: report.Crash,
 		Labels: []string{"control", "noaccess"}, Timeout: 30 * time.Second,
 		Run: func(c *harness.Ctx) error {

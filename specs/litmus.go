@@ -12,7 +12,7 @@ import (
 )
 
 func litmusSize(c *harness.Ctx) (n uint64, block uint32, timeout time.Duration) {
-	if c.Vendor() == "host" {
+	if !c.Backend().GPU {
 		return 20000, 2, 5 * time.Second
 	}
 	return 200000, 256, 5 * time.Second

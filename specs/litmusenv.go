@@ -29,7 +29,7 @@ type envShape struct {
 }
 
 func litmusEnvShape(c *harness.Ctx) envShape {
-	if c.Vendor() == "host" {
+	if !c.Backend().GPU {
 		// One goroutine per block; no stress goroutines (a 2-core CI
 		// machine has no spare core for them). 512 rounds of 2 instances
 		// per launch, and one launch per kernel (the cap): x86-TSO shows
@@ -157,7 +157,7 @@ func (e *litmusEnv) mode() string {
 // an earlier launch read as this one's (docs/FAULTS.md).
 func (e *litmusEnv) clear() error {
 	grid, block := uint32(max(e.c.Units(0), 1)), uint32(256)
-	if e.c.Vendor() == "host" {
+	if !e.c.Backend().GPU {
 		grid, block = 1, 2
 	}
 	nw := (e.memBytes + 7) / 8
@@ -221,7 +221,7 @@ func (e *litmusEnv) launch(name string, stress uint64) (hist [kernels.TallyBins]
 		}
 	}
 	grid, block := uint32(max(e.c.Units(0), 1)), uint32(256)
-	if e.c.Vendor() == "host" {
+	if !e.c.Backend().GPU {
 		grid, block = 1, 2
 	}
 	total := sh.n * sh.iters
@@ -411,7 +411,7 @@ func (b *builder) litmusEnvs() {
 				return err
 			}
 			name := "pmp_u32_relaxed_sys"
-			if c.Vendor() == "host" {
+			if !c.Backend().GPU {
 				name = "psb_u32_relaxed_sys"
 			}
 			// A planted bug that goes unseen is an unexpected pass: give it

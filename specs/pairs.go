@@ -165,7 +165,7 @@ func runPairRound(c *harness.Ctx, k kernels.Kernel, name string, ordered [][2]in
 			}
 			if planted[ordered[i]] {
 				rz, pause := sizing(c, kernels.OpRacy), uint64(2000)
-				if c.Vendor() == "host" {
+				if !c.Backend().GPU {
 					rz, pause = size{1, 2, 20000}, 200
 				} else {
 					rz.iters = min(rz.iters, 20)
@@ -381,7 +381,7 @@ func runAllToAllCopy(c *harness.Ctx) error {
 	}
 	n := c.N()
 	size := copySize(c)
-	if c.Vendor() == "host" {
+	if !c.Backend().GPU {
 		// Goroutine copies and sums of n×16 MiB per step took 16 s at 8
 		// ranks; 2 MiB still moves every page through every mapping.
 		size = 2 << 20
@@ -402,7 +402,7 @@ func runAllToAllCopy(c *harness.Ctx) error {
 	}
 	copyK := kernels.MustLookup("copy_b128_plain_dev")
 	grid, block := uint32(c.Units(0)*4), uint32(256)
-	if c.Vendor() == "host" {
+	if !c.Backend().GPU {
 		grid, block = 1, 2
 	}
 	nthreads := uint64(grid) * uint64(block)
@@ -497,7 +497,7 @@ func runCPUGPU(c *harness.Ctx, k kernels.Kernel, racy bool) error {
 	}
 	sz := sizing(c, k.Op)
 	cpuThreads, cpuIters := 4, uint64(100000)
-	if c.Vendor() == "host" {
+	if !c.Backend().GPU {
 		cpuThreads, cpuIters = 2, 20000
 	}
 	ls := make([]harness.Launch, c.N())

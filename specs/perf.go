@@ -105,7 +105,7 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 		return err
 	}
 	rounds := uint64(625) // per placement: 40 000 round trips per sample
-	if c.Vendor() == "host" {
+	if !c.Backend().GPU {
 		// 640 round trips a sample: a CPU's latency is not what the
 		// suite measures, and 50 a placement cost 3.7 s of a host run.
 		rounds = 10
@@ -307,7 +307,7 @@ func deviceSum(c *harness.Ctx, rank, buf, out int, size uint64, grid, block uint
 // of a 37 s host suite.
 func copySize(c *harness.Ctx) uint64 {
 	switch {
-	case c.Vendor() == "host":
+	case !c.Backend().GPU:
 		return 4 << 20
 	case c.MemLoc(0).Host:
 		return 256 << 20
@@ -341,7 +341,7 @@ func runCopyOpts(c *harness.Ctx, s, d int, eng, dir string, planted bool) error 
 	}
 	copyK := kernels.MustLookup("copy_b128_plain_dev")
 	grid, block := uint32(c.Units(s)*4), uint32(256)
-	if c.Vendor() == "host" {
+	if !c.Backend().GPU {
 		grid, block = 1, 2
 	}
 	nthreads := uint64(grid) * uint64(block)
@@ -489,7 +489,7 @@ func newBidir(c *harness.Ctx, s, d int, eng string) (*bidir, error) {
 		}
 	}
 	x.grid, x.block = uint32(c.Units(s)*4), uint32(256)
-	if c.Vendor() == "host" {
+	if !c.Backend().GPU {
 		x.grid, x.block = 1, 2
 	}
 	for _, r := range []int{s, d} {
@@ -612,7 +612,7 @@ func runAtomicRate(c *harness.Ctx, k kernels.Kernel, where string) error {
 		// 20 ms sample in five read +5% on 2xH200).
 		target *= 3
 	}
-	if c.Vendor() == "host" {
+	if !c.Backend().GPU {
 		target = 0 // CPU "kernels": the fixed count is long enough
 	}
 	iters := sz.iters

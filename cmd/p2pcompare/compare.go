@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/perf/benchmath"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/expect"
 	"p2patomics/harness/fingerprint"
 	"p2patomics/harness/heatmap"
@@ -193,7 +194,7 @@ func knownFlake(set *expect.Set, o report.Result) (string, bool) {
 func gated(o, n report.Result) bool {
 	perf := slices.Contains(o.Labels, "perf") || slices.Contains(n.Labels, "perf")
 	backend, _, _ := strings.Cut(n.ID, ".")
-	return perf && backend != "host"
+	return perf && backend != backends.HostName
 }
 
 // Judge compares one metric of the two runs (see Compare).

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	descriptors "p2patomics/harness/backends"
 	"p2patomics/harness/expect"
 	"p2patomics/harness/fingerprint"
 	"p2patomics/harness/report"
@@ -319,7 +320,7 @@ func (f *Fleet) metricReasons(byName map[string]*NodeSummary) {
 func poolChecks(ns []NodeSummary) {
 	anyGPU := false
 	for _, n := range ns {
-		if n.Verdict != NoResult && n.Backend != "host" {
+		if n.Verdict != NoResult && n.Backend != descriptors.HostName {
 			anyGPU = true
 		}
 	}
@@ -339,7 +340,7 @@ func poolChecks(ns []NodeSummary) {
 		if n.Verdict == NoResult {
 			continue
 		}
-		if anyGPU && n.Backend == "host" {
+		if anyGPU && n.Backend == descriptors.HostName {
 			n.Failures = append(n.Failures, "ran the host backend beside GPU nodes (a GPU node whose driver did not load?)")
 			n.Verdict = "fail"
 			continue
@@ -396,7 +397,7 @@ func poolChecks(ns []NodeSummary) {
 func modeString(m map[string]int) string {
 	best, bn := "", -1
 	for k, c := range m {
-		if c > bn || c == bn && (best == "host" || k != "host" && k < best) {
+		if c > bn || c == bn && (best == descriptors.HostName || k != descriptors.HostName && k < best) {
 			best, bn = k, c
 		}
 	}
@@ -588,7 +589,7 @@ func distributions(nodes []Node) []MetricDist {
 	out := []MetricDist{}
 	for _, k := range keys {
 		backend, _, _ := strings.Cut(k.c, ".")
-		d := MetricDist{Case: k.c, Metric: k.m, Unit: units[k], Better: better(units[k]), Nodes: vals[k], Gating: backend != "host"}
+		d := MetricDist{Case: k.c, Metric: k.m, Unit: units[k], Better: better(units[k]), Nodes: vals[k], Gating: backend != descriptors.HostName}
 		judge(&d)
 		out = append(out, d)
 	}

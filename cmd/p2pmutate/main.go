@@ -36,6 +36,7 @@ import (
 	"sync"
 	"time"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/kernels"
 )
@@ -57,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var kre string
 	fs.StringVar(&o.specs, "specs", "", "the suite binary (bin/specs.test)")
 	fs.StringVar(&o.out, "out", "", "folder for the runs and the score")
-	fs.StringVar(&o.backend, "backend", "host", "the suite's --backend")
+	fs.StringVar(&o.backend, "backend", backends.HostName, "the suite's --backend")
 	fs.StringVar(&o.healthy, "healthy", "", "plan from this existing run's folder (run with --trace and --pairs=alone) instead of a healthy run of its own")
 	fs.IntVar(&o.jobs, "jobs", 3, "mutated runs at once (host backend only; GPU runs are one at a time)")
 	fs.StringVar(&kre, "kernels", "", "only kernels whose name matches this regexp (default: every kernel launched)")
@@ -99,7 +100,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	results := make([]map[string]report.Outcome, len(groups))
 	errs := make([]error, len(groups))
 	jobs := 1
-	if o.backend == "host" {
+	if o.backend == backends.HostName {
 		// Most of a mutated host run is waiting (litmus budgets, world
 		// starts), not CPU: a few at once cut the sweep's wall clock.
 		jobs = max(o.jobs, 1)
@@ -190,7 +191,7 @@ func (o options) suite(dir string, stderr io.Writer, extra ...string) (*report.R
 	defer log.Close()
 	cmd := exec.Command(o.specs, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	if o.backend == "host" {
+	if o.backend == backends.HostName {
 		// The host backend's "device" locks only keep two suites off one
 		// GPU; here they would serialise this sweep's runs against each
 		// other (and any other host suite on the machine). Each run gets

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/fingerprint"
 	"p2patomics/harness/report"
 )
@@ -90,7 +91,7 @@ func loadDir(dir string) (*Set, error) {
 func stackHeader(env map[string]any) (string, error) {
 	st := fingerprint.Stack(env)
 	hdr := map[string]string{"vendor": st["vendor"], "arch": st["arch"]}
-	if st["vendor"] != "host" && st["driver"] != "" {
+	if st["vendor"] != backends.Host.Vendor && st["driver"] != "" {
 		hdr["driver"] = fingerprint.DriverLine(st["vendor"], st["driver"])
 	}
 	for k, v := range hdr {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 )
 
@@ -77,7 +78,7 @@ func Fallback(env map[string]any) string {
 		return ""
 	}
 	for _, p := range probes {
-		if p.Backend == "host" && p.Used {
+		if p.Backend == backends.HostName && p.Used {
 			return "--backend=auto fell back to the host backend (" + p.Why + ")"
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/fingerprint"
 	"p2patomics/harness/report"
 )
@@ -229,7 +230,7 @@ func Reason(r report.Result, s *Set) string {
 // CheckStack compares a "# stack:" header with this run's fingerprint.
 // Every key of the header must match fingerprint.Stack(env); "driver"
 // matches the exact version or a driver line that prefixes it ("580"
-// matches "580.159.04"). For vendor "host" only vendor and arch take part,
+// matches "580.159.04"). For the host backend's vendor only vendor and arch take part,
 // so an OS or kernel upgrade does not trip it. An empty header always
 // matches; allowMismatch turns a mismatch into nil. The error is one line.
 func CheckStack(stack map[string]string, env map[string]any, allowMismatch bool) error {
@@ -237,7 +238,7 @@ func CheckStack(stack map[string]string, env map[string]any, allowMismatch bool)
 		return nil
 	}
 	cur := fingerprint.Stack(env)
-	host := strings.EqualFold(stack["vendor"], "host") || (stack["vendor"] == "" && cur["vendor"] == "host")
+	host := strings.EqualFold(stack["vendor"], backends.Host.Vendor) || (stack["vendor"] == "" && cur["vendor"] == backends.Host.Vendor)
 	var bad []string
 	keys := make([]string, 0, len(stack))
 	for k := range stack {

@@ -10,9 +10,9 @@
 //
 // Top-level keys (all optional except vendor, goarch, goos, harness):
 //
-//	vendor   "nvidia", "amd" or "host": detected from the loaded kernel
+//	vendor   "nvidia", "amd" or the host backend's (host): detected from the loaded kernel
 //	         driver; Merge replaces it with the vendor of the devices the
-//	         ranks opened (so --backend=host on a GPU machine says "host")
+//	         ranks opened (so --backend=host on a GPU machine says host)
 //	goarch, goos
 //	harness  {version, commit, go, module}
 //	os       {kernel, kernel_version, release}
@@ -30,6 +30,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"p2patomics/harness/backends"
 	"p2patomics/internal/device"
 	"path/filepath"
 	"regexp"
@@ -104,7 +105,7 @@ func collect(root string, getenv func(string) string) map[string]any {
 		env["os"] = osm
 	}
 
-	vendor := "host"
+	vendor := backends.Host.Vendor
 	if nv := nvidia(root, rd); len(nv) > 0 {
 		env["nvidia"] = nv
 		if _, ok := nv["driver"]; ok {
@@ -113,7 +114,7 @@ func collect(root string, getenv func(string) string) map[string]any {
 	}
 	if amd := amdgpu(root, rd); len(amd) > 0 {
 		env["amdgpu"] = amd
-		if vendor == "host" {
+		if vendor == backends.Host.Vendor {
 			if _, ok := amd["nodes"]; ok {
 				vendor = "amd"
 			} else if _, ok := amd["loaded"]; ok {
@@ -474,7 +475,7 @@ func sharing(env map[string]any, gpus []map[string]any, mpsOf []device.Cap) {
 	mps := map[string]bool{}
 	gpuStack := false
 	for i, g := range gpus {
-		if v := str(g["vendor"]); v == "" || v == "host" {
+		if v := str(g["vendor"]); v == "" || v == backends.Host.Vendor {
 			continue
 		}
 		gpuStack = true

@@ -5,12 +5,14 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"p2patomics/harness/backends"
 )
 
 // Stack reduces an environment (from Collect+Merge, or read back from a
 // results.json) to the keys expectation folders are matched on:
 //
-//	vendor  env["vendor"] ("host", "nvidia", "amd"; "unknown" if absent)
+//	vendor  env["vendor"] (host, "nvidia", "amd"; "unknown" if absent)
 //	arch    host: env["goarch"]; GPUs: the ranks' gpus[].arch (distinct
 //	        values sorted and "+"-joined), else the KFD nodes' gfx names
 //	        (AMD), else "unknown"
@@ -25,7 +27,7 @@ func Stack(env map[string]any) map[string]string {
 		vendor = "unknown"
 	}
 	st["vendor"] = vendor
-	if vendor == "host" {
+	if vendor == backends.Host.Vendor {
 		if a := str(e["goarch"]); a != "" {
 			st["arch"] = a
 		}
@@ -103,7 +105,7 @@ var unsafeRe = regexp.MustCompile(`[^a-z0-9._+-]+`)
 // become "_".
 func Folder(stack map[string]string) string {
 	parts := []string{stack["vendor"], stack["arch"]}
-	if stack["vendor"] != "host" && stack["driver"] != "" {
+	if stack["vendor"] != backends.Host.Vendor && stack["driver"] != "" {
 		parts = append(parts, DriverLine(stack["vendor"], stack["driver"]))
 	}
 	var out []string

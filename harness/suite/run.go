@@ -16,6 +16,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"p2patomics/harness"
+	descriptors "p2patomics/harness/backends"
 	"p2patomics/harness/expect"
 	"p2patomics/harness/heatmap"
 	"p2patomics/harness/report"
@@ -210,7 +211,7 @@ func NewRun(o *Options, userFilter string, cat Catalogue) (*Run, error) {
 			}
 		}
 	}
-	if o.Case == "" && o.Alloc == "" && r.LabelFilter == "" && slices.Contains(backends, "host") {
+	if o.Case == "" && o.Alloc == "" && r.LabelFilter == "" && slices.Contains(backends, descriptors.HostName) {
 		r.addSuiteCases()
 		r.focusSuiteCases(inFocus)
 	}

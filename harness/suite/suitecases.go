@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"p2patomics/harness"
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 )
 
@@ -19,14 +20,14 @@ import (
 func (r *Run) addSuiteCases() {
 	g := Group{Name: "host.suite"}
 	g.Cases = append(g.Cases, &harness.Case{
-		ID: "host.suite.canary.sigterm", Backend: "host", Kind: "suite", Ranks: 2,
-		Labels: []string{"host", "suite", "canary"}, Expected: report.Pass, Timeout: 60 * time.Second,
+		ID: "host.suite.canary.sigterm", Backend: backends.HostName, Kind: "suite", Ranks: 2,
+		Labels: []string{backends.HostName, "suite", "canary"}, Expected: report.Pass, Timeout: 60 * time.Second,
 		Repro:      ReproBinary() + " --backend=host --case=host.suite.canary.sigterm",
 		Standalone: sigtermCanary,
 	})
 	g.Cases = append(g.Cases, &harness.Case{
-		ID: "host.suite.leaks.fds_children", Backend: "host", Kind: "suite", Ranks: 2,
-		Labels: []string{"host", "suite", "leaks"}, Expected: report.Pass, Timeout: 30 * time.Second,
+		ID: "host.suite.leaks.fds_children", Backend: backends.HostName, Kind: "suite", Ranks: 2,
+		Labels: []string{backends.HostName, "suite", "leaks"}, Expected: report.Pass, Timeout: 30 * time.Second,
 		Repro:      ReproBinary() + " --backend=host",
 		Standalone: r.leakCheck,
 	})
