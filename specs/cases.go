@@ -78,7 +78,7 @@ func (b *builder) add(s Spec) *harness.Case {
 	// Locals of the old parameters' names, so the rules below read as before.
 	spec, variant, ranks, expected, labels, timeout, run := s.Name, s.Variant, s.Ranks, s.Expected, s.Labels, s.Timeout, s.Run
 	id := b.fullID(spec, variant, ranks)
-	if b.backend == "cuda" && (b.kind == "vmm-host" && slices.Contains(labels, "atomics") || spec == "cpugpu") {
+	if b.backend == backends.CUDAName && (b.kind == "vmm-host" && slices.Contains(labels, "atomics") || spec == "cpugpu") {
 		// Atomics on host memory are atomic across GPUs and with the CPU
 		// only where the device says so (Caps.HostAtomics); where it says
 		// no (PCIe H200) a fail of this case is not-supported, its loss
@@ -327,7 +327,7 @@ func (b *builder) counters() {
 		}})
 	// The same contended add on a word past 4 GiB of the mapping, where
 	// 32-bit address truncation in any layer would show.
-	if b.backend == "cuda" {
+	if be := backends.Lookup(b.backend); be != nil && be.LargeMappings {
 		k := kernels.MustLookup("add_u64_relaxed_sys")
 		b.add(Spec{Name: "counter", Variant: k.Name + ".above4g", Ranks: b.o.Ranks, Expected: report.Pass,
 			Labels: []string{"atomics", "large"}, Timeout: 120 * time.Second,

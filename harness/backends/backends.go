@@ -60,6 +60,10 @@ type Backend struct {
 	// that runs everywhere): its cases take the per-device lock, and
 	// --backend=auto probes it.
 	GPU bool
+	// Probe orders the GPU backends --backend=auto probes (lowest first;
+	// all of them are probed, at once, but probes are listed and used in
+	// this order).
+	Probe int
 	// Vendor is the device.Info.Vendor its ranks report.
 	Vendor string
 	// Kinds are its allocation kinds, in the order the rank reports them
@@ -76,13 +80,37 @@ type Backend struct {
 	DeviceNodes []string
 	// LoadHint is what to check when --backend=<name> cannot load.
 	LoadHint string
+	// LargeMappings: the catalogue adds the cases that map one allocation
+	// past 4 GiB (the counter on a word above 4 GiB, where 32-bit address
+	// truncation in any layer would show). Set where such a case has run
+	// on hardware; the others would spend 4 GiB a case untried.
+	LargeMappings bool
 	// FaultParsers read its runtime's fault lines from a rank's stderr.
 	FaultParsers []FaultParser
 }
 
-// All is the one list of backends: GPU backends in the order --backend=auto
-// probes them, host (the fallback) last.
-var All = []*Backend{&CUDA, &HSA, &HIP, &Host}
+// All is the one list of backends, filled by each row's file (register):
+// GPU backends in the order --backend=auto probes them (Probe), host (the
+// fallback) last.
+var All []*Backend
+
+// register adds a row's backend to All, keeping All in probe order, so a
+// backend's file is the one place that names it.
+func register(b *Backend) {
+	All = append(All, b)
+	slices.SortStableFunc(All, func(x, y *Backend) int {
+		switch {
+		case x.GPU != y.GPU:
+			if x.GPU {
+				return -1
+			}
+			return 1
+		case x.Probe != y.Probe:
+			return x.Probe - y.Probe
+		}
+		return strings.Compare(x.Name, y.Name)
+	})
+}
 
 // Lookup is the named backend's row, nil for a name no backend has.
 func Lookup(name string) *Backend {

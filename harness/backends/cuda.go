@@ -20,7 +20,7 @@ const (
 
 // CUDA is libcuda.so.1's row.
 var CUDA = Backend{
-	Name: CUDAName, GPU: true, Vendor: "nvidia",
+	Name: CUDAName, GPU: true, Probe: 1, Vendor: "nvidia", LargeMappings: true,
 	Kinds: []KindSpec{
 		{Name: VMM, DeviceMemory: true},
 		{Name: VMMHost, HostMemory: true},
@@ -48,3 +48,5 @@ func parseCUDASticky(stderr string) *device.Fault {
 	code, _ := strconv.ParseInt(m[2], 10, 64) // absent: 0, as the line gave none
 	return &device.Fault{Vendor: "nvidia", Kind: "gpu", Code: code, Name: "CUDA_ERROR_" + m[1]}
 }
+
+func init() { register(&CUDA) }

@@ -22,7 +22,7 @@ const (
 // lines are its too. P2PAT_HIP_IMPORT overrides the HIP 7.0/7.1 import
 // convention probe where it cannot run.
 var HIP = Backend{
-	Name: HIPName, GPU: true, Vendor: "amd",
+	Name: HIPName, GPU: true, Probe: 3, Vendor: "amd",
 	Kinds: []KindSpec{
 		{Name: Pinned, DeviceMemory: true},
 		{Name: Uncached, DeviceMemory: true},
@@ -48,3 +48,5 @@ func parseCLRLine(line string) *device.Fault {
 	code, _ := strconv.ParseInt(m[4], 16, 64) // the regexp admits hex digits only
 	return &device.Fault{Vendor: "amd", Kind: "gpu", Code: code, Name: m[2], Reason: strings.TrimSuffix(m[3], ".") + " (queue " + m[1] + ")"}
 }
+
+func init() { register(&HIP) }

@@ -14,3 +14,5 @@ var Host = Backend{
 	Name: HostName, GPU: false, Vendor: HostName,
 	Kinds: []KindSpec{{Name: Memfd, DeviceMemory: true}},
 }
+
+func init() { register(&Host) }

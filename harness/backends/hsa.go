@@ -27,7 +27,7 @@ var (
 
 // HSA is libhsa-runtime64.so.1's row.
 var HSA = Backend{
-	Name: HSAName, GPU: true, Vendor: "amd",
+	Name: HSAName, GPU: true, Probe: 2, Vendor: "amd",
 	Kinds: []KindSpec{
 		{Name: Fine, DeviceMemory: true},
 		{Name: Coarse, DeviceMemory: true},
@@ -71,3 +71,5 @@ func parseROCrLine(line string) *device.Fault {
 	}
 	return nil
 }
+
+func init() { register(&HSA) }

@@ -169,8 +169,8 @@ func Less(a, b string) bool {
 	return false
 }
 
-// CheckAll compares want with every header set's output for prefix ("hsa",
-// "hip") in the P2PAT_AMD_ABI folder and reports each difference.
+// CheckAll compares want with every header set's output for prefix (hsa or
+// hip) in the P2PAT_AMD_ABI folder and reports each difference.
 func CheckAll(t testing.TB, prefix string, want Table) {
 	t.Helper()
 	dir := Dir(t)
