@@ -140,7 +140,7 @@ func (r *Run) resolveBackends() ([]string, error) {
 			strings.Join(nodes, ", "), strings.Join(why, "; "))
 	}
 	r.Probes = append(r.Probes, BackendProbe{Backend: backends.HostName, Loaded: true, Used: true,
-		Why: "used: no GPU backend loaded and no GPU device node (/dev/nvidia*, /dev/kfd) exists"})
+		Why: "used: no GPU backend loaded and no GPU device node (" + strings.Join(backends.DeviceNodePatterns(), ", ") + ") exists"})
 	return []string{backends.HostName}, nil
 }
 
