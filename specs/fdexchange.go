@@ -129,7 +129,7 @@ func (b *builder) dmabuf() {
 		Labels: []string{"fd", "dmabuf"}, Timeout: 30 * time.Second,
 		Run: func(c *harness.Ctx) error {
 			const size = 2 << 20
-			own, peers, err := c.ShareFd(0, "dmabuf", size)
+			own, peers, err := c.ShareFd(0, c.Kind, size) // the export-only kind (cuda dmabuf)
 			if err != nil {
 				return err
 			}
