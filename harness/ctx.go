@@ -84,9 +84,6 @@ func (c *Ctx) Backend() *backends.Backend {
 // KindSpec is the case's kind's properties (KindSpec().HostMemory, ...).
 func (c *Ctx) KindSpec() backends.KindSpec { return backends.KindSpecOf(c.W.Backend, c.Kind) }
 
-// Vendor is rank 0's device vendor.
-func (c *Ctx) Vendor() string { return c.W.Infos[0].Vendor }
-
 func (c *Ctx) proc(r int) *Proc { return c.W.Procs[r] }
 
 // Alloc allocates in rank r and returns its buffer id plus the raw reply and
