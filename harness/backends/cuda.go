@@ -27,8 +27,9 @@ var CUDA = Backend{
 		{Name: IPC, DeviceMemory: true, AlwaysGranted: true},
 		{Name: DmaBuf, DeviceMemory: true, ExportOnly: true},
 	},
-	// NCCL_NVLS_ENABLE: NVLink SHARP multicast, which the device machines
-	// want left off; __GL*: the driver's own switches.
+	// NCCL_NVLS_ENABLE=0 is how the device scripts keep NVLink multicast
+	// off on shared machines (scripts/device-run.sh); __GL*: the driver's
+	// own switches.
 	EnvVars:      []string{"NCCL_NVLS_ENABLE"},
 	EnvPrefixes:  []string{"CUDA_", "NVIDIA_", "__GL"},
 	DeviceNodes:  []string{"/dev/nvidia[0-9]*"},
