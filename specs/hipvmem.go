@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"p2patomics/harness"
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/kernels"
 )
@@ -25,7 +26,7 @@ const hipVmemKind = "hsa-fine"
 // repeats hsa.fine's memory or hip's dispatch (docs/AMD.md, "HIP on HSA
 // vmem"). The seed reports it working: expected pass.
 func (b *builder) hipVmem() {
-	if b.backend != "hip" || b.kind != harness.Matrix[b.backend][0] {
+	if b.backend != backends.HIPName || b.kind != harness.Matrix[b.backend][0] {
 		return
 	}
 	k := kernels.MustLookup(kernels.Name(kernels.OpAdd, kernels.F32, kernels.AcqRel, kernels.Sys))
