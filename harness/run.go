@@ -62,9 +62,11 @@ func BackendNames() []string {
 
 // Case is one runnable case.
 type Case struct {
-	ID       string
+	ID       string // report.CaseID(Backend, Kind, Spec, Variant, Ranks)
 	Backend  string
 	Kind     string
+	Spec     string
+	Variant  string
 	Ranks    int
 	Labels   []string
 	Expected report.Outcome
@@ -380,7 +382,7 @@ func (r *Runner) KillAll() {
 // A step that ends the case early says so by returning false.
 func (r *Runner) Run(c *Case) (res report.Result) {
 	t0 := time.Now()
-	res = report.Result{ID: c.ID, Labels: c.Labels, Expected: c.Expected, Repro: c.Repro, Inject: r.Settings.Inject}
+	res = report.Result{Case: c.Identity(), Labels: c.Labels, Expected: c.Expected, Repro: c.Repro, Inject: r.Settings.Inject}
 	defer func() {
 		res.Duration = math.Round(time.Since(t0).Seconds()*1e6) / 1e6
 		if res.Ranks == nil {
@@ -670,7 +672,7 @@ func (r *Runner) retireAfter(w *World, res report.Result, err error) bool {
 			if strings.Contains(strings.ToLower(re.Msg), m) {
 				delete(r.errStreak, w)
 				r.Events = append(r.Events, fmt.Sprintf("%s: world of %d retired after %s: rank %d is unusable (%s); the next case starts a fresh one",
-					time.Now().Format(time.TimeOnly), w.N, res.ID, re.Rank, m))
+					time.Now().Format(time.TimeOnly), w.N, res.ID(), re.Rank, m))
 				return true
 			}
 		}
@@ -690,7 +692,7 @@ func (r *Runner) retireAfter(w *World, res report.Result, err error) bool {
 	}
 	delete(r.errStreak, w)
 	r.Events = append(r.Events, fmt.Sprintf("%s: world of %d retired after %s: %s; the next case starts a fresh one",
-		time.Now().Format(time.TimeOnly), w.N, res.ID, why))
+		time.Now().Format(time.TimeOnly), w.N, res.ID(), why))
 	return true
 }
 

@@ -195,7 +195,7 @@ func TestSetupStreakJudgesTheRest(t *testing.T) {
 			t.Fatalf("case %d: %s %s", i, res.Outcome, res.Detail)
 		}
 		judged := strings.Contains(res.Detail, "not run: judged from shared0")
-		if judged != (i >= setupStreakMax) || judged != r.JudgedFromSetup(res.ID) {
+		if judged != (i >= setupStreakMax) || judged != r.JudgedFromSetup(res.ID()) {
 			t.Fatalf("case %d judged=%v: %s", i, judged, res.Detail)
 		}
 	}

@@ -50,11 +50,7 @@ type builder struct {
 
 // fullID is the id add gives a case.
 func (b *builder) fullID(spec, variant string, ranks int) string {
-	id := fmt.Sprintf("%s.%s.%s.%s", b.backend, b.kind, spec, variant)
-	if ranks != 2 {
-		id += fmt.Sprintf(".r%d", ranks)
-	}
-	return id
+	return report.CaseID(b.backend, b.kind, spec, variant, ranks)
 }
 
 // Spec declares one case of the catalogue as a literal, with its fields
@@ -86,7 +82,7 @@ func (b *builder) add(s Spec) *harness.Case {
 		labels = append(slices.Clone(labels), report.Needs(device.CapHostAtomics))
 	}
 	c := &harness.Case{
-		ID: id, Backend: b.backend, Kind: b.kind, Ranks: ranks,
+		ID: id, Backend: b.backend, Kind: b.kind, Spec: spec, Variant: variant, Ranks: ranks,
 		Labels:   dedupe(append([]string{b.backend, b.kind, spec}, labels...)),
 		Expected: expected, Timeout: timeout, GPU: backends.IsGPU(b.backend), Run: run,
 	}

@@ -60,8 +60,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		for _, res := range rep.Results {
-			if _, set := why[res.ID]; !set && re.MatchString(res.ID) {
-				why[res.ID] = text
+			if _, set := why[res.ID()]; !set && re.MatchString(res.ID()) {
+				why[res.ID()] = text
 			}
 		}
 	}

@@ -180,7 +180,7 @@ func Compare(oldRep, newRep *report.Report, opt Options) *Comparison {
 // knownFlake says whether the baseline knows o's case as a flake, and why.
 func knownFlake(set *expect.Set, o report.Result) (string, bool) {
 	if set != nil {
-		if why, ok := set.Flaky(o.ID); ok {
+		if why, ok := set.Flaky(o.ID()); ok {
 			return "flakes.txt: " + firstLine(why), true
 		}
 	}
@@ -193,8 +193,7 @@ func knownFlake(set *expect.Set, o report.Result) (string, bool) {
 // gated: metric changes of this case can regress the comparison.
 func gated(o, n report.Result) bool {
 	perf := slices.Contains(o.Labels, "perf") || slices.Contains(n.Labels, "perf")
-	backend, _, _ := strings.Cut(n.ID, ".")
-	return perf && backend != backends.HostName
+	return perf && n.Backend != backends.HostName
 }
 
 // Judge compares one metric of the two runs (see Compare).
@@ -301,7 +300,7 @@ func (c *Comparison) compareMetrics(id string, o, n report.Result, opt Options) 
 func index(rs []report.Result) map[string]report.Result {
 	m := make(map[string]report.Result, len(rs))
 	for _, r := range rs {
-		m[r.ID] = r // a later entry (a rerun) wins
+		m[r.ID()] = r // a later entry (a rerun) wins
 	}
 	return m
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func r(id string, got, want report.Outcome, metrics map[string]report.Metric) report.Result {
-	return report.Result{ID: id, Labels: []string{}, Outcome: got, Expected: want, Ranks: []report.Rank{}, Metrics: metrics}
+	return report.Result{Case: report.ParseCase(id, nil), Labels: []string{}, Outcome: got, Expected: want, Ranks: []report.Rank{}, Metrics: metrics}
 }
 
 func m(unit string, median float64) report.Metric {

@@ -427,8 +427,7 @@ func gpuName(s string) string {
 func backendOf(rs []report.Result) string {
 	seen := map[string]bool{}
 	for _, r := range rs {
-		b, _, _ := strings.Cut(r.ID, ".")
-		seen[b] = true
+		seen[r.Backend] = true
 	}
 	return strings.Join(sortedKeys(seen), "+")
 }
@@ -500,11 +499,11 @@ func inconsistent(nodes []Node, judged [][]report.Result, sums []NodeSummary) []
 	var ids []string
 	for i := range nodes {
 		for _, r := range judged[i] {
-			if by[r.ID] == nil {
-				by[r.ID] = map[string]seen{}
-				ids = append(ids, r.ID)
+			if by[r.ID()] == nil {
+				by[r.ID()] = map[string]seen{}
+				ids = append(ids, r.ID())
 			}
-			by[r.ID][nodes[i].Name] = seen{r, sums[i].Stack}
+			by[r.ID()][nodes[i].Name] = seen{r, sums[i].Stack}
 		}
 	}
 	sort.Strings(ids)
@@ -571,7 +570,7 @@ func distributions(nodes []Node) []MetricDist {
 		}
 		for _, r := range n.Report.Results {
 			for name, m := range r.Metrics {
-				k := key{r.ID, name}
+				k := key{r.ID(), name}
 				if _, ok := vals[k]; !ok {
 					keys = append(keys, k)
 					units[k] = m.Unit

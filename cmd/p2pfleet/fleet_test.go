@@ -41,7 +41,7 @@ func load(t *testing.T, p string) *report.Report {
 // scaleMetric multiplies one case's metric (median and samples' range).
 func scaleMetric(rep *report.Report, id, name string, f float64) {
 	for i := range rep.Results {
-		if rep.Results[i].ID == id {
+		if rep.Results[i].ID() == id {
 			m := rep.Results[i].Metrics[name]
 			m.Median, m.Min, m.Max = m.Median*f, m.Min*f, m.Max*f
 			rep.Results[i].Metrics[name] = m
@@ -51,7 +51,7 @@ func scaleMetric(rep *report.Report, id, name string, f float64) {
 
 func setOutcome(rep *report.Report, id string, o report.Outcome, detail string) {
 	for i := range rep.Results {
-		if rep.Results[i].ID == id {
+		if rep.Results[i].ID() == id {
 			rep.Results[i].Outcome, rep.Results[i].Detail = o, detail
 		}
 	}
@@ -158,7 +158,7 @@ func TestGPUFleet(t *testing.T) {
 	var bwID string
 	for _, r := range rep.Results {
 		if m, ok := r.Metrics["bw_ce_write_gbps"]; ok && slices.Contains(r.Labels, "perf") && m.N > 2 {
-			bwID = r.ID
+			bwID = r.ID()
 			break
 		}
 	}
@@ -274,8 +274,8 @@ func TestCLIErrors(t *testing.T) {
 // ungated H200 whose only unmet cases are not supported is "pass".
 func TestNodeVerdictIsTheRunsSummary(t *testing.T) {
 	res := []report.Result{
-		{ID: "cuda.vmm.cpugpu.add", Outcome: report.Skip, Expected: report.Pass, Verdict: report.ExpectedFail, NotSupported: "HOST_NATIVE 0"},
-		{ID: "cuda.vmm.counter.add", Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected},
+		{Case: report.ParseCase("cuda.vmm.cpugpu.add", nil), Outcome: report.Skip, Expected: report.Pass, Verdict: report.ExpectedFail, NotSupported: "HOST_NATIVE 0"},
+		{Case: report.ParseCase("cuda.vmm.counter.add", nil), Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected},
 	}
 	sum := report.Summarize(res, "", "out")
 	f := Merge([]Node{{Name: "h200", Report: &report.Report{Schema: 1, Environment: map[string]any{}, Results: res, Summary: &sum}}})
@@ -288,9 +288,9 @@ func TestNodeVerdictIsTheRunsSummary(t *testing.T) {
 // verdict function: a skip for a missing capability is not-supported, not
 // a failure, and a case that missed its outcome still fails the node.
 func TestNodeVerdictWithoutSummary(t *testing.T) {
-	skip := report.Result{ID: "cuda.vmm.cpugpu.add", Outcome: report.Skip, Expected: report.Pass, Detail: "CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is 0"}
-	pass := report.Result{ID: "cuda.vmm.counter.add", Outcome: report.Pass, Expected: report.Pass}
-	lost := report.Result{ID: "cuda.vmm.counter.sub", Outcome: report.Fail, Expected: report.Pass, Detail: "lost 3"}
+	skip := report.Result{Case: report.ParseCase("cuda.vmm.cpugpu.add", nil), Outcome: report.Skip, Expected: report.Pass, Detail: "CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is 0"}
+	pass := report.Result{Case: report.ParseCase("cuda.vmm.counter.add", nil), Outcome: report.Pass, Expected: report.Pass}
+	lost := report.Result{Case: report.ParseCase("cuda.vmm.counter.sub", nil), Outcome: report.Fail, Expected: report.Pass, Detail: "lost 3"}
 	node := func(rs ...report.Result) string {
 		f := Merge([]Node{{Name: "old", Report: &report.Report{Schema: 1, Environment: map[string]any{}, Results: rs}}})
 		return f.Nodes[0].Verdict
@@ -503,9 +503,9 @@ func TestShapeChecks(t *testing.T) {
 // capability) beside one that passes it does not fail the fleet; the case
 // is listed as differing. a44624c failed the fleet on it.
 func TestNotSupportedBesideAPass(t *testing.T) {
-	pass := report.Result{ID: "cuda.vmm.cpugpu.add", Outcome: report.Pass, Expected: report.Pass}
-	skip := report.Result{ID: "cuda.vmm.cpugpu.add", Outcome: report.Skip, Expected: report.Pass, Detail: "CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is 0"}
-	other := report.Result{ID: "cuda.vmm.counter.add", Outcome: report.Pass, Expected: report.Pass}
+	pass := report.Result{Case: report.ParseCase("cuda.vmm.cpugpu.add", nil), Outcome: report.Pass, Expected: report.Pass}
+	skip := report.Result{Case: report.ParseCase("cuda.vmm.cpugpu.add", nil), Outcome: report.Skip, Expected: report.Pass, Detail: "CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is 0"}
+	other := report.Result{Case: report.ParseCase("cuda.vmm.counter.add", nil), Outcome: report.Pass, Expected: report.Pass}
 	env := func() map[string]any { return map[string]any{"flags": map[string]any{"ranks": float64(2)}} }
 	f := Merge([]Node{
 		{Name: "a", Report: &report.Report{Schema: 1, Environment: env(), Results: []report.Result{pass, other}}},
@@ -533,9 +533,9 @@ func TestMixedFleetNeedsCapability(t *testing.T) {
 			"caps": map[string]any{"host_atomics": map[string]any{"ok": hostAtomics, "reason": fmt.Sprintf("host native atomics %v", hostAtomics)}}}
 		return map[string]any{"vendor": "nvidia", "flags": map[string]any{"ranks": float64(2)}, "gpus": []any{gpu}}
 	}
-	pass := report.Result{ID: id, Labels: labels, Outcome: report.Pass, Expected: report.Pass}
-	lost := report.Result{ID: id, Labels: labels, Outcome: report.Fail, Expected: report.Pass, Detail: "lost updates: 81760"}
-	other := report.Result{ID: "cuda.vmm.counter.add_u64_relaxed_sys", Labels: []string{"cuda", "vmm", "counter"}, Outcome: report.Pass, Expected: report.Pass}
+	pass := report.Result{Case: report.ParseCase(id, nil), Labels: labels, Outcome: report.Pass, Expected: report.Pass}
+	lost := report.Result{Case: report.ParseCase(id, nil), Labels: labels, Outcome: report.Fail, Expected: report.Pass, Detail: "lost updates: 81760"}
+	other := report.Result{Case: report.ParseCase("cuda.vmm.counter.add_u64_relaxed_sys", nil), Labels: []string{"cuda", "vmm", "counter"}, Outcome: report.Pass, Expected: report.Pass}
 	fleet := func(lostOnCapable bool) *Fleet {
 		return Merge([]Node{
 			{Name: "c2c", Report: &report.Report{Schema: 1, Environment: env(true), Results: []report.Result{pass, other}}},

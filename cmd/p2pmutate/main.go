@@ -245,16 +245,16 @@ func (o options) plan(stderr io.Writer) (Plan, error) {
 			continue
 		}
 		if r.Outcome != report.Pass {
-			bad = append(bad, r.ID+" "+string(r.Outcome))
+			bad = append(bad, r.ID()+" "+string(r.Outcome))
 			continue
 		}
-		ks, err := kernelsInTraces(filepath.Join(dir, "cases", r.ID))
+		ks, err := kernelsInTraces(filepath.Join(dir, "cases", r.ID()))
 		if err != nil {
 			return Plan{}, err
 		}
 		ks = slices.DeleteFunc(ks, func(k string) bool { return !o.kernels.MatchString(k) })
 		if len(ks) > 0 {
-			p.Kernels[r.ID] = ks
+			p.Kernels[r.ID()] = ks
 		}
 	}
 	// A case that did not pass healthy (a skip for a capability the
@@ -334,7 +334,7 @@ func (o options) mutated(i int, group []string, p Plan, stderr io.Writer) (map[s
 	}
 	out := map[string]report.Outcome{}
 	for _, r := range rep.Results {
-		out[r.ID] = r.Outcome
+		out[r.ID()] = r.Outcome
 	}
 	return out, nil
 }
@@ -377,9 +377,8 @@ type Score struct {
 func (s Score) OK() bool { return len(s.Survivors) == 0 && len(s.Lost) == 0 && s.Killed == s.Total }
 
 func family(id string) string {
-	f := strings.Split(id, ".")
-	if len(f) >= 3 {
-		return f[2]
+	if c := report.ParseCase(id, nil); c.Spec != "" {
+		return c.Spec
 	}
 	return id
 }

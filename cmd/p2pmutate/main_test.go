@@ -94,7 +94,7 @@ func TestRunFailsOnPlantedSurvivor(t *testing.T) {
 		fake := filepath.Join(dir, "specs.sh")
 		res := func(outcome string) string {
 			b, _ := json.Marshal(report.Report{Schema: 1, Results: []report.Result{
-				{ID: "host.memfd.litmus.pmp_u32_acqrel_sys", Outcome: report.Outcome(outcome), Expected: report.Pass}}})
+				{Case: report.ParseCase("host.memfd.litmus.pmp_u32_acqrel_sys", nil), Outcome: report.Outcome(outcome), Expected: report.Pass}}})
 			return string(b)
 		}
 		script := `#!/bin/sh

@@ -118,7 +118,7 @@ func TestEveryToolTellsOneVerdict(t *testing.T) {
 	}
 	host := map[string]any{"vendor": "host", "goarch": "amd64"}
 	res := func(id string, o report.Outcome) report.Result {
-		return report.Result{ID: id, Labels: []string{}, Outcome: o, Expected: report.Pass, Ranks: []report.Rank{}}
+		return report.Result{Case: report.ParseCase(id, nil), Labels: []string{}, Outcome: o, Expected: report.Pass, Ranks: []report.Rank{}}
 	}
 	// A new flake, recorded with both attempts by a gated run.
 	flaky := res("host.memfd.counter.add_u64_relaxed_sys", report.Crash)

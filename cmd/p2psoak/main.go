@@ -242,7 +242,7 @@ func (s *soak) check(tag string, sc scenario, pid, code int, signalled bool, dir
 	if code == 0 && rep != nil {
 		for _, r := range rep.Results {
 			if report.Unexpected(r) {
-				s.fail(tag, "exit 0 with %s %s (expected %s)", r.ID, r.Outcome, r.Expected)
+				s.fail(tag, "exit 0 with %s %s (expected %s)", r.ID(), r.Outcome, r.Expected)
 			}
 		}
 	}
@@ -324,7 +324,7 @@ func (s *soak) checkResults(e ended) *report.Report {
 	for _, r := range rep.Results {
 		for _, rk := range r.Ranks {
 			if (rk.ExitCode != nil || rk.Signal != "") && r.Outcome == report.Pass {
-				s.fail(e.tag, "%s is pass while its rank %d died (signal %q)", r.ID, rk.Rank, rk.Signal)
+				s.fail(e.tag, "%s is pass while its rank %d died (signal %q)", r.ID(), rk.Rank, rk.Signal)
 			}
 		}
 	}
@@ -634,7 +634,7 @@ func notPass(s *soak, tag string, code int, lines []string, rep *report.Report) 
 	}
 	for _, r := range rep.Results {
 		if !report.Unexpected(r) {
-			s.fail(tag, "%s met its expected %s (%s) with rank 1 stopped", r.ID, r.Expected, r.Detail)
+			s.fail(tag, "%s met its expected %s (%s) with rank 1 stopped", r.ID(), r.Expected, r.Detail)
 		}
 	}
 	if code != 1 {

@@ -122,25 +122,25 @@ func record(results []report.Result, old *Set, reasons map[string]string) baseli
 	b := baseline{groups: map[string][]string{}}
 	seen := map[string]bool{}
 	for _, r := range results {
-		if r.Verdict == report.Missing || seen[r.ID] {
+		if r.Verdict == report.Missing || seen[r.ID()] {
 			continue
 		}
-		seen[r.ID] = true
-		b.ids = append(b.ids, r.ID)
+		seen[r.ID()] = true
+		b.ids = append(b.ids, r.ID())
 		if r.Outcome == report.Pass && r.Evidence == report.EvidenceStrong {
-			b.strong = append(b.strong, r.ID)
+			b.strong = append(b.strong, r.ID())
 		}
 		if r.OutcomeIs(r.Expected) {
 			continue
 		}
-		if _, ok := old.Flaky(r.ID); ok {
+		if _, ok := old.Flaky(r.ID()); ok {
 			continue
 		}
-		if _, ok := old.Skipped(r.ID); ok {
+		if _, ok := old.Skipped(r.ID()); ok {
 			continue
 		}
-		why := reasonFor(r.ID, old, reasons)
-		b.groups[why] = append(b.groups[why], fmt.Sprintf("%s,%s", r.ID, r.Outcome))
+		why := reasonFor(r.ID(), old, reasons)
+		b.groups[why] = append(b.groups[why], fmt.Sprintf("%s,%s", r.ID(), r.Outcome))
 	}
 	sort.Strings(b.ids)
 	sort.Strings(b.strong)

@@ -119,7 +119,7 @@ func match(ps []Pattern, id string) (string, bool) {
 // else the case's own expected outcome.
 func (s *Set) Baseline(r report.Result) report.Outcome {
 	if s != nil {
-		if b, ok := s.Fails[r.ID]; ok {
+		if b, ok := s.Fails[r.ID()]; ok {
 			return b
 		}
 	}

@@ -157,7 +157,7 @@ func TestLoadErrorsAcrossFiles(t *testing.T) {
 }
 
 func res(id string, got, want report.Outcome) report.Result {
-	return report.Result{ID: id, Outcome: got, Expected: want, Labels: []string{}, Ranks: []report.Rank{}}
+	return report.Result{Case: report.ParseCase(id, nil), Outcome: got, Expected: want, Labels: []string{}, Ranks: []report.Rank{}}
 }
 
 // judgeSet is the baseline TestJudge's table is judged against.
@@ -235,7 +235,7 @@ func TestJudge(t *testing.T) {
 	for _, c := range judgeCases() {
 		t.Run(c.name, func(t *testing.T) {
 			if got := Judge(c.r, s, c.rerun); got != c.want {
-				t.Fatalf("Judge(%s: %s, expected %s) = %s, want %s", c.r.ID, c.r.Outcome, c.r.Expected, got, c.want)
+				t.Fatalf("Judge(%s: %s, expected %s) = %s, want %s", c.r.ID(), c.r.Outcome, c.r.Expected, got, c.want)
 			}
 		})
 	}
@@ -315,7 +315,7 @@ func TestGate(t *testing.T) {
 	out, g := Gate(results, s, selected)
 	got := map[string]report.Verdict{}
 	for _, r := range out {
-		got[r.ID] = r.Verdict
+		got[r.ID()] = r.Verdict
 	}
 	want := map[string]report.Verdict{
 		"host.memfd.canary.crash":                report.ExpectedFail,
@@ -451,7 +451,7 @@ func nvidiaBaseline(t *testing.T) (string, string, *report.Report) {
 		res("cuda.vmm.racy", report.Pass, report.Fail),           // racy counter that passed: recorded
 		res("cuda.vmm.flaky.bw", report.Fail, report.Pass),       // known flake: not baked in
 		res("cuda.vmm.skipme", report.Skip, report.Pass),         // skip-listed
-		{ID: "cuda.vmm.gone", Outcome: report.Skip, Expected: report.Pass, Verdict: report.Missing},
+		{Case: report.ParseCase("cuda.vmm.gone", nil), Outcome: report.Skip, Expected: report.Pass, Verdict: report.Missing},
 	}}
 	return dir, flakes, rep
 }
@@ -500,7 +500,7 @@ func TestWriteBaseline(t *testing.T) {
 	}
 	for _, r := range out {
 		if r.Verdict.Gating() {
-			t.Errorf("%s: %s", r.ID, r.Verdict)
+			t.Errorf("%s: %s", r.ID(), r.Verdict)
 		}
 	}
 }
@@ -556,7 +556,7 @@ func TestEvidenceRegression(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := func(id string, o report.Outcome, e report.Evidence) report.Result {
-		return report.Result{ID: id, Outcome: o, Expected: report.Pass, Evidence: e}
+		return report.Result{Case: report.ParseCase(id, nil), Outcome: o, Expected: report.Pass, Evidence: e}
 	}
 	const id = "cuda.vmm.litmus.pmp_u32_acqrel_sys"
 	strong, weak := res(id, report.Pass, report.EvidenceStrong), res(id, report.Pass, report.EvidenceWeak)
@@ -574,7 +574,7 @@ func TestEvidenceRegression(t *testing.T) {
 		{res("cuda.vmm.litmus.plb_u32_acqrel_sys", report.Pass, report.EvidenceWeak), nil, report.Expected},
 	} {
 		if got := Judge(c.r, s, c.rerun); got != c.want {
-			t.Errorf("%s %s evidence %q (rerun %v): verdict %s, want %s", c.r.ID, c.r.Outcome, c.r.Evidence, c.rerun != nil, got, c.want)
+			t.Errorf("%s %s evidence %q (rerun %v): verdict %s, want %s", c.r.ID(), c.r.Outcome, c.r.Evidence, c.rerun != nil, got, c.want)
 		}
 	}
 	weak.Verdict = Judge(weak, s, nil)
@@ -611,7 +611,7 @@ func TestEvidenceRegression(t *testing.T) {
 func TestWriteBaselineRefusesControlsInTheStack(t *testing.T) {
 	dir := t.TempDir()
 	rep := &report.Report{Schema: report.Schema, Environment: map[string]any{"vendor": "host", "goarch": "amd64\nhost.memfd.counter.add,crash"},
-		Results: []report.Result{{ID: "host.memfd.counter.add", Outcome: report.Pass, Expected: report.Pass}}}
+		Results: []report.Result{{Case: report.ParseCase("host.memfd.counter.add", nil), Outcome: report.Pass, Expected: report.Pass}}}
 	err := WriteBaseline(dir, rep, nil)
 	if err == nil || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("newline in goarch: %q", err)

@@ -118,7 +118,7 @@ func JudgeReport(rep *report.Report, o Rejudge) error {
 		}
 		ids := make([]string, 0, len(results))
 		for _, r := range results {
-			ids = append(ids, r.ID)
+			ids = append(ids, r.ID())
 		}
 		if err := CheckShared(o.Set, ids); err != nil {
 			return err

@@ -19,12 +19,12 @@ func h200Env(hostNative string) map[string]any {
 
 var (
 	needsLabel = []string{"cuda", "vmm-host", "counter", "atomics", report.Needs(device.CapHostAtomics)}
-	vmmHostAdd = report.Result{ID: "cuda.vmm-host.counter.add_u64_relaxed_sys", Labels: needsLabel,
+	vmmHostAdd = report.Result{Case: report.ParseCase("cuda.vmm-host.counter.add_u64_relaxed_sys", nil), Labels: needsLabel,
 		Outcome: report.Fail, Expected: report.Pass, Detail: "lost updates: 81760"}
-	cpugpu = report.Result{ID: "cuda.vmm.cpugpu.add_u64_relaxed_sys", Labels: []string{"cuda", "vmm", "cpugpu"},
+	cpugpu = report.Result{Case: report.ParseCase("cuda.vmm.cpugpu.add_u64_relaxed_sys", nil), Labels: []string{"cuda", "vmm", "cpugpu"},
 		Outcome: report.Skip, Expected: report.Pass, Detail: `device 0: CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is "0", need 1`}
-	canary = report.Result{ID: "cuda.vmm.canary.purego_segv", Outcome: report.Crash, Expected: report.Crash}
-	pass   = report.Result{ID: "cuda.vmm.counter.add_u64_relaxed_sys", Outcome: report.Pass, Expected: report.Pass}
+	canary = report.Result{Case: report.ParseCase("cuda.vmm.canary.purego_segv", nil), Outcome: report.Crash, Expected: report.Crash}
+	pass   = report.Result{Case: report.ParseCase("cuda.vmm.counter.add_u64_relaxed_sys", nil), Outcome: report.Pass, Expected: report.Pass}
 )
 
 // A healthy 2xH200 without a baseline: the cpugpu skips and the vmm-host
@@ -57,7 +57,7 @@ func TestJudgeRunUngatedNotSupported(t *testing.T) {
 func gateSet(t *testing.T, fails string) *Set {
 	dir := t.TempDir()
 	write(t, dir, FailsFile, "# stack: vendor=nvidia arch=sm_90 driver=580\n"+fails)
-	write(t, dir, CasesFile, strings.Join([]string{pass.ID, canary.ID, cpugpu.ID, vmmHostAdd.ID}, "\n")+"\n")
+	write(t, dir, CasesFile, strings.Join([]string{pass.ID(), canary.ID(), cpugpu.ID(), vmmHostAdd.ID()}, "\n")+"\n")
 	s, err := Load([]string{dir})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func gateSet(t *testing.T, fails string) *Set {
 // unexpected pass and a case that passed in the baseline and is not
 // supported now give exit 1.
 func TestJudgeRunGated(t *testing.T) {
-	s := gateSet(t, "# no host-native atomics\n"+cpugpu.ID+",skip\n"+vmmHostAdd.ID+",fail\n")
+	s := gateSet(t, "# no host-native atomics\n"+cpugpu.ID()+",skip\n"+vmmHostAdd.ID()+",fail\n")
 	all := []report.Result{pass, canary, cpugpu, vmmHostAdd}
 	results, g, sum := JudgeRun(all, s, h200Env("0"), nil, "expectations/x", "out")
 	if g == nil || !g.Pass || sum.ExitStatus != 0 {
@@ -82,13 +82,13 @@ func TestJudgeRunGated(t *testing.T) {
 	fixed := vmmHostAdd
 	fixed.Outcome, fixed.Detail = report.Pass, ""
 	_, _, sum = JudgeRun([]report.Result{pass, canary, cpugpu, fixed}, s, h200Env("0"), nil, "expectations/x", "out")
-	if sum.ExitStatus != 1 || !strings.Contains(sum.Line, "1 unexpected-pass: "+fixed.ID+" fail → pass") {
+	if sum.ExitStatus != 1 || !strings.Contains(sum.Line, "1 unexpected-pass: "+fixed.ID()+" fail → pass") {
 		t.Errorf("planted unexpected pass: exit %d, line %q", sum.ExitStatus, sum.Line)
 	}
 	// A baseline where cpugpu passed: not supported now is a regression.
 	s2 := gateSet(t, "")
 	_, _, sum = JudgeRun([]report.Result{pass, canary, cpugpu}, s2, h200Env("0"), func(string) bool { return false }, "expectations/y", "out")
-	if sum.ExitStatus != 1 || len(sum.Unexpected) != 1 || sum.Unexpected[0].ID != cpugpu.ID || sum.Unexpected[0].Verdict != report.Regression {
+	if sum.ExitStatus != 1 || len(sum.Unexpected) != 1 || sum.Unexpected[0].ID != cpugpu.ID() || sum.Unexpected[0].Verdict != report.Regression {
 		t.Errorf("passed in the baseline, not supported now: %+v", sum)
 	}
 	if len(sum.NotSupported) != 1 {
@@ -99,12 +99,12 @@ func TestJudgeRunGated(t *testing.T) {
 // failures.csv (the suite's, deqp-runner's shape) loads as a fails.txt.
 func TestFailuresCSVIsABaseline(t *testing.T) {
 	dir := t.TempDir()
-	p := write(t, dir, FailuresCSV, vmmHostAdd.ID+",Fail\n"+cpugpu.ID+",Skip\n")
+	p := write(t, dir, FailuresCSV, vmmHostAdd.ID()+",Fail\n"+cpugpu.ID()+",Skip\n")
 	s, err := Load([]string{p})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Fails[vmmHostAdd.ID] != report.Fail || s.Fails[cpugpu.ID] != report.Skip {
+	if s.Fails[vmmHostAdd.ID()] != report.Fail || s.Fails[cpugpu.ID()] != report.Skip {
 		t.Errorf("failures.csv as baseline: %v", s.Fails)
 	}
 }

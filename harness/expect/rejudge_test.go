@@ -41,7 +41,7 @@ func TestCheckShared(t *testing.T) {
 // interruption are judged as the run judged them.
 func TestJudgeReportRules(t *testing.T) {
 	host := map[string]any{"vendor": "host", "goarch": "amd64"}
-	res := report.Result{ID: "host.memfd.a.b", Outcome: report.Fail, Expected: report.Pass, Rerun: &report.Attempt{Outcome: report.Pass}}
+	res := report.Result{Case: report.ParseCase("host.memfd.a.b", nil), Outcome: report.Fail, Expected: report.Pass, Rerun: &report.Attempt{Outcome: report.Pass}}
 	rep := &report.Report{Schema: report.Schema, Environment: host, Results: []report.Result{res}}
 	nv := NewSet()
 	nv.Stack = map[string]string{"vendor": "nvidia", "arch": "sm_90"}
@@ -58,7 +58,7 @@ func TestJudgeReportRules(t *testing.T) {
 		t.Errorf("nothing shared, --allow-stack-mismatch: %v", err)
 	}
 	half := &report.Report{Schema: report.Schema, Environment: host, Results: []report.Result{
-		{ID: "host.memfd.a.b", Outcome: report.Incomplete, Expected: report.Pass}}}
+		{Case: report.ParseCase("host.memfd.a.b", nil), Outcome: report.Incomplete, Expected: report.Pass}}}
 	s := report.SummarizeRun(half.Results, "", "", "SIGTERM")
 	half.Summary = &s
 	if err := JudgeReport(half, Rejudge{}); err != nil || half.Summary.Verdict != report.VerdictInterrupted || half.Results[0].Verdict != report.NotRun {
@@ -95,7 +95,7 @@ func TestPlanUpdateRefusals(t *testing.T) {
 	if err := CheckUpdate(host, env, false); err != nil {
 		t.Errorf("same stack: %v", err)
 	}
-	crash := &report.Report{Schema: report.Schema, Environment: env, Results: []report.Result{{ID: "host.memfd.a.b", Outcome: report.Crash, Expected: report.Pass}}}
+	crash := &report.Report{Schema: report.Schema, Environment: env, Results: []report.Result{{Case: report.ParseCase("host.memfd.a.b", nil), Outcome: report.Crash, Expected: report.Pass}}}
 	if u, err := PlanUpdate(host, crash, false); !errors.Is(err, ErrRegression) || u == nil || len(u.Regressions) != 1 {
 		t.Errorf("crash regression: %v %+v", err, u)
 	}

@@ -144,7 +144,7 @@ func PlanUpdate(dir string, rep *report.Report, force bool) (*Update, error) {
 		if v == report.Expected || v == report.ExpectedFail {
 			continue
 		}
-		line := fmt.Sprintf("%s: %s → %s (%s)", res.ID, old.Baseline(res), res.Outcome, v)
+		line := fmt.Sprintf("%s: %s → %s (%s)", res.ID(), old.Baseline(res), res.Outcome, v)
 		u.Changes = append(u.Changes, line)
 		if v == report.Regression || v == report.NewFlake {
 			u.Regressions = append(u.Regressions, line)

@@ -42,19 +42,19 @@ import (
 // the baseline makes it a flake.
 func Judge(r report.Result, s *Set, rerun *report.Result) report.Verdict {
 	if rerun == nil && r.Rerun != nil {
-		rerun = &report.Result{ID: r.ID, Outcome: r.Rerun.Outcome, Expected: r.Expected, Evidence: r.Rerun.Evidence}
+		rerun = &report.Result{Case: r.Case, Outcome: r.Rerun.Outcome, Expected: r.Expected, Evidence: r.Rerun.Evidence}
 	}
 	b := s.Baseline(r)
 	got := r.Outcome
 	if got == report.Skip {
-		if _, ok := s.Skipped(r.ID); ok {
+		if _, ok := s.Skipped(r.ID()); ok {
 			return report.Expected
 		}
 	}
 	if got == b && lostEvidence(r, s) {
 		// The pass is the baseline's, but no mutant was killed this time:
 		// the case could no longer have failed on a broken ordering.
-		if _, ok := s.Flaky(r.ID); ok {
+		if _, ok := s.Flaky(r.ID()); ok {
 			return report.KnownFlake
 		}
 		if rerun != nil && rerun.Outcome == b && !lostEvidence(*rerun, s) {
@@ -63,12 +63,12 @@ func Judge(r report.Result, s *Set, rerun *report.Result) report.Verdict {
 		return report.Regression
 	}
 	if got == b {
-		if _, listed := s.listed(r.ID); listed && b != report.Pass {
+		if _, listed := s.listed(r.ID()); listed && b != report.Pass {
 			return report.ExpectedFail
 		}
 		return report.Expected
 	}
-	if _, ok := s.Flaky(r.ID); ok {
+	if _, ok := s.Flaky(r.ID()); ok {
 		return report.KnownFlake
 	}
 	if severity(got) < severity(b) {
@@ -105,7 +105,7 @@ func (s *Set) newFlake() report.Verdict {
 // lostEvidence: a pass of a case whose baseline pass had strong evidence
 // (evidence.txt) came with less than strong evidence now.
 func lostEvidence(r report.Result, s *Set) bool {
-	return s != nil && r.Outcome == report.Pass && s.Strong[r.ID] && r.Evidence != report.EvidenceStrong
+	return s != nil && r.Outcome == report.Pass && s.Strong[r.ID()] && r.Evidence != report.EvidenceStrong
 }
 
 func (s *Set) listed(id string) (report.Outcome, bool) {
@@ -144,7 +144,7 @@ func Gate(results []report.Result, s *Set, selected func(id string) bool) ([]rep
 		if r.Verdict == "" {
 			r.Verdict = Judge(r, s, nil)
 		}
-		ran[r.ID] = true
+		ran[r.ID()] = true
 		out = append(out, r)
 	}
 	if s != nil {
@@ -168,7 +168,7 @@ func Gate(results []report.Result, s *Set, selected func(id string) bool) ([]rep
 				b = o
 			}
 			out = append(out, report.Result{
-				ID:       id,
+				Case:     report.ParseCase(id, nil),
 				Labels:   []string{},
 				Outcome:  report.Skip,
 				Expected: b,
@@ -197,34 +197,34 @@ func Reason(r report.Result, s *Set) string {
 	switch r.Verdict {
 	case report.Regression:
 		if lostEvidence(r, s) {
-			return fmt.Sprintf("regression: %s passed with %s evidence (no mutant killed); the baseline's pass had strong evidence", r.ID, evidenceWord(r.Evidence))
+			return fmt.Sprintf("regression: %s passed with %s evidence (no mutant killed); the baseline's pass had strong evidence", r.ID(), evidenceWord(r.Evidence))
 		}
-		return fmt.Sprintf("regression: %s went %s → %s", r.ID, b, r.Outcome)
+		return fmt.Sprintf("regression: %s went %s → %s", r.ID(), b, r.Outcome)
 	case report.NewFlake:
 		if lostEvidence(r, s) {
-			return fmt.Sprintf("new flake: %s passed without strong evidence and regained it on rerun (list it in flakes.txt, or pass --allow-new-flakes)", r.ID)
+			return fmt.Sprintf("new flake: %s passed without strong evidence and regained it on rerun (list it in flakes.txt, or pass --allow-new-flakes)", r.ID())
 		}
 		if Unforgivable(r.Outcome) {
-			return fmt.Sprintf("new flake: %s went %s → %s, then %s on a rerun in a fresh world; a %s is never forgiven by a rerun (list the case in flakes.txt if it is a known flake)", r.ID, b, r.Outcome, rerunWord(r), r.Outcome)
+			return fmt.Sprintf("new flake: %s went %s → %s, then %s on a rerun in a fresh world; a %s is never forgiven by a rerun (list the case in flakes.txt if it is a known flake)", r.ID(), b, r.Outcome, rerunWord(r), r.Outcome)
 		}
-		return fmt.Sprintf("new flake: %s went %s → %s, then %s on a rerun in a fresh world; flakes.txt does not list it (list it there, or pass --allow-new-flakes)", r.ID, b, r.Outcome, rerunWord(r))
+		return fmt.Sprintf("new flake: %s went %s → %s, then %s on a rerun in a fresh world; flakes.txt does not list it (list it there, or pass --allow-new-flakes)", r.ID(), b, r.Outcome, rerunWord(r))
 	case report.UnexpectedPass:
-		return fmt.Sprintf("unexpected pass: %s went %s → %s%s", r.ID, b, r.Outcome, update)
+		return fmt.Sprintf("unexpected pass: %s went %s → %s%s", r.ID(), b, r.Outcome, update)
 	case report.UnexpectedImprovement:
-		return fmt.Sprintf("unexpected improvement: %s went %s → %s%s", r.ID, b, r.Outcome, update)
+		return fmt.Sprintf("unexpected improvement: %s went %s → %s%s", r.ID(), b, r.Outcome, update)
 	case report.Missing:
-		return fmt.Sprintf("missing: %s ran in the baseline but not now", r.ID)
+		return fmt.Sprintf("missing: %s ran in the baseline but not now", r.ID())
 	case report.Flake:
 		if lostEvidence(r, s) {
-			return fmt.Sprintf("flake: %s passed without strong evidence and regained it on rerun", r.ID)
+			return fmt.Sprintf("flake: %s passed without strong evidence and regained it on rerun", r.ID())
 		}
-		return fmt.Sprintf("flake: %s went %s → %s and met the baseline on rerun (allowed by --allow-new-flakes)", r.ID, b, r.Outcome)
+		return fmt.Sprintf("flake: %s went %s → %s and met the baseline on rerun (allowed by --allow-new-flakes)", r.ID(), b, r.Outcome)
 	case report.KnownFlake:
-		return fmt.Sprintf("known flake: %s went %s → %s", r.ID, b, r.Outcome)
+		return fmt.Sprintf("known flake: %s went %s → %s", r.ID(), b, r.Outcome)
 	case report.ExpectedFail:
-		return fmt.Sprintf("expected fail: %s is %s as in the baseline", r.ID, r.Outcome)
+		return fmt.Sprintf("expected fail: %s is %s as in the baseline", r.ID(), r.Outcome)
 	}
-	return fmt.Sprintf("expected: %s is %s", r.ID, r.Outcome)
+	return fmt.Sprintf("expected: %s is %s", r.ID(), r.Outcome)
 }
 
 // CheckStack compares a "# stack:" header with this run's fingerprint.

@@ -80,7 +80,7 @@ var (
 // fields) and ordered pair of ranks; ok is false for any other result.
 func pairPath(r report.Result) (backend, kind string, src, dst int, ok bool) {
 	src, dst, ok = Pair(r)
-	segs := strings.SplitN(r.ID, ".", 3)
+	segs := strings.SplitN(r.ID(), ".", 3)
 	if !ok || len(segs) < 3 {
 		return "", "", 0, 0, false
 	}
@@ -112,7 +112,7 @@ func Pair(r report.Result) (src, dst int, ok bool) {
 	if s >= 0 && d >= 0 {
 		return s, d, true
 	}
-	for _, seg := range strings.Split(r.ID, ".") {
+	for _, seg := range strings.Split(r.ID(), ".") {
 		if m := gSegRe.FindStringSubmatch(seg); m != nil {
 			i := 1
 			if m[1] == "" {
@@ -128,7 +128,7 @@ func Pair(r report.Result) (src, dst int, ok bool) {
 
 // Family is the case id with its pair segment removed (see package doc).
 func Family(r report.Result) string {
-	segs := strings.Split(r.ID, ".")
+	segs := strings.Split(r.ID(), ".")
 	var keep []string
 	removed := false
 	for _, seg := range segs {
@@ -167,7 +167,7 @@ func Matrices(results []report.Result) []*Matrix {
 				mx = &Matrix{Metric: name, Family: fam, Unit: m.Unit, Cells: map[[2]int]Cell{}}
 				byKey[k] = mx
 			}
-			mx.Cells[[2]int{src, dst}] = Cell{Src: src, Dst: dst, Metric: m, Case: r.ID, Outcome: r.Outcome, State: Classify(r)}
+			mx.Cells[[2]int{src, dst}] = Cell{Src: src, Dst: dst, Metric: m, Case: r.ID(), Outcome: r.Outcome, State: Classify(r)}
 			if sharedGPU(r, src, dst) {
 				mx.Shared = true
 			}
@@ -705,7 +705,7 @@ func PairRows(results []report.Result) []report.PairRow {
 // from its rank evidence (the host backend's ranks all report device 0,
 // the CPU: not a GPU they share).
 func sharedGPU(r report.Result, s, d int) bool {
-	if s == d || strings.HasPrefix(r.ID, "host.") {
+	if s == d || r.Backend == "host" {
 		return false
 	}
 	dev := map[int]int{}

@@ -13,7 +13,7 @@ import (
 )
 
 func bw(id string, labels []string, metrics map[string]report.Metric) report.Result {
-	return report.Result{ID: id, Labels: labels, Outcome: report.Pass, Expected: report.Pass, Metrics: metrics}
+	return report.Result{Case: report.ParseCase(id, nil), Labels: labels, Outcome: report.Pass, Expected: report.Pass, Metrics: metrics}
 }
 
 func gbps(v float64) report.Metric {
@@ -50,10 +50,10 @@ func TestPairAndFamily(t *testing.T) {
 	for _, c := range cases {
 		s, d, ok := Pair(c.r)
 		if s != c.s || d != c.d || ok != c.ok {
-			t.Errorf("Pair(%s %v) = %d %d %v", c.r.ID, c.r.Labels, s, d, ok)
+			t.Errorf("Pair(%s %v) = %d %d %v", c.r.ID(), c.r.Labels, s, d, ok)
 		}
 		if f := Family(c.r); f != c.family {
-			t.Errorf("Family(%s) = %s, want %s", c.r.ID, f, c.family)
+			t.Errorf("Family(%s) = %s, want %s", c.r.ID(), f, c.family)
 		}
 	}
 }
@@ -296,11 +296,11 @@ func TestFormat(t *testing.T) {
 func TestPairRows(t *testing.T) {
 	m := map[string]report.Metric{"bw_ce_write_gbps": {Unit: "GB/s", Median: 390}}
 	rs := []report.Result{
-		{ID: "cuda.vmm.pairs.add.r0r1", Outcome: report.Pass, Expected: report.Pass},
-		{ID: "cuda.vmm.perf.copy_ce_write.r0r1", Outcome: report.Pass, Expected: report.Pass, Metrics: m},
-		{ID: "cuda.vmm.pairs.add.r1r0", Outcome: report.Crash, Expected: report.Pass},
-		{ID: "cuda.ipc.pairs.add.r1r0", Outcome: report.Fail, Expected: report.Fail},
-		{ID: "cuda.vmm.counter.add", Outcome: report.Fail, Expected: report.Pass},
+		{Case: report.ParseCase("cuda.vmm.pairs.add.r0r1", nil), Outcome: report.Pass, Expected: report.Pass},
+		{Case: report.ParseCase("cuda.vmm.perf.copy_ce_write.r0r1", nil), Outcome: report.Pass, Expected: report.Pass, Metrics: m},
+		{Case: report.ParseCase("cuda.vmm.pairs.add.r1r0", nil), Outcome: report.Crash, Expected: report.Pass},
+		{Case: report.ParseCase("cuda.ipc.pairs.add.r1r0", nil), Outcome: report.Fail, Expected: report.Fail},
+		{Case: report.ParseCase("cuda.vmm.counter.add", nil), Outcome: report.Fail, Expected: report.Pass},
 	}
 	rows := PairRows(rs)
 	if len(rows) != 3 {
@@ -363,10 +363,10 @@ func TestPairRowsSharedGPU(t *testing.T) {
 		return rs
 	}
 	rs := []report.Result{
-		{ID: "cuda.vmm.perf.copy_ce_write.r0r1", Outcome: report.Pass, Expected: report.Pass, Ranks: on(0, 0)},
-		{ID: "cuda.vmm.perf.copy_ce_write.r0r2", Outcome: report.Pass, Expected: report.Pass, Ranks: on(0, 1, 0)},
-		{ID: "cuda.vmm.perf.copy_ce_write.r1r2", Outcome: report.Pass, Expected: report.Pass, Ranks: on(0, 1, 0)},
-		{ID: "host.memfd.perf.copy_ce_write.r0r1", Outcome: report.Pass, Expected: report.Pass, Ranks: on(0, 0)},
+		{Case: report.ParseCase("cuda.vmm.perf.copy_ce_write.r0r1", nil), Outcome: report.Pass, Expected: report.Pass, Ranks: on(0, 0)},
+		{Case: report.ParseCase("cuda.vmm.perf.copy_ce_write.r0r2", nil), Outcome: report.Pass, Expected: report.Pass, Ranks: on(0, 1, 0)},
+		{Case: report.ParseCase("cuda.vmm.perf.copy_ce_write.r1r2", nil), Outcome: report.Pass, Expected: report.Pass, Ranks: on(0, 1, 0)},
+		{Case: report.ParseCase("host.memfd.perf.copy_ce_write.r0r1", nil), Outcome: report.Pass, Expected: report.Pass, Ranks: on(0, 0)},
 	}
 	rows := PairRows(rs)
 	got := map[string]bool{}
@@ -404,9 +404,9 @@ func TestPairRowsSharedGPU(t *testing.T) {
 // update is.
 func TestPairRowsUnmetIsTheVerdicts(t *testing.T) {
 	rs := []report.Result{
-		{ID: "cuda.vmm.perf.copy_ce_write.r0r1", Outcome: report.Skip, Expected: report.Pass, Detail: "ranks 0 and 1 share GPU x without MPS"},
-		{ID: "cuda.vmm.pairs.add.r0r1", Outcome: report.Fail, Expected: report.Pass, Verdict: report.ExpectedFail},
-		{ID: "cuda.vmm.pairs.sub.r0r1", Outcome: report.Fail, Expected: report.Pass, Detail: "lost 3"},
+		{Case: report.ParseCase("cuda.vmm.perf.copy_ce_write.r0r1", nil), Outcome: report.Skip, Expected: report.Pass, Detail: "ranks 0 and 1 share GPU x without MPS"},
+		{Case: report.ParseCase("cuda.vmm.pairs.add.r0r1", nil), Outcome: report.Fail, Expected: report.Pass, Verdict: report.ExpectedFail},
+		{Case: report.ParseCase("cuda.vmm.pairs.sub.r0r1", nil), Outcome: report.Fail, Expected: report.Pass, Detail: "lost 3"},
 	}
 	rows := PairRows(rs)
 	if len(rows) != 1 || rows[0].Cases != 3 || rows[0].Unmet != 1 {

@@ -38,7 +38,7 @@ func (t *Tally) add(r report.Result) {
 		t.Worst, t.WorstOutcome = st, r.Outcome
 	}
 	t.Counts[st]++
-	t.Cases = append(t.Cases, r.ID)
+	t.Cases = append(t.Cases, r.ID())
 	switch {
 	case st.rank() > t.Worst.rank():
 		t.Worst, t.WorstOutcome = st, r.Outcome
@@ -118,11 +118,10 @@ func VerdictMatrix(results []report.Result) *Grid {
 	g := &Grid{Title: "verdict: spec families × allocation paths", File: "verdict.svg", Cells: map[[2]string]*Tally{},
 		Caption: "each cell: the worst state of its cases, then how many cases are in each state"}
 	for _, r := range results {
-		segs := strings.SplitN(r.ID, ".", 4)
-		if len(segs) < 3 {
-			continue
+		if r.Spec == "" {
+			continue // an id not of the suite's grammar (report.ParseCase)
 		}
-		g.add(segs[2], segs[0]+"."+segs[1], r)
+		g.add(r.Spec, r.Backend+"."+r.Kind, r)
 	}
 	if len(g.Rows) == 0 {
 		return nil

@@ -9,7 +9,7 @@ import (
 )
 
 func res(id string, out, exp report.Outcome, detail string, labels ...string) report.Result {
-	return report.Result{ID: id, Outcome: out, Expected: exp, Detail: detail, Labels: labels}
+	return report.Result{Case: report.ParseCase(id, nil), Outcome: out, Expected: exp, Detail: detail, Labels: labels}
 }
 
 // TestClassify: the four states from outcome, expected outcome and verdict,
@@ -68,7 +68,7 @@ func TestClassify(t *testing.T) {
 	}
 	for _, c := range cases {
 		if got := Classify(c.r); got != c.want {
-			t.Errorf("%s (%s, expected %s, verdict %q): %s, want %s", c.r.ID, c.r.Outcome, c.r.Expected, c.r.Verdict, got, c.want)
+			t.Errorf("%s (%s, expected %s, verdict %q): %s, want %s", c.r.ID(), c.r.Outcome, c.r.Expected, c.r.Verdict, got, c.want)
 		}
 	}
 }

@@ -150,11 +150,11 @@ func Render(w io.Writer, rep *report.Report, outDir string) error {
 	} else {
 		b.WriteString("<table><tr><th>case</th><th>outcome</th><th>expected</th><th>detail</th><th>repro</th></tr>\n")
 		for _, r := range unmet {
-			link := "cases/" + r.ID + "/"
-			cell := fmt.Sprintf("<a href=\"%s\">%s</a>", e(link), e(r.ID))
+			link := "cases/" + r.ID() + "/"
+			cell := fmt.Sprintf("<a href=\"%s\">%s</a>", e(link), e(r.ID()))
 			if outDir != "" {
-				if _, err := os.Stat(filepath.Join(outDir, "cases", r.ID)); err != nil {
-					cell = e(r.ID) + " <small>(no evidence folder)</small>"
+				if _, err := os.Stat(filepath.Join(outDir, "cases", r.ID())); err != nil {
+					cell = e(r.ID()) + " <small>(no evidence folder)</small>"
 				}
 			}
 			outcome := string(r.Outcome)
@@ -169,7 +169,7 @@ func Render(w io.Writer, rep *report.Report, outDir string) error {
 	if len(notSup) > 0 {
 		b.WriteString("<p>Not supported on this machine (counted as met):</p><ul>\n")
 		for _, r := range notSup {
-			fmt.Fprintf(&b, "<li><code>%s</code>: %s</li>\n", e(r.ID), e(firstLine(r.Detail)))
+			fmt.Fprintf(&b, "<li><code>%s</code>: %s</li>\n", e(r.ID()), e(firstLine(r.Detail)))
 		}
 		b.WriteString("</ul>\n")
 	}

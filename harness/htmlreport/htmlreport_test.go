@@ -25,18 +25,18 @@ func sample() *report.Report {
 	var rs []report.Result
 	for _, k := range []string{"vmm", "vmm-host"} {
 		rs = append(rs,
-			report.Result{ID: "cuda." + k + ".counter.add_u64_relaxed_sys", Outcome: report.Pass, Expected: report.Pass, Labels: []string{"atomics"}},
-			report.Result{ID: "cuda." + k + ".pairs.add_u64_relaxed_sys.r0r1", Outcome: report.Pass, Expected: report.Pass, Labels: []string{"atomics", "pair=0-1"}, Metrics: rate},
-			report.Result{ID: "cuda." + k + ".pairs.add_u64_relaxed_sys.r1r0", Outcome: report.Pass, Expected: report.Pass, Labels: []string{"atomics", "pair=1-0"}, Metrics: rate},
-			report.Result{ID: "cuda." + k + ".perf.copy_ce_write.r0r1", Outcome: report.Pass, Expected: report.Pass, Labels: []string{"perf", "pair=0-1"}, Metrics: bw(391)},
-			report.Result{ID: "cuda." + k + ".perf.copy_ce_write.r1r0", Outcome: report.Pass, Expected: report.Pass, Labels: []string{"perf", "pair=1-0"}, Metrics: bw(389)},
-			report.Result{ID: "cuda." + k + ".cpugpu.add_u64_relaxed_sys", Outcome: report.Skip, Expected: report.Pass,
+			report.Result{Case: report.ParseCase("cuda."+k+".counter.add_u64_relaxed_sys", nil), Outcome: report.Pass, Expected: report.Pass, Labels: []string{"atomics"}},
+			report.Result{Case: report.ParseCase("cuda."+k+".pairs.add_u64_relaxed_sys.r0r1", nil), Outcome: report.Pass, Expected: report.Pass, Labels: []string{"atomics", "pair=0-1"}, Metrics: rate},
+			report.Result{Case: report.ParseCase("cuda."+k+".pairs.add_u64_relaxed_sys.r1r0", nil), Outcome: report.Pass, Expected: report.Pass, Labels: []string{"atomics", "pair=1-0"}, Metrics: rate},
+			report.Result{Case: report.ParseCase("cuda."+k+".perf.copy_ce_write.r0r1", nil), Outcome: report.Pass, Expected: report.Pass, Labels: []string{"perf", "pair=0-1"}, Metrics: bw(391)},
+			report.Result{Case: report.ParseCase("cuda."+k+".perf.copy_ce_write.r1r0", nil), Outcome: report.Pass, Expected: report.Pass, Labels: []string{"perf", "pair=1-0"}, Metrics: bw(389)},
+			report.Result{Case: report.ParseCase("cuda."+k+".cpugpu.add_u64_relaxed_sys", nil), Outcome: report.Skip, Expected: report.Pass,
 				Detail: `device 0: CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is "0", need 1`},
 		)
 	}
 	// Planted: GPU 1's atomics on GPU 0's host-NUMA memory lose updates.
 	rs[8].Outcome, rs[8].Detail = report.Fail, "expected 0x52800, got 0x15fc0: lost updates"
-	rs[8].Repro = "./specs.test --backend=cuda --alloc=vmm-host --case=" + rs[8].ID
+	rs[8].Repro = "./specs.test --backend=cuda --alloc=vmm-host --case=" + rs[8].ID()
 	return &report.Report{Schema: report.Schema, Results: rs, Environment: map[string]any{
 		"vendor": "nvidia", "gpus": []any{map[string]any{"name": "NVIDIA H200", "arch": "sm_90"}, map[string]any{"name": "NVIDIA H200"}},
 		"nvidia": map[string]any{"driver": "580.159.04"}, "os": map[string]any{"release": "Ubuntu 24.04.3 LTS"},

@@ -87,11 +87,11 @@ func JUnit(rep *Report, stamp time.Time) ([]byte, error) {
 	s.Properties = junitProperties(rep)
 	total := 0.0
 	for _, r := range rep.Results {
-		cls := r.ID
-		if parts := strings.SplitN(r.ID, ".", 3); len(parts) == 3 {
-			cls = parts[0] + "." + parts[1]
+		cls := r.ID()
+		if r.Spec != "" {
+			cls = r.Backend + "." + r.Kind
 		}
-		c := junitCase{Name: r.ID, Classname: cls, Time: seconds(r.Duration)}
+		c := junitCase{Name: r.ID(), Classname: cls, Time: seconds(r.Duration)}
 		out := fmt.Sprintf("outcome=%s expected=%s", Shown(r), r.Expected)
 		if r.Verdict != "" {
 			out += " verdict=" + string(r.Verdict)

@@ -200,9 +200,12 @@ func (c *Clock) Add(dev int, minMHz, maxMHz uint32, n int, reasons []string, err
 	return c
 }
 
-// Result is one case.
+// Result is one case. Its identity is the embedded Case (r.Backend,
+// r.Kind, r.Spec, r.Variant, r.Pair; r.ID() derives the id); results.json
+// holds only the id (MarshalJSON, UnmarshalJSON). Ranks below is the
+// per-rank evidence; the world size is r.Case.Ranks.
 type Result struct {
-	ID       string   `json:"id"`
+	Case     `json:"-"`
 	Labels   []string `json:"labels"`
 	Outcome  Outcome  `json:"outcome"`
 	Expected Outcome  `json:"expected"`

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -216,7 +217,7 @@ func goodReport() *report.Report {
 		Environment: map[string]any{"vendor": "host", "goarch": "amd64", "gpus": []any{map[string]any{"name": "cpu"}}},
 		Results: []report.Result{
 			{
-				ID: "host.memfd.counter.add_u64_relaxed_sys", Labels: []string{"host", "memfd"},
+				Case: report.ParseCase("host.memfd.counter.add_u64_relaxed_sys", nil), Labels: []string{"host", "memfd"},
 				Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected, Detail: "13500000 adds summed exactly",
 				Duration: 0.0123,
 				Ranks:    []report.Rank{{Rank: 0, Pid: 100, Device: 0, ExitCode: nil, GoDump: false}, {Rank: 1, Pid: 101, Device: 0, ExitCode: &zero}},
@@ -224,13 +225,13 @@ func goodReport() *report.Report {
 				Repro:    "./specs.test --backend=host --case=host.memfd.counter.add_u64_relaxed_sys",
 			},
 			{
-				ID: "cuda.vmm.canary.no_access", Labels: nil, Outcome: report.Crash, Expected: report.Crash,
+				Case: report.ParseCase("cuda.vmm.canary.no_access", nil), Labels: nil, Outcome: report.Crash, Expected: report.Crash,
 				Detail:    "rank 1: CUDA_ERROR_ILLEGAL_ADDRESS",
 				Fault:     &report.Fault{Vendor: "nvidia", Kind: "gpu", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS"},
 				Ranks:     []report.Rank{{Rank: 1, Pid: 102, Device: 1, ExitCode: &one, Signal: "SIGABRT", GoDump: true, StderrTail: "..."}},
 				KernelLog: []string{"NVRM: Xid 31"},
 			},
-			{ID: "host.memfd.gone", Labels: []string{}, Outcome: report.Skip, Expected: report.Pass, Verdict: report.Missing, Ranks: []report.Rank{}},
+			{Case: report.ParseCase("host.memfd.gone", nil), Labels: []string{}, Outcome: report.Skip, Expected: report.Pass, Verdict: report.Missing, Ranks: []report.Rank{}},
 		},
 		Gate: &report.Gate{Pass: false, Reasons: []string{"missing: host.memfd.gone ran in the baseline but not now"}},
 		Matrices: []report.PairMatrix{{Name: "host.memfd.perf.copy_ce_read", Metric: "bw_ce_read_gbps", Unit: "GB/s",
@@ -345,28 +346,12 @@ func TestSchemaMatchesModel(t *testing.T) {
 		"matrix": {reflect.TypeFor[report.PairMatrix](), defs["matrix"].(map[string]any)},
 	}
 	for name, o := range objs {
-		var fields, required []string
-		for i := range o.typ.NumField() {
-			tag := o.typ.Field(i).Tag.Get("json")
-			n, opts, _ := strings.Cut(tag, ",")
-			if n == "-" || n == "" {
-				continue
-			}
-			fields = append(fields, n)
-			if !strings.Contains(opts, "omitempty") {
-				required = append(required, n)
-			}
-		}
-		var props, req []string
-		for k := range o.s["properties"].(map[string]any) {
-			props = append(props, k)
-		}
+		fields, required := jsonFields(o.typ)
+		props := slices.Sorted(maps.Keys(o.s["properties"].(map[string]any)))
+		var req []string
 		for _, r := range o.s["required"].([]any) {
 			req = append(req, r.(string))
 		}
-		sort.Strings(fields)
-		sort.Strings(required)
-		sort.Strings(props)
 		sort.Strings(req)
 		if !slices.Equal(fields, props) {
 			t.Errorf("%s: report.go fields %v, schema properties %v", name, fields, props)
@@ -382,25 +367,51 @@ func TestSchemaMatchesModel(t *testing.T) {
 	for _, o := range report.Outcomes {
 		outcomes = append(outcomes, string(o))
 	}
-	var enum []string
-	for _, e := range defs["outcome"].(map[string]any)["enum"].([]any) {
-		enum = append(enum, e.(string))
-	}
-	if !slices.Equal(outcomes, enum) {
-		t.Errorf("outcome enum %v, report.Outcomes %v", enum, outcomes)
-	}
-	verdicts := []report.Verdict{report.Expected, report.ExpectedFail, report.UnexpectedPass, report.UnexpectedImprovement,
-		report.Regression, report.Flake, report.KnownFlake, report.Missing, report.NewFlake, report.NotRun}
+	checkEnum(t, "outcome", defs, outcomes)
 	var vs []string
-	for _, v := range verdicts {
+	for _, v := range report.Verdicts {
 		vs = append(vs, string(v))
 	}
-	enum = nil
-	for _, e := range defs["verdict"].(map[string]any)["enum"].([]any) {
+	checkEnum(t, "verdict", defs, vs)
+}
+
+// jsonFields are the names a type's JSON has, sorted, and those of them
+// without omitempty. A Result's id is not a field: MarshalJSON derives it
+// from the embedded Case (json:"-"), always, so it is required; the
+// encoder is asked, so a Result that stopped writing it fails here.
+func jsonFields(typ reflect.Type) (fields, required []string) {
+	for i := range typ.NumField() {
+		tag := typ.Field(i).Tag.Get("json")
+		n, opts, _ := strings.Cut(tag, ",")
+		if n == "-" || n == "" {
+			continue
+		}
+		fields = append(fields, n)
+		if !strings.Contains(opts, "omitempty") {
+			required = append(required, n)
+		}
+	}
+	if typ == reflect.TypeFor[report.Result]() {
+		var m map[string]any
+		b, _ := json.Marshal(report.Result{Case: report.ParseCase("host.memfd.x.y", nil)})
+		if json.Unmarshal(b, &m) == nil && m["id"] == "host.memfd.x.y" {
+			fields, required = append(fields, "id"), append(required, "id")
+		}
+	}
+	sort.Strings(fields)
+	sort.Strings(required)
+	return fields, required
+}
+
+// checkEnum compares a schema enum with the model's values, in order.
+func checkEnum(t *testing.T, def string, defs map[string]any, want []string) {
+	t.Helper()
+	var enum []string
+	for _, e := range defs[def].(map[string]any)["enum"].([]any) {
 		enum = append(enum, e.(string))
 	}
-	if !slices.Equal(vs, enum) {
-		t.Errorf("verdict enum %v, report verdicts %v", enum, vs)
+	if !slices.Equal(want, enum) {
+		t.Errorf("%s enum %v, model %v", def, enum, want)
 	}
 }
 

@@ -12,9 +12,9 @@ import (
 // pass do not.
 func TestWeakEvidenceShown(t *testing.T) {
 	rep := &Report{Results: []Result{
-		{ID: "host.memfd.litmus.a", Outcome: Pass, Expected: Pass, Evidence: EvidenceWeak},
-		{ID: "host.memfd.litmus.b", Outcome: Pass, Expected: Pass, Evidence: EvidenceStrong},
-		{ID: "host.memfd.counter.c", Outcome: Pass, Expected: Pass},
+		{Case: ParseCase("host.memfd.litmus.a", nil), Outcome: Pass, Expected: Pass, Evidence: EvidenceWeak},
+		{Case: ParseCase("host.memfd.litmus.b", nil), Outcome: Pass, Expected: Pass, Evidence: EvidenceStrong},
+		{Case: ParseCase("host.memfd.counter.c", nil), Outcome: Pass, Expected: Pass},
 	}}
 	var b bytes.Buffer
 	WriteTable(&b, rep, nil)
@@ -42,8 +42,8 @@ func TestWeakEvidenceShown(t *testing.T) {
 // wherever the outcome is shown, never as a plain pass.
 func TestInconclusiveShown(t *testing.T) {
 	rep := &Report{Results: []Result{
-		{ID: "host.memfd.litmus.a", Outcome: Pass, Expected: Pass, Evidence: EvidenceInconclusive},
-		{ID: "host.memfd.litmus.b", Outcome: Pass, Expected: Pass, Evidence: EvidenceStrong},
+		{Case: ParseCase("host.memfd.litmus.a", nil), Outcome: Pass, Expected: Pass, Evidence: EvidenceInconclusive},
+		{Case: ParseCase("host.memfd.litmus.b", nil), Outcome: Pass, Expected: Pass, Evidence: EvidenceStrong},
 	}}
 	var b bytes.Buffer
 	WriteTable(&b, rep, nil)

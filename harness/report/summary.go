@@ -244,19 +244,19 @@ func SummarizeRun(results []Result, gate, out, interrupted string) Summary {
 	for _, r := range results {
 		if interrupted != "" && r.Outcome == Incomplete {
 			r.Verdict = NotRun
-			s.NotRun = append(s.NotRun, r.ID)
+			s.NotRun = append(s.NotRun, r.ID())
 		}
 		s.ByOutcome[r.Outcome]++
 		if r.Verdict != "" {
 			s.ByVerdict[r.Verdict]++
 		}
 		if r.NotSupported != "" {
-			s.NotSupported = append(s.NotSupported, NotSupportedRef{ID: r.ID, Outcome: r.Outcome, Reason: r.NotSupported})
+			s.NotSupported = append(s.NotSupported, NotSupportedRef{ID: r.ID(), Outcome: r.Outcome, Reason: r.NotSupported})
 		}
 		if !Unexpected(r) {
 			continue
 		}
-		u := UnexpectedCase{ID: r.ID, Verdict: r.Verdict, Was: Was(r), Outcome: r.Outcome}
+		u := UnexpectedCase{ID: r.ID(), Verdict: r.Verdict, Was: Was(r), Outcome: r.Outcome}
 		if r.Rerun != nil {
 			u.Rerun = r.Rerun.Outcome
 		}
@@ -272,7 +272,7 @@ func SummarizeRun(results []Result, gate, out, interrupted string) Summary {
 		// The runner writes a folder for every case it ran that did not
 		// pass; an incomplete, aborted or missing case never ran.
 		if r.Outcome != Pass && r.Outcome != Incomplete && r.Outcome != Abort && r.Verdict != Missing {
-			u.Folder = filepath.Join(out, "cases", r.ID) + "/"
+			u.Folder = filepath.Join(out, "cases", r.ID()) + "/"
 		}
 		s.Unexpected = append(s.Unexpected, u)
 	}

@@ -9,7 +9,7 @@ import (
 // Issue 24: a run the injector touched says so on its verdict line, also
 // when the summary is told again from a results.json read back (p2preport).
 func TestVerdictLineNamesInjectedRules(t *testing.T) {
-	res := []Result{{ID: "a", Outcome: Fail, Expected: Pass}}
+	res := []Result{{Case: ParseCase("a", nil), Outcome: Fail, Expected: Pass}}
 	s := Summarize(res, "", "out")
 	if strings.Contains(s.Line, "injected") {
 		t.Fatalf("no rules, yet %q", s.Line)

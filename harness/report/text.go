@@ -47,7 +47,7 @@ func LiveLine(st Style, n, total int, r Result) string {
 	case r.NotSupported != "":
 		mark = st.paint("33", "n/s ")
 	}
-	line := fmt.Sprintf("[%*d/%d] %s %-10s expected %-10s %7.3fs  %s", w, n, total, mark, Shown(r), r.Expected, r.Duration, r.ID)
+	line := fmt.Sprintf("[%*d/%d] %s %-10s expected %-10s %7.3fs  %s", w, n, total, mark, Shown(r), r.Expected, r.Duration, r.ID())
 	if r.Verdict != "" && r.Verdict != Expected {
 		line += "  (" + string(r.Verdict) + ")"
 	}
@@ -72,7 +72,7 @@ func WriteConclusion(w io.Writer, st Style, rep *Report) {
 	}
 	byID := map[string]Result{}
 	for _, r := range rep.Results {
-		byID[r.ID] = r
+		byID[r.ID()] = r
 	}
 	if len(s.Unexpected) > 0 {
 		fmt.Fprintf(w, "\n%s\n", st.paint("31;1", fmt.Sprintf("unexpected (%d):", len(s.Unexpected))))
@@ -136,9 +136,9 @@ func WriteConclusion(w io.Writer, st Style, rep *Report) {
 			if baseline[k] == nil {
 				keys = append(keys, k)
 			}
-			baseline[k] = append(baseline[k], r.ID)
+			baseline[k] = append(baseline[k], r.ID())
 		case r.Outcome != Pass && r.Outcome == r.Expected:
-			controls[r.Outcome] = append(controls[r.Outcome], r.ID)
+			controls[r.Outcome] = append(controls[r.Outcome], r.ID())
 		}
 	}
 	if len(keys) > 0 {
@@ -192,7 +192,7 @@ func WriteTable(w io.Writer, rep *Report, events []string) {
 	results := rep.Results
 	idw := 10
 	for _, r := range results {
-		idw = max(idw, len(r.ID))
+		idw = max(idw, len(r.ID()))
 	}
 	fmt.Fprintf(w, "%-*s  %-10s %-10s %-22s %9s  %s\n", idw, "CASE", "OUTCOME", "EXPECTED", "VERDICT", "TIME", "DETAIL")
 	for _, r := range results {
@@ -214,7 +214,7 @@ func WriteTable(w io.Writer, rep *Report, events []string) {
 		if r.NotSupported != "" {
 			v += " (not-supported)"
 		}
-		fmt.Fprintf(w, "%-*s  %-10s %-10s %-22s %8.3fs  %s\n", idw, r.ID, Shown(r), r.Expected, v, r.Duration, detail)
+		fmt.Fprintf(w, "%-*s  %-10s %-10s %-22s %8.3fs  %s\n", idw, r.ID(), Shown(r), r.Expected, v, r.Duration, detail)
 		if r.NotSupported != "" {
 			fmt.Fprintf(w, "%-*s  not supported: %s\n", idw, "", reasonKey(r.NotSupported))
 		}
@@ -289,9 +289,9 @@ func WriteCSVs(dir string, rep *Report) error {
 	}
 	var all, fails [][]string
 	for _, r := range rep.Results {
-		all = append(all, []string{r.ID, csvStatus(r), fmt.Sprintf("%.3f", r.Duration)})
+		all = append(all, []string{r.ID(), csvStatus(r), fmt.Sprintf("%.3f", r.Duration)})
 		if r.Outcome != r.Expected && r.Verdict != Missing {
-			fails = append(fails, []string{r.ID, title(string(r.Outcome))})
+			fails = append(fails, []string{r.ID(), title(string(r.Outcome))})
 		}
 	}
 	for name, rows := range map[string][][]string{"results.csv": all, "failures.csv": fails} {

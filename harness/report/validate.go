@@ -84,12 +84,12 @@ func (r *Report) Validate() error {
 	for i, res := range r.Results {
 		at := "results[" + strconv.Itoa(i) + "]"
 		switch {
-		case !ValidID(res.ID):
-			errs = append(errs, fmt.Errorf("%s: id %s is not lowercase [a-z0-9._-]", at, strconv.Quote(res.ID)))
-		case seen[res.ID]:
-			errs = append(errs, fmt.Errorf("%s: id %s appears twice", at, res.ID))
+		case !ValidID(res.ID()):
+			errs = append(errs, fmt.Errorf("%s: id %s is not lowercase [a-z0-9._-]", at, strconv.Quote(res.ID())))
+		case seen[res.ID()]:
+			errs = append(errs, fmt.Errorf("%s: id %s appears twice", at, res.ID()))
 		}
-		seen[res.ID] = true
+		seen[res.ID()] = true
 		if res.Outcome.Severity() < 0 {
 			errs = append(errs, fmt.Errorf("%s: unknown outcome %s", at, strconv.Quote(string(res.Outcome))))
 		}

@@ -32,7 +32,7 @@ func TestValidateMatchesSchema(t *testing.T) {
 	if got, want := fmt.Sprint(s.Defs["verdict"].Enum), fmt.Sprint(report.Verdicts); got != want {
 		t.Errorf("schema verdicts %s, report.Verdicts %s", got, want)
 	}
-	rep := &report.Report{Schema: report.Schema, Results: []report.Result{{ID: "a.b", Outcome: "pass\nx", Expected: report.Pass}}}
+	rep := &report.Report{Schema: report.Schema, Results: []report.Result{{Case: report.ParseCase("a.b", nil), Outcome: "pass\nx", Expected: report.Pass}}}
 	if rep.Validate() == nil {
 		t.Error("an outcome with a newline validated")
 	}
@@ -53,7 +53,7 @@ func TestNoPlanIsNoResult(t *testing.T) {
 			t.Errorf("results %v: NoPlan() = nil", rs)
 		}
 	}
-	one := []report.Result{{ID: "a.b", Outcome: report.Pass, Expected: report.Pass}}
+	one := []report.Result{{Case: report.ParseCase("a.b", nil), Outcome: report.Pass, Expected: report.Pass}}
 	if s := report.Summarize(one, "", "o"); s.Verdict != "PASS" || s.Err() != nil {
 		t.Errorf("one pass: %+v", s)
 	}

@@ -32,7 +32,7 @@ func h200(hostNative string) map[string]any {
 var needs = report.Needs(device.CapHostAtomics)
 
 func TestNotSupportedReason(t *testing.T) {
-	skip := report.Result{ID: "cuda.vmm.cpugpu.x", Outcome: report.Skip, Expected: report.Pass,
+	skip := report.Result{Case: report.ParseCase("cuda.vmm.cpugpu.x", nil), Outcome: report.Skip, Expected: report.Pass,
 		Detail: `device 0: CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is "0", need 1`}
 	if got := report.NotSupportedReason(skip, nil); !strings.Contains(got, "HOST_NATIVE_ATOMIC_SUPPORTED") {
 		t.Errorf("capability skip: reason %q does not name the attribute", got)
@@ -42,7 +42,7 @@ func TestNotSupportedReason(t *testing.T) {
 	if got := report.NotSupportedReason(missing, nil); got != "" {
 		t.Errorf("a gate's missing entry is not not-supported: %q", got)
 	}
-	lost := report.Result{ID: "cuda.vmm-host.counter.add", Labels: []string{"atomics", needs}, Outcome: report.Fail,
+	lost := report.Result{Case: report.ParseCase("cuda.vmm-host.counter.add", nil), Labels: []string{"atomics", needs}, Outcome: report.Fail,
 		Expected: report.Pass, Detail: "lost updates: 81760"}
 	got := report.NotSupportedReason(lost, h200("0"))
 	if !strings.Contains(got, `device 0 lacks host_atomics (device 0: CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is "0")`) || !strings.Contains(got, "lost updates: 81760") {
@@ -71,7 +71,7 @@ func TestNotSupportedReason(t *testing.T) {
 // (committed results.json files) reads the same capability; a name Caps
 // has no field for, and an unanswered capability, explain nothing.
 func TestNeedsReadsTheTypedCap(t *testing.T) {
-	lost := report.Result{ID: "hip.fine.counter.add", Labels: []string{needs}, Outcome: report.Fail, Expected: report.Pass, Detail: "lost 3"}
+	lost := report.Result{Case: report.ParseCase("hip.fine.counter.add", nil), Labels: []string{needs}, Outcome: report.Fail, Expected: report.Pass, Detail: "lost 3"}
 	gpu := func(caps map[string]any, attrs map[string]any) map[string]any {
 		return map[string]any{"gpus": []any{map[string]any{"ordinal": 2, "caps": caps, "attrs": attrs}}}
 	}
@@ -104,9 +104,9 @@ func TestNeedsReadsTheTypedCap(t *testing.T) {
 }
 
 func TestSummarizeLine(t *testing.T) {
-	pass := report.Result{ID: "a", Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected}
-	canary := report.Result{ID: "b", Outcome: report.Crash, Expected: report.Crash, Verdict: report.Expected}
-	ns := report.Result{ID: "c", Outcome: report.Skip, Expected: report.Pass, Verdict: report.ExpectedFail, NotSupported: "no host atomics"}
+	pass := report.Result{Case: report.ParseCase("a", nil), Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected}
+	canary := report.Result{Case: report.ParseCase("b", nil), Outcome: report.Crash, Expected: report.Crash, Verdict: report.Expected}
+	ns := report.Result{Case: report.ParseCase("c", nil), Outcome: report.Skip, Expected: report.Pass, Verdict: report.ExpectedFail, NotSupported: "no host atomics"}
 	s := report.Summarize([]report.Result{pass, canary, ns}, "expectations/nvidia-sm_90-580", "out")
 	if s.Verdict != "PASS" || s.ExitStatus != 0 {
 		t.Fatalf("met run: %s exit %d", s.Verdict, s.ExitStatus)
@@ -117,23 +117,23 @@ func TestSummarizeLine(t *testing.T) {
 	if len(s.NotSupported) != 1 || s.NotSupported[0].ID != "c" || s.ByOutcome[report.Crash] != 1 || s.ByVerdict[report.ExpectedFail] != 1 {
 		t.Errorf("summary counts wrong: %+v", s)
 	}
-	reg := report.Result{ID: "d", Outcome: report.Crash, Expected: report.Pass, Verdict: report.Regression}
+	reg := report.Result{Case: report.ParseCase("d", nil), Outcome: report.Crash, Expected: report.Pass, Verdict: report.Regression}
 	s = report.Summarize([]report.Result{pass, reg}, "", "out")
 	if want := "p2patomics: FAIL — 1 regression: d pass → crash (out/cases/d/)"; s.Line != want || s.ExitStatus != 1 {
 		t.Errorf("line %q exit %d, want %q exit 1", s.Line, s.ExitStatus, want)
 	}
-	up := report.Result{ID: "e", Outcome: report.Pass, Expected: report.Pass, Baseline: report.Fail, Verdict: report.UnexpectedPass}
+	up := report.Result{Case: report.ParseCase("e", nil), Outcome: report.Pass, Expected: report.Pass, Baseline: report.Fail, Verdict: report.UnexpectedPass}
 	s = report.Summarize([]report.Result{reg, up}, "", "out")
 	if !strings.HasPrefix(s.Line, "p2patomics: FAIL — 2 unexpected (1 regression, 1 unexpected-pass): d pass → crash (out/cases/d/); e fail → pass") {
 		t.Errorf("mixed line %q", s.Line)
 	}
 	// A litmus pass that lost its strong evidence: pass → pass says why.
-	weak := report.Result{ID: "g", Outcome: report.Pass, Expected: report.Pass, Verdict: report.Regression, Evidence: report.EvidenceWeak}
+	weak := report.Result{Case: report.ParseCase("g", nil), Outcome: report.Pass, Expected: report.Pass, Verdict: report.Regression, Evidence: report.EvidenceWeak}
 	if s := report.Summarize([]report.Result{weak}, "x", "out"); !strings.Contains(s.Line, "g pass → pass (evidence weak, the baseline's strong)") {
 		t.Errorf("evidence regression line %q", s.Line)
 	}
 	// Not yet judged results (verdict ""): an unmet outcome counts.
-	raw := report.Result{ID: "f", Outcome: report.Fail, Expected: report.Pass}
+	raw := report.Result{Case: report.ParseCase("f", nil), Outcome: report.Fail, Expected: report.Pass}
 	if s := report.Summarize([]report.Result{raw}, "", "o"); s.ExitStatus != 1 {
 		t.Errorf("an unjudged unmet result must fail the run: %+v", s)
 	}
@@ -279,10 +279,10 @@ func judged(results ...report.Result) *report.Report {
 }
 
 func TestJUnitFollowsTheVerdict(t *testing.T) {
-	expFail := report.Result{ID: "cuda.vmm-host.counter.add", Outcome: report.Fail, Expected: report.Pass, Verdict: report.ExpectedFail, Detail: "lost"}
-	canary := report.Result{ID: "cuda.vmm.canary.segv", Outcome: report.Crash, Expected: report.Crash, Verdict: report.Expected}
-	ns := report.Result{ID: "cuda.vmm.cpugpu.add", Outcome: report.Skip, Expected: report.Pass, Verdict: report.ExpectedFail, NotSupported: "HOST_NATIVE 0", Detail: "HOST_NATIVE 0"}
-	pass := report.Result{ID: "cuda.vmm.counter.add", Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected}
+	expFail := report.Result{Case: report.ParseCase("cuda.vmm-host.counter.add", nil), Outcome: report.Fail, Expected: report.Pass, Verdict: report.ExpectedFail, Detail: "lost"}
+	canary := report.Result{Case: report.ParseCase("cuda.vmm.canary.segv", nil), Outcome: report.Crash, Expected: report.Crash, Verdict: report.Expected}
+	ns := report.Result{Case: report.ParseCase("cuda.vmm.cpugpu.add", nil), Outcome: report.Skip, Expected: report.Pass, Verdict: report.ExpectedFail, NotSupported: "HOST_NATIVE 0", Detail: "HOST_NATIVE 0"}
+	pass := report.Result{Case: report.ParseCase("cuda.vmm.counter.add", nil), Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected}
 	b, err := report.JUnit(judged(expFail, canary, ns, pass), time.Unix(0, 0))
 	if err != nil {
 		t.Fatal(err)
@@ -301,9 +301,9 @@ func TestJUnitFollowsTheVerdict(t *testing.T) {
 			t.Errorf("junit lacks %s", want)
 		}
 	}
-	up := report.Result{ID: "cuda.vmm.counter.up", Outcome: report.Pass, Expected: report.Pass, Baseline: report.Fail, Verdict: report.UnexpectedPass}
-	crash := report.Result{ID: "cuda.vmm.counter.crash", Outcome: report.Crash, Expected: report.Pass, Verdict: report.Regression}
-	to := report.Result{ID: "cuda.vmm.counter.to", Outcome: report.Incomplete, Expected: report.Pass, Verdict: report.Regression}
+	up := report.Result{Case: report.ParseCase("cuda.vmm.counter.up", nil), Outcome: report.Pass, Expected: report.Pass, Baseline: report.Fail, Verdict: report.UnexpectedPass}
+	crash := report.Result{Case: report.ParseCase("cuda.vmm.counter.crash", nil), Outcome: report.Crash, Expected: report.Pass, Verdict: report.Regression}
+	to := report.Result{Case: report.ParseCase("cuda.vmm.counter.to", nil), Outcome: report.Incomplete, Expected: report.Pass, Verdict: report.Regression}
 	b, _ = report.JUnit(judged(pass, up, crash, to), time.Unix(0, 0))
 	if f, e, _, err := checkJUnit(b); err != nil || f != 1 || e != 2 {
 		t.Errorf("planted unexpected pass + crash + incomplete: failures %d errors %d (%v), want 1 and 2\n%s", f, e, err, b)
@@ -332,11 +332,11 @@ func TestCheckJUnitCatchesBadFiles(t *testing.T) {
 // expected one (read back as a fails.txt by expect).
 func TestWriteCSVs(t *testing.T) {
 	rep := judged(
-		report.Result{ID: "a", Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected, Duration: 0.5},
-		report.Result{ID: "b", Outcome: report.Crash, Expected: report.Pass, Verdict: report.ExpectedFail},
-		report.Result{ID: "c", Outcome: report.Pass, Expected: report.Pass, Baseline: report.Fail, Verdict: report.UnexpectedPass},
-		report.Result{ID: "d", Outcome: report.Crash, Expected: report.Crash, Verdict: report.Expected},
-		report.Result{ID: "e", Outcome: report.Skip, Expected: report.Pass, Verdict: report.Missing},
+		report.Result{Case: report.ParseCase("a", nil), Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected, Duration: 0.5},
+		report.Result{Case: report.ParseCase("b", nil), Outcome: report.Crash, Expected: report.Pass, Verdict: report.ExpectedFail},
+		report.Result{Case: report.ParseCase("c", nil), Outcome: report.Pass, Expected: report.Pass, Baseline: report.Fail, Verdict: report.UnexpectedPass},
+		report.Result{Case: report.ParseCase("d", nil), Outcome: report.Crash, Expected: report.Crash, Verdict: report.Expected},
+		report.Result{Case: report.ParseCase("e", nil), Outcome: report.Skip, Expected: report.Pass, Verdict: report.Missing},
 	)
 	dir := t.TempDir()
 	if err := report.WriteCSVs(dir, rep); err != nil {
@@ -361,7 +361,7 @@ func TestWriteCSVs(t *testing.T) {
 // junit errors="N".
 func TestFlakesAndInterruptOnTheVerdict(t *testing.T) {
 	r := func(id string, o report.Outcome, v report.Verdict) report.Result {
-		return report.Result{ID: id, Labels: []string{}, Outcome: o, Expected: report.Pass, Verdict: v, Ranks: []report.Rank{}}
+		return report.Result{Case: report.ParseCase(id, nil), Labels: []string{}, Outcome: o, Expected: report.Pass, Verdict: v, Ranks: []report.Rank{}}
 	}
 	nf := r("host.memfd.a.b", report.Crash, report.NewFlake)
 	nf.Rerun = &report.Attempt{Outcome: report.Pass}

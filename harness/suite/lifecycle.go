@@ -143,7 +143,7 @@ func (r *Run) stop(what, why, by string) {
 	r.mu.Lock()
 	cur := r.current
 	if cur != "" {
-		r.results[cur] = report.Result{ID: cur, Outcome: report.Incomplete, Expected: r.expected(cur),
+		r.results[cur] = report.Result{Case: report.ParseCase(cur, nil), Outcome: report.Incomplete, Expected: r.expected(cur),
 			Detail: why + " while running", Ranks: []report.Rank{}}
 	}
 	r.finished = true // no result written after this point

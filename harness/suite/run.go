@@ -318,7 +318,7 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 	r.mu.Lock()
 	if r.finished {
 		r.mu.Unlock()
-		return report.Result{ID: c.ID, Outcome: report.Incomplete, Expected: c.Expected}
+		return report.Result{Case: c.Identity(), Outcome: report.Incomplete, Expected: c.Expected}
 	}
 	if prev, ok := r.results[c.ID]; ok {
 		// A second Execute of one case is a retry from outside the suite
@@ -332,7 +332,7 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 	for _, rn := range r.runners {
 		if rn.Abort != "" {
 			r.mu.Unlock()
-			res := report.Result{ID: c.ID, Labels: c.Labels, Outcome: report.Abort, Expected: c.Expected,
+			res := report.Result{Case: c.Identity(), Labels: c.Labels, Outcome: report.Abort, Expected: c.Expected,
 				Detail: "not run: the machine stopped being trustworthy: " + rn.Abort, Ranks: []report.Rank{}, Repro: c.Repro}
 			res = expect.JudgeOne(res, r.gate, nil)
 			r.mu.Lock()
@@ -474,7 +474,7 @@ func (r *Run) Results() []report.Result {
 	for _, c := range r.planned {
 		res, ok := r.results[c.ID]
 		if !ok {
-			res = report.Result{ID: c.ID, Labels: c.Labels, Outcome: report.Incomplete, Expected: c.Expected,
+			res = report.Result{Case: c.Identity(), Labels: c.Labels, Outcome: report.Incomplete, Expected: c.Expected,
 				Detail: "did not run to the end", Ranks: []report.Rank{}, Repro: c.Repro}
 		}
 		out = append(out, res)

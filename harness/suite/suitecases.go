@@ -20,13 +20,13 @@ import (
 func (r *Run) addSuiteCases() {
 	g := Group{Name: "host.suite"}
 	g.Cases = append(g.Cases, &harness.Case{
-		ID: "host.suite.canary.sigterm", Backend: backends.HostName, Kind: "suite", Ranks: 2,
+		ID: "host.suite.canary.sigterm", Backend: backends.HostName, Kind: "suite", Spec: "canary", Variant: "sigterm", Ranks: 2,
 		Labels: []string{backends.HostName, "suite", "canary"}, Expected: report.Pass, Timeout: 60 * time.Second,
 		Repro:      ReproBinary() + " --backend=host --case=host.suite.canary.sigterm",
 		Standalone: sigtermCanary,
 	})
 	g.Cases = append(g.Cases, &harness.Case{
-		ID: "host.suite.leaks.fds_children", Backend: backends.HostName, Kind: "suite", Ranks: 2,
+		ID: "host.suite.leaks.fds_children", Backend: backends.HostName, Kind: "suite", Spec: "leaks", Variant: "fds_children", Ranks: 2,
 		Labels: []string{backends.HostName, "suite", "leaks"}, Expected: report.Pass, Timeout: 30 * time.Second,
 		Repro:      ReproBinary() + " --backend=host",
 		Standalone: r.leakCheck,

@@ -130,7 +130,7 @@ func TestUpdateExpectationsRefusesRegressions(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, expect.CasesFile), []byte("# stack: vendor=host arch="+goarch()+"\nhost.memfd.counter.add\n"), 0o644)
 	rep := &report.Report{Schema: 1, Environment: environment(&Options{}, nil), Results: []report.Result{
-		{ID: "host.memfd.counter.add", Outcome: report.Crash, Expected: report.Pass, Ranks: []report.Rank{}}}}
+		{Case: report.ParseCase("host.memfd.counter.add", nil), Outcome: report.Crash, Expected: report.Pass, Ranks: []report.Rank{}}}}
 	var out bytes.Buffer
 	r := &Run{Opts: &Options{Expectations: dir}, Stdout: &out}
 	err := r.updateBaseline(rep)
@@ -192,7 +192,7 @@ func TestStdoutStyle(t *testing.T) {
 		t.Error("a regular file reads as a terminal")
 	}
 	var b bytes.Buffer
-	rep := &report.Report{Results: []report.Result{{ID: "a", Outcome: report.Crash, Expected: report.Pass, Verdict: report.Regression}}}
+	rep := &report.Report{Results: []report.Result{{Case: report.ParseCase("a", nil), Outcome: report.Crash, Expected: report.Pass, Verdict: report.Regression}}}
 	s := report.Summarize(rep.Results, "", "out")
 	rep.Summary = &s
 	report.WriteConclusion(&b, report.Style{}, rep)
@@ -253,7 +253,7 @@ func TestLiveLineShowsBaseline(t *testing.T) {
 	var buf bytes.Buffer
 	id := "host.memfd.counter.add"
 	r := &Run{Opts: &Options{}, Stdout: &buf, gate: &expect.Set{Fails: map[string]report.Outcome{id: report.Fail}}}
-	r.live(report.Result{ID: id, Outcome: report.Fail, Expected: report.Pass})
+	r.live(report.Result{Case: report.ParseCase(id, nil), Outcome: report.Fail, Expected: report.Pass})
 	if !strings.Contains(buf.String(), "expected fail") {
 		t.Errorf("gated live line: %q, want the baseline's fail as expected", buf.String())
 	}
