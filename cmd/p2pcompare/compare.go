@@ -14,7 +14,7 @@ import (
 	"p2patomics/harness/backends"
 	"p2patomics/harness/expect"
 	"p2patomics/harness/fingerprint"
-	"p2patomics/harness/heatmap"
+	"p2patomics/harness/pairs"
 	"p2patomics/harness/report"
 )
 
@@ -230,7 +230,7 @@ func Judge(o, n report.Metric, opt Options) MetricChange {
 	apart := n.Max < o.Min || n.Min > o.Max
 	if apart && big && o.Median != 0 {
 		mc.Delta = fmt.Sprintf("%s (no samples; ranges %s–%s and %s–%s do not overlap)", pct,
-			heatmap.Format(o.Min), heatmap.Format(o.Max), heatmap.Format(n.Min), heatmap.Format(n.Max))
+			pairs.Format(o.Min), pairs.Format(o.Max), pairs.Format(n.Min), pairs.Format(n.Max))
 	} else {
 		mc.Delta = "~ (no samples)"
 	}
@@ -262,7 +262,7 @@ func (c *Comparison) compareMetrics(id string, o, n report.Result, opt Options) 
 		if !inNew {
 			unit = ov.Unit
 		}
-		dir := heatmap.Direction(unit)
+		dir := pairs.Direction(unit)
 		better := map[int]string{1: "higher", -1: "lower", 0: "unknown"}[dir]
 		switch {
 		case !inOld:
@@ -397,7 +397,7 @@ func (c *Comparison) WriteTable(w io.Writer, verbose bool) {
 		}
 		fmt.Fprintf(tw, "\n%s (%d):\n", title, len(ms))
 		for _, m := range ms {
-			ov, nv := heatmap.Format(m.Old), heatmap.Format(m.New)
+			ov, nv := pairs.Format(m.Old), pairs.Format(m.New)
 			switch m.Note {
 			case "new metric":
 				ov = "—"

@@ -2,10 +2,10 @@ package heatmap
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
+	"p2patomics/harness/pairs"
 	"p2patomics/harness/report"
 )
 
@@ -13,18 +13,18 @@ import (
 // well as hue (blue for met, vermillion for unmet: Okabe and Ito's
 // colour-blind-safe pair), a hatch for the two states that need a second
 // look, and the word that says it without colour.
-var stateStyle = map[State]struct{ fill, ink, word string }{
-	Met:          {"#cfe3f3", "black", "met"},
-	NotSupported: {"#b8b8b8", "black", "not supported"},
-	ExpectedFail: {"url(#hatch-xfail)", "black", "expected-fail"},
-	NotRun:       {"#ffffff", "black", "not run"},
-	Unmet:        {"url(#hatch-unmet)", "black", "UNMET"},
+var stateStyle = map[pairs.State]struct{ fill, ink, word string }{
+	pairs.Met:          {"#cfe3f3", "black", "met"},
+	pairs.NotSupported: {"#b8b8b8", "black", "not supported"},
+	pairs.ExpectedFail: {"url(#hatch-xfail)", "black", "expected-fail"},
+	pairs.NotRun:       {"#ffffff", "black", "not run"},
+	pairs.Unmet:        {"url(#hatch-unmet)", "black", "UNMET"},
 }
 
 // Tally counts one group of cases by state and keeps the worst.
 type Tally struct {
-	Counts map[State]int
-	Worst  State
+	Counts map[pairs.State]int
+	Worst  pairs.State
 	// WorstOutcome is the most severe outcome among the cases in the
 	// worst state (what a reader needs to know: fail, crash, timeout…).
 	WorstOutcome report.Outcome
@@ -32,15 +32,15 @@ type Tally struct {
 }
 
 func (t *Tally) add(r report.Result) {
-	st := Classify(r)
+	st := pairs.Classify(r)
 	if t.Counts == nil {
-		t.Counts = map[State]int{}
+		t.Counts = map[pairs.State]int{}
 		t.Worst, t.WorstOutcome = st, r.Outcome
 	}
 	t.Counts[st]++
 	t.Cases = append(t.Cases, r.ID())
 	switch {
-	case st.rank() > t.Worst.rank():
+	case st.Order() > t.Worst.Order():
 		t.Worst, t.WorstOutcome = st, r.Outcome
 	case st == t.Worst && r.Outcome.Severity() > t.WorstOutcome.Severity():
 		t.WorstOutcome = r.Outcome
@@ -59,9 +59,9 @@ func (t *Tally) total() int {
 // summary says the counts in words, worst state first ("37 unmet, 25 met").
 func (t *Tally) summary() string {
 	var parts []string
-	for i := len(States) - 1; i >= 0; i-- {
-		if c := t.Counts[States[i]]; c > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", c, strings.ToLower(stateStyle[States[i]].word)))
+	for i := len(pairs.States) - 1; i >= 0; i-- {
+		if c := t.Counts[pairs.States[i]]; c > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c, strings.ToLower(stateStyle[pairs.States[i]].word)))
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -101,7 +101,7 @@ func (g *Grid) Unmet() [][2]string {
 	var out [][2]string
 	for _, r := range g.Rows {
 		for _, c := range g.Cols {
-			if t := g.Cells[[2]string{r, c}]; t != nil && t.Worst == Unmet {
+			if t := g.Cells[[2]string{r, c}]; t != nil && t.Worst == pairs.Unmet {
 				out = append(out, [2]string{r, c})
 			}
 		}
@@ -129,8 +129,6 @@ func VerdictMatrix(results []report.Result) *Grid {
 	return g
 }
 
-var rankSuffixRe = regexp.MustCompile(`\.r\d+$`)
-
 // PairVerdicts is one grid per allocation path: a row per ordered pair of
 // GPUs (the cases that name a pair), a column per spec (the family without
 // backend, kind and world size), the case's outcome in each cell. Specs
@@ -141,19 +139,19 @@ func PairVerdicts(results []report.Result) []*Grid {
 	var kinds []string
 	atomics := map[string]bool{}
 	for _, r := range results {
-		be, k, s, d, ok := pairPath(r)
-		if !ok {
+		s, d, ok := pairs.Pair(r)
+		if !ok || r.Spec == "" {
 			continue
 		}
-		kind := be + "." + k
+		kind := r.Backend + "." + r.Kind
 		g := byKind[kind]
 		if g == nil {
-			g = &Grid{Title: "verdict per GPU pair: " + kind, Kind: kind, File: "verdict." + safe(kind) + ".pairs.svg", Cells: map[[2]string]*Tally{}, Pairs: true,
+			g = &Grid{Title: "verdict per GPU pair: " + kind, Kind: kind, File: "verdict." + pairs.Safe(kind) + ".pairs.svg", Cells: map[[2]string]*Tally{}, Pairs: true,
 				Caption: "row: the case's pair (first GPU → second), column: the spec"}
 			byKind[kind] = g
 			kinds = append(kinds, kind)
 		}
-		spec := rankSuffixRe.ReplaceAllString(strings.TrimPrefix(Family(r), kind+"."), "")
+		spec := pairs.Spec(r)
 		if slices.Contains(r.Labels, "atomics") {
 			atomics[kind+"|"+spec] = true
 		}
@@ -186,33 +184,62 @@ func PairVerdicts(results []report.Result) []*Grid {
 	return out
 }
 
+// gridCell is what one verdict cell shows: its lines, worst state and
+// hover text.
+type gridCell struct {
+	lines []string
+	st    pairs.State
+	tip   string
+}
+
+// gridPic is a verdict grid laid out: each cell's text and the sizes the
+// text decides.
+type gridPic struct {
+	g                        *Grid
+	subtitle                 string
+	texts                    map[[2]string]gridCell
+	cw, left, top, hw        int
+	gridW, gridH, width, hgt int
+}
+
+const gridCH = 44 // cell height
+
 // SVG renders the grid. Column headers are slanted so that long spec
 // names keep columns narrow; every size comes from the text it holds.
 func (g *Grid) SVG(subtitle string) string {
-	type ct struct {
-		lines []string
-		st    State
-		tip   string
-	}
-	texts := map[[2]string]ct{}
-	cw := 64
+	p := &gridPic{g: g, subtitle: subtitle}
+	p.cellTexts()
+	p.size()
+	var b strings.Builder
+	svgOpen(&b, p.width, p.hgt, g.Title)
+	p.drawHeaders(&b)
+	p.drawCells(&b)
+	p.drawKey(&b)
+	return b.String() + "</svg>\n"
+}
+
+// cellTexts: a pair grid's cell of one case says its outcome (and its
+// state when not met); any other cell the worst state and the counts.
+func (p *gridPic) cellTexts() {
+	g := p.g
+	p.texts = map[[2]string]gridCell{}
+	p.cw = 64
 	for _, r := range g.Rows {
 		for _, c := range g.Cols {
 			t := g.Cells[[2]string{r, c}]
 			if t == nil {
 				continue
 			}
-			var x ct
-			x.st = t.Worst
+			x := gridCell{st: t.Worst}
 			word := stateStyle[t.Worst].word
 			if g.Pairs && t.total() == 1 {
 				x.lines = []string{string(t.WorstOutcome)}
-				if t.Worst != Met {
+				if t.Worst != pairs.Met {
 					x.lines = append(x.lines, word)
 				}
 			} else {
 				first := "all met"
-				if t.Worst != Met {
+				if t.Worst != pairs.Met {
 					first = word + ": " + string(t.WorstOutcome)
 				}
 				x.lines = []string{first, t.summary()}
@@ -223,82 +250,98 @@ func (g *Grid) SVG(subtitle string) string {
 			}
 			x.tip = fmt.Sprintf("%s × %s: %s (%s)", r, c, t.summary(), tip)
 			for _, l := range x.lines {
-				cw = max(cw, textW(l, 12, true)+14)
+				p.cw = max(p.cw, textW(l, 12, true)+14)
 			}
-			texts[[2]string{r, c}] = x
+			p.texts[[2]string{r, c}] = x
 		}
 	}
-	const ch = 44
-	left := 20
+}
+
+// size: room for the row labels, the slanted headers (-40°: their height
+// is the longest name's width × sin, and the last leans right past the
+// grid by its width × cos), the captions and the key.
+func (p *gridPic) size() {
+	g := p.g
+	p.left = 20
 	for _, r := range g.Rows {
-		left = max(left, textW(r, 13, false)+24)
+		p.left = max(p.left, textW(r, 13, false)+24)
 	}
-	// Slanted headers (-40°): their height is the longest name's width × sin.
-	hw := 0
 	for _, c := range g.Cols {
-		hw = max(hw, textW(c, 12, false))
+		p.hw = max(p.hw, textW(c, 12, false))
 	}
-	headH := int(float64(hw)*0.65) + 20
-	top := 74 + headH
-	gridW, gridH := len(g.Cols)*cw, len(g.Rows)*ch
-	// The last header leans right past the grid by its width × cos.
-	width := left + gridW + int(float64(hw)*0.77) + 20
-	width = max(width, 20+textW(g.Title, 17, true), 20+textW(subtitle, 13, false), 20+textW(g.Caption, 12, false))
+	p.top = 74 + int(float64(p.hw)*0.65) + 20
+	p.gridW, p.gridH = len(g.Cols)*p.cw, len(g.Rows)*gridCH
+	w := p.left + p.gridW + int(float64(p.hw)*0.77) + 20
+	w = max(w, 20+textW(g.Title, 17, true), 20+textW(p.subtitle, 13, false), 20+textW(g.Caption, 12, false))
 	keyW := 10
-	for _, st := range States {
+	for _, st := range pairs.States {
 		keyW += 30 + textW(stateStyle[st].word, 12, false) + 16
 	}
-	width = max(width, keyW)
-	height := top + gridH + 50
-	var b strings.Builder
-	svgOpen(&b, width, height, g.Title)
-	fmt.Fprintf(&b, `<text x="10" y="24" font-size="17" font-weight="bold">%s</text>`+"\n", esc(g.Title))
-	fmt.Fprintf(&b, `<text x="10" y="44" fill="#333">%s</text>`+"\n", esc(subtitle))
-	fmt.Fprintf(&b, `<text x="10" y="62" font-size="12" fill="#333">%s</text>`+"\n", esc(g.Caption))
+	p.width, p.hgt = max(w, keyW), p.top+p.gridH+50
+}
+
+func (p *gridPic) drawHeaders(b *strings.Builder) {
+	g := p.g
+	fmt.Fprintf(b, `<text x="10" y="24" font-size="17" font-weight="bold">%s</text>`+"\n", esc(g.Title))
+	fmt.Fprintf(b, `<text x="10" y="44" fill="#333">%s</text>`+"\n", esc(p.subtitle))
+	fmt.Fprintf(b, `<text x="10" y="62" font-size="12" fill="#333">%s</text>`+"\n", esc(g.Caption))
 	for j, c := range g.Cols {
-		x, y := left+j*cw+cw/2, top-6
-		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12" transform="rotate(-40 %d %d)">%s</text>`+"\n", x, y, x, y, esc(c))
+		x, y := p.left+j*p.cw+p.cw/2, p.top-6
+		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="12" transform="rotate(-40 %d %d)">%s</text>`+"\n", x, y, x, y, esc(c))
 	}
+}
+
+func (p *gridPic) drawCells(b *strings.Builder) {
+	g, cw := p.g, p.cw
 	for i, r := range g.Rows {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", left-8, top+i*ch+ch/2+5, esc(r))
+		fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", p.left-8, p.top+i*gridCH+gridCH/2+5, esc(r))
 		for j, c := range g.Cols {
-			x, y := left+j*cw, top+i*ch
-			t, ok := texts[[2]string{r, c}]
+			x, y := p.left+j*cw, p.top+i*gridCH
+			t, ok := p.texts[[2]string{r, c}]
 			if !ok {
-				fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="#f7f7f7" stroke="white"/><text x="%d" y="%d" text-anchor="middle" fill="#999" font-size="11">none</text>`+"\n", x, y, cw, ch, x+cw/2, y+ch/2+4)
+				fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" fill="#f7f7f7" stroke="white"/><text x="%d" y="%d" text-anchor="middle" fill="#999" font-size="11">none</text>`+"\n", x, y, cw, gridCH, x+cw/2, y+gridCH/2+4)
 				continue
 			}
-			sty := stateStyle[t.st]
-			stroke, sw := "white", 1
-			if t.st == Unmet {
-				stroke, sw = "black", 3
-			}
-			fmt.Fprintf(&b, `<g class="cell %s"><title>%s</title><rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="%s" stroke-width="%d"/>`, t.st, esc(t.tip), x, y, cw, ch, sty.fill, stroke, sw)
-			y0 := y + ch/2 - (len(t.lines)-1)*8 + 4
-			for k, l := range t.lines {
-				attr := `font-size="11"`
-				if k == 0 {
-					attr = `font-size="12" font-weight="bold"`
-				}
-				if t.st == Unmet || t.st == ExpectedFail {
-					fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="14" fill="white" opacity="0.85"/>`, x+cw/2-textW(l, 12, true)/2-3, y0+k*16-11, textW(l, 12, true)+6)
-				}
-				fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="%s" %s>%s</text>`, x+cw/2, y0+k*16, sty.ink, attr, esc(l))
-			}
-			b.WriteString("</g>\n")
+			p.drawCell(b, x, y, t)
 		}
 	}
-	// Key: each state's swatch and word.
-	kx, ky := 10, top+gridH+30
-	for _, st := range States {
+}
+
+// drawCell draws one cell at (x, y): an unmet one framed; text over a
+// hatch sits on a white band so it reads.
+func (p *gridPic) drawCell(b *strings.Builder, x, y int, t gridCell) {
+	cw := p.cw
+	sty := stateStyle[t.st]
+	stroke, sw := "white", 1
+	if t.st == pairs.Unmet {
+		stroke, sw = "black", 3
+	}
+	fmt.Fprintf(b, `<g class="cell %s"><title>%s</title><rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="%s" stroke-width="%d"/>`, t.st, esc(t.tip), x, y, cw, gridCH, sty.fill, stroke, sw)
+	y0 := y + gridCH/2 - (len(t.lines)-1)*8 + 4
+	for k, l := range t.lines {
+		attr := `font-size="11"`
+		if k == 0 {
+			attr = `font-size="12" font-weight="bold"`
+		}
+		if t.st == pairs.Unmet || t.st == pairs.ExpectedFail {
+			fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="14" fill="white" opacity="0.85"/>`, x+cw/2-textW(l, 12, true)/2-3, y0+k*16-11, textW(l, 12, true)+6)
+		}
+		fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle" fill="%s" %s>%s</text>`, x+cw/2, y0+k*16, sty.ink, attr, esc(l))
+	}
+	b.WriteString("</g>\n")
+}
+
+// drawKey: each state's swatch and word.
+func (p *gridPic) drawKey(b *strings.Builder) {
+	kx, ky := 10, p.top+p.gridH+30
+	for _, st := range pairs.States {
 		sty := stateStyle[st]
 		stroke, sw := "#666", 1
-		if st == Unmet {
+		if st == pairs.Unmet {
 			stroke, sw = "black", 2
 		}
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="22" height="14" fill="%s" stroke="%s" stroke-width="%d"/>`, kx, ky-11, sty.fill, stroke, sw)
-		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12">%s</text>`+"\n", kx+28, ky, esc(sty.word))
+		fmt.Fprintf(b, `<rect x="%d" y="%d" width="22" height="14" fill="%s" stroke="%s" stroke-width="%d"/>`, kx, ky-11, sty.fill, stroke, sw)
+		fmt.Fprintf(b, `<text x="%d" y="%d" font-size="12">%s</text>`+"\n", kx+28, ky, esc(sty.word))
 		kx += 30 + textW(sty.word, 12, false) + 16
 	}
-	return b.String() + "</svg>\n"
 }

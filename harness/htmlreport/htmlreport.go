@@ -23,6 +23,7 @@ import (
 	"p2patomics/harness/expect"
 	"p2patomics/harness/fingerprint"
 	"p2patomics/harness/heatmap"
+	"p2patomics/harness/pairs"
 	"p2patomics/harness/report"
 )
 
@@ -138,10 +139,10 @@ func Render(w io.Writer, rep *report.Report, outDir string) error {
 	b.WriteString("<h2 id=\"unexpected\">Unexpected cases</h2>\n")
 	var unmet, notSup []report.Result
 	for _, r := range rep.Results {
-		switch heatmap.Classify(r) {
-		case heatmap.Unmet:
+		switch pairs.Classify(r) {
+		case pairs.Unmet:
 			unmet = append(unmet, r)
-		case heatmap.NotSupported:
+		case pairs.NotSupported:
 			notSup = append(notSup, r)
 		}
 	}
@@ -199,7 +200,7 @@ func Render(w io.Writer, rep *report.Report, outDir string) error {
 	b.WriteString("<h2 id=\"pair-table\">Pair table</h2>\n")
 	rows := rep.Pairs
 	if rows == nil {
-		rows = heatmap.PairRows(rep.Results)
+		rows = pairs.PairRows(rep.Results)
 	}
 	writePairTable(&b, rows)
 	b.WriteString("</body></html>\n")
@@ -266,7 +267,7 @@ func writePairTable(b *strings.Builder, rows []report.PairRow) {
 			fmt.Fprintf(b, "<tr%s><td>%d→%d</td><td class=\"num\">%d</td><td class=\"num\">%d</td><td>%s</td>", cls, r.Src, r.Dst, r.Cases, r.Unmet, e(string(r.Worst)))
 			for _, n := range names {
 				if m, ok := r.Metrics[n]; ok {
-					fmt.Fprintf(b, "<td class=\"num\">%s <small>(%s)</small></td>", heatmap.Format(m.Median), e(heatmap.Spread(m)))
+					fmt.Fprintf(b, "<td class=\"num\">%s <small>(%s)</small></td>", pairs.Format(m.Median), e(pairs.Spread(m)))
 				} else {
 					b.WriteString("<td>—</td>")
 				}

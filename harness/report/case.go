@@ -57,8 +57,9 @@ func (c Case) ID() string {
 // field r<N> (N ≠ 2, no leading zero) after the variant is the world size;
 // the rest is the variant. An id the parts cannot spell back exactly is
 // kept verbatim (Case.ID returns it unchanged). Pair is not in an id's
-// grammar (pingpong_latency_local measures pair 0-0 without an r0r0
-// field): it comes from the labels (PairLabel).
+// grammar alone (pingpong_latency_local measures pair 0-0 without an
+// r0r0 field): it comes from the labels (PairLabel), else from a last
+// variant field r<s>r<d>, the suite's per-pair ids.
 func ParseCase(id string, labels []string) Case {
 	c := Case{Ranks: DefaultRanks, Pair: LabelPair(labels)}
 	f := strings.SplitN(id, ".", 4)
@@ -68,6 +69,9 @@ func ParseCase(id string, labels []string) Case {
 			if n, ok := rankCount(c.Variant[i+1:]); ok {
 				c.Variant, c.Ranks = c.Variant[:i], n
 			}
+		}
+		if c.Pair == nil {
+			c.Pair = variantPair(c.Variant)
 		}
 	}
 	if c.ID() != id {
@@ -87,6 +91,16 @@ func rankCount(s string) (int, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// variantPair reads a variant's last field r<s>r<d>; nil without one.
+func variantPair(v string) *[2]int {
+	last := v[strings.LastIndexByte(v, '.')+1:]
+	var s, d int
+	if n, err := fmt.Sscanf(last, "r%dr%d", &s, &d); err != nil || n != 2 || fmt.Sprintf("r%dr%d", s, d) != last || s < 0 || d < 0 {
+		return nil
+	}
+	return &[2]int{s, d}
 }
 
 // PairPrefix starts the label that names a per-pair case's ordered pair.

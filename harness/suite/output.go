@@ -5,7 +5,7 @@ import (
 	"io"
 	"sort"
 
-	"p2patomics/harness/heatmap"
+	"p2patomics/harness/pairs"
 	"p2patomics/harness/report"
 )
 
@@ -13,7 +13,7 @@ import (
 // CUDA's p2pBandwidthLatencyTest: rows are the initiating rank, columns
 // the peer, one matrix per metric and case family.
 func PrintMatrices(w io.Writer, results []report.Result) {
-	for _, m := range heatmap.Matrices(results) {
+	for _, m := range pairs.Matrices(results) {
 		fmt.Fprintf(w, "\n%s: %s (%s, median)\n   D\\D", m.Family, m.Metric, m.Unit)
 		for j := 0; j < m.Size; j++ {
 			fmt.Fprintf(w, "%8d", j)

@@ -19,6 +19,7 @@ import (
 	descriptors "p2patomics/harness/backends"
 	"p2patomics/harness/expect"
 	"p2patomics/harness/heatmap"
+	"p2patomics/harness/pairs"
 	"p2patomics/harness/report"
 	"p2patomics/internal/device"
 )
@@ -526,7 +527,7 @@ func (r *Run) finish() int {
 	}
 	results, g, sum := expect.JudgeRun(r.Results(), r.gate, env, r.selects, gate, r.Opts.Out, expect.Interrupted(sig))
 	rep := &report.Report{Schema: report.Schema, Environment: env, Results: results, Gate: g, Summary: &sum,
-		Pairs: heatmap.PairRows(results), Timing: timing}
+		Pairs: pairs.PairRows(results), Timing: timing}
 	w := r.stdout()
 	code := sum.ExitStatus
 	switch {

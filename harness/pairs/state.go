@@ -1,4 +1,4 @@
-package heatmap
+package pairs
 
 import "p2patomics/harness/report"
 
@@ -29,7 +29,8 @@ const (
 // cases shows the worst.
 var States = []State{Met, NotSupported, ExpectedFail, NotRun, Unmet}
 
-func (s State) rank() int {
+// Order is the state's index in States (worst last).
+func (s State) Order() int {
 	for i, x := range States {
 		if x == s {
 			return i
