@@ -2,10 +2,10 @@ package suite
 
 import (
 	"os"
-	"strings"
 
 	"p2patomics/harness/expect"
 	"p2patomics/harness/fingerprint"
+	"p2patomics/harness/report"
 	"p2patomics/internal/device"
 )
 
@@ -73,7 +73,7 @@ func (r *Run) selects(id string) bool {
 		return id == r.Opts.Case
 	}
 	for _, g := range r.Groups {
-		if strings.HasPrefix(id, g.Name+".") {
+		if c := report.ParseCase(id, nil); c.Backend+"."+c.Kind == g.Name {
 			return r.LabelFilter == "" || r.planID(id)
 		}
 	}
