@@ -87,47 +87,15 @@ func JUnit(rep *Report, stamp time.Time) ([]byte, error) {
 	s.Properties = junitProperties(rep)
 	total := 0.0
 	for _, r := range rep.Results {
-		cls := r.ID()
-		if r.Spec != "" {
-			cls = r.Backend + "." + r.Kind
-		}
-		c := junitCase{Name: r.ID(), Classname: cls, Time: seconds(r.Duration)}
-		out := fmt.Sprintf("outcome=%s expected=%s", Shown(r), r.Expected)
-		if r.Verdict != "" {
-			out += " verdict=" + string(r.Verdict)
-		}
-		if r.NotSupported != "" {
-			out += "\nnot supported: " + r.NotSupported
-		}
-		if r.Detail != "" {
-			out += "\n" + r.Detail
-		}
-		if r.Repro != "" {
-			out += "\nrepro: " + r.Repro
-		}
+		c := junitCaseOf(r)
 		switch {
-		case Unexpected(r):
-			p := &junitProblem{Message: fmt.Sprintf("%s: %s → %s", verdictOf(r), Was(r), r.Outcome), Type: string(r.Outcome), Text: r.Detail}
-			if erroring(r.Outcome) {
-				c.Error = p
-				s.Errors++
-			} else {
-				c.Failure = p
-				s.Failures++
-			}
-		case r.Verdict == NotRun:
-			// An interrupted run's unfinished case: not run, not an error.
-			c.Skipped = &junitSkipped{Message: "not run: " + r.Detail}
-			s.Skipped++
-		case r.Outcome == Skip:
-			msg := r.Detail
-			if r.NotSupported != "" {
-				msg = "not supported: " + r.NotSupported
-			}
-			c.Skipped = &junitSkipped{Message: msg}
+		case c.Error != nil:
+			s.Errors++
+		case c.Failure != nil:
+			s.Failures++
+		case c.Skipped != nil:
 			s.Skipped++
 		}
-		c.SystemOut = out
 		total += r.Duration
 		s.Cases = append(s.Cases, c)
 	}
@@ -147,6 +115,51 @@ func JUnit(rep *Report, stamp time.Time) ([]byte, error) {
 	buf.Write(b)
 	buf.WriteByte('\n')
 	return buf.Bytes(), nil
+}
+
+// junitCaseOf is one result as a testcase: classname backend.kind, the
+// outcome, verdict, reason, detail and repro in system-out; an unexpected
+// result a <failure> (an <error> for the erroring outcomes), a not-run or
+// skipped one <skipped> with its reason.
+func junitCaseOf(r Result) junitCase {
+	cls := r.ID()
+	if r.Spec != "" {
+		cls = r.Backend + "." + r.Kind
+	}
+	c := junitCase{Name: r.ID(), Classname: cls, Time: seconds(r.Duration)}
+	out := fmt.Sprintf("outcome=%s expected=%s", Shown(r), r.Expected)
+	if r.Verdict != "" {
+		out += " verdict=" + string(r.Verdict)
+	}
+	if r.NotSupported != "" {
+		out += "\nnot supported: " + r.NotSupported
+	}
+	if r.Detail != "" {
+		out += "\n" + r.Detail
+	}
+	if r.Repro != "" {
+		out += "\nrepro: " + r.Repro
+	}
+	switch {
+	case Unexpected(r):
+		p := &junitProblem{Message: fmt.Sprintf("%s: %s → %s", verdictOf(r), Was(r), r.Outcome), Type: string(r.Outcome), Text: r.Detail}
+		if erroring(r.Outcome) {
+			c.Error = p
+		} else {
+			c.Failure = p
+		}
+	case r.Verdict == NotRun:
+		// An interrupted run's unfinished case: not run, not an error.
+		c.Skipped = &junitSkipped{Message: "not run: " + r.Detail}
+	case r.Outcome == Skip:
+		msg := r.Detail
+		if r.NotSupported != "" {
+			msg = "not supported: " + r.NotSupported
+		}
+		c.Skipped = &junitSkipped{Message: msg}
+	}
+	c.SystemOut = out
+	return c
 }
 
 // WriteJUnit writes JUnit(rep, stamp) to path.

@@ -329,6 +329,12 @@ func (s Summary) verdictLine() string {
 	if len(s.Unexpected) == 0 {
 		return fmt.Sprintf("p2patomics: PASS — %s, 0 unexpected%s (%s)", plural(s.Cases, "case"), ns, basis)
 	}
+	return fmt.Sprintf("p2patomics: FAIL — %s: %s", s.unexpectedHead(), strings.Join(s.unexpectedNamed(basis), "; "))
+}
+
+// unexpectedHead counts the unexpected cases, by verdict when they differ
+// ("3 regression", "4 unexpected (3 regression, 1 missing)").
+func (s Summary) unexpectedHead() string {
 	kinds := map[Verdict]int{}
 	var order []Verdict
 	for _, u := range s.Unexpected {
@@ -337,16 +343,19 @@ func (s Summary) verdictLine() string {
 		}
 		kinds[u.Verdict]++
 	}
-	var head string
 	if len(order) == 1 {
-		head = plural(len(s.Unexpected), string(order[0]))
-	} else {
-		var parts []string
-		for _, v := range order {
-			parts = append(parts, fmt.Sprintf("%d %s", kinds[v], v))
-		}
-		head = fmt.Sprintf("%d unexpected (%s)", len(s.Unexpected), strings.Join(parts, ", "))
+		return plural(len(s.Unexpected), string(order[0]))
 	}
+	var parts []string
+	for _, v := range order {
+		parts = append(parts, fmt.Sprintf("%d %s", kinds[v], v))
+	}
+	return fmt.Sprintf("%d unexpected (%s)", len(s.Unexpected), strings.Join(parts, ", "))
+}
+
+// unexpectedNamed names the first maxNamed unexpected cases, each with its
+// change, rerun, note and evidence folder, then how many more.
+func (s Summary) unexpectedNamed(basis string) []string {
 	var named []string
 	for i, u := range s.Unexpected {
 		if i == maxNamed {
@@ -365,7 +374,7 @@ func (s Summary) verdictLine() string {
 		}
 		named = append(named, one)
 	}
-	return fmt.Sprintf("p2patomics: FAIL — %s: %s", head, strings.Join(named, "; "))
+	return named
 }
 
 func plural(n int, what string) string {

@@ -70,58 +70,88 @@ func WriteConclusion(w io.Writer, st Style, rep *Report) {
 	if s == nil {
 		return
 	}
+	writeUnexpected(w, st, rep)
+	writeNotSupported(w, st, s)
+	writeMetAnyway(w, rep)
+	if len(s.NotRun) > 0 {
+		fmt.Fprintf(w, "\n%s\n  %s\n", st.paint("33", fmt.Sprintf("not run (%d): %s stopped the run before they finished; not regressions", len(s.NotRun), s.Interrupted)),
+			clip(strings.Join(s.NotRun, " "), 160))
+	}
+	fmt.Fprintln(w)
+	colour := map[bool]string{true: "32;1", false: "31;1"}[s.ExitStatus == 0]
+	if s.Interrupted != "" {
+		colour = "33;1"
+	}
+	fmt.Fprintln(w, st.paint(colour, s.Line))
+}
+
+// writeUnexpected: each unexpected case with its detail, evidence folder
+// and the line that reruns it.
+func writeUnexpected(w io.Writer, st Style, rep *Report) {
+	s := rep.Summary
+	if len(s.Unexpected) == 0 {
+		return
+	}
 	byID := map[string]Result{}
 	for _, r := range rep.Results {
 		byID[r.ID()] = r
 	}
-	if len(s.Unexpected) > 0 {
-		fmt.Fprintf(w, "\n%s\n", st.paint("31;1", fmt.Sprintf("unexpected (%d):", len(s.Unexpected))))
-		for _, u := range s.Unexpected {
-			r := byID[u.ID]
-			fmt.Fprintf(w, "  %s: %s → %s  %s\n", u.Verdict, u.Was, u.Outcome, u.ID)
-			if r.Detail != "" {
-				fmt.Fprintf(w, "      %s\n", clip(r.Detail, 200))
-			}
-			if u.Folder != "" {
-				fmt.Fprintf(w, "      evidence: %s\n", u.Folder)
-			}
-			switch {
-			case u.Folder != "":
-				// Absolute, so the line runs as printed from anywhere.
-				fmt.Fprintf(w, "      repro: sh %s\n", absPath(filepath.Join(u.Folder, "repro.sh")))
-			case r.Repro != "":
-				fmt.Fprintf(w, "      repro: %s\n", r.Repro)
-			}
+	fmt.Fprintf(w, "\n%s\n", st.paint("31;1", fmt.Sprintf("unexpected (%d):", len(s.Unexpected))))
+	for _, u := range s.Unexpected {
+		r := byID[u.ID]
+		fmt.Fprintf(w, "  %s: %s → %s  %s\n", u.Verdict, u.Was, u.Outcome, u.ID)
+		if r.Detail != "" {
+			fmt.Fprintf(w, "      %s\n", clip(r.Detail, 200))
+		}
+		if u.Folder != "" {
+			fmt.Fprintf(w, "      evidence: %s\n", u.Folder)
+		}
+		switch {
+		case u.Folder != "":
+			// Absolute, so the line runs as printed from anywhere.
+			fmt.Fprintf(w, "      repro: sh %s\n", absPath(filepath.Join(u.Folder, "repro.sh")))
+		case r.Repro != "":
+			fmt.Fprintf(w, "      repro: %s\n", r.Repro)
 		}
 	}
-	if len(s.NotSupported) > 0 {
-		fmt.Fprintf(w, "\n%s\n", st.paint("33", fmt.Sprintf("not supported (%d): capabilities this device or driver lacks; not failures by themselves", len(s.NotSupported))))
-		// One line per distinct reason, naming how many cases it covers:
-		// 40 vmm-host counters lost updates for one attribute.
-		type group struct {
-			reason string
-			ids    []string
-		}
-		var groups []*group
-		idx := map[string]*group{}
-		for _, n := range s.NotSupported {
-			key := reasonKey(n.Reason)
-			g := idx[key]
-			if g == nil {
-				g = &group{reason: key}
-				idx[key] = g
-				groups = append(groups, g)
-			}
-			g.ids = append(g.ids, n.ID)
-		}
-		for _, g := range groups {
-			if len(g.ids) == 1 {
-				fmt.Fprintf(w, "  %s: %s\n", g.ids[0], clip(g.reason, 200))
-				continue
-			}
-			fmt.Fprintf(w, "  %d cases (%s, …): %s\n", len(g.ids), g.ids[0], clip(g.reason, 200))
-		}
+}
+
+// writeNotSupported: one line per distinct reason, naming how many cases
+// it covers (40 vmm-host counters lost updates for one attribute).
+func writeNotSupported(w io.Writer, st Style, s *Summary) {
+	if len(s.NotSupported) == 0 {
+		return
 	}
+	fmt.Fprintf(w, "\n%s\n", st.paint("33", fmt.Sprintf("not supported (%d): capabilities this device or driver lacks; not failures by themselves", len(s.NotSupported))))
+	type group struct {
+		reason string
+		ids    []string
+	}
+	var groups []*group
+	idx := map[string]*group{}
+	for _, n := range s.NotSupported {
+		key := reasonKey(n.Reason)
+		g := idx[key]
+		if g == nil {
+			g = &group{reason: key}
+			idx[key] = g
+			groups = append(groups, g)
+		}
+		g.ids = append(g.ids, n.ID)
+	}
+	for _, g := range groups {
+		if len(g.ids) == 1 {
+			fmt.Fprintf(w, "  %s: %s\n", g.ids[0], clip(g.reason, 200))
+			continue
+		}
+		fmt.Fprintf(w, "  %d cases (%s, …): %s\n", len(g.ids), g.ids[0], clip(g.reason, 200))
+	}
+}
+
+// writeMetAnyway: the cases that met without passing, collapsed: those
+// that met the baseline but not the spec (fails.txt entries, flakes),
+// then the controls and canaries that did what they were built to.
+func writeMetAnyway(w io.Writer, rep *Report) {
 	controls := map[Outcome][]string{}
 	baseline := map[string][]string{}
 	var keys []string
@@ -131,7 +161,6 @@ func WriteConclusion(w io.Writer, st Style, rep *Report) {
 		}
 		switch {
 		case r.Verdict != "" && r.Verdict != Expected:
-			// Met the baseline, not the spec: fails.txt entries, flakes.
 			k := fmt.Sprintf("%s (%s)", r.Outcome, r.Verdict)
 			if baseline[k] == nil {
 				keys = append(keys, k)
@@ -157,16 +186,6 @@ func WriteConclusion(w io.Writer, st Style, rep *Report) {
 			}
 		}
 	}
-	if len(s.NotRun) > 0 {
-		fmt.Fprintf(w, "\n%s\n  %s\n", st.paint("33", fmt.Sprintf("not run (%d): %s stopped the run before they finished; not regressions", len(s.NotRun), s.Interrupted)),
-			clip(strings.Join(s.NotRun, " "), 160))
-	}
-	fmt.Fprintln(w)
-	colour := map[bool]string{true: "32;1", false: "31;1"}[s.ExitStatus == 0]
-	if s.Interrupted != "" {
-		colour = "33;1"
-	}
-	fmt.Fprintln(w, st.paint(colour, s.Line))
 }
 
 // reasonKey groups not-supported reasons: the part before "(observed:"
