@@ -104,15 +104,49 @@ figure{margin:1em 0}figcaption{font-size:.85em;color:#444}.unmet{font-weight:bol
 
 // Render writes the page. outDir is the run's folder (where cases/<id>/
 // lives); "" skips the check for evidence folders and links every case.
+// The sections in order: the verdict and machine, the verdict matrix,
+// the unexpected and not-supported cases, the pair verdicts, the
+// heatmaps, the pair table.
 func Render(w io.Writer, rep *report.Report, outDir string) error {
+	var b strings.Builder
+	writeHead(&b, rep)
+	pics := heatmap.Pictures(rep)
+	b.WriteString("<h2 id=\"matrix\">Verdict matrix</h2>\n")
+	if n := figures(&b, pics, func(f string) bool { return f == "verdict.svg" }); n == 0 {
+		b.WriteString("<p>No results.</p>\n")
+	}
+	writeUnexpected(&b, rep, outDir)
+	b.WriteString("<h2 id=\"pairs-verdict\">Verdicts per GPU pair</h2>\n")
+	if n := figures(&b, pics, func(f string) bool { return strings.HasPrefix(f, "verdict.") && f != "verdict.svg" }); n == 0 {
+		b.WriteString("<p>No case names a pair of GPUs.</p>\n")
+	}
+	b.WriteString("<h2 id=\"heatmaps\">Heatmaps</h2>\n")
+	if n := figures(&b, pics, func(f string) bool { return !strings.HasPrefix(f, "verdict.") }); n == 0 {
+		b.WriteString("<p>No per-pair metrics.</p>\n")
+	}
+	b.WriteString("<h2 id=\"pair-table\">Pair table</h2>\n")
+	rows := rep.Pairs
+	if rows == nil {
+		rows = pairs.PairRows(rep.Results)
+	}
+	writePairTable(&b, rows)
+	b.WriteString("</body></html>\n")
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("htmlreport: %w", err)
+	}
+	return nil
+}
+
+// writeHead: the document head, the verdict line, the machine and the
+// gate's reasons.
+func writeHead(b *strings.Builder, rep *report.Report) {
 	e := html.EscapeString
 	pass, line := Verdict(rep)
 	machine, stack := Machine(rep.Environment)
-	var b strings.Builder
 	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n")
-	fmt.Fprintf(&b, "<title>%s</title>\n<style>%s</style></head><body>\n", e(line), style)
-	fmt.Fprintf(&b, "<h1>p2patomics report</h1>\n<p id=\"verdict\" class=\"verdict %s\">%s</p>\n", map[bool]string{true: "pass", false: "fail"}[pass], e(line))
-	fmt.Fprintf(&b, "<p id=\"machine\">Machine: %s<br>Stack: %s</p>\n", e(machine), e(stack))
+	fmt.Fprintf(b, "<title>%s</title>\n<style>%s</style></head><body>\n", e(line), style)
+	fmt.Fprintf(b, "<h1>p2patomics report</h1>\n<p id=\"verdict\" class=\"verdict %s\">%s</p>\n", map[bool]string{true: "pass", false: "fail"}[pass], e(line))
+	fmt.Fprintf(b, "<p id=\"machine\">Machine: %s<br>Stack: %s</p>\n", e(machine), e(stack))
 	if rep.Gate != nil {
 		b.WriteString("<p>Gate: " + map[bool]string{true: "PASS", false: "FAIL"}[rep.Gate.Pass])
 		for _, r := range rep.Gate.Reasons {
@@ -120,22 +154,26 @@ func Render(w io.Writer, rep *report.Report, outDir string) error {
 		}
 		b.WriteString("</p>\n")
 	}
+}
 
-	pics := heatmap.Pictures(rep)
-	byFile := map[string]heatmap.Picture{}
+// figures inlines every picture whose file name pick accepts, in order,
+// and says how many.
+func figures(b *strings.Builder, pics []heatmap.Picture, pick func(file string) bool) int {
+	e := html.EscapeString
+	n := 0
 	for _, p := range pics {
-		byFile[p.File] = p
+		if pick(p.File) {
+			fmt.Fprintf(b, "<figure id=\"pic-%s\" class=\"picture\">\n%s<figcaption>%s (%s)</figcaption></figure>\n", e(p.File), inline(p.SVG), e(p.Caption), e(p.File))
+			n++
+		}
 	}
-	figure := func(p heatmap.Picture) {
-		fmt.Fprintf(&b, "<figure id=\"pic-%s\" class=\"picture\">\n%s<figcaption>%s (%s)</figcaption></figure>\n", e(p.File), inline(p.SVG), e(p.Caption), e(p.File))
-	}
-	b.WriteString("<h2 id=\"matrix\">Verdict matrix</h2>\n")
-	if p, ok := byFile["verdict.svg"]; ok {
-		figure(p)
-	} else {
-		b.WriteString("<p>No results.</p>\n")
-	}
+	return n
+}
 
+// writeUnexpected: the unexpected cases as a table (each linked to its
+// evidence folder, or saying it has none), then the not-supported ones.
+func writeUnexpected(b *strings.Builder, rep *report.Report, outDir string) {
+	e := html.EscapeString
 	b.WriteString("<h2 id=\"unexpected\">Unexpected cases</h2>\n")
 	var unmet, notSup []report.Result
 	for _, r := range rep.Results {
@@ -151,8 +189,7 @@ func Render(w io.Writer, rep *report.Report, outDir string) error {
 	} else {
 		b.WriteString("<table><tr><th>case</th><th>outcome</th><th>expected</th><th>detail</th><th>repro</th></tr>\n")
 		for _, r := range unmet {
-			link := "cases/" + r.ID() + "/"
-			cell := fmt.Sprintf("<a href=\"%s\">%s</a>", e(link), e(r.ID()))
+			cell := fmt.Sprintf("<a href=\"%s\">%s</a>", e("cases/"+r.ID()+"/"), e(r.ID()))
 			if outDir != "" {
 				if _, err := os.Stat(filepath.Join(outDir, "cases", r.ID())); err != nil {
 					cell = e(r.ID()) + " <small>(no evidence folder)</small>"
@@ -162,7 +199,7 @@ func Render(w io.Writer, rep *report.Report, outDir string) error {
 			if r.Verdict != "" {
 				outcome += " (" + string(r.Verdict) + ")"
 			}
-			fmt.Fprintf(&b, "<tr class=\"unmet\"><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td><code>%s</code></td></tr>\n",
+			fmt.Fprintf(b, "<tr class=\"unmet\"><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td><code>%s</code></td></tr>\n",
 				cell, e(outcome), e(string(r.Expected)), e(firstLine(r.Detail)), e(r.Repro))
 		}
 		b.WriteString("</table>\n")
@@ -170,45 +207,10 @@ func Render(w io.Writer, rep *report.Report, outDir string) error {
 	if len(notSup) > 0 {
 		b.WriteString("<p>Not supported on this machine (counted as met):</p><ul>\n")
 		for _, r := range notSup {
-			fmt.Fprintf(&b, "<li><code>%s</code>: %s</li>\n", e(r.ID()), e(firstLine(r.Detail)))
+			fmt.Fprintf(b, "<li><code>%s</code>: %s</li>\n", e(r.ID()), e(firstLine(r.Detail)))
 		}
 		b.WriteString("</ul>\n")
 	}
-
-	b.WriteString("<h2 id=\"pairs-verdict\">Verdicts per GPU pair</h2>\n")
-	n := 0
-	for _, p := range pics {
-		if strings.HasPrefix(p.File, "verdict.") && p.File != "verdict.svg" {
-			figure(p)
-			n++
-		}
-	}
-	if n == 0 {
-		b.WriteString("<p>No case names a pair of GPUs.</p>\n")
-	}
-	b.WriteString("<h2 id=\"heatmaps\">Heatmaps</h2>\n")
-	n = 0
-	for _, p := range pics {
-		if !strings.HasPrefix(p.File, "verdict.") {
-			figure(p)
-			n++
-		}
-	}
-	if n == 0 {
-		b.WriteString("<p>No per-pair metrics.</p>\n")
-	}
-	b.WriteString("<h2 id=\"pair-table\">Pair table</h2>\n")
-	rows := rep.Pairs
-	if rows == nil {
-		rows = pairs.PairRows(rep.Results)
-	}
-	writePairTable(&b, rows)
-	b.WriteString("</body></html>\n")
-	_, err := io.WriteString(w, b.String())
-	if err != nil {
-		return fmt.Errorf("htmlreport: %w", err)
-	}
-	return nil
 }
 
 // inline drops the XML declaration, which may not appear inside HTML.
