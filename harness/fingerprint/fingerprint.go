@@ -89,6 +89,27 @@ func collect(root string, getenv func(string) string) map[string]any {
 		"harness": harness(),
 	}
 
+	if osm := osFacts(rd); len(osm) > 0 {
+		env["os"] = osm
+	}
+	env["vendor"] = gpuDrivers(env, root, rd)
+	if iommu := iommuFacts(root, rd); len(iommu) > 0 {
+		env["iommu"] = iommu
+	}
+	settings := map[string]any{}
+	for _, k := range settingsEnv {
+		if v := getenv(k); v != "" {
+			settings[k] = v
+		}
+	}
+	if len(settings) > 0 {
+		env["settings"] = settings
+	}
+	return env
+}
+
+// osFacts: the kernel's release and version, the distribution's name.
+func osFacts(rd func(string) (string, bool)) map[string]any {
 	osm := map[string]any{}
 	if v, ok := rd("proc/sys/kernel/osrelease"); ok {
 		osm["kernel"] = v
@@ -101,10 +122,12 @@ func collect(root string, getenv func(string) string) map[string]any {
 			osm["release"] = pn
 		}
 	}
-	if len(osm) > 0 {
-		env["os"] = osm
-	}
+	return osm
+}
 
+// gpuDrivers records the NVIDIA and AMD drivers' facts in env and says
+// the vendor their loaded kernel driver names (the host backend's for neither).
+func gpuDrivers(env map[string]any, root string, rd func(string) (string, bool)) string {
 	vendor := backends.Host.Vendor
 	if nv := nvidia(root, rd); len(nv) > 0 {
 		env["nvidia"] = nv
@@ -122,8 +145,12 @@ func collect(root string, getenv func(string) string) map[string]any {
 			}
 		}
 	}
-	env["vendor"] = vendor
+	return vendor
+}
 
+// iommuFacts: the IOMMUs, the number of groups, and the kernel command
+// line's IOMMU, GPU driver, PCI and NUMA balancing settings.
+func iommuFacts(root string, rd func(string) (string, bool)) map[string]any {
 	iommu := map[string]any{}
 	if ents, err := os.ReadDir(filepath.Join(root, "sys/class/iommu")); err == nil && len(ents) > 0 {
 		var names []string
@@ -149,20 +176,7 @@ func collect(root string, getenv func(string) string) map[string]any {
 			iommu["cmdline"] = keep
 		}
 	}
-	if len(iommu) > 0 {
-		env["iommu"] = iommu
-	}
-
-	settings := map[string]any{}
-	for _, k := range settingsEnv {
-		if v := getenv(k); v != "" {
-			settings[k] = v
-		}
-	}
-	if len(settings) > 0 {
-		env["settings"] = settings
-	}
-	return env
+	return iommu
 }
 
 func harness() map[string]any {
@@ -269,6 +283,8 @@ func nvidia(root string, rd func(string) (string, bool)) map[string]any {
 	return m
 }
 
+// amdgpu is the amdgpu module (loaded, version, the parameters that
+// change fault behaviour) and the KFD topology's GPU nodes and links.
 func amdgpu(root string, rd func(string) (string, bool)) map[string]any {
 	m := map[string]any{}
 	if _, err := os.Stat(filepath.Join(root, "sys/module/amdgpu")); err == nil {
@@ -288,52 +304,11 @@ func amdgpu(root string, rd func(string) (string, bool)) map[string]any {
 	}
 	nodeDirs, _ := filepath.Glob(filepath.Join(root, "sys/class/kfd/kfd/topology/nodes/*"))
 	sort.Slice(nodeDirs, func(i, j int) bool { return natLess(filepath.Base(nodeDirs[i]), filepath.Base(nodeDirs[j])) })
-	var nodes []map[string]any
-	var links []map[string]any
+	var nodes, links []map[string]any
 	for _, d := range nodeDirs {
-		b, err := os.ReadFile(filepath.Join(d, "properties"))
-		if err != nil {
-			continue
-		}
-		props := kv(string(b))
-		gtv, _ := strconv.Atoi(props["gfx_target_version"])
-		if gtv == 0 { // CPU node
-			continue
-		}
-		n := map[string]any{"node": filepath.Base(d), "gfx": GfxName(gtv)}
-		for _, k := range kfdProps {
-			if v, ok := props[k]; ok {
-				if i, err := strconv.ParseInt(v, 10, 64); err == nil {
-					n[k] = i
-				} else {
-					n[k] = v
-				}
-			}
-		}
-		if b, err := os.ReadFile(filepath.Join(d, "name")); err == nil {
-			if s := strings.TrimSpace(string(b)); s != "" {
-				n["name"] = s
-			}
-		}
-		nodes = append(nodes, n)
-		for _, kind := range []string{"io_links", "p2p_links"} {
-			ls, _ := filepath.Glob(filepath.Join(d, kind, "*", "properties"))
-			sort.Strings(ls)
-			for _, lp := range ls {
-				b, err := os.ReadFile(lp)
-				if err != nil {
-					continue
-				}
-				lk := map[string]any{"kind": kind}
-				for k, v := range kv(string(b)) {
-					if i, err := strconv.ParseInt(v, 10, 64); err == nil {
-						lk[k] = i
-					} else {
-						lk[k] = v
-					}
-				}
-				links = append(links, lk)
-			}
+		if n := kfdNode(d); n != nil {
+			nodes = append(nodes, n)
+			links = append(links, kfdLinks(d)...)
 		}
 	}
 	if len(nodes) > 0 {
@@ -343,6 +318,61 @@ func amdgpu(root string, rd func(string) (string, bool)) map[string]any {
 		m["links"] = links
 	}
 	return m
+}
+
+// kfdNode is one KFD topology node's recorded properties (kfdProps), its
+// gfx target and name; nil for a CPU node or an unreadable one.
+func kfdNode(d string) map[string]any {
+	b, err := os.ReadFile(filepath.Join(d, "properties"))
+	if err != nil {
+		return nil
+	}
+	props := kv(string(b))
+	gtv, _ := strconv.Atoi(props["gfx_target_version"])
+	if gtv == 0 { // CPU node
+		return nil
+	}
+	n := map[string]any{"node": filepath.Base(d), "gfx": GfxName(gtv)}
+	for _, k := range kfdProps {
+		if v, ok := props[k]; ok {
+			n[k] = number(v)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(d, "name")); err == nil {
+		if s := strings.TrimSpace(string(b)); s != "" {
+			n["name"] = s
+		}
+	}
+	return n
+}
+
+// kfdLinks is a node's io_links and p2p_links, every property of each.
+func kfdLinks(d string) []map[string]any {
+	var links []map[string]any
+	for _, kind := range []string{"io_links", "p2p_links"} {
+		ls, _ := filepath.Glob(filepath.Join(d, kind, "*", "properties"))
+		sort.Strings(ls)
+		for _, lp := range ls {
+			b, err := os.ReadFile(lp)
+			if err != nil {
+				continue
+			}
+			lk := map[string]any{"kind": kind}
+			for k, v := range kv(string(b)) {
+				lk[k] = number(v)
+			}
+			links = append(links, lk)
+		}
+	}
+	return links
+}
+
+// number is a sysfs value as an integer when it is one, else the text.
+func number(v string) any {
+	if i, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return i
+	}
+	return v
 }
 
 // GfxName turns a KFD gfx_target_version (major*10000 + minor*100 +
