@@ -27,8 +27,9 @@ func tree(t *testing.T, files map[string]string) string {
 
 func noenv(string) string { return "" }
 
-func TestCollectNvidia(t *testing.T) {
-	root := tree(t, map[string]string{
+// nvidiaTree is a two-H200 machine's procfs and sysfs, as read on one.
+func nvidiaTree(t *testing.T) string {
+	return tree(t, map[string]string{
 		"proc/sys/kernel/osrelease": "6.8.0-49-generic\n",
 		"proc/sys/kernel/version":   "#49-Ubuntu SMP PREEMPT_DYNAMIC\n",
 		"etc/os-release":            "NAME=\"Ubuntu\"\nPRETTY_NAME=\"Ubuntu 24.04.1 LTS\"\nID=ubuntu\n",
@@ -43,7 +44,10 @@ func TestCollectNvidia(t *testing.T) {
 		"sys/kernel/iommu_groups/1/x":                      "",
 		"proc/cmdline":                                     "BOOT_IMAGE=/vmlinuz root=/dev/sda1 intel_iommu=on iommu=pt quiet\n",
 	})
-	env := collect(root, func(k string) string {
+}
+
+func TestCollectNvidia(t *testing.T) {
+	env := collect(nvidiaTree(t), func(k string) string {
 		if k == "CUDA_VISIBLE_DEVICES" {
 			return "0,1"
 		}
@@ -84,7 +88,14 @@ func TestCollectNvidia(t *testing.T) {
 	if _, err := json.Marshal(env); err != nil {
 		t.Fatal(err)
 	}
-	// Facts from the ranks: two ranks on each of two GPUs.
+	checkMergedStack(t, env)
+}
+
+// checkMergedStack: the ranks' facts (two ranks on each of two GPUs)
+// merge into one entry per GPU, and the stack read from them is the same
+// before and after a JSON round trip.
+func checkMergedStack(t *testing.T, env map[string]any) {
+	t.Helper()
 	dev := func(uuid string, ordinal int) device.Info {
 		return device.Info{Vendor: "nvidia", Name: "NVIDIA H200", Arch: "sm_90", UUID: uuid, Ordinal: ordinal}
 	}

@@ -99,6 +99,8 @@ func equalJSON(a, b any) bool {
 	return reflect.DeepEqual(a, b)
 }
 
+// validate checks x against schema s at path: the keywords of a value
+// (validateValue), then an object's (validateObject) or an array's items.
 func (v *validator) validate(path string, x any, s map[string]any) {
 	for k := range s {
 		if !known[k] {
@@ -115,6 +117,24 @@ func (v *validator) validate(path string, x any, s map[string]any) {
 		}
 		v.validate(path, x, def)
 	}
+	if !v.validateValue(path, x, s) {
+		return
+	}
+	if obj, ok := x.(map[string]any); ok {
+		v.validateObject(path, obj, s)
+	}
+	if arr, ok := x.([]any); ok {
+		if items, ok := s["items"].(map[string]any); ok {
+			for i, e := range arr {
+				v.validate(fmt.Sprintf("%s/%d", path, i), e, items)
+			}
+		}
+	}
+}
+
+// validateValue checks type, const, enum, pattern and minimum; false when
+// the type is wrong (nothing more to check).
+func (v *validator) validateValue(path string, x any, s map[string]any) bool {
 	if t, ok := s["type"]; ok {
 		var want []string
 		switch t := t.(type) {
@@ -128,22 +148,14 @@ func (v *validator) validate(path string, x any, s map[string]any) {
 		got := typeOf(x)
 		if !slices.Contains(want, got) && !(got == "integer" && slices.Contains(want, "number")) {
 			v.fail(path, "type %s, want %s", got, strings.Join(want, " or "))
-			return
+			return false
 		}
 	}
 	if c, ok := s["const"]; ok && !equalJSON(x, c) {
 		v.fail(path, "%v, want const %v", x, c)
 	}
-	if e, ok := s["enum"].([]any); ok {
-		found := false
-		for _, w := range e {
-			if equalJSON(x, w) {
-				found = true
-			}
-		}
-		if !found {
-			v.fail(path, "%#v not in enum %v", x, e)
-		}
+	if e, ok := s["enum"].([]any); ok && !slices.ContainsFunc(e, func(w any) bool { return equalJSON(x, w) }) {
+		v.fail(path, "%#v not in enum %v", x, e)
 	}
 	if p, ok := s["pattern"].(string); ok {
 		if str, ok := x.(string); ok && !regexp.MustCompile(p).MatchString(str) {
@@ -157,40 +169,37 @@ func (v *validator) validate(path string, x any, s map[string]any) {
 			}
 		}
 	}
-	if obj, ok := x.(map[string]any); ok {
-		if req, ok := s["required"].([]any); ok {
-			for _, r := range req {
-				if _, ok := obj[r.(string)]; !ok {
-					v.fail(path, "missing required %q", r)
-				}
-			}
-		}
-		props, _ := s["properties"].(map[string]any)
-		keys := make([]string, 0, len(obj))
-		for k := range obj {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if ps, ok := props[k].(map[string]any); ok {
-				v.validate(path+"/"+k, obj[k], ps)
-				continue
-			}
-			switch ap := s["additionalProperties"].(type) {
-			case bool:
-				if !ap {
-					v.fail(path, "unexpected property %q", k)
-				}
-			case map[string]any:
-				v.validate(path+"/"+k, obj[k], ap)
+	return true
+}
+
+// validateObject checks required keys, then each key against its
+// property's schema or additionalProperties, in sorted order.
+func (v *validator) validateObject(path string, obj map[string]any, s map[string]any) {
+	if req, ok := s["required"].([]any); ok {
+		for _, r := range req {
+			if _, ok := obj[r.(string)]; !ok {
+				v.fail(path, "missing required %q", r)
 			}
 		}
 	}
-	if arr, ok := x.([]any); ok {
-		if items, ok := s["items"].(map[string]any); ok {
-			for i, e := range arr {
-				v.validate(fmt.Sprintf("%s/%d", path, i), e, items)
+	props, _ := s["properties"].(map[string]any)
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if ps, ok := props[k].(map[string]any); ok {
+			v.validate(path+"/"+k, obj[k], ps)
+			continue
+		}
+		switch ap := s["additionalProperties"].(type) {
+		case bool:
+			if !ap {
+				v.fail(path, "unexpected property %q", k)
 			}
+		case map[string]any:
+			v.validate(path+"/"+k, obj[k], ap)
 		}
 	}
 }

@@ -189,77 +189,9 @@ func checkJUnit(doc []byte) (failures, errors, skipped int, err error) {
 		return 0, 0, 0, fmt.Errorf("junit: no <testsuite>")
 	}
 	for _, s := range root.Suites {
-		for _, a := range []string{"name", "tests", "failures", "errors", "skipped", "time", "timestamp", "hostname"} {
-			v, ok := attr(s.Attrs, a)
-			if !ok || v == "" {
-				return 0, 0, 0, fmt.Errorf("junit: <testsuite> lacks %s", a)
-			}
-		}
-		if ts, _ := attr(s.Attrs, "timestamp"); func() error { _, err := time.Parse("2006-01-02T15:04:05", ts); return err }() != nil {
-			bad("junit: timestamp %q is not xs:dateTime without zone", ts)
-		}
-		var tests, f, e, sk int
-		seenCase := false
-		for _, c := range s.Children {
-			switch c.XMLName.Local {
-			case "properties":
-				if seenCase {
-					bad("junit: <properties> after a <testcase>")
-				}
-				for _, p := range c.Children {
-					if _, ok := attr(p.Attrs, "name"); !ok || p.XMLName.Local != "property" {
-						bad("junit: bad property %v", p)
-					}
-					if _, ok := attr(p.Attrs, "value"); !ok {
-						bad("junit: property without value %v", p)
-					}
-				}
-			case "testcase":
-				seenCase = true
-				tests++
-				for _, a := range []string{"name", "classname", "time"} {
-					if _, ok := attr(c.Attrs, a); !ok {
-						return 0, 0, 0, fmt.Errorf("junit: testcase lacks %s", a)
-					}
-				}
-				order := map[string]int{"skipped": 0, "error": 1, "failure": 2, "system-out": 3, "system-err": 4}
-				last := -1
-				for _, ch := range c.Children {
-					o, ok := order[ch.XMLName.Local]
-					if !ok {
-						return 0, 0, 0, fmt.Errorf("junit: testcase child <%s> not in junit-10.xsd", ch.XMLName.Local)
-					}
-					if o < last {
-						bad("junit: testcase children out of order at <%s>", ch.XMLName.Local)
-					}
-					last = o
-					switch ch.XMLName.Local {
-					case "failure", "error":
-						for _, a := range []string{"message", "type"} {
-							if _, ok := attr(ch.Attrs, a); !ok {
-								bad("junit: <%s> lacks %s", ch.XMLName.Local, a)
-							}
-						}
-						if ch.XMLName.Local == "failure" {
-							f++
-						} else {
-							e++
-						}
-					case "skipped":
-						if m, _ := attr(ch.Attrs, "message"); m == "" {
-							bad("junit: <skipped> without a message")
-						}
-						sk++
-					}
-				}
-			default:
-				bad("junit: <testsuite> child <%s> not in junit-10.xsd", c.XMLName.Local)
-			}
-		}
-		for name, n := range map[string]int{"tests": tests, "failures": f, "errors": e, "skipped": sk} {
-			if v, _ := attr(s.Attrs, name); v != strconv.Itoa(n) {
-				bad("junit: %s=%q but %d counted", name, v, n)
-			}
+		f, e, sk, err := checkSuite(s, bad)
+		if err != nil {
+			return 0, 0, 0, err
 		}
 		failures, errors, skipped = failures+f, errors+e, skipped+sk
 	}
@@ -269,6 +201,96 @@ func checkJUnit(doc []byte) (failures, errors, skipped int, err error) {
 		}
 	}
 	return failures, errors, skipped, nil
+}
+
+// checkSuite checks one <testsuite>: its attributes, <properties> before
+// the cases, each case (checkCase), and counts that add up.
+func checkSuite(s xTestsuite, bad func(string, ...any)) (f, e, sk int, err error) {
+	for _, a := range []string{"name", "tests", "failures", "errors", "skipped", "time", "timestamp", "hostname"} {
+		v, ok := attr(s.Attrs, a)
+		if !ok || v == "" {
+			return 0, 0, 0, fmt.Errorf("junit: <testsuite> lacks %s", a)
+		}
+	}
+	if ts, _ := attr(s.Attrs, "timestamp"); func() error { _, err := time.Parse("2006-01-02T15:04:05", ts); return err }() != nil {
+		bad("junit: timestamp %q is not xs:dateTime without zone", ts)
+	}
+	tests := 0
+	seenCase := false
+	for _, c := range s.Children {
+		switch c.XMLName.Local {
+		case "properties":
+			if seenCase {
+				bad("junit: <properties> after a <testcase>")
+			}
+			for _, p := range c.Children {
+				if _, ok := attr(p.Attrs, "name"); !ok || p.XMLName.Local != "property" {
+					bad("junit: bad property %v", p)
+				}
+				if _, ok := attr(p.Attrs, "value"); !ok {
+					bad("junit: property without value %v", p)
+				}
+			}
+		case "testcase":
+			seenCase = true
+			tests++
+			cf, ce, csk, err := checkCase(c, bad)
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			f, e, sk = f+cf, e+ce, sk+csk
+		default:
+			bad("junit: <testsuite> child <%s> not in junit-10.xsd", c.XMLName.Local)
+		}
+	}
+	for name, n := range map[string]int{"tests": tests, "failures": f, "errors": e, "skipped": sk} {
+		if v, _ := attr(s.Attrs, name); v != strconv.Itoa(n) {
+			bad("junit: %s=%q but %d counted", name, v, n)
+		}
+	}
+	return f, e, sk, nil
+}
+
+// checkCase checks one <testcase>: its attributes and its children, in
+// junit-10.xsd's order, failure and error with message and type, skipped
+// with a message.
+func checkCase(c xAny, bad func(string, ...any)) (f, e, sk int, err error) {
+	for _, a := range []string{"name", "classname", "time"} {
+		if _, ok := attr(c.Attrs, a); !ok {
+			return 0, 0, 0, fmt.Errorf("junit: testcase lacks %s", a)
+		}
+	}
+	order := map[string]int{"skipped": 0, "error": 1, "failure": 2, "system-out": 3, "system-err": 4}
+	last := -1
+	for _, ch := range c.Children {
+		o, ok := order[ch.XMLName.Local]
+		if !ok {
+			return 0, 0, 0, fmt.Errorf("junit: testcase child <%s> not in junit-10.xsd", ch.XMLName.Local)
+		}
+		if o < last {
+			bad("junit: testcase children out of order at <%s>", ch.XMLName.Local)
+		}
+		last = o
+		switch ch.XMLName.Local {
+		case "failure", "error":
+			for _, a := range []string{"message", "type"} {
+				if _, ok := attr(ch.Attrs, a); !ok {
+					bad("junit: <%s> lacks %s", ch.XMLName.Local, a)
+				}
+			}
+			if ch.XMLName.Local == "failure" {
+				f++
+			} else {
+				e++
+			}
+		case "skipped":
+			if m, _ := attr(ch.Attrs, "message"); m == "" {
+				bad("junit: <skipped> without a message")
+			}
+			sk++
+		}
+	}
+	return f, e, sk, nil
 }
 
 func judged(results ...report.Result) *report.Report {
