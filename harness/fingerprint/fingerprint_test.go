@@ -270,3 +270,27 @@ func TestMergeSharing(t *testing.T) {
 		t.Errorf("host backend has no GPU to share: %v", env["device_sharing"])
 	}
 }
+
+// TestEnvironment: the run's flags, the injector's rules, the P2PAT_*
+// variables and the host name join the machine's facts and the ranks';
+// a run without rules or variables records neither key.
+func TestEnvironment(t *testing.T) {
+	infos := [][]device.Info{{{Vendor: "host", Name: "cpu", Rank: 0}, {Vendor: "host", Name: "cpu", Rank: 1}}}
+	env := Environment(Run{Backend: "host", Alloc: "memfd", Ranks: 2, Seed: 7, Inject: []string{"fail:x"}, FlagsEnv: map[string]any{"P2PAT_RANKS": "2"}}, infos)
+	if !reflect.DeepEqual(env["flags"], map[string]any{"backend": "host", "alloc": "memfd", "ranks": 2, "seed": int64(7)}) {
+		t.Errorf("flags = %#v", env["flags"])
+	}
+	if !reflect.DeepEqual(env["inject"], []string{"fail:x"}) || env["flags_env"].(map[string]any)["P2PAT_RANKS"] != "2" {
+		t.Errorf("inject %v, flags_env %v", env["inject"], env["flags_env"])
+	}
+	if h, _ := os.Hostname(); env["hostname"] != h || env["vendor"] != "host" || len(env["gpus"].([]any)) != 1 {
+		t.Errorf("hostname %v, vendor %v, gpus %v", env["hostname"], env["vendor"], env["gpus"])
+	}
+	plain := Environment(Run{Backend: "host"}, nil)
+	if _, ok := plain["inject"]; ok {
+		t.Error("inject recorded without rules")
+	}
+	if _, ok := plain["flags_env"]; ok {
+		t.Error("flags_env recorded without variables")
+	}
+}

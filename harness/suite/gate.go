@@ -9,30 +9,9 @@ import (
 	"p2patomics/internal/device"
 )
 
-// environment is the fingerprint: sysfs/procfs facts from the suite process
-// plus the device facts every rank reported.
+// environment is the fingerprint (fingerprint.Environment) of this run.
 func environment(o *Options, infos [][]device.Info) map[string]any {
-	env := fingerprint.Collect()
-	var facts []device.Info
-	for _, list := range infos {
-		facts = append(facts, list...)
-	}
-	fingerprint.Merge(env, facts)
-	env["flags"] = map[string]any{"backend": o.Backend, "alloc": o.Alloc, "ranks": o.Ranks, "seed": o.Seed}
-	if rules := o.InjectRules(); len(rules) > 0 {
-		env["inject"] = rules // the run is not a measurement of this driver
-	}
-	if fe := flagsFromEnv(); len(fe) > 0 {
-		// The P2PAT_* variables the options were read from (a flag on the
-		// command line wins over them): a scheduler that passes the
-		// submitter's environment on to every node changes each node's
-		// run, and its results.json must show by what (docs/FLEET.md).
-		env["flags_env"] = fe
-	}
-	if h, err := os.Hostname(); err == nil {
-		env["hostname"] = h // junit.xml's hostname, also when re-rendered elsewhere
-	}
-	return env
+	return fingerprint.Environment(fingerprint.Run{Backend: o.Backend, Alloc: o.Alloc, Ranks: o.Ranks, Seed: o.Seed, Inject: o.InjectRules(), FlagsEnv: flagsFromEnv()}, infos)
 }
 
 // flagsFromEnv is every P2PAT_<FLAG> variable set, flags and --<kind>

@@ -1,0 +1,46 @@
+package fingerprint
+
+import (
+	"os"
+
+	"p2patomics/internal/device"
+)
+
+// Run is what a run was asked to do, as its environment records it: the
+// flags that choose the machine's work, the driver-fault injector's
+// rules, and the P2PAT_* variables the flags were read from.
+type Run struct {
+	Backend, Alloc string
+	Ranks          int
+	Seed           int64
+	Inject         []string
+	FlagsEnv       map[string]any
+}
+
+// Environment is a run's fingerprint for results.json's "environment":
+// the sysfs/procfs facts of this machine (Collect) plus the device facts
+// every rank reported (Merge), the run's flags, the injector's rules and
+// the host name.
+func Environment(run Run, infos [][]device.Info) map[string]any {
+	env := Collect()
+	var facts []device.Info
+	for _, list := range infos {
+		facts = append(facts, list...)
+	}
+	Merge(env, facts)
+	env["flags"] = map[string]any{"backend": run.Backend, "alloc": run.Alloc, "ranks": run.Ranks, "seed": run.Seed}
+	if len(run.Inject) > 0 {
+		env["inject"] = run.Inject // the run is not a measurement of this driver
+	}
+	if len(run.FlagsEnv) > 0 {
+		// The P2PAT_* variables the options were read from (a flag on the
+		// command line wins over them): a scheduler that passes the
+		// submitter's environment on to every node changes each node's
+		// run, and its results.json must show by what (docs/FLEET.md).
+		env["flags_env"] = run.FlagsEnv
+	}
+	if h, err := os.Hostname(); err == nil {
+		env["hostname"] = h // junit.xml's hostname, also when re-rendered elsewhere
+	}
+	return env
+}
