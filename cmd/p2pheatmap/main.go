@@ -12,7 +12,7 @@
 // --expectations, a fresh judgement against that baseline with the
 // suite's stack and shared-case rules (a refused baseline is exit 2).
 //
-// Pair convention and file names: see package p2patomics/harness/heatmap.
+// Pair convention and file names: see package p2patomics/harness/pairs.
 // Exit status: 0 on success (also when the run has no results,
 // which it says on stderr), 2 on a usage error, an unreadable results.json
 // or a refused baseline.

@@ -14,7 +14,7 @@ func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "results.json")
 	rep := &report.Report{Schema: report.Schema, Environment: map[string]any{"vendor": "host"}, Results: []report.Result{
-		{Case: report.ParseCase("host.memfd.bw.copy.g0g1", nil), Labels: []string{"pair=0-1"}, Outcome: report.Pass, Expected: report.Pass,
+		{Case: report.ParseCase("host.memfd.perf.copy.r0r1", nil), Labels: []string{"pair=0-1"}, Outcome: report.Pass, Expected: report.Pass,
 			Metrics: map[string]report.Metric{"bw_copy_gbps": {Unit: "GB/s", Median: 12.5, Min: 12, Max: 13, N: 3, Method: "wall"}}},
 	}}
 	if err := rep.Write(in); err != nil {
@@ -25,7 +25,7 @@ func TestRun(t *testing.T) {
 	if rc := run([]string{in, "--out", out}, &so, &se); rc != 0 {
 		t.Fatalf("rc %d: %s", rc, se.String())
 	}
-	b, err := os.ReadFile(filepath.Join(out, "host.memfd.bw.copy.bw_copy_gbps.svg"))
+	b, err := os.ReadFile(filepath.Join(out, "host.memfd.perf.copy.bw_copy_gbps.svg"))
 	if err != nil || !strings.Contains(string(b), "12.5") {
 		t.Fatalf("svg: %v %s", err, b)
 	}

@@ -94,10 +94,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// The run's start; results.json files from before the suite recorded
 	// it get the Unix epoch, which reads as unknown rather than as a lie.
 	stamp := time.Unix(0, 0)
-	if st, ok := rep.Environment["started"].(string); ok {
-		if t, err := time.Parse(time.RFC3339, st); err == nil {
-			stamp = t
-		}
+	if t, err := time.Parse(time.RFC3339, rep.Environment.Started()); err == nil {
+		stamp = t
 	}
 	if err := suite.WriteReports(dir, rep, stamp); err != nil {
 		fmt.Fprintf(stderr, "p2preport: %v\n", err)

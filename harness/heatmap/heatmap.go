@@ -20,22 +20,16 @@ import (
 )
 
 // Title is the run's machine in a few words (vendor, GPUs, driver).
-func Title(env map[string]any) string {
+func Title(env report.Environment) string {
 	var parts []string
-	if v, ok := env["vendor"].(string); ok {
+	if v := env.Vendor(); v != "" {
 		parts = append(parts, v)
 	}
-	if gs, ok := env["gpus"].([]any); ok && len(gs) > 0 {
-		if g, ok := gs[0].(map[string]any); ok {
-			if n, ok := g["name"].(string); ok && n != "" {
-				parts = append(parts, fmt.Sprintf("%d× %s", len(gs), n))
-			}
-		}
+	if gs := env.GPUs(); len(gs) > 0 && gs[0].Name != "" {
+		parts = append(parts, fmt.Sprintf("%d× %s", len(gs), gs[0].Name))
 	}
-	if nv, ok := env["nvidia"].(map[string]any); ok {
-		if d, ok := nv["driver"].(string); ok {
-			parts = append(parts, "driver "+d)
-		}
+	if d, ok := env.Section("nvidia")["driver"].(string); ok {
+		parts = append(parts, "driver "+d)
 	}
 	return strings.Join(parts, ", ")
 }

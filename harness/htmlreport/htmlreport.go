@@ -66,13 +66,12 @@ func Verdict(rep *report.Report) (pass bool, line string) {
 }
 
 // Machine describes the run's machine and stack in one line each.
-func Machine(env map[string]any) (machine, stack string) {
+func Machine(env report.Environment) (machine, stack string) {
 	machine = heatmap.Title(env)
-	if osi, ok := env["os"].(map[string]any); ok {
-		for _, k := range []string{"release", "kernel"} {
-			if v, ok := osi[k].(string); ok && v != "" {
-				machine += ", " + v
-			}
+	osi := env.Section("os")
+	for _, k := range []string{"release", "kernel"} {
+		if v, ok := osi[k].(string); ok && v != "" {
+			machine += ", " + v
 		}
 	}
 	st := fingerprint.Stack(env)
@@ -86,10 +85,8 @@ func Machine(env map[string]any) (machine, stack string) {
 		parts = append(parts, k+"="+st[k])
 	}
 	stack = strings.Join(parts, " ")
-	if h, ok := env["harness"].(map[string]any); ok {
-		if c, ok := h["commit"].(string); ok && c != "" {
-			stack += ", harness " + c
-		}
+	if c, ok := env.Section("harness")["commit"].(string); ok && c != "" {
+		stack += ", harness " + c
 	}
 	return machine, stack
 }

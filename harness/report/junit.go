@@ -83,7 +83,7 @@ func erroring(o Outcome) bool {
 // outcome (a canary's crash, a planted fail, a not-supported fail) passes,
 // with its outcome in system-out. stamp is when the run started.
 func JUnit(rep *Report, stamp time.Time) ([]byte, error) {
-	s := junitSuite{Name: "p2patomics", Timestamp: stamp.UTC().Format("2006-01-02T15:04:05"), Hostname: hostname(rep.Environment)}
+	s := junitSuite{Name: "p2patomics", Timestamp: stamp.UTC().Format("2006-01-02T15:04:05"), Hostname: rep.Environment.Hostname()}
 	s.Properties = junitProperties(rep)
 	total := 0.0
 	for _, r := range rep.Results {
@@ -190,13 +190,6 @@ func verdictOf(r Result) Verdict {
 
 func seconds(s float64) string { return fmt.Sprintf("%.3f", s) }
 
-func hostname(env map[string]any) string {
-	if h, _ := env["hostname"].(string); h != "" {
-		return h
-	}
-	return "unknown" // a results.json from before the suite recorded it
-}
-
 // junitProperties are the facts a CI page shows beside the verdict: the
 // driver, the GPUs, the stack the expectations match on, the commit.
 func junitProperties(rep *Report) []junitProperty {
@@ -213,48 +206,13 @@ func junitProperties(rep *Report) []junitProperty {
 		add("gate", rep.Summary.Gate)
 		add("interrupted", rep.Summary.Interrupted)
 	}
-	vendor, _ := env["vendor"].(string)
-	add("vendor", vendor)
-	driver := ""
-	for _, k := range []string{"nvidia", "amdgpu"} {
-		if m, ok := env[k].(map[string]any); ok {
-			for _, dk := range []string{"driver", "version"} {
-				if d, ok := m[dk].(string); ok && driver == "" {
-					driver = d
-				}
-			}
-		}
-	}
-	add("driver", driver)
-	add("gpus", gpuList(env))
+	add("vendor", env.Vendor())
+	add("driver", env.Driver())
+	add("gpus", strings.Join(env.GPUList(), ", "))
 	add("stack", stackOf(env))
-	if h, ok := env["harness"].(map[string]any); ok {
-		c, _ := h["commit"].(string)
-		add("commit", c)
-	}
+	c, _ := env.Section("harness")["commit"].(string)
+	add("commit", c)
 	return ps
-}
-
-// gpuList reads "2 x NVIDIA H200 (sm_90)" from environment.gpus.
-func gpuList(env map[string]any) string {
-	gs, _ := env["gpus"].([]any)
-	count := map[string]int{}
-	var order []string
-	for _, g := range gs {
-		m, _ := g.(map[string]any)
-		name, _ := m["name"].(string)
-		arch, _ := m["arch"].(string)
-		k := strings.TrimSpace(name + " (" + arch + ")")
-		if count[k] == 0 {
-			order = append(order, k)
-		}
-		count[k]++
-	}
-	var s []string
-	for _, k := range order {
-		s = append(s, fmt.Sprintf("%d x %s", count[k], k))
-	}
-	return strings.Join(s, ", ")
 }
 
 // stackOf is the stack expectation folders match on, as "k=v" pairs.
@@ -274,8 +232,8 @@ func stackOf(env map[string]any) string {
 
 // plain is env after a JSON round trip: the suite's environment holds
 // typed rank facts, a results.json's holds maps; both read the same.
-func plain(env map[string]any) map[string]any {
-	var out map[string]any
+func plain(env Environment) Environment {
+	var out Environment
 	if b, err := json.Marshal(env); err == nil && json.Unmarshal(b, &out) == nil {
 		return out
 	}

@@ -275,10 +275,10 @@ type Report struct {
 	// checkpoint), "running" for a checkpoint written while cases ran, and
 	// empty for the run's final record. A no-plan record is no run: every
 	// tool treats it as no result (ErrNoPlan), never as 0 cases passed.
-	State       string         `json:"state,omitempty"`
-	Environment map[string]any `json:"environment"`
-	Results     []Result       `json:"results"`
-	Gate        *Gate          `json:"gate,omitempty"`
+	State       string      `json:"state,omitempty"`
+	Environment Environment `json:"environment"`
+	Results     []Result    `json:"results"`
+	Gate        *Gate       `json:"gate,omitempty"`
 	// Summary is the run's one verdict (Summarize).
 	Summary *Summary `json:"summary,omitempty"`
 	// Pairs is the per-pair matrix: one row per backend, kind and ordered

@@ -1,0 +1,110 @@
+package report
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"p2patomics/internal/device"
+)
+
+// Environment is results.json's "environment": the fingerprint of the
+// machine and the run (package fingerprint writes it; its package doc
+// lists the keys). It stays a JSON object of open shape, because a
+// results.json of any age must read, re-render and write back unchanged
+// (the vendor sections nvidia and amdgpu hold what each driver exposes);
+// the methods below are its typed readers, so a reader asks for GPUs or
+// the host name instead of walking maps.
+type Environment map[string]any
+
+// Text is the string at key, "" when absent or of another type.
+func (e Environment) Text(key string) string {
+	s, _ := e[key].(string)
+	return s
+}
+
+// Vendor is the vendor of the devices the ranks opened ("host" for the
+// host backend), else of the loaded kernel driver.
+func (e Environment) Vendor() string { return e.Text("vendor") }
+
+// Hostname is the machine's name; "unknown" for a results.json from
+// before the suite recorded it.
+func (e Environment) Hostname() string {
+	if h := e.Text("hostname"); h != "" {
+		return h
+	}
+	return "unknown"
+}
+
+// Started is when the run started, RFC 3339; "" when not recorded.
+func (e Environment) Started() string { return e.Text("started") }
+
+// Driver is the GPU kernel driver's version (NVIDIA's driver, amdgpu's
+// version), "" on a machine without one.
+func (e Environment) Driver() string {
+	for _, k := range []string{"nvidia", "amdgpu"} {
+		for _, dk := range []string{"driver", "version"} {
+			if d, ok := e.section(k)[dk].(string); ok && d != "" {
+				return d
+			}
+		}
+	}
+	return ""
+}
+
+// Section is the object at key (os, harness, nvidia, amdgpu, iommu,
+// flags, ...), read as JSON spells it; nil when absent.
+func (e Environment) Section(key string) map[string]any { return e.section(key) }
+
+func (e Environment) section(key string) map[string]any {
+	switch m := e[key].(type) {
+	case map[string]any:
+		return m
+	case nil:
+		return nil
+	default:
+		var out map[string]any
+		if b, err := json.Marshal(m); err == nil && json.Unmarshal(b, &out) == nil {
+			return out
+		}
+		return nil
+	}
+}
+
+// GPUs is the device facts the ranks reported, one per device (gpus[]):
+// typed as they crossed the process line, whether the environment is the
+// suite's own (typed values) or read from a results.json (maps).
+func (e Environment) GPUs() []device.Info {
+	raw, ok := e["gpus"]
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil
+	}
+	// A field of another type in an old record leaves that field unset,
+	// not the GPU unread (Unmarshal fills what fits and reports the first
+	// mismatch).
+	var gs []device.Info
+	_ = json.Unmarshal(b, &gs)
+	return gs
+}
+
+// GPUList says the GPUs in a few words: "2 x NVIDIA H200 (sm_90)".
+func (e Environment) GPUList() []string {
+	count := map[string]int{}
+	var order []string
+	for _, g := range e.GPUs() {
+		k := strings.TrimSpace(g.Name + " (" + g.Arch + ")")
+		if count[k] == 0 {
+			order = append(order, k)
+		}
+		count[k]++
+	}
+	out := make([]string, 0, len(order))
+	for _, k := range order {
+		out = append(out, strconv.Itoa(count[k])+" x "+k)
+	}
+	return out
+}
