@@ -71,25 +71,14 @@ func (e Environment) section(key string) map[string]any {
 	}
 }
 
-// GPUs is the device facts the ranks reported, one per device (gpus[]):
-// typed as they crossed the process line, whether the environment is the
-// suite's own (typed values) or read from a results.json (maps).
-func (e Environment) GPUs() []device.Info {
-	raw, ok := e["gpus"]
-	if !ok {
-		return nil
-	}
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return nil
-	}
-	// A field of another type in an old record leaves that field unset,
-	// not the GPU unread (Unmarshal fills what fits and reports the first
-	// mismatch).
-	var gs []device.Info
-	_ = json.Unmarshal(b, &gs)
-	return gs
-}
+// GPUs is the device facts the ranks reported, one per device (gpus[],
+// read by GPUs: typed alike for the suite's own environment and one read
+// from a results.json).
+func (e Environment) GPUs() []device.Info { return GPUs(e) }
+
+// Inject is the driver-fault injector's rules the run ran under
+// (InjectRules); nil for a real measurement.
+func (e Environment) Inject() []string { return InjectRules(e) }
 
 // GPUList says the GPUs in a few words: "2 x NVIDIA H200 (sm_90)".
 func (e Environment) GPUList() []string {

@@ -36,6 +36,9 @@ func TestEnvironmentReaders(t *testing.T) {
 	if live.Driver() != "580.159.04" || !slices.Equal(live.GPUList(), []string{"2 x NVIDIA H200 (sm_90)"}) {
 		t.Errorf("driver %q, GPUs %v", live.Driver(), live.GPUList())
 	}
+	if env.Inject() != nil || !slices.Equal(report.Environment{"inject": []any{"fail:cuMemMap"}}.Inject(), []string{"fail:cuMemMap"}) {
+		t.Error("inject rules misread")
+	}
 	var none report.Environment
 	if none.Hostname() != "unknown" || none.GPUs() != nil || none.Section("os") != nil || none.Vendor() != "" {
 		t.Error("an empty environment answers")
