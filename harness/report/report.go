@@ -1,6 +1,8 @@
 // Package report holds the results.json model: outcomes and their severity
-// order, verdicts, per-case results with rank evidence, metrics and the
-// environment fingerprint. It is plain data so that the suite, the gate and
+// order, verdicts, per-case results with their typed identity (Case: the
+// id is derived from its parts, and ParseCase is the one reader of an id
+// from a file) and rank evidence, metrics and the environment fingerprint
+// with its typed readers. It is plain data so that the suite, the gate and
 // the cmd/ programs share one definition.
 package report
 
