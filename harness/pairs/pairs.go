@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strings"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 )
 
@@ -307,7 +308,7 @@ func PairRows(results []report.Result) []report.PairRow {
 // from its rank evidence (the host backend's ranks all report device 0,
 // the CPU: not a GPU they share).
 func sharedGPU(r report.Result, s, d int) bool {
-	if s == d || r.Backend == "host" {
+	if s == d || !backends.IsGPU(r.Backend) {
 		return false
 	}
 	dev := map[int]int{}
