@@ -23,8 +23,8 @@ func (e Environment) Text(key string) string {
 	return s
 }
 
-// Vendor is the vendor of the devices the ranks opened ("host" for the
-// host backend), else of the loaded kernel driver.
+// Vendor is the vendor of the devices the ranks opened (the host
+// backend's own for a host run), else of the loaded kernel driver.
 func (e Environment) Vendor() string { return e.Text("vendor") }
 
 // Hostname is the machine's name; "unknown" for a results.json from
