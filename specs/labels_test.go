@@ -20,8 +20,7 @@ import (
 // (fdexchange's dmabuf), a kernel's facet or litmus shape, or a pair=/needs=
 // form.
 func derivedLabel(c *harness.Case, l string, facets map[string]bool) bool {
-	parts := strings.Split(c.ID, ".")
-	if l == c.Backend || l == c.Kind || len(parts) > 2 && l == parts[2] || facets[l] {
+	if l == c.Backend || l == c.Kind || l == c.Spec || facets[l] {
 		return true
 	}
 	if strings.HasPrefix(l, "pair=") || strings.HasPrefix(l, report.NeedsPrefix) {
