@@ -20,7 +20,7 @@ import (
 // (fdexchange's dmabuf), a kernel's facet or litmus shape, or a pair=/needs=
 // form.
 func derivedLabel(c *harness.Case, l string, facets map[string]bool) bool {
-	if l == c.Backend || l == c.Kind || l == c.Spec || facets[l] {
+	if l == c.Backend || l == c.Kind || l == c.Identity().Spec || facets[l] {
 		return true
 	}
 	if strings.HasPrefix(l, "pair=") || strings.HasPrefix(l, report.NeedsPrefix) {
