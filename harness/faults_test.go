@@ -132,11 +132,11 @@ func TestDeathsTheCaseOrJudgementCaused(t *testing.T) {
 // later case used is still reported; deadlines grow with the rank count.
 func TestIdleDeathAtCloseAndSignalNames(t *testing.T) {
 	r := harness.NewRunner("host", wire.DefaultSettings, 1)
-	var pid int
+	var idle *harness.Proc
 	r.Run(&harness.Case{ID: "a", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
-		Run: func(c *harness.Ctx) error { pid = c.W.Procs[1].Pid; return nil }})
-	syscall.Kill(pid, syscall.SIGHUP)
-	time.Sleep(200 * time.Millisecond)
+		Run: func(c *harness.Ctx) error { idle = c.W.Procs[1]; return nil }})
+	syscall.Kill(idle.Pid, syscall.SIGHUP)
+	waitDead(t, idle)
 	r.Close()
 	if ev := strings.Join(r.Events, "\n"); !strings.Contains(ev, "idle rank died") || !strings.Contains(ev, "SIGHUP") {
 		t.Fatalf("idle death before Close not reported with its signal named: %s", ev)
@@ -145,5 +145,18 @@ func TestIdleDeathAtCloseAndSignalNames(t *testing.T) {
 	c64 := &harness.Case{Ranks: 64, Timeout: 30 * time.Second}
 	if c2.Limit() != 30*time.Second || c64.Limit() < 8*time.Minute {
 		t.Fatalf("limits: 2 ranks %s, 64 ranks %s", c2.Limit(), c64.Limit())
+	}
+}
+
+// waitDead waits until the parent has reaped p, which under load can take
+// longer than any fixed sleep; the bound only stops a broken reaper from
+// hanging the test, it is not a timing assertion.
+func waitDead(t *testing.T, p *harness.Proc) {
+	t.Helper()
+	for i := 0; i < 3000 && p.Alive(); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p.Alive() {
+		t.Fatalf("rank pid %d still alive 30 s after it was killed", p.Pid)
 	}
 }

@@ -133,10 +133,13 @@ func TestRunnerOutcomes(t *testing.T) {
 	}
 	// A rank that dies between cases is a world event, not the next case's
 	// fault: the next case runs on a fresh world and passes.
-	var pidIdle int
-	r.Run(mk("note", func(c *harness.Ctx) error { pidIdle = c.W.Procs[1].Pid; return nil }))
-	syscall.Kill(pidIdle, syscall.SIGKILL)
-	time.Sleep(100 * time.Millisecond)
+	var idle *harness.Proc
+	r.Run(mk("note", func(c *harness.Ctx) error { idle = c.W.Procs[1]; return nil }))
+	syscall.Kill(idle.Pid, syscall.SIGKILL)
+	// Wait until the parent has seen the death (not a fixed sleep: at load
+	// 15 a 100 ms sleep let the next case's meminfo find it first, which is
+	// the between-cases path, not the idle one this checks).
+	waitDead(t, idle)
 	next := r.Run(mk("next", func(c *harness.Ctx) error { _, err := c.Shared(0, 4096, true); return err }))
 	if next.Outcome != report.Pass {
 		t.Fatalf("case after an idle death: %+v", next)
