@@ -16,6 +16,7 @@ import (
 	"github.com/onsi/ginkgo/v2/formatter"
 	. "github.com/onsi/gomega"
 
+	"p2patomics/harness/outputs"
 	"p2patomics/harness/report"
 	"p2patomics/harness/suite"
 	"p2patomics/rank"
@@ -87,7 +88,7 @@ func TestMain(m *testing.M) {
 		os.Exit(suite.ExitUsage)
 	}
 	run = r
-	run.Style = suite.StdoutStyle()
+	run.Style = outputs.StdoutStyle()
 	if opts.List || suiteCfg.DryRun {
 		// The selected case ids, one a line; nothing runs and no report
 		// is written. The probes go to stderr so the list stays clean.

@@ -35,8 +35,8 @@ import (
 
 	"p2patomics/harness/expect"
 	"p2patomics/harness/htmlreport"
+	"p2patomics/harness/outputs"
 	"p2patomics/harness/report"
-	"p2patomics/harness/suite"
 	"p2patomics/internal/cli"
 )
 
@@ -97,12 +97,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if t, err := time.Parse(time.RFC3339, rep.Environment.Started()); err == nil {
 		stamp = t
 	}
-	if err := suite.WriteReports(dir, rep, stamp); err != nil {
+	if err := outputs.WriteReports(dir, rep, nil, stamp); err != nil {
 		fmt.Fprintf(stderr, "p2preport: %v\n", err)
 		return 3
 	}
 	fmt.Fprintln(stdout, filepath.Join(dir, htmlreport.File))
 	fmt.Fprintf(stdout, "reports: %s (report.html, junit.xml, summary.txt, results.csv, failures.csv)\n", dir)
-	report.WriteConclusion(stdout, suite.StdoutStyle(), rep)
+	report.WriteConclusion(stdout, outputs.StdoutStyle(), rep)
 	return sum.ExitStatus
 }

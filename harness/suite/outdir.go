@@ -264,3 +264,24 @@ func quoteControls(s string) string {
 	q := strconv.Quote(s)
 	return q[1 : len(q)-1]
 }
+
+// DefaultOut is out/ at the root of the p2patomics checkout the working
+// directory is in (go tool ginkgo runs the binary in specs/, make run in
+// the root), else ./out.
+func DefaultOut() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "./out"
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil {
+			if strings.HasPrefix(strings.TrimSpace(string(b)), "module p2patomics") {
+				return filepath.Join(d, "out")
+			}
+			return "./out"
+		}
+		if filepath.Dir(d) == d {
+			return "./out"
+		}
+	}
+}
