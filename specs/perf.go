@@ -6,8 +6,8 @@ import (
 
 	"p2patomics/harness"
 	"p2patomics/harness/report"
-	"p2patomics/harness/sampling"
 	"p2patomics/kernels"
+	"p2patomics/specs/sampling"
 )
 
 // perf cases measure what a path is worth: copy bandwidth with the copy

@@ -104,7 +104,7 @@ __global__ void pingpong_local(unsigned long long *f0, unsigned long long *f1, u
 static double median(std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
 
 // Flag placement p sits flagAt(p) bytes into an 8 MiB buffer, as
-// harness/sampling's FlagOffset: a one-GPU round trip depends on which L2
+// specs/sampling's FlagOffset: a one-GPU round trip depends on which L2
 // slice holds the flags' line, so each sample sweeps all 64 in one launch.
 static const int kPlacements = 64;
 static const size_t kStride = 32 * 4096 + 3 * 128;
