@@ -1,16 +1,43 @@
 package specs
 
 import (
-	"os"
 	"sync/atomic"
 	"time"
 
 	"p2patomics/harness"
 	"p2patomics/harness/report"
+	"p2patomics/harness/suite"
 	"p2patomics/kernels"
 )
 
 var flakyRuns atomic.Int32
+
+// The cases the suite's own checks plant (suite.Plant): built here like
+// every case, planted by the suite when its check asks for them.
+func init() {
+	// A case that is still running when its suite is terminated.
+	suite.Planter(suite.PlantSleep, func(o *suite.Options, backend, kind string) *harness.Case {
+		b := &builder{o: o, backend: backend, kind: kind}
+		return b.add(Spec{Name: "canary", Variant: "sleep", Ranks: o.Ranks, Expected: report.Pass,
+			Labels: []string{"canary", "manual"}, Timeout: 60 * time.Second,
+			Run: func(c *harness.Ctx) error {
+				return c.Canary(1, "sleep")
+			}})
+	})
+	// A planted flake that fails on its first run in a suite process and
+	// passes on the rerun.
+	suite.Planter(suite.PlantFlaky, func(o *suite.Options, backend, kind string) *harness.Case {
+		b := &builder{o: o, backend: backend, kind: kind}
+		return b.add(Spec{Name: "canary", Variant: "flaky", Ranks: o.Ranks, Expected: report.Pass,
+			Labels: []string{"canary", "manual"}, Timeout: 30 * time.Second,
+			Run: func(c *harness.Ctx) error {
+				if flakyRuns.Add(1) == 1 {
+					return harness.Failf("planted flake: the first run fails")
+				}
+				return nil
+			}})
+	})
+}
 
 // canaries: every way a rank can end badly, classified on every run, each
 // followed by a case that must pass on a fresh world.
@@ -37,27 +64,6 @@ func (b *builder) canaries() {
 		{"hang", report.Timeout, time.Second, nil},
 		{"exit_mid_protocol", report.Crash, 20 * time.Second, nil},
 		{"malformed_reply", report.Error, 20 * time.Second, nil},
-	}
-	if os.Getenv("P2PAT_INTERNAL_SLEEP_CASE") == "1" {
-		// Only the SIGTERM suite canary selects this: a case that is still
-		// running when its suite is terminated.
-		b.add(Spec{Name: "canary", Variant: "sleep", Ranks: b.o.Ranks, Expected: report.Pass,
-			Labels: []string{"canary", "manual"}, Timeout: 60 * time.Second,
-			Run: func(c *harness.Ctx) error {
-				return c.Canary(1, "sleep")
-			}})
-	}
-	if os.Getenv("P2PAT_INTERNAL_FLAKY") == "1" {
-		// Only the gate check selects this: a planted flake that fails on
-		// its first run in a suite process and passes on the rerun.
-		b.add(Spec{Name: "canary", Variant: "flaky", Ranks: b.o.Ranks, Expected: report.Pass,
-			Labels: []string{"canary", "manual"}, Timeout: 30 * time.Second,
-			Run: func(c *harness.Ctx) error {
-				if flakyRuns.Add(1) == 1 {
-					return harness.Failf("planted flake: the first run fails")
-				}
-				return nil
-			}})
 	}
 	for _, cn := range list {
 		cc := b.add(Spec{Name: "canary", Variant: cn.how, Ranks: b.o.Ranks, Expected: cn.expected,

@@ -172,12 +172,12 @@ func TestSpecs(t *testing.T) {
 	}
 	// One top-level container: Ginkgo shuffles top-level containers, and
 	// the plan's order (each canary followed by its recovery case) matters.
-	Describe("p2patomics", func() {
+	Describe(suite.TopContainer, func() {
 		for _, group := range run.Groups {
 			describeGroup(group)
 		}
 	})
-	RunSpecs(t, "p2patomics", suiteCfg, repCfg)
+	RunSpecs(t, suite.SuiteDescription, suiteCfg, repCfg)
 }
 
 func describeGroup(group suite.Group) {

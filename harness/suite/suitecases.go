@@ -15,29 +15,73 @@ import (
 	"p2patomics/harness/report"
 )
 
-// addSuiteCases adds the cases that test the suite process itself: SIGTERM
-// to a running suite, and no fd or child-process leaks across the run.
-func (r *Run) addSuiteCases() {
-	g := Group{Name: "host.suite"}
-	g.Cases = append(g.Cases, &harness.Case{
+// Plant names a case the catalogue builds only for a check of the suite
+// itself, which plants it in a child suite through its environment
+// variable: never in a user's run, never a flag (docs/FLAGS.md, "Internal
+// switches"). The catalogue builds the case (its id, labels and body, like
+// its own: Planter); the suite decides when it is planned and, for the
+// SIGTERM canary, which id the child runs, so neither side spells the
+// other's id or variable.
+type Plant int
+
+const (
+	// PlantSleep is a case still running when its suite is terminated:
+	// the SIGTERM canary's child runs it, scripts/check-gate.sh kills a
+	// rank or the suite in it.
+	PlantSleep Plant = iota
+	// PlantFlaky fails on its first run in a suite process and passes on
+	// the rerun: scripts/check-gate.sh's planted flake.
+	PlantFlaky
+	plants
+)
+
+// plantEnv is each plant's variable ("1" plants it), spelt here only.
+var plantEnv = [plants]string{PlantSleep: "P2PAT_INTERNAL_SLEEP_CASE", PlantFlaky: "P2PAT_INTERNAL_FLAKY"}
+
+// PlantFunc builds a planted case for one backend and kind.
+type PlantFunc func(o *Options, backend, kind string) *harness.Case
+
+var planters [plants]PlantFunc
+
+// Planter registers the catalogue's builder of p (package specs, at init).
+func Planter(p Plant, f PlantFunc) { planters[p] = f }
+
+// planted is the planted cases this process's environment asks for, for
+// one backend and kind.
+func planted(o *Options, backend, kind string) []*harness.Case {
+	var cs []*harness.Case
+	for p := range plants {
+		if os.Getenv(plantEnv[p]) == "1" && planters[p] != nil {
+			cs = append(cs, planters[p](o, backend, kind))
+		}
+	}
+	return cs
+}
+
+// addSuiteCases adds the cases that test the suite process itself (those
+// inFocus keeps): SIGTERM to a running suite, and no fd or child-process
+// leaks across the run.
+func (r *Run) addSuiteCases(inFocus func(group, id string) bool) {
+	var cs []*harness.Case
+	cs = append(cs, &harness.Case{
 		ID: "host.suite.canary.sigterm", Backend: backends.HostName, Kind: "suite", Spec: "canary", Variant: "sigterm", Ranks: 2,
 		Labels: []string{backends.HostName, "suite", "canary"}, Expected: report.Pass, Timeout: 60 * time.Second,
 		Repro:      ReproBinary() + " --backend=host --case=host.suite.canary.sigterm",
-		Standalone: sigtermCanary,
+		Standalone: r.sigtermCanary,
 	})
-	g.Cases = append(g.Cases, &harness.Case{
+	cs = append(cs, &harness.Case{
 		ID: "host.suite.leaks.fds_children", Backend: backends.HostName, Kind: "suite", Spec: "leaks", Variant: "fds_children", Ranks: 2,
 		Labels: []string{backends.HostName, "suite", "leaks"}, Expected: report.Pass, Timeout: 30 * time.Second,
 		Repro:      ReproBinary() + " --backend=host",
 		Standalone: r.leakCheck,
 	})
-	r.Groups = append(r.Groups, g)
-	r.planned = append(r.planned, g.Cases...)
+	r.addGroup("host.suite", cs, func(g string, c *harness.Case) bool { return inFocus(g, c.ID) })
 }
 
-// sigtermCanary runs a second suite on a case that sleeps, sends it SIGTERM
-// mid-case, and checks it wrote results.json with that case incomplete.
-func sigtermCanary() (report.Outcome, string) {
+// sigtermCanary runs a second suite on the planted sleep case, sends it
+// SIGTERM mid-case, and checks it wrote results.json with that case
+// incomplete.
+func (r *Run) sigtermCanary() (report.Outcome, string) {
 	// The child's --out is a folder of this run's own --out (kept as
 	// evidence): a temporary folder elsewhere was left behind whenever this
 	// suite was itself signalled during the canary.
@@ -47,7 +91,39 @@ func sigtermCanary() (report.Outcome, string) {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	cmd := exec.Command("/proc/self/exe", "--backend=host", "--case=host.memfd.canary.sleep", "--out="+dir)
+	cmd, err := r.sleepChild(dir)
+	if err != nil {
+		return report.Error, err.Error()
+	}
+	if err := cmd.Start(); err != nil {
+		return report.Error, "start child suite: " + err.Error()
+	}
+	if !terminateMidCase(cmd) {
+		return report.Fail, "the suite did not exit within 20 s of SIGTERM"
+	}
+	if out, why := checkTerminated(cmd, dir); out != report.Pass {
+		return out, why
+	}
+	// The child's junit.xml is of another run than this one (derived from
+	// its results.json, which stays as the evidence): a CI job collecting
+	// <out>/**/junit.xml must not take it for a run of its own.
+	if err := os.Remove(filepath.Join(dir, "junit.xml")); err != nil && !os.IsNotExist(err) {
+		return report.Error, "remove the child's junit.xml: " + err.Error()
+	}
+	return report.Pass, "child suite got SIGTERM mid-case, exited 4 (INTERRUPTED), wrote results.json with the case incomplete"
+}
+
+// sleepChild is the child suite of the SIGTERM canary: the host backend,
+// this run's rank count, --case naming the sleep case the catalogue plants
+// (its id as the catalogue builds it for those options), out at dir.
+func (r *Run) sleepChild(dir string) (*exec.Cmd, error) {
+	if planters[PlantSleep] == nil {
+		return nil, fmt.Errorf("the catalogue registers no sleep case (suite.Planter(suite.PlantSleep, ...))")
+	}
+	o := *r.Opts
+	o.Backend, o.Alloc = backends.HostName, ""
+	c := planters[PlantSleep](&o, backends.HostName, backends.Host.KindNames()[0])
+	cmd := exec.Command("/proc/self/exe", "--backend="+backends.HostName, fmt.Sprintf("--ranks=%d", o.Ranks), "--case="+c.ID, "--out="+dir)
 	// The child gets this suite's environment minus every P2PAT_ setting
 	// (a user's P2PAT_ALLOC=vmm would make it refuse the host case).
 	for _, kv := range os.Environ() {
@@ -55,12 +131,15 @@ func sigtermCanary() (report.Outcome, string) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "P2PAT_INTERNAL_SLEEP_CASE=1")
+	cmd.Env = append(cmd.Env, plantEnv[PlantSleep]+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return report.Error, "start child suite: " + err.Error()
-	}
-	// Wait until the child's rank exists and the case is under way.
+	return cmd, nil
+}
+
+// terminateMidCase waits until the child's rank exists and the case is
+// under way, sends SIGTERM, and waits for the child to exit; false (the
+// child SIGKILLed) when it did not within 20 s.
+func terminateMidCase(cmd *exec.Cmd) bool {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		if hasChildRank(cmd.Process.Pid) {
@@ -74,11 +153,18 @@ func sigtermCanary() (report.Outcome, string) {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case <-done:
+		return true
 	case <-time.After(20 * time.Second):
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
-		return report.Fail, "the suite did not exit within 20 s of SIGTERM"
+		return false
 	}
+}
+
+// checkTerminated judges what the terminated child left: results.json with
+// its one case incomplete, exit 4 and the INTERRUPTED (SIGTERM) verdict,
+// and no rank left alive.
+func checkTerminated(cmd *exec.Cmd, dir string) (report.Outcome, string) {
 	code := cmd.ProcessState.ExitCode()
 	rep, err := report.Read(filepath.Join(dir, "results.json"))
 	if err != nil {
@@ -98,13 +184,7 @@ func sigtermCanary() (report.Outcome, string) {
 	if hasChildRank(cmd.Process.Pid) {
 		return report.Fail, "a rank of the terminated suite is still alive"
 	}
-	// The child's junit.xml is of another run than this one (derived from
-	// its results.json, which stays as the evidence): a CI job collecting
-	// <out>/**/junit.xml must not take it for a run of its own.
-	if err := os.Remove(filepath.Join(dir, "junit.xml")); err != nil && !os.IsNotExist(err) {
-		return report.Error, "remove the child's junit.xml: " + err.Error()
-	}
-	return report.Pass, "child suite got SIGTERM mid-case, exited 4 (INTERRUPTED), wrote results.json with the case incomplete"
+	return report.Pass, ""
 }
 
 // hasChildRank reports whether pid has a living child named like a rank.

@@ -1,0 +1,62 @@
+package suite
+
+import (
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
+)
+
+// The plan's focus filter selects exactly the specs Ginkgo itself runs
+// under --focus and --skip, for the tree specs/suite_test.go builds
+// (SuiteDescription, TopContainer, a container per group, an It per case):
+// a real Ginkgo run over such a tree, its It bodies recording what ran,
+// against focusFilter. The focus names the description and both
+// containers, so a text built without one of them selects nothing.
+func TestFocusFilterIsGinkgos(t *testing.T) {
+	plan := map[string][]string{
+		"host.memfd": {"host.memfd.counter.add", "host.memfd.counter.sub", "host.memfd.canary.hang"},
+		"host.suite": {"host.suite.canary.sigterm"},
+		"cuda.vmm":   {"cuda.vmm.counter.add"},
+	}
+	focus := []string{`^p2patomics p2patomics host\.memfd host\.memfd\.counter`, `suite\.canary`}
+	skip := []string{`sub$`}
+	var mu sync.Mutex
+	ran := map[string]bool{}
+	ginkgo.Describe(TopContainer, func() {
+		for _, g := range slices.Sorted(maps.Keys(plan)) {
+			ginkgo.Describe(g, func() {
+				for _, id := range plan[g] {
+					ginkgo.It(id, func() {
+						mu.Lock()
+						ran[id] = true
+						mu.Unlock()
+					})
+				}
+			})
+		}
+	})
+	cfg, rcfg := types.NewDefaultSuiteConfig(), types.NewDefaultReporterConfig()
+	cfg.FocusStrings, cfg.SkipStrings = focus, skip
+	rcfg.Succinct, rcfg.SilenceSkips, rcfg.NoColor = true, true, true
+	if !ginkgo.RunSpecs(t, SuiteDescription, cfg, rcfg) {
+		t.Fatal("the Ginkgo run failed")
+	}
+	in, err := focusFilter(focus, skip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g, ids := range plan {
+		for _, id := range ids {
+			if in(g, id) != ran[id] {
+				t.Errorf("%s %s: the plan keeps it %v, Ginkgo ran it %v (spec text %q)", g, id, in(g, id), ran[id], specText(g, id))
+			}
+		}
+	}
+	if len(ran) != 2 {
+		t.Errorf("Ginkgo ran %v, want the counter.add and the sigterm canary", ran)
+	}
+}
