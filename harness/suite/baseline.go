@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -119,4 +120,25 @@ func (r *Run) updateBaseline(rep *report.Report) error {
 // --expectations path.
 func (r *Run) updateDir() string {
 	return strings.TrimSpace(strings.Split(r.Opts.Expectations, ",")[0])
+}
+
+// recordBaseline is --update-expectations at the end of a run: the exit
+// status it adds (0 written, 1 refused or failed, ExitUsage for another
+// stack or a fallback baseline). Half a run is not a baseline: its unrun
+// cases would vanish from cases.txt and its crashes be blessed unseen.
+func (r *Run) recordBaseline(rep *report.Report, sig string) int {
+	if sig != "" {
+		fmt.Fprintf(os.Stderr, "p2patomics: --update-expectations: not written: the run was interrupted (%s)\n", sig)
+		return 0
+	}
+	err := r.updateBaseline(rep)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, expect.ErrOtherStack) || errors.Is(err, expect.ErrFallback):
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		return ExitUsage
+	}
+	fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+	return 1
 }

@@ -208,6 +208,27 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	shadow.SetOutput(io.Discard)
 	shadow.Usage = func() {}
 	fs.VisitAll(func(f *flag.Flag) { shadow.Var(f.Value, f.Name, f.Usage) })
+	if err := refuseRetries(args); err != nil {
+		return err
+	}
+	if err := envDefaults(shadow); err != nil {
+		return err
+	}
+	if err := shadow.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return flag.ErrHelp // the caller prints Help and exits 0
+		}
+		return usagef("%v", err)
+	}
+	if shadow.NArg() > 0 {
+		return usagef("unexpected argument %q (flags start with --)", shadow.Arg(0))
+	}
+	return nil
+}
+
+// refuseRetries refuses the go test and Ginkgo flags that would run a case
+// more than once or out of the suite's order.
+func refuseRetries(args []string) error {
 	for _, a := range args {
 		// go test always passes -test.timeout (10m by default) and the
 		// Ginkgo CLI --test.timeout=0 and --test.v: those are accepted
@@ -236,6 +257,13 @@ func Parse(fs *flag.FlagSet, args []string) error {
 			break
 		}
 	}
+	return nil
+}
+
+// envDefaults sets every flag whose P2PAT_<NAME> variable is set (the
+// flags of the table, the injector's hidden flag, the --<kind>
+// shorthands), before the command line, which wins over them.
+func envDefaults(shadow *flag.FlagSet) error {
 	for _, d := range FlagTable {
 		if v, ok := os.LookupEnv(EnvName(d.Name)); ok {
 			if d.Default == "false" || d.Default == "true" {
@@ -264,15 +292,6 @@ func Parse(fs *flag.FlagSet, args []string) error {
 				return usagef("%s=%q: %v", EnvName(k), v, err)
 			}
 		}
-	}
-	if err := shadow.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return flag.ErrHelp // the caller prints Help and exits 0
-		}
-		return usagef("%v", err)
-	}
-	if shadow.NArg() > 0 {
-		return usagef("unexpected argument %q (flags start with --)", shadow.Arg(0))
 	}
 	return nil
 }

@@ -39,57 +39,13 @@ type OutDir struct {
 // Every error is one line naming the folder; the caller exits 2.
 func PrepareOut(path string) (*OutDir, error) {
 	path = filepath.Clean(path)
-	prev := path + ".prev"
 	if err := safeParent(path); err != nil {
 		return nil, err
 	}
 	if fi, err := os.Lstat(path); err == nil {
-		switch {
-		case fi.Mode()&os.ModeSymlink != 0:
-			return nil, fmt.Errorf("--out=%s is a symlink: give the folder itself (the suite does not write through links)", quote(path))
-		case !fi.IsDir():
-			return nil, fmt.Errorf("--out=%s exists and is not a folder", quote(path))
-		}
-		old, err := lockDir(path)
-		if err != nil {
-			return nil, err
-		}
-		if private(old) {
-			// An empty folder of this user's that no one else may write
-			// (mktemp -d): nothing to keep, and no one could have planted
-			// anything in it. Use it as it is.
-			return finishOut(path, old)
-		}
-		if !ours(path) {
-			old.Close()
-			return nil, fmt.Errorf("--out=%s holds files that are not a p2patomics run (no %s or results.json): give a new or empty folder", quote(path), OutMarker)
-		}
-		if fi, err := os.Lstat(prev); err == nil {
-			if !ours(prev) {
-				old.Close()
-				return nil, fmt.Errorf("--out=%s: %s is in the way and is not a p2patomics run: move it", quote(path), quote(prev))
-			}
-			if fi.IsDir() {
-				// A suite may be running on <out>.prev itself: its folder
-				// is never removed under it.
-				p, err := lockDir(prev)
-				if err != nil {
-					old.Close()
-					return nil, fmt.Errorf("--out=%s: %s: %v", quote(path), quote(prev), strings.TrimPrefix(err.Error(), "--out="+quote(prev)+" "))
-				}
-				defer p.Close() // held until the rename below is done
-			}
-			if err := os.RemoveAll(prev); err != nil {
-				old.Close()
-				return nil, fmt.Errorf("--out=%s: removing the run before the previous one: %v", quote(path), err)
-			}
-		}
-		// Renamed while locked: a suite that opened the old folder before
-		// the rename still finds it locked, and the lock goes with it.
-		err = os.Rename(path, prev)
-		old.Close()
-		if err != nil {
-			return nil, fmt.Errorf("--out=%s: keeping the previous run as %s: %v", quote(path), quote(prev), err)
+		od, err := setAside(path, fi)
+		if err != nil || od != nil {
+			return od, err
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("--out=%s: %v", quote(path), err)
@@ -108,6 +64,75 @@ func PrepareOut(path string) (*OutDir, error) {
 		return nil, err
 	}
 	return finishOut(path, d)
+}
+
+// setAside deals with an --out that exists (fi): a private empty folder
+// is used as it is (the OutDir returned); a previous run is locked and
+// renamed to <path>.prev, so PrepareOut creates path afresh (nil, nil);
+// anything else is refused.
+func setAside(path string, fi os.FileInfo) (*OutDir, error) {
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		return nil, fmt.Errorf("--out=%s is a symlink: give the folder itself (the suite does not write through links)", quote(path))
+	case !fi.IsDir():
+		return nil, fmt.Errorf("--out=%s exists and is not a folder", quote(path))
+	}
+	old, err := lockDir(path)
+	if err != nil {
+		return nil, err
+	}
+	if private(old) {
+		// An empty folder of this user's that no one else may write
+		// (mktemp -d): nothing to keep, and no one could have planted
+		// anything in it. Use it as it is.
+		return finishOut(path, old)
+	}
+	if !ours(path) {
+		old.Close()
+		return nil, fmt.Errorf("--out=%s holds files that are not a p2patomics run (no %s or results.json): give a new or empty folder", quote(path), OutMarker)
+	}
+	prev := path + ".prev"
+	p, err := clearPrev(path, prev)
+	if p != nil {
+		defer p.Close() // held until the rename below is done
+	}
+	if err != nil {
+		old.Close()
+		return nil, err
+	}
+	// Renamed while locked: a suite that opened the old folder before
+	// the rename still finds it locked, and the lock goes with it.
+	err = os.Rename(path, prev)
+	old.Close()
+	if err != nil {
+		return nil, fmt.Errorf("--out=%s: keeping the previous run as %s: %v", quote(path), quote(prev), err)
+	}
+	return nil, nil
+}
+
+// clearPrev removes the run before the previous one (<path>.prev) when it
+// is a p2patomics run; a suite may be running on it, so its folder is
+// locked first and the lock returned, for the caller to hold until it
+// has renamed path over it.
+func clearPrev(path, prev string) (*os.File, error) {
+	fi, err := os.Lstat(prev)
+	if err != nil {
+		return nil, nil
+	}
+	if !ours(prev) {
+		return nil, fmt.Errorf("--out=%s: %s is in the way and is not a p2patomics run: move it", quote(path), quote(prev))
+	}
+	var p *os.File
+	if fi.IsDir() {
+		p, err = lockDir(prev)
+		if err != nil {
+			return nil, fmt.Errorf("--out=%s: %s: %v", quote(path), quote(prev), strings.TrimPrefix(err.Error(), "--out="+quote(prev)+" "))
+		}
+	}
+	if err := os.RemoveAll(prev); err != nil {
+		return p, fmt.Errorf("--out=%s: removing the run before the previous one: %v", quote(path), err)
+	}
+	return p, nil
 }
 
 // private reports whether the locked folder d is empty, this user's and

@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
+	"p2patomics/harness/heatmap"
+	"p2patomics/harness/outputs"
 	"p2patomics/harness/report"
 )
 
@@ -27,4 +31,51 @@ func (r *Run) stdout() io.Writer {
 		return r.Stdout
 	}
 	return os.Stdout
+}
+
+// writeOutputs writes the run's reports: results.json first (the record:
+// the heatmaps, junit.xml and the case folders must not take the space it
+// needs), then the derived reports (outputs.WriteReports: the verdict
+// first), then the heatmaps. The reports are the product: a run whose
+// reports are not written has no verdict anyone can read later, so a
+// failure is one line and ExitNoReport (else 0).
+func (r *Run) writeOutputs(rep *report.Report, events []string) int {
+	out := r.Opts.Out
+	code := 0
+	r.release()
+	if err := r.writeRecord(filepath.Join(out, "results.json"), rep); err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		code = ExitNoReport
+	}
+	var notWritten []string
+	if err := outputs.WriteReports(out, rep, events, r.t0); err != nil {
+		notWritten = append(notWritten, err.Error())
+	}
+	if files, err := heatmap.WriteAll(filepath.Join(out, "heatmaps"), rep); err != nil {
+		notWritten = append(notWritten, "heatmaps: "+err.Error())
+	} else if len(files) > 0 {
+		fmt.Fprintf(r.stdout(), "heatmaps: %s\n", filepath.Join(out, "heatmaps", "index.html"))
+	}
+	if len(notWritten) > 0 {
+		fmt.Fprintf(os.Stderr, "p2patomics: reports not written: %s\n", oneLine(strings.Join(notWritten, "; ")))
+		code = ExitNoReport
+	}
+	return code
+}
+
+// printEnd prints the run's last lines: the world events a person must
+// see, the worlds' cost, where the reports are, and the conclusion with
+// the verdict line last.
+func (r *Run) printEnd(rep *report.Report, events []string, timing *report.Timing) {
+	w := r.stdout()
+	for _, e := range events {
+		// Every world's start is in summary.txt; stdout keeps the events
+		// a person must see (a rank that died idle, an unreadable log).
+		if !strings.Contains(e, " ready in ") {
+			fmt.Fprintf(w, "world event: %s\n", e)
+		}
+	}
+	fmt.Fprintf(w, "worlds started: %d in %.1f s\n", len(timing.Worlds), timing.SuiteWallS)
+	fmt.Fprintf(w, "reports: %s (results.json, report.html, junit.xml, summary.txt with the full table, results.csv, failures.csv)\n", r.Opts.Out)
+	report.WriteConclusion(w, r.Style, rep)
 }

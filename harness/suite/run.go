@@ -1,12 +1,10 @@
 package suite
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,8 +12,6 @@ import (
 
 	"p2patomics/harness"
 	"p2patomics/harness/expect"
-	"p2patomics/harness/heatmap"
-	"p2patomics/harness/outputs"
 	"p2patomics/harness/pairs"
 	"p2patomics/harness/report"
 	"p2patomics/internal/device"
@@ -172,10 +168,52 @@ func (r *Run) SpecTimeout(c *harness.Case) time.Duration {
 
 // Execute runs one case (repeatedly in soak mode) and records the result.
 func (r *Run) Execute(c *harness.Case) report.Result {
+	if res, done := r.admit(c); done {
+		return res
+	}
+	rn := r.runner(c.Backend)
+	res := r.soak(c, rn)
+	if r.gate != nil && res.Verdict == "" && !rn.JudgedFromSetup(c.ID) {
+		// deqp-runner's rule: an unexpected result gets one rerun in a
+		// fresh world; meeting the baseline then makes it a flake. The
+		// reruns are batched (RerunPending): one fresh world per kind, not
+		// one per regressed case. A case judged from its kind's setup
+		// streak never ran, and is not rerun either.
+		if v := expect.Judge(res, r.gate, nil); expect.NeedsRerun(v) {
+			r.mu.Lock()
+			r.pending = append(r.pending, pendingRerun{c: c, first: res})
+			r.mu.Unlock()
+		}
+	}
+	// Judged here the way the whole run is judged, so the spec's pass or
+	// fail and its live line agree with the verdict.
+	res = expect.JudgeOne(res, r.gate, caseEnv(rn))
+	res.Inject = r.Opts.InjectRules() // also on a result the runner did not make (abort)
+	r.mu.Lock()
+	late := r.finished
+	if !late {
+		// After an interrupt the reports are already being written with
+		// this case incomplete; a late result must not change them.
+		r.results[c.ID] = res
+	}
+	r.current = ""
+	r.mu.Unlock()
+	r.checkpoint()
+	if !late {
+		r.live(res)
+	}
+	return res
+}
+
+// admit decides whether c runs: not after the run finished (incomplete),
+// not a second time (the first attempt's result), not once the machine
+// stopped being trustworthy (abort, recorded and printed here). done is
+// true with the result when it does not run; else c is the current case.
+func (r *Run) admit(c *harness.Case) (res report.Result, done bool) {
 	r.mu.Lock()
 	if r.finished {
 		r.mu.Unlock()
-		return report.Result{Case: c.Identity(), Outcome: report.Incomplete, Expected: c.Expected}
+		return report.Result{Case: c.Identity(), Outcome: report.Incomplete, Expected: c.Expected}, true
 	}
 	if prev, ok := r.results[c.ID]; ok {
 		// A second Execute of one case is a retry from outside the suite
@@ -184,7 +222,7 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 		// attempt's result stands, a crash is never overwritten by a
 		// later pass, and the case does not run again.
 		r.mu.Unlock()
-		return prev
+		return prev, true
 	}
 	for _, rn := range r.runners {
 		if rn.Abort != "" {
@@ -196,7 +234,7 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 			r.results[c.ID] = res
 			r.mu.Unlock()
 			r.live(res)
-			return res
+			return res, true
 		}
 	}
 	r.current = c.ID
@@ -205,6 +243,13 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 		r.startFds = countFds()
 	}
 	r.mu.Unlock()
+	return report.Result{}, false
+}
+
+// soak runs c --repeat times (and for its share of --duration), and
+// returns the soak's one result: its worst run, with the runs' metrics
+// summarised, and an error when not-supported came and went.
+func (r *Run) soak(c *harness.Case, rn *harness.Runner) report.Result {
 	var res report.Result
 	var perCase time.Duration
 	if r.Opts.Duration > 0 {
@@ -212,7 +257,6 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 	}
 	start := time.Now()
 	runs, unmet, skips := 0, 0, 0
-	rn := r.runner(c.Backend)
 	var soak []map[string]report.Metric
 	for {
 		one := rn.Run(c)
@@ -250,35 +294,6 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 	if runs > 1 {
 		res.Metrics = report.SoakMetrics(soak)
 		res.Detail = strings.TrimSpace(fmt.Sprintf("%s (soak: %d runs, %d did not meet %s)", res.Detail, runs, unmet, c.Expected))
-	}
-	if r.gate != nil && res.Verdict == "" && !rn.JudgedFromSetup(c.ID) {
-		// deqp-runner's rule: an unexpected result gets one rerun in a
-		// fresh world; meeting the baseline then makes it a flake. The
-		// reruns are batched (RerunPending): one fresh world per kind, not
-		// one per regressed case. A case judged from its kind's setup
-		// streak never ran, and is not rerun either.
-		if v := expect.Judge(res, r.gate, nil); expect.NeedsRerun(v) {
-			r.mu.Lock()
-			r.pending = append(r.pending, pendingRerun{c: c, first: res})
-			r.mu.Unlock()
-		}
-	}
-	// Judged here the way the whole run is judged, so the spec's pass or
-	// fail and its live line agree with the verdict.
-	res = expect.JudgeOne(res, r.gate, caseEnv(rn))
-	res.Inject = r.Opts.InjectRules() // also on a result the runner did not make (abort)
-	r.mu.Lock()
-	late := r.finished
-	if !late {
-		// After an interrupt the reports are already being written with
-		// this case incomplete; a late result must not change them.
-		r.results[c.ID] = res
-	}
-	r.current = ""
-	r.mu.Unlock()
-	r.checkpoint()
-	if !late {
-		r.live(res)
 	}
 	return res
 }
@@ -350,6 +365,9 @@ func (r *Run) Finish() int {
 	return r.exitCode
 }
 
+// finish is Finish's one pass, in the order the record needs: the worlds
+// closed, the run judged, the baseline recorded when asked, results.json
+// written first, then the derived reports and the last lines on stdout.
 func (r *Run) finish() int {
 	r.mu.Lock()
 	r.finished = true
@@ -365,77 +383,47 @@ func (r *Run) finish() int {
 		timing.Worlds = append(timing.Worlds, rn.Starts...)
 	}
 	timing.SuiteWallS = math.Round(time.Since(r.t0).Seconds()*1000) / 1000
-	env := environment(r.Opts, infos)
-	env["backends"] = r.Probes
-	env["started"] = r.t0.UTC().Format(time.RFC3339) // junit.xml's timestamp, also when re-rendered
-	// How many worlds the run started (timing.worlds lists each): a path
-	// that breaks must not cost a world per case (docs/FAULTS.md).
-	env["worlds_started"] = len(timing.Worlds)
-	gate := ""
-	if r.gate != nil {
-		gate = r.Opts.Expectations
-	}
 	r.mu.Lock()
 	sig := r.signal
 	r.mu.Unlock()
 	if sig == "" {
 		sig = caughtSignal()
 	}
-	results, g, sum := expect.JudgeRun(r.Results(), r.gate, env, r.selects, gate, r.Opts.Out, expect.Interrupted(sig))
-	rep := &report.Report{Schema: report.Schema, Environment: env, Results: results, Gate: g, Summary: &sum,
-		Pairs: pairs.PairRows(results), Timing: timing}
-	w := r.stdout()
-	code := sum.ExitStatus
-	switch {
-	case r.Opts.UpdateExpectations && sig != "":
-		// Half a run is not a baseline: its unrun cases would vanish from
-		// cases.txt and its crashes be blessed unseen.
-		fmt.Fprintf(os.Stderr, "p2patomics: --update-expectations: not written: the run was interrupted (%s)\n", sig)
-	case r.Opts.UpdateExpectations:
-		if err := r.updateBaseline(rep); err != nil {
-			fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
-			code = max(code, 1)
-			if errors.Is(err, expect.ErrOtherStack) || errors.Is(err, expect.ErrFallback) {
-				code = ExitUsage
-			}
-		}
+	rep := r.judgeRun(r.finalEnv(infos, timing), timing, sig)
+	code := rep.Summary.ExitStatus
+	if r.Opts.UpdateExpectations {
+		code = max(code, r.recordBaseline(rep, sig))
 	}
-	out := r.Opts.Out
-	// results.json first: it is the record, and the heatmaps, junit.xml
-	// and the case folders must not take the space it needs.
-	r.release()
-	if err := r.writeRecord(filepath.Join(out, "results.json"), rep); err != nil {
-		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
-		code = ExitNoReport
+	if c := r.writeOutputs(rep, events); c != 0 {
+		code = c // reports not written override the verdict's status
 	}
-	// The reports are the product: a run whose reports are not written
-	// has no verdict anyone can read later (exit 3). The derived ones come
-	// before the heatmaps (the verdict first), and a full disk is one
-	// line naming what was not written.
-	var notWritten []string
-	if err := outputs.WriteReports(out, rep, events, r.t0); err != nil {
-		notWritten = append(notWritten, err.Error())
-	}
-	if files, err := heatmap.WriteAll(filepath.Join(out, "heatmaps"), rep); err != nil {
-		notWritten = append(notWritten, "heatmaps: "+err.Error())
-	} else if len(files) > 0 {
-		fmt.Fprintf(w, "heatmaps: %s\n", filepath.Join(out, "heatmaps", "index.html"))
-	}
-	if len(notWritten) > 0 {
-		fmt.Fprintf(os.Stderr, "p2patomics: reports not written: %s\n", oneLine(strings.Join(notWritten, "; ")))
-		code = ExitNoReport
-	}
-	for _, e := range events {
-		// Every world's start is in summary.txt; stdout keeps the events
-		// a person must see (a rank that died idle, an unreadable log).
-		if !strings.Contains(e, " ready in ") {
-			fmt.Fprintf(w, "world event: %s\n", e)
-		}
-	}
-	fmt.Fprintf(w, "worlds started: %d in %.1f s\n", len(timing.Worlds), timing.SuiteWallS)
-	fmt.Fprintf(w, "reports: %s (results.json, report.html, junit.xml, summary.txt with the full table, results.csv, failures.csv)\n", out)
-	report.WriteConclusion(w, r.Style, rep)
+	r.printEnd(rep, events, timing)
 	return code
+}
+
+// finalEnv is results.json's environment: the fingerprint with every
+// rank's device facts, the backend probes, when the run started and how
+// many worlds it started.
+func (r *Run) finalEnv(infos [][]device.Info, timing *report.Timing) map[string]any {
+	env := environment(r.Opts, infos)
+	env["backends"] = r.Probes
+	env["started"] = r.t0.UTC().Format(time.RFC3339) // junit.xml's timestamp, also when re-rendered
+	// How many worlds the run started (timing.worlds lists each): a path
+	// that breaks must not cost a world per case (docs/FAULTS.md).
+	env["worlds_started"] = len(timing.Worlds)
+	return env
+}
+
+// judgeRun judges the whole run (expect.JudgeRun: the gate's missing
+// cases, the summary) into the report results.json records.
+func (r *Run) judgeRun(env map[string]any, timing *report.Timing, sig string) *report.Report {
+	gate := ""
+	if r.gate != nil {
+		gate = r.Opts.Expectations
+	}
+	results, g, sum := expect.JudgeRun(r.Results(), r.gate, env, r.selects, gate, r.Opts.Out, expect.Interrupted(sig))
+	return &report.Report{Schema: report.Schema, Environment: env, Results: results, Gate: g, Summary: &sum,
+		Pairs: pairs.PairRows(results), Timing: timing}
 }
 
 // countFds counts the suite's open fds, leaving out the kernel log, which
