@@ -51,7 +51,7 @@ type Run struct {
 	done     int // cases finished, for the live lines
 	// Probes are the backends tried and what each said (environment.backends).
 	Probes []BackendProbe
-	// Style colours stdout (StdoutStyle); Stdout is where the live lines,
+	// Style colours stdout (outputs.StdoutStyle); Stdout is where the live lines,
 	// the conclusion and the verdict line go (nil: os.Stdout).
 	Style  report.Style
 	Stdout io.Writer
