@@ -114,25 +114,7 @@ func TestOpenNoAccess(t *testing.T) {
 // TestRealKmsg writes a marker into the kernel log and reads it back
 // through Since and Filter. Writing needs root; reading needs access.
 func TestRealKmsg(t *testing.T) {
-	r, err := Open()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI: %v", err)
-		}
-		t.Skipf("%v", err)
-	}
-	defer r.Close()
-	w, err := os.OpenFile(Path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Skipf("cannot write the kernel log: %v", err)
-	}
-	defer w.Close()
-	write := func(token string) {
-		t.Helper()
-		if _, err := fmt.Fprintf(w, "<4>p2patomics-test: marker %s NVRM: Xid (PCI:0000:00:00): 79, test\n", token); err != nil {
-			t.Skipf("cannot write the kernel log: %v", err)
-		}
-	}
+	r, write := openRealKmsg(t)
 	before := fmt.Sprintf("before-%d-%d", os.Getpid(), time.Now().UnixNano())
 	write(before)
 	if err := r.Mark(); err != nil {
@@ -140,27 +122,7 @@ func TestRealKmsg(t *testing.T) {
 	}
 	token := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
 	write(token)
-	var found *Line
-	for try := 0; try < 50 && found == nil; try++ {
-		lines, err := r.Since()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range Filter(lines) {
-			if strings.Contains(l.Text, before) {
-				t.Fatalf("line from before Mark returned: %v", l)
-			}
-			if strings.Contains(l.Text, token) {
-				found = &l
-			}
-		}
-		if found == nil {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	if found == nil {
-		t.Fatal("marker not read back")
-	}
+	found := readBack(t, r, before, token)
 	if k, x := Classify(*found); k != KindXid || x != 79 || found.Prio != 4 {
 		t.Errorf("marker classified %q %d prio %d", k, x, found.Prio)
 	}
@@ -174,6 +136,54 @@ func TestRealKmsg(t *testing.T) {
 		t.Error("Mark did not forget the marker")
 	}
 	t.Logf("read back: %v", found)
+}
+
+// openRealKmsg opens the machine's kernel log for reading (required in CI)
+// and returns a writer of marker lines shaped as an Xid (skips without root).
+func openRealKmsg(t *testing.T) (*Reader, func(token string)) {
+	t.Helper()
+	r, err := Open()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI: %v", err)
+		}
+		t.Skipf("%v", err)
+	}
+	t.Cleanup(func() { r.Close() })
+	w, err := os.OpenFile(Path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("cannot write the kernel log: %v", err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return r, func(token string) {
+		t.Helper()
+		if _, err := fmt.Fprintf(w, "<4>p2patomics-test: marker %s NVRM: Xid (PCI:0000:00:00): 79, test\n", token); err != nil {
+			t.Skipf("cannot write the kernel log: %v", err)
+		}
+	}
+}
+
+// readBack polls Since until the token's line appears (the kernel may take a
+// moment to publish it), failing on any line from before the Mark.
+func readBack(t *testing.T, r *Reader, before, token string) *Line {
+	t.Helper()
+	for try := 0; try < 50; try++ {
+		lines, err := r.Since()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range Filter(lines) {
+			if strings.Contains(l.Text, before) {
+				t.Fatalf("line from before Mark returned: %v", l)
+			}
+			if strings.Contains(l.Text, token) {
+				return &l
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("marker not read back")
+	return nil
 }
 
 func BenchmarkClassify(b *testing.B) {
