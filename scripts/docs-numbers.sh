@@ -53,5 +53,21 @@ for r in "${rules[@]}"; do
 		fi
 	done
 done
+# The reported AMD baseline says it holds "every HIP and HSA case id the
+# suite has": its cases.txt is generated from the same --list (its fails.txt
+# then follows from internal/amdreported's table: P2PAT_UPDATE=1 go test
+# ./internal/amdreported), so a case added to the catalogue cannot be
+# missing from the baseline an AMD first run is gated against.
+cases=expectations/amd-gfx942-reported/cases.txt
+ids=$( { "$bin" --backend=hip --list; "$bin" --backend=hsa --list; } 2>/dev/null | grep '^[a-z]' | awk '{print $1}' | LC_ALL=C sort)
+have=$(grep -v '^#' "$cases" | grep . | LC_ALL=C sort)
+if [ "$ids" != "$have" ]; then
+	if [ $check = 1 ]; then
+		echo "docs-numbers: $cases differs from the catalogue's HIP and HSA ids ($(comm -23 <(echo "$ids") <(echo "$have") | wc -l) missing, $(comm -13 <(echo "$ids") <(echo "$have") | wc -l) gone); run bash scripts/docs-numbers.sh $bin"; bad=1
+	else
+		{ grep '^#' "$cases"; echo "$ids"; } > "$cases.new" && mv "$cases.new" "$cases"
+		echo "docs-numbers: $cases regenerated from --list (then: P2PAT_UPDATE=1 go test ./internal/amdreported)"
+	fi
+fi
 [ $bad = 0 ] && [ $check = 1 ] && echo "docs: every generated case count matches the catalogue (host ${n[host]}, host --ranks=8 ${n[host-r8]}, cuda ${n[cuda]}, cuda --ranks=4 ${n[cuda-r4]}, hip ${n[hip]}, hsa ${n[hsa]})"
 exit $bad
