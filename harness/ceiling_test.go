@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"p2patomics/harness/backends"
 	"p2patomics/internal/device"
 	"strings"
 	"testing"
@@ -56,7 +57,7 @@ func TestCopyCeiling(t *testing.T) {
 			t.Errorf("%s: ceiling %+v, want %.1f GB/s from %s", tc.name, got, tc.want, tc.basis)
 		}
 	}
-	hostBackend := world("memfd", device.Info{Vendor: "host"}, device.Info{Vendor: "host"})
+	hostBackend := world("memfd", device.Info{Vendor: backends.HostName}, device.Info{Vendor: backends.HostName})
 	if got := hostBackend.CopyCeiling(oneWay(hostBackend)); got != nil {
 		t.Errorf("host backend: no capacity is known, got ceiling %+v", got)
 	}
@@ -115,7 +116,7 @@ func TestSharedGPU(t *testing.T) {
 	if !noUUID.SharedGPU(0, 1) {
 		t.Error("without UUIDs the ordinal decides: both on device 0 share")
 	}
-	host := world("memfd", device.Info{Vendor: "host"}, device.Info{Vendor: "host"})
+	host := world("memfd", device.Info{Vendor: backends.HostName}, device.Info{Vendor: backends.HostName})
 	host.W.Procs[1].Device = 0
 	if host.SharedGPU(0, 1) || host.AnySharedGPU() {
 		t.Error("host ranks are processes on a CPU, never a shared GPU")

@@ -1,6 +1,7 @@
 package harness_test
 
 import (
+	"p2patomics/harness/backends"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,7 +15,7 @@ import (
 // Issue 18 item 1: any rank death between a case's start and its judgement
 // is that case's crash, whatever the body returned.
 func TestRankDeathDuringCaseIsCrash(t *testing.T) {
-	r := harness.NewRunner("host", wire.DefaultSettings, 1)
+	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
 	// path says which death check must find the death: the judgement's
 	// (diedDuring before judge), the backstop's (after the leak check), or
@@ -90,14 +91,14 @@ func TestRankDeathDuringCaseIsCrash(t *testing.T) {
 // deathCase is a 2-rank host case of TestRankDeathDuringCaseIsCrash's and
 // TestDeathsTheCaseOrJudgementCaused's.
 func deathCase(id string, noLeak bool, run func(*harness.Ctx) error) *harness.Case {
-	return &harness.Case{ID: id, Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, NoLeak: noLeak,
+	return &harness.Case{ID: id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, NoLeak: noLeak,
 		Timeout: 5 * time.Second, Grace: 200 * time.Millisecond, Run: run}
 }
 
 // Deaths the judgement causes itself, or the case on purpose, are no
 // crash.
 func TestDeathsTheCaseOrJudgementCaused(t *testing.T) {
-	r := harness.NewRunner("host", wire.DefaultSettings, 1)
+	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
 	mk := deathCase
 	// Deaths the judgement causes itself (it kills the world after a
@@ -131,9 +132,9 @@ func TestDeathsTheCaseOrJudgementCaused(t *testing.T) {
 // Issue 18 item 13: SIGHUP is named; an idle rank's death in a world no
 // later case used is still reported; deadlines grow with the rank count.
 func TestIdleDeathAtCloseAndSignalNames(t *testing.T) {
-	r := harness.NewRunner("host", wire.DefaultSettings, 1)
+	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	var idle *harness.Proc
-	r.Run(&harness.Case{ID: "a", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
+	r.Run(&harness.Case{ID: "a", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
 		Run: func(c *harness.Ctx) error { idle = c.W.Procs[1]; return nil }})
 	syscall.Kill(idle.Pid, syscall.SIGHUP)
 	waitDead(t, idle)

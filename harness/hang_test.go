@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"errors"
+	"p2patomics/harness/backends"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,7 +19,7 @@ import (
 // returned nil) and the second pass (no liveness check once a rank was
 // sacrificed).
 func TestHangAfterTheBodyIsTheOutcome(t *testing.T) {
-	r := harness.NewRunner("host", wire.DefaultSettings, 1)
+	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
 	cases := []struct {
 		id       string
@@ -37,7 +38,7 @@ func TestHangAfterTheBodyIsTheOutcome(t *testing.T) {
 		}},
 	}
 	for _, k := range cases {
-		c := &harness.Case{ID: k.id, Backend: "host", Kind: "memfd", Ranks: 2, Expected: k.expected, NoLeak: true,
+		c := &harness.Case{ID: k.id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: k.expected, NoLeak: true,
 			Timeout: 5 * time.Second, Grace: 200 * time.Millisecond, Run: k.run}
 		res := r.Run(c)
 		if res.Outcome != report.Timeout || !strings.Contains(res.Detail, "liveness check") {

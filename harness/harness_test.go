@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"p2patomics/harness/backends"
 	"slices"
 	"strings"
 	"syscall"
@@ -74,7 +75,7 @@ func TestParseFault(t *testing.T) {
 // A world of real rank processes: spawn, handshake, and an idle death that
 // must be seen as such.
 func TestWorldIdleDeath(t *testing.T) {
-	w, err := harness.NewWorld("host", 2, wire.DefaultSettings, deadline())
+	w, err := harness.NewWorld(backends.HostName, 2, wire.DefaultSettings, deadline())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,10 +97,10 @@ func TestWorldIdleDeath(t *testing.T) {
 }
 
 func TestRunnerOutcomes(t *testing.T) {
-	r := harness.NewRunner("host", wire.DefaultSettings, 1)
+	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
 	mk := func(id string, run func(*harness.Ctx) error) *harness.Case {
-		return &harness.Case{ID: id, Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second, Grace: 200 * time.Millisecond, Run: run}
+		return &harness.Case{ID: id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second, Grace: 200 * time.Millisecond, Run: run}
 	}
 	ok := r.Run(mk("ok", func(c *harness.Ctx) error { _, err := c.Shared(0, 4096, true); return err }))
 	if ok.Outcome != report.Pass {
@@ -164,7 +165,7 @@ func BenchmarkWorld8(b *testing.B) { benchWorld(b, 8) }
 
 func benchWorld(b *testing.B, n int) {
 	for i := 0; i < b.N; i++ {
-		w, err := harness.NewWorld("host", n, wire.DefaultSettings, deadline())
+		w, err := harness.NewWorld(backends.HostName, n, wire.DefaultSettings, deadline())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -177,9 +178,9 @@ func benchWorld(b *testing.B, n int) {
 // BenchmarkFdRoundTrip: one allocation exported by rank 0, its fd brokered
 // to rank 1 and mapped there, then both freed.
 func BenchmarkFdRoundTrip(b *testing.B) {
-	r := harness.NewRunner("host", wire.DefaultSettings, 1)
+	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
-	c := &harness.Case{ID: "bench", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, NoLeak: true, Timeout: time.Minute}
+	c := &harness.Case{ID: "bench", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, NoLeak: true, Timeout: time.Minute}
 	var err error
 	c.Run = func(ctx *harness.Ctx) error {
 		b.ResetTimer()
@@ -209,9 +210,9 @@ func BenchmarkSpecRoundTripTraceOff(b *testing.B) {
 }
 
 func benchSpec(b *testing.B, set wire.Settings) {
-	r := harness.NewRunner("host", set, 1)
+	r := harness.NewRunner(backends.HostName, set, 1)
 	defer r.Close()
-	c := &harness.Case{ID: "bench", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: time.Minute,
+	c := &harness.Case{ID: "bench", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: time.Minute,
 		Run: func(ctx *harness.Ctx) error {
 			m, err := ctx.Shared(0, 4096, true)
 			if err != nil {
@@ -249,9 +250,9 @@ func benchSpec(b *testing.B, set wire.Settings) {
 // with the rank's own checks removed; rank's TestRankChecksEveryRange, on a
 // backend that checks nothing (as a GPU's), is the one that fails then.
 func TestOutOfRangeRequests(t *testing.T) {
-	r := harness.NewRunner("host", wire.DefaultSettings, 1)
+	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
-	c := &harness.Case{ID: "bounds", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
+	c := &harness.Case{ID: "bounds", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
 		Run: func(ctx *harness.Ctx) error {
 			b, err := ctx.Local(0, 4096)
 			if err != nil {
@@ -304,11 +305,11 @@ func TestOutOfRangeRequests(t *testing.T) {
 // slow_reply canary answers after the deadline, so teardown's first request
 // (and the next case's) find that reply queued ahead of theirs.
 func TestOverrunCaseDoesNotPoisonTheNext(t *testing.T) {
-	r := harness.NewRunner("host", wire.DefaultSettings, 1)
+	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
 	// A warm world first, so the short deadline below is the request's,
 	// not the spawn's (the machine may be loaded).
-	warm := &harness.Case{ID: "warm", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 30 * time.Second,
+	warm := &harness.Case{ID: "warm", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 30 * time.Second,
 		Run: func(*harness.Ctx) error { return nil }}
 	if res := r.Run(warm); res.Outcome != report.Pass {
 		t.Fatalf("warm: %s %s", res.Outcome, res.Detail)
@@ -320,7 +321,7 @@ func TestOverrunCaseDoesNotPoisonTheNext(t *testing.T) {
 		return p
 	}
 	var slowPids []int
-	slow := &harness.Case{ID: "slow", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 300 * time.Millisecond,
+	slow := &harness.Case{ID: "slow", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 300 * time.Millisecond,
 		Run: func(ctx *harness.Ctx) error {
 			slowPids = pids(ctx)
 			if _, err := ctx.Local(0, 4096); err != nil {
@@ -339,7 +340,7 @@ func TestOverrunCaseDoesNotPoisonTheNext(t *testing.T) {
 	}
 	// The same world serves the next case: teardown took its own reply,
 	// not the late one, so nothing made the world untrustworthy.
-	next := &harness.Case{ID: "next", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
+	next := &harness.Case{ID: "next", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
 		Run: func(ctx *harness.Ctx) error {
 			if got := pids(ctx); !slices.Equal(got, slowPids) {
 				return fmt.Errorf("the world was replaced after the slow case (ranks %v, then %v): its teardown took the late reply", slowPids, got)
@@ -358,13 +359,13 @@ func TestOverrunCaseDoesNotPoisonTheNext(t *testing.T) {
 // A case's evidence grade reaches the result on a pass only: a failing
 // mutation-scored case must not read as "strong" anything.
 func TestEvidenceOnPassOnly(t *testing.T) {
-	r := harness.NewRunner("host", wire.DefaultSettings, 1)
+	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
 	for _, c := range []struct {
 		err  error
 		want report.Evidence
 	}{{nil, report.EvidenceStrong}, {harness.Failf("weak outcome"), ""}} {
-		res := r.Run(&harness.Case{ID: "ev", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
+		res := r.Run(&harness.Case{ID: "ev", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
 			Run: func(ctx *harness.Ctx) error {
 				ctx.Evidence = report.EvidenceStrong
 				return c.err
@@ -378,10 +379,10 @@ func TestEvidenceOnPassOnly(t *testing.T) {
 // TestHelloChecksMatrix: a rank whose backend offers other kinds than the
 // matrix the suite planned from is a protocol error at hello, naming both.
 func TestHelloChecksMatrix(t *testing.T) {
-	saved := harness.Matrix["host"]
-	defer func() { harness.Matrix["host"] = saved }()
-	harness.Matrix["host"] = []string{"memfd", "shm"}
-	w, err := harness.NewWorld("host", 2, wire.DefaultSettings, deadline())
+	saved := harness.Matrix[backends.HostName]
+	defer func() { harness.Matrix[backends.HostName] = saved }()
+	harness.Matrix[backends.HostName] = []string{"memfd", "shm"}
+	w, err := harness.NewWorld(backends.HostName, 2, wire.DefaultSettings, deadline())
 	if err == nil {
 		w.Close()
 		t.Fatal("a backend offering other kinds than the matrix was accepted")
@@ -397,7 +398,7 @@ func TestHelloChecksMatrix(t *testing.T) {
 // keeps it recording, and a clock period the rank cannot use fails the hello.
 func TestHelloSettings(t *testing.T) {
 	grows := func(set wire.Settings) bool {
-		w, err := harness.NewWorld("host", 2, set, deadline())
+		w, err := harness.NewWorld(backends.HostName, 2, set, deadline())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -426,7 +427,7 @@ func TestHelloSettings(t *testing.T) {
 	}
 	bad := wire.DefaultSettings
 	bad.ClockPeriod = -time.Millisecond
-	if w, err := harness.NewWorld("host", 2, bad, deadline()); err == nil || !strings.Contains(err.Error(), "clock period -1ms is negative") {
+	if w, err := harness.NewWorld(backends.HostName, 2, bad, deadline()); err == nil || !strings.Contains(err.Error(), "clock period -1ms is negative") {
 		if w != nil {
 			w.Close()
 		}

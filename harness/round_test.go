@@ -1,6 +1,7 @@
 package harness_test
 
 import (
+	"p2patomics/harness/backends"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func TestTournament(t *testing.T) {
 // that kills its world blames the member that ran it and the rest run
 // alone.
 func TestRoundShares(t *testing.T) {
-	r := harness.NewRunner("host", wire.DefaultSettings, 1)
+	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
 	bodies, alone := 0, 0
 	crash := false
@@ -78,7 +79,7 @@ func TestRoundShares(t *testing.T) {
 		return nil
 	}
 	mk := func(id string) *harness.Case {
-		return &harness.Case{ID: id, Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
+		return &harness.Case{ID: id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
 			Grace: 200 * time.Millisecond, Run: func(c *harness.Ctx) error { return rd.Take(c, id) }}
 	}
 	got := map[string]report.Result{}

@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"os/exec"
+	"p2patomics/harness/backends"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +22,7 @@ func injectStart(t *testing.T, f func(*exec.Cmd) error) {
 }
 
 func plainCase(id string) *Case {
-	return &Case{ID: id, Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
+	return &Case{ID: id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
 		Run: func(c *Ctx) error { _, err := c.Shared(0, 4096, true); return err }}
 }
 
@@ -30,7 +31,7 @@ func plainCase(id string) *Case {
 // the rest end at once, so the run still ends with results.
 func TestSpawnFailureIsAnErrorNamingTheErrno(t *testing.T) {
 	injectStart(t, func(*exec.Cmd) error { return &exec.Error{Name: "/proc/self/exe", Err: syscall.EAGAIN} })
-	r := NewRunner("host", wire.DefaultSettings, 1)
+	r := NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
 	for i := 0; i < startStreakMax; i++ {
 		res := r.Run(plainCase("spawn"))
@@ -60,7 +61,7 @@ func TestRankDeathDuringWorldStart(t *testing.T) {
 		}
 		return err
 	})
-	r := NewRunner("host", wire.DefaultSettings, 1)
+	r := NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
 	kills = 1
 	if res := r.Run(plainCase("retried")); res.Outcome != report.Pass {
@@ -84,11 +85,11 @@ func TestRankDeathDuringWorldStart(t *testing.T) {
 // at once after an error that leaves it unusable, or after errStreakMax
 // errors in a row.
 func TestBadRankRetiresItsWorld(t *testing.T) {
-	r := NewRunner("host", wire.DefaultSettings, 1)
+	r := NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
 	pids := func(c *Ctx) string { return strings.Trim(strings.Join(strings.Fields(fmt0(c)), ","), ",") }
 	var first, after string
-	unusable := &Case{ID: "enomem", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second, NoLeak: true,
+	unusable := &Case{ID: "enomem", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second, NoLeak: true,
 		Run: func(c *Ctx) error {
 			first = pids(c)
 			return &RemoteError{Rank: 0, What: "alloc", Msg: "host: mmap 4096: cannot allocate memory"}
@@ -96,7 +97,7 @@ func TestBadRankRetiresItsWorld(t *testing.T) {
 	if res := r.Run(unusable); res.Outcome != report.Error {
 		t.Fatalf("%s %s", res.Outcome, res.Detail)
 	}
-	r.Run(&Case{ID: "next", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
+	r.Run(&Case{ID: "next", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
 		Run: func(c *Ctx) error { after = pids(c); return nil }})
 	if first == after {
 		t.Fatalf("world kept after an unusable-rank error (pids %s)", after)
@@ -104,7 +105,7 @@ func TestBadRankRetiresItsWorld(t *testing.T) {
 	// Plain errors: the world goes after errStreakMax of them in a row.
 	var seen []string
 	for i := 0; i < errStreakMax+1; i++ {
-		r.Run(&Case{ID: "err", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second, NoLeak: true,
+		r.Run(&Case{ID: "err", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second, NoLeak: true,
 			Run: func(c *Ctx) error { seen = append(seen, pids(c)); return errorString("backend said no") }})
 	}
 	for i := 1; i < errStreakMax; i++ {
@@ -137,12 +138,12 @@ func fmt0(c *Ctx) string {
 // error, a check finds a wrong result) keeps its world, however many such
 // cases follow one another; only a dead, hung or unusable rank costs one.
 func TestCleanFailureKeepsItsWorld(t *testing.T) {
-	r := NewRunner("host", wire.DefaultSettings, 1)
+	r := NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
 	pids := func(c *Ctx) string { return strings.Trim(strings.Join(strings.Fields(fmt0(c)), ","), ",") }
 	var seen []string
 	for i := 0; i < 2*errStreakMax+1; i++ {
-		res := r.Run(&Case{ID: fmt.Sprintf("clean%d", i), Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
+		res := r.Run(&Case{ID: fmt.Sprintf("clean%d", i), Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
 			Run: func(c *Ctx) error {
 				seen = append(seen, pids(c))
 				if i == 2*errStreakMax {
@@ -176,11 +177,11 @@ func TestCleanFailureKeepsItsWorld(t *testing.T) {
 func TestSetupStreakJudgesTheRest(t *testing.T) {
 	set := wire.DefaultSettings
 	set.Inject = []string{"fail:dup=95"}
-	r := NewRunner("host", set, 1)
+	r := NewRunner(backends.HostName, set, 1)
 	defer r.Close()
 	ran := 0
 	mk := func(i int) *Case {
-		return &Case{ID: fmt.Sprintf("shared%d", i), Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
+		return &Case{ID: fmt.Sprintf("shared%d", i), Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
 			Run: func(c *Ctx) error { ran++; _, err := c.Shared(0, 4096, true); return err }}
 	}
 	var results []report.Result

@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"errors"
+	"p2patomics/harness/backends"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 // nothing else: no read-back, so only the witness can tell a fill that ran
 // from one that did not.
 func witnessedFill(id string, n uint64, gotErr *error) *harness.Case {
-	return &harness.Case{ID: id, Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Pass,
+	return &harness.Case{ID: id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass,
 		Timeout: 20 * time.Second, Grace: time.Second, Run: func(c *harness.Ctx) error {
 			b, err := c.Local(0, n*8)
 			if err != nil {
@@ -43,7 +44,7 @@ func TestWitnessCatchesDroppedCheck(t *testing.T) {
 	} {
 		set := wire.DefaultSettings
 		set.Inject = tc.rules
-		r := harness.NewRunner("host", set, 1)
+		r := harness.NewRunner(backends.HostName, set, 1)
 		var err error
 		res := r.Run(witnessedFill("witness_fill", 1024, &err))
 		r.Close()
@@ -59,9 +60,9 @@ func TestWitnessCatchesDroppedCheck(t *testing.T) {
 // RunWitnessed refuses a kernel that carries no witness: its launch could
 // not prove anything.
 func TestRunWitnessedRefusesUnwitnessed(t *testing.T) {
-	r := harness.NewRunner("host", wire.DefaultSettings, 1)
+	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
-	res := r.Run(&harness.Case{ID: "witness_none", Backend: "host", Kind: "memfd", Ranks: 2, Expected: report.Error,
+	res := r.Run(&harness.Case{ID: "witness_none", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Error,
 		Timeout: 20 * time.Second, Run: func(c *harness.Ctx) error {
 			b, err := c.Local(0, 4096)
 			if err != nil {

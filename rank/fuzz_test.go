@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"p2patomics/rank/backend"
+	"p2patomics/rank/host"
 	"p2patomics/wire"
 )
 
@@ -38,7 +39,7 @@ func FuzzHandle(f *testing.F) {
 		case wire.TCanary, wire.TExit, wire.THello:
 			return
 		}
-		be, err := backend.New("host")
+		be, err := backend.New(host.Name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"p2patomics/kernels"
 	"p2patomics/rank/backend"
+	"p2patomics/rank/host"
 	"p2patomics/wire"
 )
 
@@ -70,7 +71,7 @@ func (b *trusting) Copy(_ backend.Buffer, _ uint64, _ backend.Buffer, _ uint64, 
 // rank's own checks removed (launchArgs' pointer check, read's, write's,
 // copy's, sum's), the trusting backend records the request and this fails.
 func TestRankChecksEveryRange(t *testing.T) {
-	host, err := backend.New("host")
+	host, err := backend.New(host.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"p2patomics/harness/backends"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -24,9 +25,9 @@ func TestCatalogueIdentityIsTodays(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, c := range Catalogue(&o, "host", "memfd") {
+	for _, c := range Catalogue(&o, backends.HostName, "memfd") {
 		id := c.Identity()
-		if c.Spec == "" || id.ID() != c.ID || id.Backend != "host" || id.Kind != "memfd" || id.Ranks != c.Ranks {
+		if c.Spec == "" || id.ID() != c.ID || id.Backend != backends.HostName || id.Kind != "memfd" || id.Ranks != c.Ranks {
 			t.Errorf("%s: identity %+v derives %q", c.ID, id, id.ID())
 		}
 		got = append(got, c.ID)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"p2patomics/harness/backends"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -116,7 +117,7 @@ func TestEveryToolTellsOneVerdict(t *testing.T) {
 		}
 		return p
 	}
-	host := map[string]any{"vendor": "host", "goarch": "amd64"}
+	host := map[string]any{"vendor": backends.HostName, "goarch": "amd64"}
 	res := func(id string, o report.Outcome) report.Result {
 		return report.Result{Case: report.ParseCase(id, nil), Labels: []string{}, Outcome: o, Expected: report.Pass, Ranks: []report.Rank{}}
 	}

@@ -53,9 +53,10 @@ func backendHowTo(t *testing.T, root string) []string {
 	return paths
 }
 
-// goSources lists the repository's non-test Go files, slash-separated and
-// relative to root (generated or vendored trees aside: none are Go here).
-func goSources(t *testing.T, root string) map[string]string {
+// goSources lists the repository's Go files, slash-separated and relative
+// to root (generated or vendored trees aside: none are Go here): the
+// non-test files, or with tests the *_test.go files only.
+func goSources(t *testing.T, root string, tests bool) map[string]string {
 	t.Helper()
 	files := map[string]string{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -65,7 +66,7 @@ func goSources(t *testing.T, root string) map[string]string {
 		if d.IsDir() && p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") != tests {
 			return nil
 		}
 		b, err := os.ReadFile(p)
@@ -106,8 +107,10 @@ func spelling(srcs map[string]string, name string, allowed []string) []string {
 // backend" list true. The list names the backend's folder and its row file
 // (as rank/<name>/ and harness/backends/<name>.go); for every backend the
 // files it names exist, and no non-test Go file outside them spells the
-// backend's name as a string (issue 28: no "host" literal outside rank/host
-// and the host row). Such a file would be one more place a new backend has
+// backend's name as a string (issue 28: no literal of the host backend's
+// name outside rank/host and the host row; for host that holds for the
+// *_test.go files too, which spell it backends.HostName or, below harness,
+// rank/host's Name). Such a file would be one more place a new backend has
 // to touch. A row planted for a backend whose folder the list does not
 // cover must be reported, so the check cannot pass vacuously.
 func TestHowToAddABackendIsHonest(t *testing.T) {
@@ -118,7 +121,8 @@ func TestHowToAddABackendIsHonest(t *testing.T) {
 			t.Errorf("How to add … a backend does not name %s (it names %v)", want, list)
 		}
 	}
-	srcs := goSources(t, root)
+	srcs := goSources(t, root, false)
+	tests := goSources(t, root, true)
 	for _, b := range All {
 		var allowed []string
 		for _, p := range list {
@@ -131,6 +135,17 @@ func TestHowToAddABackendIsHonest(t *testing.T) {
 		for _, f := range spelling(srcs, b.Name, allowed) {
 			t.Errorf("%s spells %q: adding a backend would touch it too; ask the row (harness/backends) instead", f, b.Name)
 		}
+		if b.Name != HostName {
+			continue // GPU backends' names are still spelt in tests (fixtures of GPU results)
+		}
+		for _, f := range spelling(tests, b.Name, allowed) {
+			t.Errorf("%s spells %q: use backends.HostName (below harness: rank/host's Name)", f, b.Name)
+		}
+	}
+	// Planted: a test file that spells the host backend's name.
+	planted := map[string]string{"harness/x_test.go": "NewRunner(\"" + HostName + "\", set, 1)"}
+	if got := spelling(planted, HostName, []string{"rank/host/", "harness/backends/host.go"}); !slices.Equal(got, []string{"harness/x_test.go"}) {
+		t.Errorf("a test file spelling %q was not reported: %v", HostName, got)
 	}
 	// Planted: cuda's row without its folder in the list.
 	if got := spelling(srcs, CUDAName, []string{"harness/backends/cuda.go"}); !slices.Contains(got, "rank/cuda/backend.go") {

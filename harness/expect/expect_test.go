@@ -2,6 +2,7 @@ package expect
 
 import (
 	"os"
+	"p2patomics/harness/backends"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -383,7 +384,7 @@ func TestCheckStack(t *testing.T) {
 		"nvidia": map[string]any{"driver": "580.159.04"},
 		"gpus":   []any{map[string]any{"arch": "sm_90", "ordinal": 0}},
 	}
-	host := map[string]any{"vendor": "host", "goarch": "amd64", "os": map[string]any{"kernel": "6.1.0-28-amd64"}}
+	host := map[string]any{"vendor": backends.HostName, "goarch": "amd64", "os": map[string]any{"kernel": "6.1.0-28-amd64"}}
 	cases := []struct {
 		name  string
 		stack map[string]string
@@ -397,8 +398,8 @@ func TestCheckStack(t *testing.T) {
 		{"other driver", map[string]string{"vendor": "nvidia", "arch": "sm_90", "driver": "570"}, nv, false},
 		{"other arch", map[string]string{"vendor": "nvidia", "arch": "sm_100"}, nv, false},
 		{"fell back to host", map[string]string{"vendor": "nvidia", "arch": "sm_90", "driver": "580"}, host, false},
-		{"host ignores driver and kernel", map[string]string{"vendor": "host", "arch": "amd64", "driver": "6.0", "kernel": "5.10"}, host, true},
-		{"host other goarch", map[string]string{"vendor": "host", "arch": "arm64"}, host, false},
+		{"host ignores driver and kernel", map[string]string{"vendor": backends.HostName, "arch": "amd64", "driver": "6.0", "kernel": "5.10"}, host, true},
+		{"host other goarch", map[string]string{"vendor": backends.HostName, "arch": "arm64"}, host, false},
 		{"case-insensitive", map[string]string{"vendor": "NVIDIA", "arch": "SM_90"}, nv, true},
 	}
 	for _, c := range cases {
@@ -507,7 +508,7 @@ func TestWriteBaseline(t *testing.T) {
 
 func TestWriteBaselineHost(t *testing.T) {
 	root := t.TempDir()
-	env := map[string]any{"vendor": "host", "goarch": "amd64", "os": map[string]any{"kernel": "6.1.0"}}
+	env := map[string]any{"vendor": backends.HostName, "goarch": "amd64", "os": map[string]any{"kernel": "6.1.0"}}
 	dir := Dir(root, env)
 	if filepath.Base(dir) != "host-amd64" {
 		t.Fatalf("Dir = %s", dir)
@@ -534,7 +535,7 @@ func TestWriteBaselineHost(t *testing.T) {
 // in fails.txt) is refused before anything is written.
 func TestWriteBaselineRefusesInvalid(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "b")
-	env := map[string]any{"vendor": "host", "goarch": "amd64"}
+	env := map[string]any{"vendor": backends.HostName, "goarch": "amd64"}
 	rep := &report.Report{Schema: 1, Environment: env, Results: []report.Result{res("host.memfd.a\nhost.memfd.b", report.Fail, report.Pass)}}
 	if err := WriteBaseline(dir, rep, nil); err == nil || !strings.Contains(err.Error(), "invalid report") {
 		t.Errorf("invalid id: %v", err)
@@ -610,7 +611,7 @@ func TestEvidenceRegression(t *testing.T) {
 // fails.txt and cases.txt).
 func TestWriteBaselineRefusesControlsInTheStack(t *testing.T) {
 	dir := t.TempDir()
-	rep := &report.Report{Schema: report.Schema, Environment: map[string]any{"vendor": "host", "goarch": "amd64\nhost.memfd.counter.add,crash"},
+	rep := &report.Report{Schema: report.Schema, Environment: map[string]any{"vendor": backends.HostName, "goarch": "amd64\nhost.memfd.counter.add,crash"},
 		Results: []report.Result{{Case: report.ParseCase("host.memfd.counter.add", nil), Outcome: report.Pass, Expected: report.Pass}}}
 	err := WriteBaseline(dir, rep, nil)
 	if err == nil || strings.Contains(err.Error(), "\n") {

@@ -3,6 +3,7 @@ package expect
 import (
 	"errors"
 	"os"
+	"p2patomics/harness/backends"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,7 +41,7 @@ func TestCheckShared(t *testing.T) {
 // (refused always), leaving the report as it was; the recorded rerun and
 // interruption are judged as the run judged them.
 func TestJudgeReportRules(t *testing.T) {
-	host := map[string]any{"vendor": "host", "goarch": "amd64"}
+	host := map[string]any{"vendor": backends.HostName, "goarch": "amd64"}
 	res := report.Result{Case: report.ParseCase("host.memfd.a.b", nil), Outcome: report.Fail, Expected: report.Pass, Rerun: &report.Attempt{Outcome: report.Pass}}
 	rep := &report.Report{Schema: report.Schema, Environment: host, Results: []report.Result{res}}
 	nv := NewSet()
@@ -74,12 +75,12 @@ func TestPlanUpdateRefusals(t *testing.T) {
 	nv := filepath.Join(dir, "nv")
 	os.MkdirAll(nv, 0o755)
 	os.WriteFile(filepath.Join(nv, "fails.txt"), []byte("# stack: vendor=nvidia arch=sm_90 driver=580\ncuda.vmm.x.y,crash\n"), 0o644)
-	host := filepath.Join(dir, "host")
+	host := filepath.Join(dir, backends.HostName)
 	os.MkdirAll(host, 0o755)
 	os.WriteFile(filepath.Join(host, "cases.txt"), []byte("# stack: vendor=host arch=amd64\nhost.memfd.a.b\n"), 0o644)
-	env := map[string]any{"vendor": "host", "goarch": "amd64"}
-	fb := map[string]any{"vendor": "host", "goarch": "amd64", "flags": map[string]any{"backend": "auto"},
-		"backends": []any{map[string]any{"backend": "host", "used": true, "why": "used: no GPU backend loaded"}}}
+	env := map[string]any{"vendor": backends.HostName, "goarch": "amd64"}
+	fb := map[string]any{"vendor": backends.HostName, "goarch": "amd64", "flags": map[string]any{"backend": "auto"},
+		"backends": []any{map[string]any{"backend": backends.HostName, "used": true, "why": "used: no GPU backend loaded"}}}
 	if err := CheckUpdate(nv, env, false); !errors.Is(err, ErrOtherStack) {
 		t.Errorf("another stack: %v", err)
 	}

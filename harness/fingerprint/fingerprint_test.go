@@ -3,6 +3,7 @@ package fingerprint
 import (
 	"encoding/json"
 	"os"
+	"p2patomics/harness/backends"
 	"p2patomics/internal/device"
 	"path/filepath"
 	"reflect"
@@ -170,13 +171,13 @@ func TestCollectBare(t *testing.T) {
 			t.Errorf("key %s present on an empty tree", k)
 		}
 	}
-	if env["vendor"] != "host" {
+	if env["vendor"] != backends.HostName {
 		t.Errorf("vendor = %v", env["vendor"])
 	}
 	// Running the host backend on any machine: Merge makes the vendor host.
-	Merge(env, []device.Info{{Vendor: "host", Arch: runtime.GOARCH}})
+	Merge(env, []device.Info{{Vendor: backends.HostName, Arch: runtime.GOARCH}})
 	st := Stack(env)
-	if !reflect.DeepEqual(st, map[string]string{"vendor": "host", "arch": runtime.GOARCH}) || Folder(st) != "host-"+runtime.GOARCH {
+	if !reflect.DeepEqual(st, map[string]string{"vendor": backends.HostName, "arch": runtime.GOARCH}) || Folder(st) != "host-"+runtime.GOARCH {
 		t.Errorf("Stack = %v, Folder = %s", st, Folder(st))
 	}
 }
@@ -265,7 +266,7 @@ func TestMergeSharing(t *testing.T) {
 		t.Errorf("one GPU under MPS, one unanswered: %v, want mixed", ds)
 	}
 	env = map[string]any{}
-	Merge(env, []device.Info{{Vendor: "host", Rank: 0}, {Vendor: "host", Rank: 1}})
+	Merge(env, []device.Info{{Vendor: backends.HostName, Rank: 0}, {Vendor: backends.HostName, Rank: 1}})
 	if _, ok := env["device_sharing"]; ok {
 		t.Errorf("host backend has no GPU to share: %v", env["device_sharing"])
 	}
@@ -275,18 +276,18 @@ func TestMergeSharing(t *testing.T) {
 // variables and the host name join the machine's facts and the ranks';
 // a run without rules or variables records neither key.
 func TestEnvironment(t *testing.T) {
-	infos := [][]device.Info{{{Vendor: "host", Name: "cpu", Rank: 0}, {Vendor: "host", Name: "cpu", Rank: 1}}}
-	env := Environment(Run{Backend: "host", Alloc: "memfd", Ranks: 2, Seed: 7, Inject: []string{"fail:x"}, FlagsEnv: map[string]any{"P2PAT_RANKS": "2"}}, infos)
-	if !reflect.DeepEqual(env["flags"], map[string]any{"backend": "host", "alloc": "memfd", "ranks": 2, "seed": int64(7)}) {
+	infos := [][]device.Info{{{Vendor: backends.HostName, Name: "cpu", Rank: 0}, {Vendor: backends.HostName, Name: "cpu", Rank: 1}}}
+	env := Environment(Run{Backend: backends.HostName, Alloc: "memfd", Ranks: 2, Seed: 7, Inject: []string{"fail:x"}, FlagsEnv: map[string]any{"P2PAT_RANKS": "2"}}, infos)
+	if !reflect.DeepEqual(env["flags"], map[string]any{"backend": backends.HostName, "alloc": "memfd", "ranks": 2, "seed": int64(7)}) {
 		t.Errorf("flags = %#v", env["flags"])
 	}
 	if !reflect.DeepEqual(env["inject"], []string{"fail:x"}) || env["flags_env"].(map[string]any)["P2PAT_RANKS"] != "2" {
 		t.Errorf("inject %v, flags_env %v", env["inject"], env["flags_env"])
 	}
-	if h, _ := os.Hostname(); env["hostname"] != h || env["vendor"] != "host" || len(env["gpus"].([]any)) != 1 {
+	if h, _ := os.Hostname(); env["hostname"] != h || env["vendor"] != backends.HostName || len(env["gpus"].([]any)) != 1 {
 		t.Errorf("hostname %v, vendor %v, gpus %v", env["hostname"], env["vendor"], env["gpus"])
 	}
-	plain := Environment(Run{Backend: "host"}, nil)
+	plain := Environment(Run{Backend: backends.HostName}, nil)
 	if _, ok := plain["inject"]; ok {
 		t.Error("inject recorded without rules")
 	}

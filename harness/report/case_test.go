@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"p2patomics/harness/backends"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -44,7 +45,7 @@ func TestCaseIDIsTodays(t *testing.T) {
 	}
 	for _, r := range old.Results {
 		c := report.ParseCase(r.ID, r.Labels)
-		if c.Spec == "" || c.Backend != "host" {
+		if c.Spec == "" || c.Backend != backends.HostName {
 			t.Errorf("%s: not read as parts: %+v", r.ID, c)
 		}
 		if got := report.CaseID(c.Backend, c.Kind, c.Spec, c.Variant, c.Ranks); got != r.ID || c.ID() != r.ID {
@@ -63,11 +64,11 @@ func TestParseCase(t *testing.T) {
 		labels []string
 		want   report.Case
 	}{
-		{"host.memfd.litmus.iriw_u32_seqcst_sys.r3", nil, report.Case{Backend: "host", Kind: "memfd", Spec: "litmus", Variant: "iriw_u32_seqcst_sys", Ranks: 3}},
-		{"host.memfd.canary.abort.after", nil, report.Case{Backend: "host", Kind: "memfd", Spec: "canary", Variant: "abort.after", Ranks: 2}},
+		{"host.memfd.litmus.iriw_u32_seqcst_sys.r3", nil, report.Case{Backend: backends.HostName, Kind: "memfd", Spec: "litmus", Variant: "iriw_u32_seqcst_sys", Ranks: 3}},
+		{"host.memfd.canary.abort.after", nil, report.Case{Backend: backends.HostName, Kind: "memfd", Spec: "canary", Variant: "abort.after", Ranks: 2}},
 		{"cuda.vmm.pairs.add_u64_relaxed_sys.r1r0.r8", []string{"pair=1-0"}, report.Case{Backend: "cuda", Kind: "vmm", Spec: "pairs", Variant: "add_u64_relaxed_sys.r1r0", Ranks: 8, Pair: &[2]int{1, 0}}},
 		{"cuda.vmm.perf.copy_ce_write.r2r3", nil, report.Case{Backend: "cuda", Kind: "vmm", Spec: "perf", Variant: "copy_ce_write.r2r3", Ranks: 2, Pair: &[2]int{2, 3}}},
-		{"host.memfd.perf.pingpong_latency_local", []string{"perf", "pair=0-0"}, report.Case{Backend: "host", Kind: "memfd", Spec: "perf", Variant: "pingpong_latency_local", Ranks: 2, Pair: &[2]int{0, 0}}},
+		{"host.memfd.perf.pingpong_latency_local", []string{"perf", "pair=0-0"}, report.Case{Backend: backends.HostName, Kind: "memfd", Spec: "perf", Variant: "pingpong_latency_local", Ranks: 2, Pair: &[2]int{0, 0}}},
 		{"a.b.c.r1", nil, report.Case{Backend: "a", Kind: "b", Spec: "c", Variant: "r1", Ranks: 2}},
 	} {
 		if got := report.ParseCase(c.id, c.labels); !reflect.DeepEqual(got, c.want) {
@@ -113,7 +114,7 @@ func TestResultsJSONRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("results.json changed in a read and write:\n%s", firstDiff(in, append(out, '\n')))
 	}
-	r := report.Result{Case: report.Case{Backend: "host", Kind: "memfd", Spec: "pairs", Variant: "add_u64_relaxed_sys.r0r1", Ranks: 4, Pair: &[2]int{0, 1}}, Labels: []string{}, Ranks: []report.Rank{}}
+	r := report.Result{Case: report.Case{Backend: backends.HostName, Kind: "memfd", Spec: "pairs", Variant: "add_u64_relaxed_sys.r0r1", Ranks: 4, Pair: &[2]int{0, 1}}, Labels: []string{}, Ranks: []report.Rank{}}
 	j, _ := json.Marshal(r)
 	var m map[string]any
 	_ = json.Unmarshal(j, &m)

@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"encoding/json"
+	"p2patomics/harness/backends"
 	"slices"
 	"testing"
 
@@ -19,7 +20,7 @@ func TestEnvironmentReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := rep.Environment
-	if env.Vendor() != "host" || env.Hostname() != "vm" || env.Started() != "2026-12-01T23:43:34Z" || env.Driver() != "" {
+	if env.Vendor() != backends.HostName || env.Hostname() != "vm" || env.Started() != "2026-12-01T23:43:34Z" || env.Driver() != "" {
 		t.Errorf("vendor %q hostname %q started %q driver %q", env.Vendor(), env.Hostname(), env.Started(), env.Driver())
 	}
 	if gs := env.GPUs(); len(gs) != 1 || gs[0].Name != "cpu" || gs[0].Units != 2 || !gs[0].Caps.HostAtomics.OK {

@@ -16,6 +16,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"p2patomics/harness/backends"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -223,10 +224,10 @@ func goodReport() *report.Report {
 	twelve := 12.0
 	r := &report.Report{
 		Schema:      report.Schema,
-		Environment: map[string]any{"vendor": "host", "goarch": "amd64", "gpus": []any{map[string]any{"name": "cpu"}}},
+		Environment: map[string]any{"vendor": backends.HostName, "goarch": "amd64", "gpus": []any{map[string]any{"name": "cpu"}}},
 		Results: []report.Result{
 			{
-				Case: report.ParseCase("host.memfd.counter.add_u64_relaxed_sys", nil), Labels: []string{"host", "memfd"},
+				Case: report.ParseCase("host.memfd.counter.add_u64_relaxed_sys", nil), Labels: []string{backends.HostName, "memfd"},
 				Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected, Detail: "13500000 adds summed exactly",
 				Duration: 0.0123,
 				Ranks:    []report.Rank{{Rank: 0, Pid: 100, Device: 0, ExitCode: nil, GoDump: false}, {Rank: 1, Pid: 101, Device: 0, ExitCode: &zero}},

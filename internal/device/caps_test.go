@@ -52,7 +52,7 @@ func TestCapKnown(t *testing.T) {
 // question and reads no ceiling (host, AMD) writes the JSON it wrote
 // before those fields existed, so a host results.json keeps its shape.
 func TestUnreadCapsAndCeilingsLeaveNoTrace(t *testing.T) {
-	b, err := json.Marshal(Info{Vendor: "host", Caps: Caps{HostAtomics: Yes("cpu")}})
+	b, err := json.Marshal(Info{Name: "cpu", Caps: Caps{HostAtomics: Yes("cpu")}})
 	if err != nil {
 		t.Fatal(err)
 	}

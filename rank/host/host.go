@@ -28,7 +28,12 @@ import (
 	"p2patomics/rank/backend"
 )
 
-func init() { backend.Register("host", func() backend.Backend { return &Backend{} }) }
+// Name is the host backend's name, registered and answered by Name; the
+// rank package's tests open the backend by it (rank must not import harness,
+// whose backends.HostName spells the same name for the parent).
+const Name = "host"
+
+func init() { backend.Register(Name, func() backend.Backend { return &Backend{} }) }
 
 // Kind is the host backend's only allocation kind.
 const Kind = "memfd"
@@ -54,7 +59,7 @@ type Backend struct {
 	rank   int
 }
 
-func (h *Backend) Name() string    { return "host" }
+func (h *Backend) Name() string    { return Name }
 func (h *Backend) Kinds() []string { return []string{Kind} }
 
 func (h *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
