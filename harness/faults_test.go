@@ -1,13 +1,13 @@
 package harness_test
 
 import (
-	"p2patomics/harness/backends"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"p2patomics/harness"
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/wire"
 )

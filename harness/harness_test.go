@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"p2patomics/harness/backends"
 	"slices"
 	"strings"
 	"syscall"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"p2patomics/harness"
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/rank"
 	"p2patomics/rank/backend"

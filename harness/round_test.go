@@ -1,12 +1,12 @@
 package harness_test
 
 import (
-	"p2patomics/harness/backends"
 	"strings"
 	"testing"
 	"time"
 
 	"p2patomics/harness"
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/wire"
 )

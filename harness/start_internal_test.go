@@ -3,7 +3,6 @@ package harness
 import (
 	"fmt"
 	"os/exec"
-	"p2patomics/harness/backends"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/wire"
 )

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
-	"p2patomics/harness/backends"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/suite"
 )
 

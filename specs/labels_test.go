@@ -5,12 +5,12 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"p2patomics/harness/backends"
 	"slices"
 	"strings"
 	"testing"
 
 	"p2patomics/harness"
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/harness/suite"
 	"p2patomics/kernels"

@@ -3,11 +3,11 @@ package main
 import (
 	"bytes"
 	"os"
-	"p2patomics/harness/backends"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 )
 

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"p2patomics/harness/backends"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/htmlreport"
 	"p2patomics/harness/report"
 )

@@ -2,13 +2,13 @@ package expect
 
 import (
 	"os"
-	"p2patomics/harness/backends"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 )
 

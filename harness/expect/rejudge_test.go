@@ -3,11 +3,11 @@ package expect
 import (
 	"errors"
 	"os"
-	"p2patomics/harness/backends"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 )
 

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"p2patomics/harness/backends"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 )
 

@@ -2,10 +2,10 @@ package report_test
 
 import (
 	"encoding/json"
-	"p2patomics/harness/backends"
 	"slices"
 	"testing"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/internal/device"
 )

@@ -16,7 +16,6 @@ import (
 	"maps"
 	"math"
 	"os"
-	"p2patomics/harness/backends"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -26,6 +25,7 @@ import (
 	"strings"
 	"testing"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 )
 
