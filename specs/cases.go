@@ -292,9 +292,9 @@ func counterKernels() []kernels.Kernel {
 
 func (b *builder) counters() {
 	for _, k := range counterKernels() {
-		labels := []string{"atomics", string(k.Op), string(k.Type), string(k.Order), string(k.Scope)}
+		labels := []string{LabelAtomics, string(k.Op), string(k.Type), string(k.Order), string(k.Scope)}
 		if k.Info {
-			labels = append(labels, "info")
+			labels = append(labels, LabelInfo)
 		}
 		b.add(Spec{Name: "counter", Variant: k.Name, Ranks: b.o.Ranks, Expected: report.Pass,
 			Labels: labels, Timeout: 60 * time.Second,
@@ -307,7 +307,7 @@ func (b *builder) counters() {
 	// contended system-scope add and verifies, then frees it all.
 	warm := kernels.MustLookup("add_u64_relaxed_sys")
 	b.add(Spec{Name: "counter", Variant: warm.Name + ".warm64m", Ranks: b.o.Ranks, Expected: report.Pass,
-		Labels: []string{"atomics", "speed"}, Timeout: 60 * time.Second,
+		Labels: []string{LabelAtomics, LabelSpeed}, Timeout: 60 * time.Second,
 		Run: func(c *harness.Ctx) error {
 			t0 := time.Now()
 			mems, err := c.SharedAll(64 << 20)
@@ -326,7 +326,7 @@ func (b *builder) counters() {
 	if be := backends.Lookup(b.backend); be != nil && be.LargeMappings {
 		k := kernels.MustLookup("add_u64_relaxed_sys")
 		b.add(Spec{Name: "counter", Variant: k.Name + ".above4g", Ranks: b.o.Ranks, Expected: report.Pass,
-			Labels: []string{"atomics", "large"}, Timeout: 120 * time.Second,
+			Labels: []string{LabelAtomics, LabelLarge}, Timeout: 120 * time.Second,
 			Run: func(c *harness.Ctx) error {
 				return runCounterAt(c, k, (4<<30)+(2<<20), 4<<30)
 			}})

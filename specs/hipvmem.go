@@ -30,9 +30,9 @@ func (b *builder) hipVmem() {
 		return
 	}
 	k := kernels.MustLookup(kernels.Name(kernels.OpAdd, kernels.F32, kernels.AcqRel, kernels.Sys))
-	labels := []string{"atomics", "hsavmem", string(k.Op), string(k.Type), string(k.Order), string(k.Scope)}
+	labels := []string{LabelAtomics, "hsavmem", string(k.Op), string(k.Type), string(k.Order), string(k.Scope)}
 	if k.Info {
-		labels = append(labels, "info")
+		labels = append(labels, LabelInfo)
 	}
 	b.add(Spec{Name: "hsavmem", Variant: k.Name, Ranks: b.o.Ranks, Expected: report.Pass,
 		Labels: labels, Timeout: 60 * time.Second,

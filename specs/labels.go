@@ -23,6 +23,7 @@ const (
 	LabelLarge     = "large"     // a mapping past 4 GiB
 	LabelLatency   = "latency"   // a round-trip latency measurement
 	LabelLocal     = "local"     // within one rank
+	LabelManual    = "manual"    // the suite's own canaries, run only when asked for
 	LabelMutation  = "mutation"  // weakened kernels must show their weak outcome
 	LabelPairs     = "pairs"     // every ordered pair of ranks
 	LabelPeer      = "peer"      // a rank reaches a peer's memory
@@ -40,6 +41,6 @@ const (
 // declaredLabels is the validated set: every constant above, once.
 var declaredLabels = []string{
 	LabelAll, LabelAtomics, LabelBandwidth, LabelBidir, LabelCE, LabelContended, LabelControl,
-	LabelCPU, LabelFD, LabelInfo, LabelKernel, LabelLarge, LabelLatency, LabelLocal, LabelMutation,
+	LabelCPU, LabelFD, LabelInfo, LabelKernel, LabelLarge, LabelLatency, LabelLocal, LabelManual, LabelMutation,
 	LabelPairs, LabelPeer, LabelPerf, LabelPlanted, LabelRead, LabelSpeed, LabelStress, LabelWrite,
 }

@@ -24,7 +24,7 @@ func (b *builder) litmus() {
 		k := kernels.MustLookup(name)
 		labels := []string{"litmus", "mp"}
 		if k.Info {
-			labels = append(labels, "info")
+			labels = append(labels, LabelInfo)
 		}
 		b.add(Spec{Name: "litmus", Variant: k.Name, Ranks: b.o.Ranks, Expected: report.Pass,
 			Labels: labels, Timeout: 60 * time.Second,

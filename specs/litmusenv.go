@@ -326,7 +326,7 @@ func (b *builder) litmusEnvs() {
 		"piriw_u32_seqcst_sys", "p22w_u32_seqcst_sys", "pcorr_u32_relaxed_sys"} {
 		k := kernels.MustLookup(name)
 		b.add(Spec{Name: "litmus", Variant: k.Name, Ranks: b.o.Ranks, Expected: report.Pass,
-			Labels: []string{"litmus", shapeLabel(k.Op), "mutation"}, Timeout: 120 * time.Second,
+			Labels: []string{"litmus", shapeLabel(k.Op), LabelMutation}, Timeout: 120 * time.Second,
 			Run: func(c *harness.Ctx) error {
 				if err := c.NeedPeer(false); err != nil {
 					return err
@@ -401,7 +401,7 @@ func (b *builder) litmusEnvs() {
 	// the one whose weak outcome this backend can show: MP on GPUs (about 3
 	// per million on H200), SB on the host (x86-TSO never reorders MP).
 	b.add(Spec{Name: "litmus", Variant: "planted-nofence", Ranks: b.o.Ranks, Expected: report.Fail,
-		Labels: []string{"litmus", "planted", "mutation"}, Timeout: 120 * time.Second,
+		Labels: []string{"litmus", LabelPlanted, LabelMutation}, Timeout: 120 * time.Second,
 		Run: func(c *harness.Ctx) error {
 			if err := c.NeedPeer(false); err != nil {
 				return err

@@ -20,11 +20,11 @@ func (b *builder) perf() {
 			if s == d {
 				continue
 			}
-			for _, eng := range []string{"ce", "kernel"} {
-				for _, dir := range []string{"write", "read"} {
+			for _, eng := range []string{LabelCE, LabelKernel} {
+				for _, dir := range []string{LabelWrite, LabelRead} {
 					variant := fmt.Sprintf("copy_%s_%s.r%dr%d", eng, dir, s, d)
 					b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
-						Labels: []string{"perf", "bandwidth", eng, dir, fmt.Sprintf("pair=%d-%d", s, d)}, Timeout: 120 * time.Second,
+						Labels: []string{LabelPerf, LabelBandwidth, eng, dir, fmt.Sprintf("pair=%d-%d", s, d)}, Timeout: 120 * time.Second,
 						Run: func(c *harness.Ctx) error { return runCopy(c, s, d, eng, dir) }})
 				}
 			}
@@ -34,16 +34,16 @@ func (b *builder) perf() {
 	// the same check every timed copy passes.
 	if n >= 2 {
 		b.add(Spec{Name: "copycheck", Variant: "skipped_copy", Ranks: n, Expected: report.Fail,
-			Labels: []string{"bandwidth", "control", "planted"}, Timeout: 60 * time.Second,
+			Labels: []string{LabelBandwidth, LabelControl, LabelPlanted}, Timeout: 60 * time.Second,
 			Run: func(c *harness.Ctx) error { return runCopyOpts(c, 0, 1, "ce", "write", true) }})
 	}
 	// Both directions at once: rank s pushes into d while d pushes into s.
 	for s := 0; s < n; s++ {
 		for d := s + 1; d < n; d++ {
-			for _, eng := range []string{"ce", "kernel"} {
+			for _, eng := range []string{LabelCE, LabelKernel} {
 				variant := fmt.Sprintf("copy_%s_bidir.r%dr%d", eng, s, d)
 				b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
-					Labels: []string{"perf", "bandwidth", eng, "bidir", fmt.Sprintf("pair=%d-%d", s, d)}, Timeout: 120 * time.Second,
+					Labels: []string{LabelPerf, LabelBandwidth, eng, LabelBidir, fmt.Sprintf("pair=%d-%d", s, d)}, Timeout: 120 * time.Second,
 					Run: func(c *harness.Ctx) error { return runBidir(c, s, d, eng) }})
 			}
 		}
@@ -54,7 +54,7 @@ func (b *builder) perf() {
 	// a word per thread.
 	for _, s := range kernels.Scopes {
 		for _, pat := range []kernels.Op{kernels.OpAdd, kernels.OpSpread} {
-			for _, where := range []string{"local", "peer", "all"} {
+			for _, where := range []string{LabelLocal, LabelPeer, LabelAll} {
 				if where == "all" && pat == kernels.OpSpread {
 					continue
 				}
@@ -65,7 +65,7 @@ func (b *builder) perf() {
 				}
 				variant := fmt.Sprintf("atomic_%s_%s_%s", name, where, s)
 				b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
-					Labels: []string{"perf", "atomics", name, where, string(s)}, Timeout: 60 * time.Second,
+					Labels: []string{LabelPerf, LabelAtomics, name, where, string(s)}, Timeout: 60 * time.Second,
 					Run: func(c *harness.Ctx) error { return runAtomicRate(c, k, where) }})
 			}
 		}
@@ -77,7 +77,7 @@ func (b *builder) perf() {
 		pp := kernels.MustLookup(kernels.Name(kernels.OpPingPong, kernels.U64, kernels.AcqRel, sc))
 		if sc == kernels.Dev {
 			b.add(Spec{Name: "perf", Variant: "pingpong_latency_local", Ranks: n, Expected: report.Pass,
-				Labels: []string{"perf", "latency", string(sc), "pair=0-0"}, Timeout: 60 * time.Second,
+				Labels: []string{LabelPerf, LabelLatency, string(sc), "pair=0-0"}, Timeout: 60 * time.Second,
 				Run: func(c *harness.Ctx) error { return runPingPong(c, pp, 0, 0) }})
 			continue
 		}
@@ -85,7 +85,7 @@ func (b *builder) perf() {
 			for d := 0; d < n; d++ {
 				if s != d {
 					b.add(Spec{Name: "perf", Variant: fmt.Sprintf("pingpong_latency.r%dr%d", s, d), Ranks: n, Expected: report.Pass,
-						Labels: []string{"perf", "latency", string(sc), fmt.Sprintf("pair=%d-%d", s, d)}, Timeout: 60 * time.Second,
+						Labels: []string{LabelPerf, LabelLatency, string(sc), fmt.Sprintf("pair=%d-%d", s, d)}, Timeout: 60 * time.Second,
 						Run: func(c *harness.Ctx) error { return runPingPong(c, pp, s, d) }})
 				}
 			}
