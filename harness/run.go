@@ -79,6 +79,10 @@ type Case struct {
 	// Clocks: every launch and copy samples its device's clock (the perf
 	// cases; specs sets it where it declares the perf label).
 	Clocks bool
+	// Canary: the case tests the harness's handling of a rank's death, not
+	// its kind's setup, so a setup streak neither judges it nor counts it
+	// (specs sets it where it builds its canary spec's cases).
+	Canary bool
 	// Standalone cases run without a world (suite-level canaries).
 	Standalone func() (report.Outcome, string)
 }
@@ -206,7 +210,7 @@ func (r *Runner) judgedFromSetup(c *Case, res *report.Result) bool {
 	st := r.setup[c.Kind]
 	// A case that expects the streak's outcome runs: judged, it would meet
 	// its expectation without having run.
-	if r.rerun || st == nil || st.n < setupStreakMax || slices.Contains(c.Labels, "canary") || c.Expected == st.outcome {
+	if r.rerun || st == nil || st.n < setupStreakMax || c.Canary || c.Expected == st.outcome {
 		return false
 	}
 	if r.judged == nil {
@@ -223,7 +227,7 @@ func (r *Runner) judgedFromSetup(c *Case, res *report.Result) bool {
 func (r *Runner) noteSetup(c *Case, res report.Result, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.rerun || slices.Contains(c.Labels, "canary") {
+	if r.rerun || c.Canary {
 		// A canary tests the harness's handling of a rank's death, not
 		// the kind's setup: it neither extends nor ends a streak, and is
 		// never judged from one.

@@ -12,14 +12,17 @@ import (
 
 var flakyRuns atomic.Int32
 
+// canarySpec is the canaries' spec name; add marks its cases Case.Canary.
+const canarySpec = "canary"
+
 // The cases the suite's own checks plant (suite.Plant): built here like
 // every case, planted by the suite when its check asks for them.
 func init() {
 	// A case that is still running when its suite is terminated.
 	suite.Planter(suite.PlantSleep, func(o *suite.Options, backend, kind string) *harness.Case {
 		b := &builder{o: o, backend: backend, kind: kind}
-		return b.add(Spec{Name: "canary", Variant: "sleep", Ranks: o.Ranks, Expected: report.Pass,
-			Labels: []string{"canary", LabelManual}, Timeout: 60 * time.Second,
+		return b.add(Spec{Name: canarySpec, Variant: "sleep", Ranks: o.Ranks, Expected: report.Pass,
+			Labels: []string{LabelManual}, Timeout: 60 * time.Second,
 			Run: func(c *harness.Ctx) error {
 				return c.Canary(1, "sleep")
 			}})
@@ -28,8 +31,8 @@ func init() {
 	// passes on the rerun.
 	suite.Planter(suite.PlantFlaky, func(o *suite.Options, backend, kind string) *harness.Case {
 		b := &builder{o: o, backend: backend, kind: kind}
-		return b.add(Spec{Name: "canary", Variant: "flaky", Ranks: o.Ranks, Expected: report.Pass,
-			Labels: []string{"canary", LabelManual}, Timeout: 30 * time.Second,
+		return b.add(Spec{Name: canarySpec, Variant: "flaky", Ranks: o.Ranks, Expected: report.Pass,
+			Labels: []string{LabelManual}, Timeout: 30 * time.Second,
 			Run: func(c *harness.Ctx) error {
 				if flakyRuns.Add(1) == 1 {
 					return harness.Failf("planted flake: the first run fails")
@@ -66,14 +69,14 @@ func (b *builder) canaries() {
 		{"malformed_reply", report.Error, 20 * time.Second, nil},
 	}
 	for _, cn := range list {
-		cc := b.add(Spec{Name: "canary", Variant: cn.how, Ranks: b.o.Ranks, Expected: cn.expected,
-			Labels: []string{"canary"}, Timeout: cn.timeout,
+		cc := b.add(Spec{Name: canarySpec, Variant: cn.how, Ranks: b.o.Ranks, Expected: cn.expected,
+			Timeout: cn.timeout,
 			Run: func(c *harness.Ctx) error {
 				return c.Canary(1, cn.how)
 			}})
 		cc.Grace, cc.NoLeak = 500*time.Millisecond, true
-		b.add(Spec{Name: "canary", Variant: cn.how + ".after", Ranks: b.o.Ranks, Expected: report.Pass,
-			Labels: []string{"canary"}, Timeout: 60 * time.Second,
+		b.add(Spec{Name: canarySpec, Variant: cn.how + ".after", Ranks: b.o.Ranks, Expected: report.Pass,
+			Timeout: 60 * time.Second,
 			Run: func(c *harness.Ctx) error {
 				return freshWorldCheck(c, cn.how)
 			}})

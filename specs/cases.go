@@ -87,6 +87,7 @@ func (b *builder) add(s Spec) *harness.Case {
 		Expected: expected, Timeout: timeout, GPU: backends.IsGPU(b.backend), Run: run,
 	}
 	c.Clocks = slices.Contains(c.Labels, LabelPerf) // perf cases sample the device clock
+	c.Canary = spec == canarySpec                   // never judged from, nor counted in, a setup streak
 	c.Repro = suite.Repro(b.o, b.backend, b.kind, id, ranks)
 	b.cases = append(b.cases, c)
 	return c
