@@ -8,12 +8,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"p2patomics/harness/backends"
 )
 
 func write(t *testing.T, dir, results string) string {
 	t.Helper()
 	p := filepath.Join(dir, "results.json")
-	if err := os.WriteFile(p, []byte(`{"schema":1,"environment":{"vendor":"host"},"results":[`+results+`]}`), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte(`{"schema":1,"environment":{"vendor":"`+backends.HostName+`"},"results":[`+results+`]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -80,9 +82,9 @@ func TestBaselineRefusesWhatUpdateRefuses(t *testing.T) {
 		}
 		return p
 	}
-	plain := hostRun("plain", `{"vendor":"host","goarch":"amd64"}`, "pass")
-	crash := hostRun("crash", `{"vendor":"host","goarch":"amd64"}`, "crash")
-	fallback := hostRun("fallback", `{"vendor":"host","goarch":"amd64","flags":{"backend":"auto"},"backends":[{"backend":"cuda","loaded":false,"used":false,"why":"no libcuda"},{"backend":"host","loaded":true,"used":true,"why":"used: no GPU backend loaded"}]}`, "pass")
+	plain := hostRun("plain", `{"vendor":"`+backends.HostName+`","goarch":"amd64"}`, "pass")
+	crash := hostRun("crash", `{"vendor":"`+backends.HostName+`","goarch":"amd64"}`, "crash")
+	fallback := hostRun("fallback", `{"vendor":"`+backends.HostName+`","goarch":"amd64","flags":{"backend":"auto"},"backends":[{"backend":"cuda","loaded":false,"used":false,"why":"no libcuda"},{"backend":"`+backends.HostName+`","loaded":true,"used":true,"why":"used: no GPU backend loaded"}]}`, "pass")
 	folder := func(name, content string) string {
 		d := filepath.Join(dir, name)
 		os.MkdirAll(d, 0o755)
@@ -91,7 +93,7 @@ func TestBaselineRefusesWhatUpdateRefuses(t *testing.T) {
 		return d
 	}
 	nv := folder("nv", "# stack: vendor=nvidia arch=sm_90 driver=580\ncuda.vmm.x.y,crash\n")
-	host := folder("host", "# stack: vendor=host arch=amd64\n")
+	host := folder(backends.HostName, "# stack: vendor=host arch=amd64\n")
 	for _, c := range []struct {
 		name, dir, results string
 		force              bool

@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"p2patomics/harness"
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 )
 
 // seq is a standalone case whose runs end in outs, one after another.
 func seq(id string, outs ...report.Outcome) *harness.Case {
 	i := 0
-	return &harness.Case{ID: id, Backend: "host", Expected: report.Pass, Standalone: func() (report.Outcome, string) {
+	return &harness.Case{ID: id, Backend: backends.HostName, Expected: report.Pass, Standalone: func() (report.Outcome, string) {
 		o := outs[min(i, len(outs)-1)]
 		i++
 		return o, "run " + string(o)
@@ -19,7 +20,7 @@ func seq(id string, outs ...report.Outcome) *harness.Case {
 }
 
 func handRun(repeat int, cs ...*harness.Case) *Run {
-	return &Run{Opts: &Options{Backend: "host", Ranks: 2, Repeat: repeat}, runners: map[string]*harness.Runner{},
+	return &Run{Opts: &Options{Backend: backends.HostName, Ranks: 2, Repeat: repeat}, runners: map[string]*harness.Runner{},
 		results: map[string]report.Result{}, startFds: -1, planned: cs}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"p2patomics/harness"
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 )
 
@@ -13,7 +14,7 @@ import (
 // it finished (a parent killed now loses at most the running case), and a
 // final write that fails is exit 3.
 func TestResultsWrittenFirstAndKeptCurrent(t *testing.T) {
-	o := &Options{Backend: "host", Out: filepath.Join(t.TempDir(), "out"), Ranks: 2, Repeat: 1}
+	o := &Options{Backend: backends.HostName, Out: filepath.Join(t.TempDir(), "out"), Ranks: 2, Repeat: 1}
 	if err := Prepare(o); err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +24,7 @@ func TestResultsWrittenFirstAndKeptCurrent(t *testing.T) {
 		t.Fatalf("no first results.json saying no-plan before any case: %v %+v", err, rep)
 	}
 	mk := func(id string) *harness.Case {
-		return &harness.Case{ID: id, Backend: "host", Expected: report.Pass,
+		return &harness.Case{ID: id, Backend: backends.HostName, Expected: report.Pass,
 			Standalone: func() (report.Outcome, string) { return report.Pass, "ok" }}
 	}
 	a, b := mk("host.suite.t.a"), mk("host.suite.t.b")

@@ -13,6 +13,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"p2patomics/harness"
+	"p2patomics/harness/backends"
 )
 
 func parseWith(t *testing.T, env map[string]string, args ...string) (*Options, error) {
@@ -121,7 +122,7 @@ func TestBackendNames(t *testing.T) {
 			t.Errorf("--backend=%s refused: %v", b.Name, err)
 		}
 	}
-	if slices.Contains(harness.GPUBackends(), "host") {
+	if slices.Contains(harness.GPUBackends(), backends.HostName) {
 		t.Error("auto would probe host as a GPU backend")
 	}
 }
@@ -137,7 +138,7 @@ func TestInjectOption(t *testing.T) {
 	if got := strings.Join(o.Settings().Inject, ","); got != "drop:fill_u64_plain_dev,fail:memfd_create=12" {
 		t.Errorf("settings carry %q", got)
 	}
-	if rp := Repro(o, "host", "memfd", "x", 2); !strings.Contains(rp, "--internal-inject=drop:fill_u64_plain_dev,fail:memfd_create=12") {
+	if rp := Repro(o, backends.HostName, "memfd", "x", 2); !strings.Contains(rp, "--internal-inject=drop:fill_u64_plain_dev,fail:memfd_create=12") {
 		t.Errorf("repro %q does not carry the rules", rp)
 	}
 	t.Run("env", func(t *testing.T) {

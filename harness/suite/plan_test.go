@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"p2patomics/harness"
+	"p2patomics/harness/backends"
 	"p2patomics/harness/expect"
 	"p2patomics/harness/report"
 	"p2patomics/wire"
@@ -36,7 +37,7 @@ func TestResolveBackends(t *testing.T) {
 	fakeProbes(t, nil)
 	r := &Run{Opts: &Options{Backend: "auto"}}
 	bes, err := r.resolveBackends()
-	if err != nil || len(bes) != 1 || bes[0] != "host" {
+	if err != nil || len(bes) != 1 || bes[0] != backends.HostName {
 		t.Fatalf("auto on a CPU machine: %v %v", bes, err)
 	}
 	if len(r.Probes) != 4 || !strings.Contains(r.Probes[0].Line(), "backend cuda: not loaded: cuda: libfoo.so.1") || !r.Probes[3].Used {
@@ -77,7 +78,7 @@ func hostCatalogue(o *Options, backend, kind string) []*harness.Case {
 // Focus narrows the plan: the unselected case is not planned, so it can
 // never be reported incomplete.
 func TestFocusNarrowsThePlan(t *testing.T) {
-	o := &Options{Backend: "host", Alloc: "memfd", Ranks: 2, Repeat: 1, Clocks: "off", Out: t.TempDir(),
+	o := &Options{Backend: backends.HostName, Alloc: "memfd", Ranks: 2, Repeat: 1, Clocks: "off", Out: t.TempDir(),
 		FocusStrings: []string{`counter\.add`}}
 	r, err := NewRun(o, "", hostCatalogue)
 	if err != nil {
@@ -105,7 +106,7 @@ func TestStackCheckedBeforeTheFirstCase(t *testing.T) {
 		os.MkdirAll(d, 0o755)
 		os.WriteFile(filepath.Join(d, expect.CasesFile), []byte("# stack: "+stack+"\nhost.memfd.counter.add\n"), 0o644)
 	}
-	o := &Options{Backend: "host", Alloc: "memfd", Ranks: 2, Repeat: 1, Clocks: "off", Out: t.TempDir(),
+	o := &Options{Backend: backends.HostName, Alloc: "memfd", Ranks: 2, Repeat: 1, Clocks: "off", Out: t.TempDir(),
 		Expectations: filepath.Join(root, "riscv")}
 	_, err := NewRun(o, "", hostCatalogue)
 	var ue *UsageError
@@ -203,7 +204,7 @@ func TestStackHintSkipsFixtures(t *testing.T) {
 		t.Skip("the committed host baselines are amd64")
 	}
 	exp := filepath.Join("..", "..", "expectations")
-	r := &Run{Opts: &Options{Backend: "host", Expectations: filepath.Join(exp, "host-riscv64-mismatch")}}
+	r := &Run{Opts: &Options{Backend: backends.HostName, Expectations: filepath.Join(exp, "host-riscv64-mismatch")}}
 	gs, err := r.gateSet()
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"p2patomics/harness"
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 )
 
@@ -27,7 +28,7 @@ func plantFake(t *testing.T) {
 // backend's first kind, with the id its planter gives it.
 func TestPlantedCasesComeFromTheCatalogue(t *testing.T) {
 	plantFake(t)
-	o := &Options{Backend: "host", Ranks: 2, Repeat: 1, Clocks: "off", Out: t.TempDir()}
+	o := &Options{Backend: backends.HostName, Ranks: 2, Repeat: 1, Clocks: "off", Out: t.TempDir()}
 	r, err := NewRun(o, "", hostCatalogue)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +41,7 @@ func TestPlantedCasesComeFromTheCatalogue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := "host." + harness.Matrix["host"][0] + ".planted.nap"
+	first := "host." + harness.Matrix[backends.HostName][0] + ".planted.nap"
 	var got []string
 	for _, id := range r.IDs() {
 		if strings.Contains(id, "planted") {
@@ -63,7 +64,7 @@ func TestSigtermChildRunsThePlantedCase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "--case=host." + harness.Matrix["host"][0] + ".planted.nap.r3"
+	want := "--case=host." + harness.Matrix[backends.HostName][0] + ".planted.nap.r3"
 	if !slices.Contains(cmd.Args, want) || !slices.Contains(cmd.Args, "--ranks=3") || !slices.Contains(cmd.Args, "--backend=host") {
 		t.Errorf("child args %q, want %s, --ranks=3, --backend=host", cmd.Args, want)
 	}
