@@ -17,18 +17,51 @@ import (
 func TestRankDeathDuringCaseIsCrash(t *testing.T) {
 	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
+	bodies := deathBodies()
+	for _, b := range bodies {
+		late := func(w *harness.World) {
+			w.Procs[0].Signal(syscall.SIGKILL)
+			w.Procs[0].WaitExit(5 * time.Second)
+		}
+		if b.path != backstop {
+			late = nil
+		}
+		harness.SetLateDeath(r, late)
+		j0, b0 := harness.DeathsFound(r)
+		res := r.Run(deathCase(b.name, b.noLeak, b.run))
+		j1, b1 := harness.DeathsFound(r)
+		if res.Outcome != report.Crash || !strings.Contains(res.Detail, "died during the case") {
+			t.Errorf("%s: a rank died during the case, got %s: %s", b.name, res.Outcome, res.Detail)
+			continue
+		}
+		if found := [2]int{j1 - j0, b1 - b0}; found[0]+found[1] != 1 || (b.path != either && found[b.path] != 1) {
+			t.Errorf("%s: deaths found by the judgement, the backstop: %v; want one, by %s", b.name, found,
+				map[int]string{judged: "the judgement", backstop: "the backstop", either: "either"}[b.path])
+		}
+		if sigs := signals(res); len(sigs) != 1 || (sigs[0] != "SIGKILL" && sigs[0] != "SIGABRT") {
+			t.Errorf("%s: ranks' signals %v, want the one signal that killed the one rank", b.name, sigs)
+		}
+	}
+}
+
+// A deathBody is one way a rank dies during a case, and which death check
+// (path) must find it.
+type deathBody struct {
+	name   string
+	noLeak bool
+	path   int
+	run    func(*harness.Ctx) error
+}
+
+const judged, backstop, either = 0, 1, 2
+
+func deathBodies() []deathBody {
 	// path says which death check must find the death: the judgement's
 	// (diedDuring before judge), the backstop's (after the leak check), or
 	// either (a death the body does not wait for may reach the judgement
 	// before its reaper). With either check removed the other still makes
 	// most of these a crash: the counts tell them apart.
-	const judged, backstop, either = 0, 1, 2
-	bodies := []struct {
-		name   string
-		noLeak bool
-		path   int
-		run    func(*harness.Ctx) error
-	}{
+	return []deathBody{
 		// The repro: rank 0 dies while the body talks to rank 1.
 		{"talks_to_the_other_rank", false, judged, func(c *harness.Ctx) error {
 			c.W.Procs[0].Signal(syscall.SIGKILL)
@@ -54,38 +87,18 @@ func TestRankDeathDuringCaseIsCrash(t *testing.T) {
 		// evidence is taken: a result that shows a dead rank is no pass.
 		{"dies_after_the_judgement", false, backstop, func(c *harness.Ctx) error { return nil }},
 	}
-	for _, b := range bodies {
-		late := func(w *harness.World) {
-			w.Procs[0].Signal(syscall.SIGKILL)
-			w.Procs[0].WaitExit(5 * time.Second)
-		}
-		if b.path != backstop {
-			late = nil
-		}
-		harness.SetLateDeath(r, late)
-		j0, b0 := harness.DeathsFound(r)
-		res := r.Run(deathCase(b.name, b.noLeak, b.run))
-		j1, b1 := harness.DeathsFound(r)
-		if res.Outcome != report.Crash || !strings.Contains(res.Detail, "died during the case") {
-			t.Errorf("%s: a rank died during the case, got %s: %s", b.name, res.Outcome, res.Detail)
-			continue
-		}
-		if found := [2]int{j1 - j0, b1 - b0}; found[0]+found[1] != 1 || (b.path != either && found[b.path] != 1) {
-			t.Errorf("%s: deaths found by the judgement, the backstop: %v; want one, by %s", b.name, found,
-				map[int]string{judged: "the judgement", backstop: "the backstop", either: "either"}[b.path])
-		}
-		// SIGSEGV sent from outside is re-raised by the Go runtime
-		// (GOTRACEBACK=crash) as SIGABRT.
-		var sigs []string
-		for _, rk := range res.Ranks {
-			if rk.Signal != "" {
-				sigs = append(sigs, rk.Signal)
-			}
-		}
-		if len(sigs) != 1 || (sigs[0] != "SIGKILL" && sigs[0] != "SIGABRT") {
-			t.Errorf("%s: ranks' signals %v, want the one signal that killed the one rank", b.name, sigs)
+}
+
+// signals lists the signals the result's ranks died of. SIGSEGV sent from
+// outside is re-raised by the Go runtime (GOTRACEBACK=crash) as SIGABRT.
+func signals(res report.Result) []string {
+	var sigs []string
+	for _, rk := range res.Ranks {
+		if rk.Signal != "" {
+			sigs = append(sigs, rk.Signal)
 		}
 	}
+	return sigs
 }
 
 // deathCase is a 2-rank host case of TestRankDeathDuringCaseIsCrash's and

@@ -132,8 +132,23 @@ func TestRunnerOutcomes(t *testing.T) {
 	if after.Outcome != report.Pass {
 		t.Fatalf("after: %+v", after)
 	}
-	// A rank that dies between cases is a world event, not the next case's
-	// fault: the next case runs on a fresh world and passes.
+	checkIdleDeath(t, r, mk)
+	hang := r.Run(mk("hang", func(c *harness.Ctx) error { return c.Canary(1, "hang") }))
+	if hang.Outcome != report.Timeout || !strings.Contains(hang.Ranks[1].StderrTail, "goroutine") {
+		t.Fatalf("hang: %+v", hang)
+	}
+	// A leak the case makes is caught: allocate, then hide the buffer from
+	// teardown by freeing nothing (an Alloc the Ctx does not know about).
+	leak := r.Run(mk("leak", func(c *harness.Ctx) error { return c.Canary(0, "leak_buffer") }))
+	if leak.Outcome != report.Fail || !strings.Contains(leak.Detail, "leak") {
+		t.Fatalf("leak: %+v", leak)
+	}
+}
+
+// checkIdleDeath: a rank that dies between cases is a world event, not the
+// next case's fault: the next case runs on a fresh world and passes.
+func checkIdleDeath(t *testing.T, r *harness.Runner, mk func(string, func(*harness.Ctx) error) *harness.Case) {
+	t.Helper()
 	var idle *harness.Proc
 	r.Run(mk("note", func(c *harness.Ctx) error { idle = c.W.Procs[1]; return nil }))
 	syscall.Kill(idle.Pid, syscall.SIGKILL)
@@ -147,16 +162,6 @@ func TestRunnerOutcomes(t *testing.T) {
 	}
 	if ev := strings.Join(r.Events, "\n"); !strings.Contains(ev, "idle rank died") || !strings.Contains(ev, "SIGKILL") {
 		t.Fatalf("idle death not recorded as a world event: %s", ev)
-	}
-	hang := r.Run(mk("hang", func(c *harness.Ctx) error { return c.Canary(1, "hang") }))
-	if hang.Outcome != report.Timeout || !strings.Contains(hang.Ranks[1].StderrTail, "goroutine") {
-		t.Fatalf("hang: %+v", hang)
-	}
-	// A leak the case makes is caught: allocate, then hide the buffer from
-	// teardown by freeing nothing (an Alloc the Ctx does not know about).
-	leak := r.Run(mk("leak", func(c *harness.Ctx) error { return c.Canary(0, "leak_buffer") }))
-	if leak.Outcome != report.Fail || !strings.Contains(leak.Detail, "leak") {
-		t.Fatalf("leak: %+v", leak)
 	}
 }
 

@@ -78,10 +78,7 @@ func TestRoundShares(t *testing.T) {
 		alone++
 		return nil
 	}
-	mk := func(id string) *harness.Case {
-		return &harness.Case{ID: id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
-			Grace: 200 * time.Millisecond, Run: func(c *harness.Ctx) error { return rd.Take(c, id) }}
-	}
+	mk := func(id string) *harness.Case { return roundCase(rd, id) }
 	got := map[string]report.Result{}
 	for _, id := range rd.Members {
 		got[id] = r.Run(mk(id))
@@ -102,24 +99,31 @@ func TestRoundShares(t *testing.T) {
 	if bodies != 2 {
 		t.Errorf("a member run again took a stale share (bodies %d, want 2)", bodies)
 	}
-	// A fresh round that crashes: the member that ran it crashes, naming
-	// the round; the others run alone on a fresh world and pass.
 	crash = true
-	rd2 := &harness.Round{Name: "round 2 of 2", Members: []string{"x", "y"}, Body: rd.Body, Alone: rd.Alone}
-	mk2 := func(id string) *harness.Case {
-		c := mk(id)
-		c.Run = func(c *harness.Ctx) error { return rd2.Take(c, id) }
-		return c
+	crashingRound(t, r, rd, &alone)
+	if err := (&harness.Round{Name: "r", Members: []string{"p"}}).Take(&harness.Ctx{}, "q"); err == nil || !strings.Contains(err.Error(), "not a member") {
+		t.Errorf("a non-member took a share: %v", err)
 	}
-	x := r.Run(mk2("x"))
+}
+
+// roundCase is member id's case, taking its share of rd.
+func roundCase(rd *harness.Round, id string) *harness.Case {
+	return &harness.Case{ID: id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
+		Grace: 200 * time.Millisecond, Run: func(c *harness.Ctx) error { return rd.Take(c, id) }}
+}
+
+// crashingRound runs a fresh round over rd's (now crashing) body: the member
+// that ran it crashes, naming the round; the other runs alone on a fresh
+// world and passes.
+func crashingRound(t *testing.T, r *harness.Runner, rd *harness.Round, alone *int) {
+	t.Helper()
+	rd2 := &harness.Round{Name: "round 2 of 2", Members: []string{"x", "y"}, Body: rd.Body, Alone: rd.Alone}
+	x := r.Run(roundCase(rd2, "x"))
 	if x.Outcome != report.Crash || !strings.Contains(x.Detail, "round 2 of 2") {
 		t.Fatalf("x: %s %q, want a crash naming the round", x.Outcome, x.Detail)
 	}
-	y := r.Run(mk2("y"))
-	if y.Outcome != report.Pass || alone != 1 || !strings.Contains(y.Detail, "run alone") {
-		t.Fatalf("y: %s %q (alone %d), want a pass run alone", y.Outcome, y.Detail, alone)
-	}
-	if err := (&harness.Round{Name: "r", Members: []string{"p"}}).Take(&harness.Ctx{}, "q"); err == nil || !strings.Contains(err.Error(), "not a member") {
-		t.Errorf("a non-member took a share: %v", err)
+	y := r.Run(roundCase(rd2, "y"))
+	if y.Outcome != report.Pass || *alone != 1 || !strings.Contains(y.Detail, "run alone") {
+		t.Fatalf("y: %s %q (alone %d), want a pass run alone", y.Outcome, y.Detail, *alone)
 	}
 }
