@@ -13,7 +13,6 @@ import (
 
 	"p2patomics/harness/backends"
 	"p2patomics/harness/expect"
-	"p2patomics/harness/fingerprint"
 	"p2patomics/harness/pairs"
 	"p2patomics/harness/report"
 )
@@ -124,7 +123,7 @@ func Compare(oldRep, newRep *report.Report, opt Options) *Comparison {
 		opt.Alpha = 0.05
 	}
 	c := &Comparison{
-		OldStack: fingerprint.Stack(oldRep.Environment), NewStack: fingerprint.Stack(newRep.Environment),
+		OldStack: oldRep.Environment.Stack(), NewStack: newRep.Environment.Stack(),
 		Threshold: opt.Threshold, Alpha: opt.Alpha, FlakesFrom: opt.FlakesFrom,
 		Regressions: []Change{}, Fixes: []Change{}, Changes: []Change{}, Enabled: []Change{}, Disabled: []Change{}, Flaky: []Change{},
 		MetricRegressions: []MetricChange{}, MetricImprovements: []MetricChange{}, MetricChanges: []MetricChange{},

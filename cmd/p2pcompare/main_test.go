@@ -26,7 +26,7 @@ func env(driver string) map[string]any {
 
 // Two recorded runs: before and after a driver upgrade.
 func runs() (*report.Report, *report.Report) {
-	old := &report.Report{Schema: report.Schema, Environment: env("570.86.15"), Results: []report.Result{
+	old := &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(env("570.86.15")), Results: []report.Result{
 		r("cuda.vmm.counter.add_u64_relaxed_sys", report.Pass, report.Pass, nil),
 		r("cuda.ipc.counter.add_u64_relaxed_sys", report.Pass, report.Pass, nil),
 		r("cuda.vmm-host.counter.add_u64_relaxed_sys", report.Crash, report.Pass, nil),
@@ -40,7 +40,7 @@ func runs() (*report.Report, *report.Report) {
 	}}
 	old.Results[5].Labels = []string{"cuda", "perf"}
 	old.Results[3].Fault = &report.Fault{Vendor: "nvidia", Kind: "gpu", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS"}
-	neu := &report.Report{Schema: report.Schema, Environment: env("580.159.04"), Results: []report.Result{
+	neu := &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(env("580.159.04")), Results: []report.Result{
 		r("cuda.vmm.counter.add_u64_relaxed_sys", report.Fail, report.Pass, nil),      // regression
 		r("cuda.ipc.counter.add_u64_relaxed_sys", report.Skip, report.Pass, nil),      // regression (pass < skip)
 		r("cuda.vmm-host.counter.add_u64_relaxed_sys", report.Pass, report.Pass, nil), // fix

@@ -11,7 +11,6 @@ import (
 
 	descriptors "p2patomics/harness/backends"
 	"p2patomics/harness/expect"
-	"p2patomics/harness/fingerprint"
 	"p2patomics/harness/report"
 )
 
@@ -432,23 +431,19 @@ func backendOf(rs []report.Result) string {
 	return strings.Join(sortedKeys(seen), "+")
 }
 
-func gpuCount(env map[string]any) int {
-	gs, _ := env["gpus"].([]any)
-	count := len(gs)
-	if len(gs) > 0 {
-		if g, ok := gs[0].(map[string]any); ok {
-			if c, ok := g["count"].(float64); ok && int(c) > count {
-				count = int(c)
-			}
-		}
+func gpuCount(env report.Environment) int {
+	count := len(env.GPUs)
+	if count > 0 && env.GPUs[0].Count > count {
+		count = env.GPUs[0].Count
 	}
 	return count
 }
 
-func flagRanks(env map[string]any) int {
-	fl, _ := env["flags"].(map[string]any)
-	r, _ := fl["ranks"].(float64)
-	return int(r)
+func flagRanks(env report.Environment) int {
+	if env.Flags == nil {
+		return 0
+	}
+	return env.Flags.Ranks
 }
 
 func lastLine(s *report.Summary) string {
@@ -461,25 +456,14 @@ func lastLine(s *report.Summary) string {
 // stackOf reads the stack from a run's environment: the driver as the
 // gate's fingerprint reads it (the host backend has none: its kernel
 // stands in), the first GPU's model, count and architecture.
-func stackOf(env map[string]any) Stack {
-	fp := fingerprint.Stack(env)
-	s := Stack{Vendor: fp["vendor"], Driver: fp["driver"]}
-	if os, ok := env["os"].(map[string]any); ok {
-		s.Kernel, _ = os["kernel"].(string)
-	}
+func stackOf(env report.Environment) Stack {
+	fp := env.Stack()
+	s := Stack{Vendor: fp["vendor"], Driver: fp["driver"], Kernel: env.Kernel()}
 	if s.Driver == "" {
 		s.Driver = "kernel " + s.Kernel
 	}
-	if gs, ok := env["gpus"].([]any); ok && len(gs) > 0 {
-		if g, ok := gs[0].(map[string]any); ok {
-			name, _ := g["name"].(string)
-			arch, _ := g["arch"].(string)
-			count := len(gs)
-			if c, ok := g["count"].(float64); ok && int(c) > count {
-				count = int(c)
-			}
-			s.GPU = fmt.Sprintf("%s ×%d (%s)", name, count, arch)
-		}
+	if gs := env.GPUs; len(gs) > 0 {
+		s.GPU = fmt.Sprintf("%s ×%d (%s)", gs[0].Name, gpuCount(env), gs[0].Arch)
 	}
 	if s.GPU == "" {
 		s.GPU = "unknown GPU"

@@ -77,7 +77,7 @@ func TestHostFleet(t *testing.T) {
 		nodes = append(nodes, writeNode(t, dir, n, load(t, base)))
 	}
 	canary := load(t, base)
-	canary.Environment["os"].(map[string]any)["kernel"] = "6.19.0-canary"
+	canary.Environment.Sections["os"].(map[string]any)["kernel"] = "6.19.0-canary"
 	const flaky = "host.memfd.counter.add_u64_relaxed_sys"
 	setOutcome(canary, flaky, report.Fail, "expected 0x50000, got 0x4fff0; lost updates: 16")
 	// A 5x drop on a metric whose samples are tight on every node.
@@ -171,7 +171,7 @@ func TestGPUFleet(t *testing.T) {
 		nodes = append(nodes, writeNode(t, dir, n, load(t, base)))
 	}
 	up := load(t, base)
-	up.Environment["nvidia"].(map[string]any)["driver"] = "590.48.01"
+	up.Environment.Sections["nvidia"].(map[string]any)["driver"] = "590.48.01"
 	nodes = append(nodes, writeNode(t, dir, "gpu-03", up))
 	slow := load(t, base)
 	scaleMetric(slow, bwID, "bw_ce_write_gbps", 0.5)
@@ -278,7 +278,7 @@ func TestNodeVerdictIsTheRunsSummary(t *testing.T) {
 		{Case: report.ParseCase("cuda.vmm.counter.add", nil), Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected},
 	}
 	sum := report.Summarize(res, "", "out")
-	f := Merge([]Node{{Name: "h200", Report: &report.Report{Schema: 1, Environment: map[string]any{}, Results: res, Summary: &sum}}})
+	f := Merge([]Node{{Name: "h200", Report: &report.Report{Schema: 1, Environment: report.Environment{}, Results: res, Summary: &sum}}})
 	if f.Nodes[0].Verdict != "pass" {
 		t.Errorf("node verdict %q, the run said %s", f.Nodes[0].Verdict, sum.Verdict)
 	}
@@ -292,7 +292,7 @@ func TestNodeVerdictWithoutSummary(t *testing.T) {
 	pass := report.Result{Case: report.ParseCase("cuda.vmm.counter.add", nil), Outcome: report.Pass, Expected: report.Pass}
 	lost := report.Result{Case: report.ParseCase("cuda.vmm.counter.sub", nil), Outcome: report.Fail, Expected: report.Pass, Detail: "lost 3"}
 	node := func(rs ...report.Result) string {
-		f := Merge([]Node{{Name: "old", Report: &report.Report{Schema: 1, Environment: map[string]any{}, Results: rs}}})
+		f := Merge([]Node{{Name: "old", Report: &report.Report{Schema: 1, Environment: report.Environment{}, Results: rs}}})
 		return f.Nodes[0].Verdict
 	}
 	if v := node(skip, pass); v != "pass" {
@@ -476,11 +476,8 @@ func TestShapeChecks(t *testing.T) {
 	short := load(t, base)
 	short.Results = short.Results[:len(short.Results)-10]
 	lost := load(t, base)
-	gs := lost.Environment["gpus"].([]any)
-	lost.Environment["gpus"] = gs[:1]
-	if g, ok := gs[0].(map[string]any); ok {
-		g["count"] = float64(1)
-	}
+	lost.Environment.GPUs = lost.Environment.GPUs[:1]
+	lost.Environment.GPUs[0].Count = 1
 	one := 1
 	f := Merge([]Node{{Name: "a", Report: load(t, base)}, {Name: "b", Report: load(t, base)}, {Name: "c", Report: load(t, base)},
 		{Name: "short", Report: short}, {Name: "lost", Report: lost}, {Name: "exit1", Report: load(t, base), ExitStatus: &one}})
@@ -508,8 +505,8 @@ func TestNotSupportedBesideAPass(t *testing.T) {
 	other := report.Result{Case: report.ParseCase("cuda.vmm.counter.add", nil), Outcome: report.Pass, Expected: report.Pass}
 	env := func() map[string]any { return map[string]any{"flags": map[string]any{"ranks": float64(2)}} }
 	f := Merge([]Node{
-		{Name: "a", Report: &report.Report{Schema: 1, Environment: env(), Results: []report.Result{pass, other}}},
-		{Name: "b", Report: &report.Report{Schema: 1, Environment: env(), Results: []report.Result{skip, other}}},
+		{Name: "a", Report: &report.Report{Schema: 1, Environment: report.EnvironmentOf(env()), Results: []report.Result{pass, other}}},
+		{Name: "b", Report: &report.Report{Schema: 1, Environment: report.EnvironmentOf(env()), Results: []report.Result{skip, other}}},
 	})
 	if !f.Pass || len(f.Inconsistent) != 1 {
 		t.Errorf("pass %v, reasons %q, %d differing cases; want a pass listing the one case", f.Pass, f.Reasons, len(f.Inconsistent))
@@ -538,8 +535,8 @@ func TestMixedFleetNeedsCapability(t *testing.T) {
 	other := report.Result{Case: report.ParseCase("cuda.vmm.counter.add_u64_relaxed_sys", nil), Labels: []string{"cuda", "vmm", "counter"}, Outcome: report.Pass, Expected: report.Pass}
 	fleet := func(lostOnCapable bool) *Fleet {
 		return Merge([]Node{
-			{Name: "c2c", Report: &report.Report{Schema: 1, Environment: env(true), Results: []report.Result{pass, other}}},
-			{Name: "pcie", Report: &report.Report{Schema: 1, Environment: env(lostOnCapable), Results: []report.Result{lost, other}}},
+			{Name: "c2c", Report: &report.Report{Schema: 1, Environment: report.EnvironmentOf(env(true)), Results: []report.Result{pass, other}}},
+			{Name: "pcie", Report: &report.Report{Schema: 1, Environment: report.EnvironmentOf(env(lostOnCapable)), Results: []report.Result{lost, other}}},
 		})
 	}
 	f := fleet(false)

@@ -14,7 +14,7 @@ import (
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "results.json")
-	rep := &report.Report{Schema: report.Schema, Environment: map[string]any{"vendor": backends.HostName}, Results: []report.Result{
+	rep := &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(map[string]any{"vendor": backends.HostName}), Results: []report.Result{
 		{Case: report.ParseCase("host.memfd.perf.copy.r0r1", nil), Labels: []string{"pair=0-1"}, Outcome: report.Pass, Expected: report.Pass,
 			Metrics: map[string]report.Metric{"bw_copy_gbps": {Unit: "GB/s", Median: 12.5, Min: 12, Max: 13, N: 3, Method: "wall"}}},
 	}}

@@ -125,15 +125,15 @@ func TestEveryToolTellsOneVerdict(t *testing.T) {
 	flaky := res("host.memfd.counter.add_u64_relaxed_sys", report.Crash)
 	flaky.Verdict = report.NewFlake
 	flaky.Rerun = &report.Attempt{Outcome: report.Pass}
-	newFlake := write("new-flake", &report.Report{Schema: report.Schema, Environment: host,
+	newFlake := write("new-flake", &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(host),
 		Results: []report.Result{res("host.memfd.counter.sub_u64_relaxed_sys", report.Pass), flaky},
 		Gate:    &report.Gate{Pass: false, Reasons: []string{"new flake"}}})
 	// An interrupted run: one case ran, one did not finish.
 	half := []report.Result{res("host.memfd.counter.add_u64_relaxed_sys", report.Pass), res("host.memfd.counter.sub_u64_relaxed_sys", report.Incomplete)}
 	sum := report.SummarizeRun(half, "", "", "SIGINT")
-	interrupted := write("interrupted", &report.Report{Schema: report.Schema, Environment: host, Results: half, Summary: &sum})
+	interrupted := write("interrupted", &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(host), Results: half, Summary: &sum})
 	// An older ungated record without verdicts: one fail.
-	old := write("old", &report.Report{Schema: report.Schema, Environment: host,
+	old := write("old", &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(host),
 		Results: []report.Result{res("host.memfd.counter.add_u64_relaxed_sys", report.Fail)}})
 	nv := filepath.Join(root, "expectations", "nvidia-sm_90-580")
 	for _, c := range []struct {

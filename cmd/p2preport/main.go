@@ -94,7 +94,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// The run's start; results.json files from before the suite recorded
 	// it get the Unix epoch, which reads as unknown rather than as a lie.
 	stamp := time.Unix(0, 0)
-	if t, err := time.Parse(time.RFC3339, rep.Environment.Started()); err == nil {
+	if t, err := time.Parse(time.RFC3339, rep.Environment.Started); err == nil {
 		stamp = t
 	}
 	if err := outputs.WriteReports(dir, rep, nil, stamp); err != nil {

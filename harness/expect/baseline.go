@@ -21,8 +21,8 @@ const DefaultReason = "recorded by --update-expectations; explain why and link t
 // Dir is the expectation folder for a run's stack under root
 // (root/<vendor>-<arch>-<driverline>, e.g. expectations/nvidia-sm_90-580,
 // expectations/host-amd64).
-func Dir(root string, env map[string]any) string {
-	return filepath.Join(root, fingerprint.Folder(fingerprint.Stack(env)))
+func Dir(root string, env report.Environment) string {
+	return filepath.Join(root, fingerprint.Folder(env.Stack()))
 }
 
 // WriteBaseline records rep as the baseline in dir (--update-expectations):
@@ -88,8 +88,8 @@ func loadDir(dir string) (*Set, error) {
 // from env ("" when env names no stack). A control character in a field
 // is an error: the header is one line of the baseline, and a newline in a
 // recorded environment field would add lines (entries) to it.
-func stackHeader(env map[string]any) (string, error) {
-	st := fingerprint.Stack(env)
+func stackHeader(env report.Environment) (string, error) {
+	st := env.Stack()
 	hdr := map[string]string{"vendor": st["vendor"], "arch": st["arch"]}
 	if st["vendor"] != backends.Host.Vendor && st["driver"] != "" {
 		hdr["driver"] = fingerprint.DriverLine(st["vendor"], st["driver"])

@@ -404,7 +404,7 @@ func TestCheckStack(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := CheckStack(c.stack, c.env, false)
+			err := CheckStack(c.stack, report.EnvironmentOf(c.env), false)
 			if (err == nil) != c.ok {
 				t.Fatalf("CheckStack = %v, want ok=%v", err, c.ok)
 			}
@@ -412,7 +412,7 @@ func TestCheckStack(t *testing.T) {
 				if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "--allow-stack-mismatch") {
 					t.Fatalf("error not one helpful line: %q", err)
 				}
-				if CheckStack(c.stack, c.env, true) != nil {
+				if CheckStack(c.stack, report.EnvironmentOf(c.env), true) != nil {
 					t.Fatal("allowMismatch did not allow")
 				}
 			}
@@ -432,7 +432,7 @@ func nvidiaBaseline(t *testing.T) (string, string, *report.Report) {
 		"nvidia": map[string]any{"driver": "580.159.04"},
 		"gpus":   []any{map[string]any{"arch": "sm_90", "ordinal": 0}},
 	}
-	dir := Dir(root, env)
+	dir := Dir(root, report.EnvironmentOf(env))
 	if filepath.Base(dir) != "nvidia-sm_90-580" {
 		t.Fatalf("Dir = %s", dir)
 	}
@@ -443,7 +443,7 @@ func nvidiaBaseline(t *testing.T) (string, string, *report.Report) {
 	flakes := "# link flaps\ncuda\\.vmm\\.flaky\\..*\n"
 	write(t, dir, "flakes.txt", flakes)
 	write(t, dir, "skips.txt", "cuda\\.vmm\\.skipme\n")
-	rep := &report.Report{Schema: report.Schema, Environment: env, Results: []report.Result{
+	rep := &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(env), Results: []report.Result{
 		res("cuda.vmm.old.crash", report.Crash, report.Pass),     // keeps its reason
 		res("cuda.vmm.fixed", report.Pass, report.Pass),          // drops out of fails
 		res("cuda.vmm.new.fail", report.Fail, report.Pass),       // reason from caller
@@ -509,11 +509,11 @@ func TestWriteBaseline(t *testing.T) {
 func TestWriteBaselineHost(t *testing.T) {
 	root := t.TempDir()
 	env := map[string]any{"vendor": backends.HostName, "goarch": "amd64", "os": map[string]any{"kernel": "6.1.0"}}
-	dir := Dir(root, env)
+	dir := Dir(root, report.EnvironmentOf(env))
 	if filepath.Base(dir) != "host-amd64" {
 		t.Fatalf("Dir = %s", dir)
 	}
-	rep := &report.Report{Schema: 1, Environment: env, Results: []report.Result{res("host.memfd.a", report.Pass, report.Pass)}}
+	rep := &report.Report{Schema: 1, Environment: report.EnvironmentOf(env), Results: []report.Result{res("host.memfd.a", report.Pass, report.Pass)}}
 	if err := WriteBaseline(dir, rep, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +536,7 @@ func TestWriteBaselineHost(t *testing.T) {
 func TestWriteBaselineRefusesInvalid(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "b")
 	env := map[string]any{"vendor": backends.HostName, "goarch": "amd64"}
-	rep := &report.Report{Schema: 1, Environment: env, Results: []report.Result{res("host.memfd.a\nhost.memfd.b", report.Fail, report.Pass)}}
+	rep := &report.Report{Schema: 1, Environment: report.EnvironmentOf(env), Results: []report.Result{res("host.memfd.a\nhost.memfd.b", report.Fail, report.Pass)}}
 	if err := WriteBaseline(dir, rep, nil); err == nil || !strings.Contains(err.Error(), "invalid report") {
 		t.Errorf("invalid id: %v", err)
 	}
@@ -585,7 +585,7 @@ func TestEvidenceRegression(t *testing.T) {
 	// WriteBaseline keeps strong-evidence passes only, and removes the file
 	// when there are none.
 	out := t.TempDir()
-	rep := &report.Report{Schema: report.Schema, Environment: map[string]any{}, Results: []report.Result{strong,
+	rep := &report.Report{Schema: report.Schema, Environment: report.Environment{}, Results: []report.Result{strong,
 		res("cuda.vmm.litmus.psb_u32_seqcst_sys", report.Pass, report.EvidenceWeak)}}
 	if err := WriteBaseline(out, rep, nil); err != nil {
 		t.Fatal(err)
@@ -611,7 +611,7 @@ func TestEvidenceRegression(t *testing.T) {
 // fails.txt and cases.txt).
 func TestWriteBaselineRefusesControlsInTheStack(t *testing.T) {
 	dir := t.TempDir()
-	rep := &report.Report{Schema: report.Schema, Environment: map[string]any{"vendor": backends.HostName, "goarch": "amd64\nhost.memfd.counter.add,crash"},
+	rep := &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(map[string]any{"vendor": backends.HostName, "goarch": "amd64\nhost.memfd.counter.add,crash"}),
 		Results: []report.Result{{Case: report.ParseCase("host.memfd.counter.add", nil), Outcome: report.Pass, Expected: report.Pass}}}
 	err := WriteBaseline(dir, rep, nil)
 	if err == nil || strings.Contains(err.Error(), "\n") {

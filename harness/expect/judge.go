@@ -10,7 +10,7 @@ import (
 // judged (JudgeRun), so Ginkgo's pass/fail of its spec agrees with the
 // run's verdict. s is nil when ungated. A result that already carries a
 // verdict (set after a rerun) keeps it.
-func JudgeOne(r report.Result, s *Set, env map[string]any) report.Result {
+func JudgeOne(r report.Result, s *Set, env report.Environment) report.Result {
 	r.NotSupported = report.NotSupportedReason(r, env)
 	if s != nil {
 		if b := s.Baseline(r); b != r.Expected {
@@ -52,7 +52,7 @@ func Interrupted(sig string) Option { return func(j *judging) { j.interrupted = 
 // The returned Gate is nil when ungated. Every tool that shows a verdict
 // of a recorded run comes here through JudgeReport, with the suite's
 // stack rules.
-func JudgeRun(results []report.Result, s *Set, env map[string]any, selected func(id string) bool, gate, out string, opts ...Option) ([]report.Result, *report.Gate, report.Summary) {
+func JudgeRun(results []report.Result, s *Set, env report.Environment, selected func(id string) bool, gate, out string, opts ...Option) ([]report.Result, *report.Gate, report.Summary) {
 	var j judging
 	for _, o := range opts {
 		o(&j)
@@ -71,7 +71,7 @@ func JudgeRun(results []report.Result, s *Set, env map[string]any, selected func
 		g = &gg
 	}
 	sum := report.SummarizeRun(judged, gate, out, j.interrupted)
-	sum.MarkInjected(report.InjectRules(env))
+	sum.MarkInjected(env.Inject)
 	return judged, g, sum
 }
 

@@ -30,7 +30,7 @@ var (
 // A healthy 2xH200 without a baseline: the cpugpu skips and the vmm-host
 // losses are not-supported (evidence kept), the canary met: PASS, exit 0.
 func TestJudgeRunUngatedNotSupported(t *testing.T) {
-	results, g, s := JudgeRun([]report.Result{pass, canary, cpugpu, vmmHostAdd}, nil, h200Env("0"), nil, "", "out")
+	results, g, s := JudgeRun([]report.Result{pass, canary, cpugpu, vmmHostAdd}, nil, report.EnvironmentOf(h200Env("0")), nil, "", "out")
 	if g != nil || s.ExitStatus != 0 || s.Verdict != "PASS" {
 		t.Fatalf("healthy H200 without baseline: %s exit %d, line %q", s.Verdict, s.ExitStatus, s.Line)
 	}
@@ -42,14 +42,14 @@ func TestJudgeRunUngatedNotSupported(t *testing.T) {
 	}
 	// The same loss where the device says it has the capability is a
 	// regression.
-	_, _, s = JudgeRun([]report.Result{pass, vmmHostAdd}, nil, h200Env("1"), nil, "", "out")
+	_, _, s = JudgeRun([]report.Result{pass, vmmHostAdd}, nil, report.EnvironmentOf(h200Env("1")), nil, "", "out")
 	if s.ExitStatus != 1 || !strings.HasPrefix(s.Line, "p2patomics: FAIL — 1 regression: cuda.vmm-host.counter.add_u64_relaxed_sys pass → fail (out/cases/cuda.vmm-host.counter.add_u64_relaxed_sys/)") {
 		t.Errorf("loss with the capability present: exit %d, line %q", s.ExitStatus, s.Line)
 	}
 	// An unexpected crash is never excused.
 	crash := pass
 	crash.Outcome = report.Crash
-	if _, _, s := JudgeRun([]report.Result{crash}, nil, h200Env("0"), nil, "", "out"); s.ExitStatus != 1 {
+	if _, _, s := JudgeRun([]report.Result{crash}, nil, report.EnvironmentOf(h200Env("0")), nil, "", "out"); s.ExitStatus != 1 {
 		t.Errorf("unexpected crash passed: %q", s.Line)
 	}
 }
@@ -71,7 +71,7 @@ func gateSet(t *testing.T, fails string) *Set {
 func TestJudgeRunGated(t *testing.T) {
 	s := gateSet(t, "# no host-native atomics\n"+cpugpu.ID()+",skip\n"+vmmHostAdd.ID()+",fail\n")
 	all := []report.Result{pass, canary, cpugpu, vmmHostAdd}
-	results, g, sum := JudgeRun(all, s, h200Env("0"), nil, "expectations/x", "out")
+	results, g, sum := JudgeRun(all, s, report.EnvironmentOf(h200Env("0")), nil, "expectations/x", "out")
 	if g == nil || !g.Pass || sum.ExitStatus != 0 {
 		t.Fatalf("gated run with expected failures: exit %d, %q, gate %+v", sum.ExitStatus, sum.Line, g)
 	}
@@ -81,13 +81,13 @@ func TestJudgeRunGated(t *testing.T) {
 	// Planted unexpected pass: the baseline says fail, it passed.
 	fixed := vmmHostAdd
 	fixed.Outcome, fixed.Detail = report.Pass, ""
-	_, _, sum = JudgeRun([]report.Result{pass, canary, cpugpu, fixed}, s, h200Env("0"), nil, "expectations/x", "out")
+	_, _, sum = JudgeRun([]report.Result{pass, canary, cpugpu, fixed}, s, report.EnvironmentOf(h200Env("0")), nil, "expectations/x", "out")
 	if sum.ExitStatus != 1 || !strings.Contains(sum.Line, "1 unexpected-pass: "+fixed.ID()+" fail → pass") {
 		t.Errorf("planted unexpected pass: exit %d, line %q", sum.ExitStatus, sum.Line)
 	}
 	// A baseline where cpugpu passed: not supported now is a regression.
 	s2 := gateSet(t, "")
-	_, _, sum = JudgeRun([]report.Result{pass, canary, cpugpu}, s2, h200Env("0"), func(string) bool { return false }, "expectations/y", "out")
+	_, _, sum = JudgeRun([]report.Result{pass, canary, cpugpu}, s2, report.EnvironmentOf(h200Env("0")), func(string) bool { return false }, "expectations/y", "out")
 	if sum.ExitStatus != 1 || len(sum.Unexpected) != 1 || sum.Unexpected[0].ID != cpugpu.ID() || sum.Unexpected[0].Verdict != report.Regression {
 		t.Errorf("passed in the baseline, not supported now: %+v", sum)
 	}

@@ -43,7 +43,7 @@ func TestCheckShared(t *testing.T) {
 func TestJudgeReportRules(t *testing.T) {
 	host := map[string]any{"vendor": backends.HostName, "goarch": "amd64"}
 	res := report.Result{Case: report.ParseCase("host.memfd.a.b", nil), Outcome: report.Fail, Expected: report.Pass, Rerun: &report.Attempt{Outcome: report.Pass}}
-	rep := &report.Report{Schema: report.Schema, Environment: host, Results: []report.Result{res}}
+	rep := &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(host), Results: []report.Result{res}}
 	nv := NewSet()
 	nv.Stack = map[string]string{"vendor": "nvidia", "arch": "sm_90"}
 	nv.Cases["host.memfd.a.b"] = true
@@ -58,7 +58,7 @@ func TestJudgeReportRules(t *testing.T) {
 	if err := JudgeReport(rep, Rejudge{Set: other, Gate: "o", AllowStackMismatch: true}); err == nil || !strings.Contains(err.Error(), "shares 0") {
 		t.Errorf("nothing shared, --allow-stack-mismatch: %v", err)
 	}
-	half := &report.Report{Schema: report.Schema, Environment: host, Results: []report.Result{
+	half := &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(host), Results: []report.Result{
 		{Case: report.ParseCase("host.memfd.a.b", nil), Outcome: report.Incomplete, Expected: report.Pass}}}
 	s := report.SummarizeRun(half.Results, "", "", "SIGTERM")
 	half.Summary = &s
@@ -81,22 +81,22 @@ func TestPlanUpdateRefusals(t *testing.T) {
 	env := map[string]any{"vendor": backends.HostName, "goarch": "amd64"}
 	fb := map[string]any{"vendor": backends.HostName, "goarch": "amd64", "flags": map[string]any{"backend": "auto"},
 		"backends": []any{map[string]any{"backend": backends.HostName, "used": true, "why": "used: no GPU backend loaded"}}}
-	if err := CheckUpdate(nv, env, false); !errors.Is(err, ErrOtherStack) {
+	if err := CheckUpdate(nv, report.EnvironmentOf(env), false); !errors.Is(err, ErrOtherStack) {
 		t.Errorf("another stack: %v", err)
 	}
-	if err := CheckUpdate(nv, env, true); err != nil {
+	if err := CheckUpdate(nv, report.EnvironmentOf(env), true); err != nil {
 		t.Errorf("--force: %v", err)
 	}
-	if err := CheckUpdate(host, fb, false); !errors.Is(err, ErrFallback) {
+	if err := CheckUpdate(host, report.EnvironmentOf(fb), false); !errors.Is(err, ErrFallback) {
 		t.Errorf("fallback: %v", err)
 	}
-	if err := CheckUpdate(filepath.Join(dir, "new"), fb, false); err != nil {
+	if err := CheckUpdate(filepath.Join(dir, "new"), report.EnvironmentOf(fb), false); err != nil {
 		t.Errorf("new folder: %v", err)
 	}
-	if err := CheckUpdate(host, env, false); err != nil {
+	if err := CheckUpdate(host, report.EnvironmentOf(env), false); err != nil {
 		t.Errorf("same stack: %v", err)
 	}
-	crash := &report.Report{Schema: report.Schema, Environment: env, Results: []report.Result{{Case: report.ParseCase("host.memfd.a.b", nil), Outcome: report.Crash, Expected: report.Pass}}}
+	crash := &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(env), Results: []report.Result{{Case: report.ParseCase("host.memfd.a.b", nil), Outcome: report.Crash, Expected: report.Pass}}}
 	if u, err := PlanUpdate(host, crash, false); !errors.Is(err, ErrRegression) || u == nil || len(u.Regressions) != 1 {
 		t.Errorf("crash regression: %v %+v", err, u)
 	}

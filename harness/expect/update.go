@@ -1,7 +1,6 @@
 package expect
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -59,25 +58,11 @@ func Existing(dir string) (*Set, error) {
 // --backend=auto to the host backend ("" when it did not): the suite
 // records every backend probe in environment.backends and the flags in
 // environment.flags.
-func Fallback(env map[string]any) string {
-	var flags struct {
-		Backend string `json:"backend"`
-	}
-	var probes []struct {
-		Backend string `json:"backend"`
-		Used    bool   `json:"used"`
-		Why     string `json:"why"`
-	}
-	if b, err := json.Marshal(env["flags"]); err == nil {
-		_ = json.Unmarshal(b, &flags)
-	}
-	if b, err := json.Marshal(env["backends"]); err == nil {
-		_ = json.Unmarshal(b, &probes)
-	}
-	if flags.Backend != "auto" {
+func Fallback(env report.Environment) string {
+	if env.Flags == nil || env.Flags.Backend != "auto" {
 		return ""
 	}
-	for _, p := range probes {
+	for _, p := range env.Probes() {
 		if p.Backend == backends.HostName && p.Used {
 			return "--backend=auto fell back to the host backend (" + p.Why + ")"
 		}
@@ -90,7 +75,7 @@ func Fallback(env map[string]any) string {
 // stack differs from the folder's "# stack:" header (ErrOtherStack) or
 // that fell back from --backend=auto to the host (ErrFallback). A new
 // folder, or force, is never refused. The error is one line.
-func CheckUpdate(dir string, env map[string]any, force bool) error {
+func CheckUpdate(dir string, env report.Environment, force bool) error {
 	if force {
 		return nil
 	}

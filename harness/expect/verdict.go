@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"p2patomics/harness/backends"
-	"p2patomics/harness/fingerprint"
 	"p2patomics/harness/report"
 )
 
@@ -233,11 +232,11 @@ func Reason(r report.Result, s *Set) string {
 // matches "580.159.04"). For the host backend's vendor only vendor and arch take part,
 // so an OS or kernel upgrade does not trip it. An empty header always
 // matches; allowMismatch turns a mismatch into nil. The error is one line.
-func CheckStack(stack map[string]string, env map[string]any, allowMismatch bool) error {
+func CheckStack(stack map[string]string, env report.Environment, allowMismatch bool) error {
 	if len(stack) == 0 || allowMismatch {
 		return nil
 	}
-	cur := fingerprint.Stack(env)
+	cur := env.Stack()
 	host := strings.EqualFold(stack["vendor"], backends.Host.Vendor) || (stack["vendor"] == "" && cur["vendor"] == backends.Host.Vendor)
 	var bad []string
 	keys := make([]string, 0, len(stack))

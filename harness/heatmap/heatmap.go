@@ -19,16 +19,18 @@ import (
 	"p2patomics/harness/report"
 )
 
-// Title is the run's machine in a few words (vendor, GPUs, driver).
+// Title is the run's machine in a few words (vendor, GPUs, driver). The
+// driver is report.Environment.Driver, so no vendor's section is named
+// here.
 func Title(env report.Environment) string {
 	var parts []string
-	if v := env.Vendor(); v != "" {
-		parts = append(parts, v)
+	if env.Vendor != "" {
+		parts = append(parts, env.Vendor)
 	}
-	if gs := env.GPUs(); len(gs) > 0 && gs[0].Name != "" {
+	if gs := env.GPUs; len(gs) > 0 && gs[0].Name != "" {
 		parts = append(parts, fmt.Sprintf("%d× %s", len(gs), gs[0].Name))
 	}
-	if d, ok := env.Section("nvidia")["driver"].(string); ok {
+	if d := env.Driver(); d != "" {
 		parts = append(parts, "driver "+d)
 	}
 	return strings.Join(parts, ", ")

@@ -191,7 +191,7 @@ func TestBidirAndOneCell(t *testing.T) {
 
 func TestWriteAll(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
-	files, err := WriteAll(dir, &report.Report{Schema: 1, Environment: map[string]any{"vendor": "nvidia"}, Results: sample()})
+	files, err := WriteAll(dir, &report.Report{Schema: 1, Environment: report.EnvironmentOf(map[string]any{"vendor": "nvidia"}), Results: sample()})
 	if err != nil {
 		t.Fatal(err)
 	}

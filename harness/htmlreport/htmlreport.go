@@ -21,7 +21,6 @@ import (
 	"strings"
 
 	"p2patomics/harness/expect"
-	"p2patomics/harness/fingerprint"
 	"p2patomics/harness/heatmap"
 	"p2patomics/harness/pairs"
 	"p2patomics/harness/report"
@@ -74,7 +73,7 @@ func Machine(env report.Environment) (machine, stack string) {
 			machine += ", " + v
 		}
 	}
-	st := fingerprint.Stack(env)
+	st := env.Stack()
 	keys := make([]string, 0, len(st))
 	for k := range st {
 		keys = append(keys, k)

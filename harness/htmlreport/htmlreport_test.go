@@ -37,10 +37,10 @@ func sample() *report.Report {
 	// Planted: GPU 1's atomics on GPU 0's host-NUMA memory lose updates.
 	rs[8].Outcome, rs[8].Detail = report.Fail, "expected 0x52800, got 0x15fc0: lost updates"
 	rs[8].Repro = "./specs.test --backend=cuda --alloc=vmm-host --case=" + rs[8].ID()
-	return &report.Report{Schema: report.Schema, Results: rs, Environment: map[string]any{
+	return &report.Report{Schema: report.Schema, Results: rs, Environment: report.EnvironmentOf(map[string]any{
 		"vendor": "nvidia", "gpus": []any{map[string]any{"name": "NVIDIA H200", "arch": "sm_90"}, map[string]any{"name": "NVIDIA H200"}},
 		"nvidia": map[string]any{"driver": "580.159.04"}, "os": map[string]any{"release": "Ubuntu 24.04.3 LTS"},
-	}}
+	})}
 }
 
 func render(t *testing.T, rep *report.Report, dir string) string {

@@ -49,7 +49,7 @@ func (s State) Order() int {
 // have judged it with.
 func Classify(r report.Result) State {
 	if r.Verdict == "" && r.NotSupported == "" {
-		r.NotSupported = report.NotSupportedReason(r, nil)
+		r.NotSupported = report.NotSupportedReason(r, report.Environment{})
 	}
 	switch {
 	case report.Unexpected(r):

@@ -1,50 +1,232 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
+	"p2patomics/harness/fingerprint"
 	"p2patomics/internal/device"
 )
 
 // Environment is results.json's "environment": the fingerprint of the
-// machine and the run (package fingerprint writes it; its package doc
-// lists the keys). It stays a JSON object of open shape, because a
-// results.json of any age must read, re-render and write back unchanged
-// (the vendor sections nvidia and amdgpu hold what each driver exposes);
-// the methods below are its typed readers, so a reader asks for GPUs or
-// the host name instead of walking maps.
-type Environment map[string]any
-
-// Text is the string at key, "" when absent or of another type.
-func (e Environment) Text(key string) string {
-	s, _ := e[key].(string)
-	return s
+// machine and the run. The parts the harness itself writes and reads are
+// typed fields; MarshalJSON and UnmarshalJSON keep the JSON object's
+// shape (one object, its keys sorted, each key as before), so a
+// results.json of any age reads, re-renders and writes back unchanged.
+type Environment struct {
+	// Vendor is the vendor of the devices the ranks opened (the host
+	// backend's own for a host run), else of the loaded kernel driver.
+	Vendor string
+	// GOARCH and GOOS are the suite's (goarch, goos).
+	GOARCH, GOOS string
+	// Hostname is the machine's name (junit.xml's hostname); "" in a
+	// record from before the suite wrote it (NodeName says "unknown").
+	Hostname string
+	// Started is when the run started, RFC 3339 (junit.xml's timestamp);
+	// "" in a checkpoint and in older records.
+	Started string
+	// GPUs are the device facts the ranks reported, one per device.
+	GPUs []GPU
+	// Inject is the driver-fault injector's rules the run ran under; nil
+	// for a real measurement.
+	Inject []string
+	// Flags are the flags that chose the machine's work; nil in a record
+	// that has none.
+	Flags *Flags
+	// Backends are the suite's backend probes as it wrote them (its
+	// BackendProbe, which carries unexported state, so report holds the
+	// value rather than a copy of that type); Probes reads them typed.
+	Backends any
+	// WorldsStarted is how many worlds the run started (nil in a
+	// checkpoint, which is written before the count is final).
+	WorldsStarted *int
+	// Trimmed says what the suite cut from a report when --out was full.
+	Trimmed string
+	// Sections are the other keys, as JSON spells them (os, harness,
+	// iommu, settings, device_sharing, flags_env, and the vendor sections
+	// nvidia and amdgpu). They stay open maps on purpose: they hold what
+	// each driver and machine exposes, the harness decides nothing on
+	// them beyond the readers below, and a key a later writer adds must
+	// survive a re-render by an older reader.
+	Sections map[string]any
 }
 
-// Vendor is the vendor of the devices the ranks opened (the host
-// backend's own for a host run), else of the loaded kernel driver.
-func (e Environment) Vendor() string { return e.Text("vendor") }
+// Flags are environment.flags: the run's --backend, --alloc, --ranks and
+// --seed (all four always written; the field order is the key order).
+type Flags struct {
+	Alloc   string `json:"alloc"`
+	Backend string `json:"backend"`
+	Ranks   int    `json:"ranks"`
+	Seed    int64  `json:"seed"`
+}
 
-// Hostname is the machine's name; "unknown" for a results.json from
+// Probe is one of environment.backends: a backend the suite tried and
+// what it said (the JSON of the suite's BackendProbe).
+type Probe struct {
+	Backend string `json:"backend"`
+	Loaded  bool   `json:"loaded"`
+	Devices int    `json:"devices,omitempty"`
+	Device  string `json:"device,omitempty"`
+	Driver  string `json:"driver,omitempty"`
+	Why     string `json:"why,omitempty"`
+	Used    bool   `json:"used"`
+}
+
+// GPU is one of environment.gpus: one device's facts (its device.Info,
+// whose per-rank Rank is not written) and the ranks that opened it.
+type GPU struct {
+	device.Info
+	Ranks []int
+}
+
+// MarshalJSON writes the entry as results.json holds it: device.Info's
+// keys without "rank", plus "ranks" when known, keys sorted.
+func (g GPU) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(g.Info)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "rank")
+	if g.Ranks != nil {
+		m["ranks"] = g.Ranks
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads an entry MarshalJSON wrote.
+func (g *GPU) UnmarshalJSON(b []byte) error {
+	var r struct {
+		Ranks []int `json:"ranks"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return err
+	}
+	g.Ranks = r.Ranks
+	return json.Unmarshal(b, &g.Info)
+}
+
+// Object is the environment as the JSON object results.json holds
+// (typed parts in their JSON shape), for readers that walk that shape:
+// fingerprint.Stack, which report imports and so cannot take this type.
+func (e Environment) Object() map[string]any {
+	b, err := json.Marshal(e)
+	var m map[string]any
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	if err != nil || m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// MarshalJSON writes one object: Sections plus each typed part that is
+// set, under the key the fingerprint has always used.
+func (e Environment) MarshalJSON() ([]byte, error) {
+	m := make(map[string]any, len(e.Sections)+10)
+	maps.Copy(m, e.Sections)
+	for k, v := range map[string]string{"vendor": e.Vendor, "goarch": e.GOARCH, "goos": e.GOOS, "hostname": e.Hostname, "started": e.Started, "trimmed": e.Trimmed} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	if e.GPUs != nil {
+		m["gpus"] = e.GPUs
+	}
+	if len(e.Inject) > 0 {
+		m["inject"] = e.Inject
+	}
+	if e.Flags != nil {
+		m["flags"] = e.Flags
+	}
+	if e.Backends != nil {
+		m["backends"] = e.Backends
+	}
+	if e.WorldsStarted != nil {
+		m["worlds_started"] = *e.WorldsStarted
+	}
+	return json.Marshal(m) // a map: keys sorted, as when Environment was one
+}
+
+// UnmarshalJSON reads the object back: the known keys into the typed
+// parts, every other key into Sections as JSON spells it.
+func (e *Environment) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*e = Environment{}
+	texts := map[string]*string{"vendor": &e.Vendor, "goarch": &e.GOARCH, "goos": &e.GOOS, "hostname": &e.Hostname, "started": &e.Started, "trimmed": &e.Trimmed}
+	typed := map[string]any{"gpus": &e.GPUs, "inject": &e.Inject, "flags": &e.Flags, "worlds_started": &e.WorldsStarted}
+	for k, v := range raw {
+		var err error
+		switch {
+		case texts[k] != nil:
+			err = json.Unmarshal(v, texts[k])
+		case typed[k] != nil:
+			err = json.Unmarshal(v, typed[k])
+		case k == "backends":
+			err = json.Unmarshal(v, &e.Backends)
+			if e.Backends == nil { // null stays null on the way back
+				e.Backends = json.RawMessage(bytes.Clone(v))
+			}
+		default:
+			var x any
+			err = json.Unmarshal(v, &x)
+			if e.Sections == nil {
+				e.Sections = map[string]any{}
+			}
+			e.Sections[k] = x
+		}
+		if err != nil {
+			return fmt.Errorf("environment.%s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// Probes is Backends typed (nil when none were recorded).
+func (e Environment) Probes() []Probe {
+	b, err := json.Marshal(e.Backends)
+	if err != nil {
+		return nil
+	}
+	var ps []Probe
+	if json.Unmarshal(b, &ps) != nil {
+		return nil
+	}
+	return ps
+}
+
+// Stack is the stack expectation folders are matched on
+// (fingerprint.Stack: vendor, arch, driver).
+func (e Environment) Stack() map[string]string { return fingerprint.Stack(e.Object()) }
+
+// NodeName is the machine's name; "unknown" for a results.json from
 // before the suite recorded it.
-func (e Environment) Hostname() string {
-	if h := e.Text("hostname"); h != "" {
-		return h
+func (e Environment) NodeName() string {
+	if e.Hostname != "" {
+		return e.Hostname
 	}
 	return "unknown"
 }
 
-// Started is when the run started, RFC 3339; "" when not recorded.
-func (e Environment) Started() string { return e.Text("started") }
-
 // Driver is the GPU kernel driver's version (NVIDIA's driver, amdgpu's
-// version), "" on a machine without one.
+// version), "" on a machine without one. The vendor sections' names are
+// known here and in fingerprint only: a picture's title or a CI property
+// asks for "the driver".
 func (e Environment) Driver() string {
 	for _, k := range []string{"nvidia", "amdgpu"} {
 		for _, dk := range []string{"driver", "version"} {
-			if d, ok := e.section(k)[dk].(string); ok && d != "" {
+			if d, ok := e.Section(k)[dk].(string); ok && d != "" {
 				return d
 			}
 		}
@@ -52,12 +234,17 @@ func (e Environment) Driver() string {
 	return ""
 }
 
-// Section is the object at key (os, harness, nvidia, amdgpu, iommu,
-// flags, ...), read as JSON spells it; nil when absent.
-func (e Environment) Section(key string) map[string]any { return e.section(key) }
+// Kernel is the OS kernel's release (os.kernel), "" when not recorded.
+func (e Environment) Kernel() string {
+	k, _ := e.Section("os")["kernel"].(string)
+	return k
+}
 
-func (e Environment) section(key string) map[string]any {
-	switch m := e[key].(type) {
+// Section is the object at key (os, harness, nvidia, amdgpu, iommu, ...),
+// read as JSON spells it; nil when absent. A section the fingerprint
+// built in memory (typed slices inside) reads as a file's would.
+func (e Environment) Section(key string) map[string]any {
+	switch m := e.Sections[key].(type) {
 	case map[string]any:
 		return m
 	case nil:
@@ -71,20 +258,23 @@ func (e Environment) section(key string) map[string]any {
 	}
 }
 
-// GPUs is the device facts the ranks reported, one per device (gpus[],
-// read by GPUs: typed alike for the suite's own environment and one read
-// from a results.json).
-func (e Environment) GPUs() []device.Info { return GPUs(e) }
-
-// Inject is the driver-fault injector's rules the run ran under
-// (InjectRules); nil for a real measurement.
-func (e Environment) Inject() []string { return InjectRules(e) }
+// Devices is GPUs as the ranks' device.Info (Rank zero).
+func (e Environment) Devices() []device.Info {
+	if e.GPUs == nil {
+		return nil
+	}
+	out := make([]device.Info, len(e.GPUs))
+	for i, g := range e.GPUs {
+		out[i] = g.Info
+	}
+	return out
+}
 
 // GPUList says the GPUs in a few words: "2 x NVIDIA H200 (sm_90)".
 func (e Environment) GPUList() []string {
 	count := map[string]int{}
 	var order []string
-	for _, g := range e.GPUs() {
+	for _, g := range e.GPUs {
 		k := strings.TrimSpace(g.Name + " (" + g.Arch + ")")
 		if count[k] == 0 {
 			order = append(order, k)
@@ -96,4 +286,21 @@ func (e Environment) GPUList() []string {
 		out = append(out, strconv.Itoa(count[k])+" x "+k)
 	}
 	return out
+}
+
+// EnvironmentOf types an environment built as a JSON-shaped object (what
+// package fingerprint builds: report imports fingerprint for Stack, so
+// fingerprint cannot return this type). Its values are strings, numbers,
+// maps and device facts, which JSON always holds; were one not, the
+// record keeps the error under "error" rather than losing the run.
+func EnvironmentOf(m map[string]any) Environment {
+	var e Environment
+	b, err := json.Marshal(m)
+	if err == nil {
+		err = json.Unmarshal(b, &e)
+	}
+	if err != nil {
+		return Environment{Sections: map[string]any{"error": "environment: " + err.Error()}}
+	}
+	return e
 }

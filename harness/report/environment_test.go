@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"testing"
@@ -10,38 +11,88 @@ import (
 	"p2patomics/internal/device"
 )
 
-// TestEnvironmentReaders: the typed readers answer alike for the host
-// golden as read from its file and for an environment the suite holds in
-// memory (typed device facts, not maps), and say nothing where a record
-// lacks the key.
+// TestEnvironmentReaders: the typed parts and readers answer alike for
+// the host golden as read from its file and for an environment the suite
+// holds in memory, and say nothing where a record lacks the key.
 func TestEnvironmentReaders(t *testing.T) {
 	var rep report.Report
 	if err := json.Unmarshal(readGolden(t), &rep); err != nil {
 		t.Fatal(err)
 	}
 	env := rep.Environment
-	if env.Vendor() != backends.HostName || env.Hostname() != "vm" || env.Started() != "2026-12-01T23:43:34Z" || env.Driver() != "" {
-		t.Errorf("vendor %q hostname %q started %q driver %q", env.Vendor(), env.Hostname(), env.Started(), env.Driver())
+	if env.Vendor != backends.HostName || env.NodeName() != "vm" || env.Started != "2026-12-01T23:43:34Z" || env.Driver() != "" || env.GOARCH != "amd64" {
+		t.Errorf("vendor %q hostname %q started %q driver %q", env.Vendor, env.NodeName(), env.Started, env.Driver())
 	}
-	if gs := env.GPUs(); len(gs) != 1 || gs[0].Name != "cpu" || gs[0].Units != 2 || !gs[0].Caps.HostAtomics.OK {
+	if gs := env.GPUs; len(gs) != 1 || gs[0].Name != "cpu" || gs[0].Units != 2 || !gs[0].Caps.HostAtomics.OK || !slices.Equal(gs[0].Ranks, []int{0, 1, 2}) {
 		t.Errorf("GPUs = %+v", gs)
 	}
-	if env.Section("os")["release"] != "Debian GNU/Linux 12 (bookworm)" {
+	if env.Flags == nil || *env.Flags != (report.Flags{Backend: backends.HostName, Ranks: 2, Seed: 1}) || env.WorldsStarted == nil || *env.WorldsStarted != 11 {
+		t.Errorf("flags %+v worlds %v", env.Flags, env.WorldsStarted)
+	}
+	if ps := env.Probes(); len(ps) != 1 || ps[0].Backend != backends.HostName || !ps[0].Used {
+		t.Errorf("probes %+v", ps)
+	}
+	if env.Section("os")["release"] != "Debian GNU/Linux 12 (bookworm)" || env.Kernel() != "6.18.44-fc-v1045" {
 		t.Errorf("os = %v", env.Section("os"))
 	}
+	if st := env.Stack(); st["vendor"] != backends.HostName || st["arch"] != "amd64" {
+		t.Errorf("stack %v", st)
+	}
 	live := report.Environment{
-		"vendor": "nvidia",
-		"nvidia": map[string]any{"driver": "580.159.04"},
-		"gpus":   []device.Info{{Name: "NVIDIA H200", Arch: "sm_90"}, {Name: "NVIDIA H200", Arch: "sm_90"}},
+		Vendor:   "nvidia",
+		Sections: map[string]any{"nvidia": map[string]any{"driver": "580.159.04"}},
+		GPUs:     []report.GPU{{Info: device.Info{Name: "NVIDIA H200", Arch: "sm_90"}}, {Info: device.Info{Name: "NVIDIA H200", Arch: "sm_90"}}},
 	}
 	if live.Driver() != "580.159.04" || !slices.Equal(live.GPUList(), []string{"2 x NVIDIA H200 (sm_90)"}) {
 		t.Errorf("driver %q, GPUs %v", live.Driver(), live.GPUList())
 	}
-	if env.Inject() != nil || !slices.Equal(report.Environment{"inject": []any{"fail:cuMemMap"}}.Inject(), []string{"fail:cuMemMap"}) {
+	amd := report.EnvironmentOf(map[string]any{"amdgpu": map[string]any{"version": "6.8.5"}})
+	if amd.Driver() != "6.8.5" {
+		t.Errorf("amdgpu driver %q", amd.Driver())
+	}
+	if env.Inject != nil || !slices.Equal(report.EnvironmentOf(map[string]any{"inject": []any{"fail:cuMemMap"}}).Inject, []string{"fail:cuMemMap"}) {
 		t.Error("inject rules misread")
 	}
 	var none report.Environment
-	if none.Hostname() != "unknown" || none.GPUs() != nil || none.Section("os") != nil || none.Vendor() != "" {
+	if none.NodeName() != "unknown" || none.GPUs != nil || none.Section("os") != nil || none.Vendor != "" || none.Probes() != nil {
 		t.Error("an empty environment answers")
+	}
+}
+
+// TestEnvironmentJSONIsTheObject: the struct writes the bytes the open
+// map wrote (keys sorted, each typed part under its old key, nested GPU
+// keys sorted too), for the host golden and for a record holding every
+// key a writer sets, one no reader knows, a zero worlds_started and a
+// null backends. It failed with Environment's default struct encoding
+// (field names as keys, "rank" in each GPU).
+func TestEnvironmentJSONIsTheObject(t *testing.T) {
+	var doc struct {
+		Environment json.RawMessage `json:"environment"`
+	}
+	if err := json.Unmarshal(readGolden(t), &doc); err != nil {
+		t.Fatal(err)
+	}
+	every := []byte(`{"amdgpu":{"nodes":[{"gfx":"gfx942","node":1}],"version":"6.8.5"},"backends":null,"device_sharing":{"mps":"off","shared":[]},` +
+		`"flags":{"alloc":"fine","backend":"hsa","ranks":2,"seed":7},"flags_env":{"P2PAT_SEED":"7"},"future_key":[1,"x"],"goarch":"amd64","goos":"linux",` +
+		`"gpus":[{"arch":"gfx942","caps":{"host_atomics":{"ok":false,"reason":"coarse"}},"count":8,"memory":1,"name":"MI300X","ordinal":0,"ranks":[0,1],"units":304,"vendor":"amd"}],` +
+		`"hostname":"n1","inject":["fail:hsa_init"],"started":"2026-12-01T00:00:00Z","trimmed":"cut","vendor":"amd","worlds_started":0}`)
+	for name, in := range map[string][]byte{"golden": doc.Environment, "every key": every} {
+		var plain map[string]any
+		var typed report.Environment
+		if err := json.Unmarshal(in, &plain); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(in, &typed); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want, _ := json.Marshal(plain)
+		got, err := json.Marshal(typed)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: %v\n got %s\nwant %s", name, err, got, want)
+		}
+	}
+	var bad report.Environment
+	if err := json.Unmarshal([]byte(`{"flags":"cuda"}`), &bad); err == nil {
+		t.Error("a flags string read as flags")
 	}
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"os"
@@ -10,8 +9,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"p2patomics/harness/fingerprint"
 )
 
 // JUnit's shape as Jenkins (xunit's junit-10.xsd) and GitLab read it:
@@ -83,7 +80,7 @@ func erroring(o Outcome) bool {
 // outcome (a canary's crash, a planted fail, a not-supported fail) passes,
 // with its outcome in system-out. stamp is when the run started.
 func JUnit(rep *Report, stamp time.Time) ([]byte, error) {
-	s := junitSuite{Name: "p2patomics", Timestamp: stamp.UTC().Format("2006-01-02T15:04:05"), Hostname: rep.Environment.Hostname()}
+	s := junitSuite{Name: "p2patomics", Timestamp: stamp.UTC().Format("2006-01-02T15:04:05"), Hostname: rep.Environment.NodeName()}
 	s.Properties = junitProperties(rep)
 	total := 0.0
 	for _, r := range rep.Results {
@@ -193,7 +190,7 @@ func seconds(s float64) string { return fmt.Sprintf("%.3f", s) }
 // junitProperties are the facts a CI page shows beside the verdict: the
 // driver, the GPUs, the stack the expectations match on, the commit.
 func junitProperties(rep *Report) []junitProperty {
-	env := plain(rep.Environment)
+	env := rep.Environment
 	var ps []junitProperty
 	add := func(k, v string) {
 		if v != "" {
@@ -206,18 +203,17 @@ func junitProperties(rep *Report) []junitProperty {
 		add("gate", rep.Summary.Gate)
 		add("interrupted", rep.Summary.Interrupted)
 	}
-	add("vendor", env.Vendor())
+	add("vendor", env.Vendor)
 	add("driver", env.Driver())
 	add("gpus", strings.Join(env.GPUList(), ", "))
-	add("stack", stackOf(env))
+	add("stack", stackOf(env.Stack()))
 	c, _ := env.Section("harness")["commit"].(string)
 	add("commit", c)
 	return ps
 }
 
 // stackOf is the stack expectation folders match on, as "k=v" pairs.
-func stackOf(env map[string]any) string {
-	m := fingerprint.Stack(env)
+func stackOf(m map[string]string) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -228,14 +224,4 @@ func stackOf(env map[string]any) string {
 		s = append(s, k+"="+m[k])
 	}
 	return strings.Join(s, " ")
-}
-
-// plain is env after a JSON round trip: the suite's environment holds
-// typed rank facts, a results.json's holds maps; both read the same.
-func plain(env Environment) Environment {
-	var out Environment
-	if b, err := json.Marshal(env); err == nil && json.Unmarshal(b, &out) == nil {
-		return out
-	}
-	return env
 }

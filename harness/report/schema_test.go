@@ -27,6 +27,7 @@ import (
 
 	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
+	"p2patomics/internal/device"
 )
 
 func schemaPath(t *testing.T) string {
@@ -224,7 +225,7 @@ func goodReport() *report.Report {
 	twelve := 12.0
 	r := &report.Report{
 		Schema:      report.Schema,
-		Environment: map[string]any{"vendor": backends.HostName, "goarch": "amd64", "gpus": []any{map[string]any{"name": "cpu"}}},
+		Environment: report.Environment{Vendor: backends.HostName, GOARCH: "amd64", GPUs: []report.GPU{{Info: device.Info{Name: "cpu"}}}},
 		Results: []report.Result{
 			{
 				Case: report.ParseCase("host.memfd.counter.add_u64_relaxed_sys", nil), Labels: []string{backends.HostName, "memfd"},
@@ -264,7 +265,7 @@ func TestSchemaAcceptsReport(t *testing.T) {
 		t.Fatalf("valid report rejected:\n%s", strings.Join(errs, "\n"))
 	}
 	// A minimal report (no gate, no verdicts) too.
-	b, _ = json.Marshal(&report.Report{Schema: 1, Environment: map[string]any{}, Results: []report.Result{}})
+	b, _ = json.Marshal(&report.Report{Schema: 1, Environment: report.Environment{}, Results: []report.Result{}})
 	if errs := validateJSON(t, schema, b); len(errs) > 0 {
 		t.Fatalf("minimal report rejected: %v", errs)
 	}

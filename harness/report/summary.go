@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -39,7 +38,7 @@ var legacyNeeds = map[string]string{"host_native_atomic_supported": device.CapHo
 //
 // Crashes, timeouts and errors are never not-supported: a missing
 // capability explains wrong numbers, not a dead rank.
-func NotSupportedReason(r Result, env map[string]any) string {
+func NotSupportedReason(r Result, env Environment) string {
 	switch {
 	case r.Outcome == Skip && r.Verdict != Missing:
 		if r.Detail == "" {
@@ -55,7 +54,7 @@ func NotSupportedReason(r Result, env map[string]any) string {
 			if legacy, ok := legacyNeeds[name]; ok {
 				name = legacy
 			}
-			if dev, no, ok := lacking(GPUs(env), name); ok {
+			if dev, no, ok := lacking(env.GPUs, name); ok {
 				return fmt.Sprintf("device %d lacks %s (%s), so this fail is what the hardware predicts (observed: %s)",
 					dev, name, no.Reason, r.Detail)
 			}
@@ -67,7 +66,7 @@ func NotSupportedReason(r Result, env map[string]any) string {
 // lacking is the first GPU that answers capability name no, and its
 // answer; a GPU that did not answer (the zero Cap) lacks nothing, and a
 // name Caps has no field for is lacked by none.
-func lacking(gpus []device.Info, name string) (int, device.Cap, bool) {
+func lacking(gpus []GPU, name string) (int, device.Cap, bool) {
 	for _, g := range gpus {
 		c, ok := g.Caps.Named(name)
 		if ok && c.Known() && !c.OK {
@@ -75,26 +74,6 @@ func lacking(gpus []device.Info, name string) (int, device.Cap, bool) {
 		}
 	}
 	return 0, device.Cap{}, false
-}
-
-// GPUs is environment.gpus typed. The suite stores each GPU in its
-// results.json shape (fingerprint.Merge), so the suite's environment and
-// one read back from a file hold the same and are read the same way; an
-// environment without GPUs, or with entries that are not GPU facts, has
-// none.
-func GPUs(env map[string]any) []device.Info {
-	if gs, ok := env["gpus"].([]device.Info); ok {
-		return gs
-	}
-	b, err := json.Marshal(env["gpus"])
-	if err != nil {
-		return nil
-	}
-	var gpus []device.Info
-	if json.Unmarshal(b, &gpus) != nil {
-		return nil
-	}
-	return gpus
 }
 
 // Exit statuses a verdict gives (Summary.ExitStatus); 2 (usage) and 3
@@ -148,24 +127,6 @@ func (s *Summary) MarkInjected(rules []string) {
 	}
 	s.Inject = rules
 	s.Line = s.line()
-}
-
-// InjectRules reads environment.inject as the suite wrote it ([]string)
-// or as a results.json read back holds it ([]any of strings).
-func InjectRules(env map[string]any) []string {
-	switch v := env["inject"].(type) {
-	case []string:
-		return v
-	case []any:
-		var out []string
-		for _, x := range v {
-			if s, ok := x.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return nil
 }
 
 // UnexpectedCase is one case the verdict calls unexpected: it went from

@@ -14,18 +14,18 @@ func TestVerdictLineNamesInjectedRules(t *testing.T) {
 	if strings.Contains(s.Line, "injected") {
 		t.Fatalf("no rules, yet %q", s.Line)
 	}
-	var env map[string]any
+	var env Environment
 	if err := json.Unmarshal([]byte(`{"inject":["drop:fill_u64_plain_dev","fail:dup=95"]}`), &env); err != nil {
 		t.Fatal(err)
 	}
-	s.MarkInjected(InjectRules(env))
+	s.MarkInjected(env.Inject)
 	if !strings.HasSuffix(s.Line, " [driver faults injected: drop:fill_u64_plain_dev,fail:dup=95]") || !strings.HasPrefix(s.Line, "p2patomics: FAIL — ") {
 		t.Fatalf("line %q", s.Line)
 	}
 	if strings.Join(s.Inject, ",") != "drop:fill_u64_plain_dev,fail:dup=95" {
 		t.Fatalf("summary.inject %v", s.Inject)
 	}
-	if got := InjectRules(map[string]any{"inject": []string{"noop:mprotect"}}); len(got) != 1 {
+	if got := EnvironmentOf(map[string]any{"inject": []string{"noop:mprotect"}}).Inject; len(got) != 1 {
 		t.Fatalf("typed env: %v", got)
 	}
 }

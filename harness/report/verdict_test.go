@@ -34,31 +34,31 @@ var needs = report.Needs(device.CapHostAtomics)
 func TestNotSupportedReason(t *testing.T) {
 	skip := report.Result{Case: report.ParseCase("cuda.vmm.cpugpu.x", nil), Outcome: report.Skip, Expected: report.Pass,
 		Detail: `device 0: CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is "0", need 1`}
-	if got := report.NotSupportedReason(skip, nil); !strings.Contains(got, "HOST_NATIVE_ATOMIC_SUPPORTED") {
+	if got := report.NotSupportedReason(skip, report.Environment{}); !strings.Contains(got, "HOST_NATIVE_ATOMIC_SUPPORTED") {
 		t.Errorf("capability skip: reason %q does not name the attribute", got)
 	}
 	missing := skip
 	missing.Verdict = report.Missing
-	if got := report.NotSupportedReason(missing, nil); got != "" {
+	if got := report.NotSupportedReason(missing, report.Environment{}); got != "" {
 		t.Errorf("a gate's missing entry is not not-supported: %q", got)
 	}
 	lost := report.Result{Case: report.ParseCase("cuda.vmm-host.counter.add", nil), Labels: []string{"atomics", needs}, Outcome: report.Fail,
 		Expected: report.Pass, Detail: "lost updates: 81760"}
-	got := report.NotSupportedReason(lost, h200("0"))
+	got := report.NotSupportedReason(lost, report.EnvironmentOf(h200("0")))
 	if !strings.Contains(got, `device 0 lacks host_atomics (device 0: CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED is "0")`) || !strings.Contains(got, "lost updates: 81760") {
 		t.Errorf("vmm-host loss on a device without host-native atomics: reason %q (want the attribute and the evidence)", got)
 	}
-	if got := report.NotSupportedReason(lost, h200("1")); got != "" {
+	if got := report.NotSupportedReason(lost, report.EnvironmentOf(h200("1"))); got != "" {
 		t.Errorf("the device has the capability: the loss is a real failure, got not-supported %q", got)
 	}
 	crash := lost
 	crash.Outcome = report.Crash
-	if got := report.NotSupportedReason(crash, h200("0")); got != "" {
+	if got := report.NotSupportedReason(crash, report.EnvironmentOf(h200("0"))); got != "" {
 		t.Errorf("a crash is never explained by a missing capability: %q", got)
 	}
 	unlabelled := lost
 	unlabelled.Labels = []string{"atomics"}
-	if got := report.NotSupportedReason(unlabelled, h200("0")); got != "" {
+	if got := report.NotSupportedReason(unlabelled, report.EnvironmentOf(h200("0"))); got != "" {
 		t.Errorf("a case without needs= is judged as it is: %q", got)
 	}
 }
@@ -78,26 +78,26 @@ func TestNeedsReadsTheTypedCap(t *testing.T) {
 	no := map[string]any{"host_atomics": map[string]any{"ok": false, "reason": "HSA: coarse pool, no system-scope atomics"}}
 	yes := map[string]any{"host_atomics": map[string]any{"ok": true, "reason": "NVLink-C2C"}}
 	zero := map[string]any{"host_native_atomic_supported": "0"}
-	if got := report.NotSupportedReason(lost, gpu(no, nil)); !strings.Contains(got, "device 2 lacks host_atomics (HSA: coarse pool") {
+	if got := report.NotSupportedReason(lost, report.EnvironmentOf(gpu(no, nil))); !strings.Contains(got, "device 2 lacks host_atomics (HSA: coarse pool") {
 		t.Errorf("caps say no, no attribute: reason %q", got)
 	}
-	if got := report.NotSupportedReason(lost, gpu(yes, zero)); got != "" {
+	if got := report.NotSupportedReason(lost, report.EnvironmentOf(gpu(yes, zero))); got != "" {
 		t.Errorf("caps say yes: the attribute decides nothing, got %q", got)
 	}
 	legacy := lost
 	legacy.Labels = []string{report.NeedsPrefix + "host_native_atomic_supported"}
-	if got := report.NotSupportedReason(legacy, gpu(no, nil)); !strings.Contains(got, "lacks host_atomics") {
+	if got := report.NotSupportedReason(legacy, report.EnvironmentOf(gpu(no, nil))); !strings.Contains(got, "lacks host_atomics") {
 		t.Errorf("a committed record's label: reason %q", got)
 	}
 	typo := lost
 	typo.Labels = []string{report.NeedsPrefix + "host_atomic"}
-	if got := report.NotSupportedReason(typo, gpu(no, zero)); got != "" {
+	if got := report.NotSupportedReason(typo, report.EnvironmentOf(gpu(no, zero))); got != "" {
 		t.Errorf("needs= a name Caps lacks: %q", got)
 	}
-	if got := report.NotSupportedReason(lost, gpu(map[string]any{}, zero)); got != "" {
+	if got := report.NotSupportedReason(lost, report.EnvironmentOf(gpu(map[string]any{}, zero))); got != "" {
 		t.Errorf("an unanswered capability explains nothing: %q", got)
 	}
-	typed := map[string]any{"gpus": []device.Info{{Ordinal: 1, Caps: device.Caps{HostAtomics: device.No("typed no")}}}}
+	typed := report.Environment{GPUs: []report.GPU{{Info: device.Info{Ordinal: 1, Caps: device.Caps{HostAtomics: device.No("typed no")}}}}}
 	if got := report.NotSupportedReason(lost, typed); !strings.Contains(got, "device 1 lacks host_atomics (typed no)") {
 		t.Errorf("typed GPU facts: %q", got)
 	}
@@ -294,7 +294,7 @@ func checkCase(c xAny, bad func(string, ...any)) (f, e, sk int, err error) {
 }
 
 func judged(results ...report.Result) *report.Report {
-	rep := &report.Report{Schema: 1, Environment: h200("0"), Results: results}
+	rep := &report.Report{Schema: 1, Environment: report.EnvironmentOf(h200("0")), Results: results}
 	s := report.Summarize(results, "expectations/nvidia-sm_90-580", "out")
 	rep.Summary = &s
 	return rep
@@ -401,7 +401,7 @@ func TestFlakesAndInterruptOnTheVerdict(t *testing.T) {
 		s.Line != "p2patomics: INTERRUPTED — 1 of 3 cases ran, 0 unexpected so far (SIGINT; gate g)" {
 		t.Errorf("interrupted: %+v", s)
 	}
-	rep := &report.Report{Schema: report.Schema, Environment: map[string]any{}, Results: half, Summary: &s}
+	rep := &report.Report{Schema: report.Schema, Environment: report.Environment{}, Results: half, Summary: &s}
 	b, err := report.JUnit(rep, time.Unix(0, 0))
 	if err != nil {
 		t.Fatal(err)

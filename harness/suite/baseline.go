@@ -72,7 +72,7 @@ func isFixture(dir string) bool {
 
 // preEnv is the fingerprint known before any case runs: sysfs/procfs and
 // the device facts of the backend probes.
-func (r *Run) preEnv() map[string]any {
+func (r *Run) preEnv() report.Environment {
 	var infos [][]device.Info
 	for _, p := range r.Probes {
 		if p.Used {
@@ -84,10 +84,10 @@ func (r *Run) preEnv() map[string]any {
 
 // caseEnv is what judging one case needs: the vendor and the device
 // attributes the backend's ranks reported.
-func caseEnv(rn *harness.Runner) map[string]any {
+func caseEnv(rn *harness.Runner) report.Environment {
 	env := map[string]any{}
 	fingerprint.Merge(env, rn.Infos)
-	return env
+	return report.EnvironmentOf(env)
 }
 
 // updateBaseline records the run as the baseline in the first

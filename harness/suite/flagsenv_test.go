@@ -10,8 +10,8 @@ func TestEnvironmentRecordsFlagsFromEnv(t *testing.T) {
 	t.Setenv("P2PAT_ATOMICS", "true")
 	t.Setenv("P2PAT_SEED", "7")
 	env := environment(&Options{}, nil)
-	fe, _ := env["flags_env"].(map[string]any)
+	fe := env.Section("flags_env")
 	if fe["P2PAT_ATOMICS"] != "true" || fe["P2PAT_SEED"] != "7" {
-		t.Errorf("flags_env %v: want P2PAT_ATOMICS=true and P2PAT_SEED=7", env["flags_env"])
+		t.Errorf("flags_env %v: want P2PAT_ATOMICS=true and P2PAT_SEED=7", fe)
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"p2patomics/internal/device"
 )
 
-// environment is the fingerprint (fingerprint.Environment) of this run.
-func environment(o *Options, infos [][]device.Info) map[string]any {
-	return fingerprint.Environment(fingerprint.Run{Backend: o.Backend, Alloc: o.Alloc, Ranks: o.Ranks, Seed: o.Seed, Inject: o.InjectRules(), FlagsEnv: flagsFromEnv()}, infos)
+// environment is the fingerprint (fingerprint.Environment) of this run, typed.
+func environment(o *Options, infos [][]device.Info) report.Environment {
+	return report.EnvironmentOf(fingerprint.Environment(fingerprint.Run{Backend: o.Backend, Alloc: o.Alloc, Ranks: o.Ranks, Seed: o.Seed, Inject: o.InjectRules(), FlagsEnv: flagsFromEnv()}, infos))
 }
 
 // flagsFromEnv is every P2PAT_<FLAG> variable set, flags and --<kind>

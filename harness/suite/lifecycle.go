@@ -211,7 +211,7 @@ func (r *Run) checkpoint() {
 
 // envNow is the fingerprint with the device facts known so far, collected
 // again only when a world brought new ones.
-func (r *Run) envNow() map[string]any {
+func (r *Run) envNow() report.Environment {
 	r.mu.Lock()
 	runners := r.runnerList()
 	r.mu.Unlock()
@@ -223,7 +223,8 @@ func (r *Run) envNow() map[string]any {
 		n += len(in)
 	}
 	if r.ckptEnv == nil || n != r.ckptEnvN {
-		r.ckptEnv, r.ckptEnvN = environment(r.Opts, infos), n
+		env := environment(r.Opts, infos)
+		r.ckptEnv, r.ckptEnvN = &env, n
 	}
-	return r.ckptEnv
+	return *r.ckptEnv
 }

@@ -120,9 +120,7 @@ func TestStackCheckedBeforeTheFirstCase(t *testing.T) {
 }
 
 func goarch() string {
-	env := environment(&Options{}, nil)
-	a, _ := env["goarch"].(string)
-	return a
+	return environment(&Options{}, nil).GOARCH
 }
 
 // --update-expectations shows what it would change and refuses to bless

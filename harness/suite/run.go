@@ -46,7 +46,7 @@ type Run struct {
 	ckptLast time.Time
 	ckptCost time.Duration
 	ckptSaid bool
-	ckptEnv  map[string]any
+	ckptEnv  *report.Environment
 	ckptEnvN int
 	done     int // cases finished, for the live lines
 	// Probes are the backends tried and what each said (environment.backends).
@@ -147,7 +147,7 @@ func (r *Run) runner(backend string) *harness.Runner {
 		rn = harness.NewRunner(backend, r.Opts.Settings(), r.Opts.Seed)
 		rn.Evidence = &harness.Evidence{
 			Out: r.Opts.Out, TraceAll: r.Opts.Trace,
-			Env:    func() map[string]any { return environment(r.Opts, [][]device.Info{rn.Infos}) },
+			Env:    func() map[string]any { return environment(r.Opts, [][]device.Info{rn.Infos}).Object() },
 			Binary: suiteBinary(),
 			Room:   r.room,
 			MakeForm: func(repro string) string {
@@ -229,7 +229,7 @@ func (r *Run) admit(c *harness.Case) (res report.Result, done bool) {
 			r.mu.Unlock()
 			res := report.Result{Case: c.Identity(), Labels: c.Labels, Outcome: report.Abort, Expected: c.Expected,
 				Detail: "not run: the machine stopped being trustworthy: " + rn.Abort, Ranks: []report.Rank{}, Repro: c.Repro}
-			res = expect.JudgeOne(res, r.gate, nil)
+			res = expect.JudgeOne(res, r.gate, report.Environment{})
 			r.mu.Lock()
 			r.results[c.ID] = res
 			r.mu.Unlock()
@@ -404,19 +404,19 @@ func (r *Run) finish() int {
 // finalEnv is results.json's environment: the fingerprint with every
 // rank's device facts, the backend probes, when the run started and how
 // many worlds it started.
-func (r *Run) finalEnv(infos [][]device.Info, timing *report.Timing) map[string]any {
+func (r *Run) finalEnv(infos [][]device.Info, timing *report.Timing) report.Environment {
 	env := environment(r.Opts, infos)
-	env["backends"] = r.Probes
-	env["started"] = r.t0.UTC().Format(time.RFC3339) // junit.xml's timestamp, also when re-rendered
+	env.Backends = r.Probes
+	env.Started = r.t0.UTC().Format(time.RFC3339) // junit.xml's timestamp, also when re-rendered
 	// How many worlds the run started (timing.worlds lists each): a path
 	// that breaks must not cost a world per case (docs/FAULTS.md).
-	env["worlds_started"] = len(timing.Worlds)
+	env.WorldsStarted = new(len(timing.Worlds))
 	return env
 }
 
 // judgeRun judges the whole run (expect.JudgeRun: the gate's missing
 // cases, the summary) into the report results.json records.
-func (r *Run) judgeRun(env map[string]any, timing *report.Timing, sig string) *report.Report {
+func (r *Run) judgeRun(env report.Environment, timing *report.Timing, sig string) *report.Report {
 	gate := ""
 	if r.gate != nil {
 		gate = r.Opts.Expectations

@@ -173,9 +173,7 @@ func trimRecord(rep *report.Report) {
 		}
 	}
 	rep.Pairs, rep.Matrices = nil, nil
-	if rep.Environment != nil {
-		rep.Environment["trimmed"] = "--out was full: rank stderr tails cut to 512 bytes, metric samples, pair rows and matrices dropped"
-	}
+	rep.Environment.Trimmed = "--out was full: rank stderr tails cut to 512 bytes, metric samples, pair rows and matrices dropped"
 }
 
 // LogWriter wraps a log the suite keeps in --out (ginkgo.log, about 1 KiB
