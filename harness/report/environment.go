@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -81,35 +82,68 @@ type Probe struct {
 type GPU struct {
 	device.Info
 	Ranks []int
+	// read is the keys the entry had when read from a file (nil for one
+	// built in memory). A record written before device.Info grew a key
+	// (caps, in the first H200 records) lacks it, and writing it back must
+	// not add the key's zero value: MarshalJSON leaves out a key the entry
+	// was read without while the value is still the zero one.
+	read map[string]bool
+}
+
+// zeroGPU is device.Info{} in its JSON shape: what a key the entry was
+// read without holds when nothing has set it since.
+var zeroGPU = func() map[string]any {
+	m, _ := infoShape(device.Info{})
+	return m
+}()
+
+func infoShape(in device.Info) (map[string]any, error) {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	err = json.Unmarshal(b, &m)
+	return m, err
 }
 
 // MarshalJSON writes the entry as results.json holds it: device.Info's
 // keys without "rank", plus "ranks" when known, keys sorted.
 func (g GPU) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(g.Info)
+	m, err := infoShape(g.Info)
 	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
 	delete(m, "rank")
 	if g.Ranks != nil {
 		m["ranks"] = g.Ranks
 	}
+	if g.read != nil {
+		for k, v := range m {
+			if !g.read[k] && reflect.DeepEqual(v, zeroGPU[k]) {
+				delete(m, k)
+			}
+		}
+	}
 	return json.Marshal(m)
 }
 
-// UnmarshalJSON reads an entry MarshalJSON wrote.
+// UnmarshalJSON reads an entry MarshalJSON wrote, or an older one.
 func (g *GPU) UnmarshalJSON(b []byte) error {
 	var r struct {
 		Ranks []int `json:"ranks"`
 	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return err
+	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		return err
 	}
-	g.Ranks = r.Ranks
+	*g = GPU{Ranks: r.Ranks, read: map[string]bool{}}
+	for k := range keys {
+		g.read[k] = true
+	}
 	return json.Unmarshal(b, &g.Info)
 }
 

@@ -3,6 +3,8 @@ package report_test
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -62,9 +64,10 @@ func TestEnvironmentReaders(t *testing.T) {
 // TestEnvironmentJSONIsTheObject: the struct writes the bytes the open
 // map wrote (keys sorted, each typed part under its old key, nested GPU
 // keys sorted too), for the host golden and for a record holding every
-// key a writer sets, one no reader knows, a zero worlds_started and a
-// null backends. It failed with Environment's default struct encoding
-// (field names as keys, "rank" in each GPU).
+// key a writer sets, one no reader knows, a zero worlds_started, a null
+// backends and a GPU from before caps were recorded. It failed with
+// Environment's default struct encoding (field names as keys, "rank" in
+// each GPU), and without GPU.read (the old GPU gained "caps").
 func TestEnvironmentJSONIsTheObject(t *testing.T) {
 	var doc struct {
 		Environment json.RawMessage `json:"environment"`
@@ -74,7 +77,8 @@ func TestEnvironmentJSONIsTheObject(t *testing.T) {
 	}
 	every := []byte(`{"amdgpu":{"nodes":[{"gfx":"gfx942","node":1}],"version":"6.8.5"},"backends":null,"device_sharing":{"mps":"off","shared":[]},` +
 		`"flags":{"alloc":"fine","backend":"hsa","ranks":2,"seed":7},"flags_env":{"P2PAT_SEED":"7"},"future_key":[1,"x"],"goarch":"amd64","goos":"linux",` +
-		`"gpus":[{"arch":"gfx942","caps":{"host_atomics":{"ok":false,"reason":"coarse"}},"count":8,"memory":1,"name":"MI300X","ordinal":0,"ranks":[0,1],"units":304,"vendor":"amd"}],` +
+		`"gpus":[{"arch":"gfx942","caps":{"host_atomics":{"ok":false,"reason":"coarse"}},"count":8,"memory":1,"name":"MI300X","ordinal":0,"ranks":[0,1],"units":304,"vendor":"amd"},` +
+		`{"arch":"gfx942","count":8,"memory":1,"name":"MI300X","ordinal":1,"units":304,"vendor":"amd"}],` +
 		`"hostname":"n1","inject":["fail:hsa_init"],"started":"2026-12-01T00:00:00Z","trimmed":"cut","vendor":"amd","worlds_started":0}`)
 	for name, in := range map[string][]byte{"golden": doc.Environment, "every key": every} {
 		var plain map[string]any
@@ -94,5 +98,43 @@ func TestEnvironmentJSONIsTheObject(t *testing.T) {
 	var bad report.Environment
 	if err := json.Unmarshal([]byte(`{"flags":"cuda"}`), &bad); err == nil {
 		t.Error("a flags string read as flags")
+	}
+}
+
+// TestEveryCommittedEnvironmentReadsBack: the environment of every
+// committed results.json reads into the struct and writes back the bytes
+// the open map wrote (the first H200 records' GPUs lack caps; none gains
+// it). It failed before GPU kept the keys it was read with.
+func TestEveryCommittedEnvironmentReadsBack(t *testing.T) {
+	one, _ := filepath.Glob(filepath.Join("..", "..", "results", "*", "results.json"))
+	two, _ := filepath.Glob(filepath.Join("..", "..", "results", "*", "*", "results.json"))
+	files := append(one, two...)
+	if len(files) == 0 {
+		t.Fatal("no committed results.json found")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Environment json.RawMessage `json:"environment"`
+		}
+		var plain map[string]any
+		var typed report.Environment
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if err := json.Unmarshal(doc.Environment, &plain); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if err := json.Unmarshal(doc.Environment, &typed); err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		want, _ := json.Marshal(plain)
+		if got, err := json.Marshal(typed); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: the environment changed in a read and write (%v)", f, err)
+		}
 	}
 }
