@@ -77,7 +77,7 @@ func TestHostFleet(t *testing.T) {
 		nodes = append(nodes, writeNode(t, dir, n, load(t, base)))
 	}
 	canary := load(t, base)
-	canary.Environment.Sections["os"].(map[string]any)["kernel"] = "6.19.0-canary"
+	canary.Environment.OS.Kernel = "6.19.0-canary"
 	const flaky = "host.memfd.counter.add_u64_relaxed_sys"
 	setOutcome(canary, flaky, report.Fail, "expected 0x50000, got 0x4fff0; lost updates: 16")
 	// A 5x drop on a metric whose samples are tight on every node.

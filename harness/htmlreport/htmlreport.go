@@ -67,9 +67,9 @@ func Verdict(rep *report.Report) (pass bool, line string) {
 // Machine describes the run's machine and stack in one line each.
 func Machine(env report.Environment) (machine, stack string) {
 	machine = heatmap.Title(env)
-	osi := env.Section("os")
-	for _, k := range []string{"release", "kernel"} {
-		if v, ok := osi[k].(string); ok && v != "" {
+	osi := env.OSFacts()
+	for _, v := range []string{osi.Release, osi.Kernel} {
+		if v != "" {
 			machine += ", " + v
 		}
 	}
@@ -84,7 +84,7 @@ func Machine(env report.Environment) (machine, stack string) {
 		parts = append(parts, k+"="+st[k])
 	}
 	stack = strings.Join(parts, " ")
-	if c, ok := env.Section("harness")["commit"].(string); ok && c != "" {
+	if c := env.HarnessFacts().Commit; c != "" {
 		stack += ", harness " + c
 	}
 	return machine, stack

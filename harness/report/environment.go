@@ -47,8 +47,11 @@ type Environment struct {
 	WorldsStarted *int
 	// Trimmed says what the suite cut from a report when --out was full.
 	Trimmed string
-	// Sections are the other keys, as JSON spells them (os, harness,
-	// iommu, settings, device_sharing, flags_env, and the vendor sections
+	// OS is the kernel and distribution (os); nil when not recorded.
+	OS *OS
+	// Harness is the harness that made the record (harness).
+	Harness *Harness
+	// Sections are the other keys, as JSON spells them (iommu, settings, device_sharing, flags_env, and the vendor sections
 	// nvidia and amdgpu). They stay open maps on purpose: they hold what
 	// each driver and machine exposes, the harness decides nothing on
 	// them beyond the readers below, and a key a later writer adds must
@@ -63,6 +66,23 @@ type Flags struct {
 	Backend string `json:"backend"`
 	Ranks   int    `json:"ranks"`
 	Seed    int64  `json:"seed"`
+}
+
+// OS is environment.os: the kernel's release and version, the
+// distribution's name (field order = key order).
+type OS struct {
+	Kernel        string `json:"kernel,omitempty"`
+	KernelVersion string `json:"kernel_version,omitempty"`
+	Release       string `json:"release,omitempty"`
+}
+
+// Harness is environment.harness: the harness's version, commit, Go
+// version and module (field order = key order).
+type Harness struct {
+	Commit  string `json:"commit,omitempty"`
+	Go      string `json:"go,omitempty"`
+	Module  string `json:"module,omitempty"`
+	Version string `json:"version,omitempty"`
 }
 
 // Probe is one of environment.backends: a backend the suite tried and
@@ -187,6 +207,12 @@ func (e Environment) MarshalJSON() ([]byte, error) {
 	if e.WorldsStarted != nil {
 		m["worlds_started"] = *e.WorldsStarted
 	}
+	if e.OS != nil {
+		m["os"] = e.OS
+	}
+	if e.Harness != nil {
+		m["harness"] = e.Harness
+	}
 	return json.Marshal(m) // a map: keys sorted, as when Environment was one
 }
 
@@ -207,6 +233,9 @@ func (e *Environment) UnmarshalJSON(b []byte) error {
 			err = json.Unmarshal(v, texts[k])
 		case typed[k] != nil:
 			err = json.Unmarshal(v, typed[k])
+		case k == "os" && strict(v, &e.OS), k == "harness" && strict(v, &e.Harness):
+			// typed; an os or harness object with a key these types lack
+			// (a later writer's) stays whole in Sections instead
 		case k == "backends":
 			err = json.Unmarshal(v, &e.Backends)
 			if e.Backends == nil { // null stays null on the way back
@@ -225,6 +254,18 @@ func (e *Environment) UnmarshalJSON(b []byte) error {
 		}
 	}
 	return nil
+}
+
+// strict decodes v into *dst when every key of v has a field there.
+func strict[T any](v json.RawMessage, dst **T) bool {
+	d := json.NewDecoder(bytes.NewReader(v))
+	d.DisallowUnknownFields()
+	var t T
+	if d.Decode(&t) != nil {
+		return false
+	}
+	*dst = &t
+	return true
 }
 
 // Probes is Backends typed (nil when none were recorded).
@@ -269,12 +310,38 @@ func (e Environment) Driver() string {
 }
 
 // Kernel is the OS kernel's release (os.kernel), "" when not recorded.
-func (e Environment) Kernel() string {
-	k, _ := e.Section("os")["kernel"].(string)
-	return k
+func (e Environment) Kernel() string { return e.OSFacts().Kernel }
+
+// OSFacts is OS, also when a later writer's os object stayed in
+// Sections; zero when not recorded.
+func (e Environment) OSFacts() OS {
+	if e.OS != nil {
+		return *e.OS
+	}
+	return loose[OS](e.Sections["os"])
 }
 
-// Section is the object at key (os, harness, nvidia, amdgpu, iommu, ...),
+// HarnessFacts is Harness, also when a later writer's harness object
+// stayed in Sections; zero when not recorded.
+func (e Environment) HarnessFacts() Harness {
+	if e.Harness != nil {
+		return *e.Harness
+	}
+	return loose[Harness](e.Sections["harness"])
+}
+
+// loose reads v's known keys into a T, ignoring the rest.
+func loose[T any](v any) T {
+	var t T
+	if v != nil {
+		if b, err := json.Marshal(v); err == nil {
+			_ = json.Unmarshal(b, &t)
+		}
+	}
+	return t
+}
+
+// Section is the object at key (nvidia, amdgpu, iommu, settings, ...),
 // read as JSON spells it; nil when absent. A section the fingerprint
 // built in memory (typed slices inside) reads as a file's would.
 func (e Environment) Section(key string) map[string]any {

@@ -34,8 +34,12 @@ func TestEnvironmentReaders(t *testing.T) {
 	if ps := env.Probes(); len(ps) != 1 || ps[0].Backend != backends.HostName || !ps[0].Used {
 		t.Errorf("probes %+v", ps)
 	}
-	if env.Section("os")["release"] != "Debian GNU/Linux 12 (bookworm)" || env.Kernel() != "6.18.44-fc-v1045" {
-		t.Errorf("os = %v", env.Section("os"))
+	if env.OS == nil || env.OS.Release != "Debian GNU/Linux 12 (bookworm)" || env.Kernel() != "6.18.44-fc-v1045" || env.Harness == nil || env.Harness.Module != "p2patomics" {
+		t.Errorf("os = %+v, harness %+v", env.OS, env.Harness)
+	}
+	later := report.EnvironmentOf(map[string]any{"os": map[string]any{"kernel": "7.0", "arch_level": "v4"}})
+	if later.OS != nil || later.Kernel() != "7.0" || later.Section("os")["arch_level"] != "v4" {
+		t.Errorf("an os object with a later key: OS %+v, kernel %q, section %v", later.OS, later.Kernel(), later.Section("os"))
 	}
 	if st := env.Stack(); st["vendor"] != backends.HostName || st["arch"] != "amd64" {
 		t.Errorf("stack %v", st)
@@ -56,7 +60,7 @@ func TestEnvironmentReaders(t *testing.T) {
 		t.Error("inject rules misread")
 	}
 	var none report.Environment
-	if none.NodeName() != "unknown" || none.GPUs != nil || none.Section("os") != nil || none.Vendor != "" || none.Probes() != nil {
+	if none.NodeName() != "unknown" || none.GPUs != nil || none.OS != nil || none.Kernel() != "" || none.Vendor != "" || none.Probes() != nil {
 		t.Error("an empty environment answers")
 	}
 }
@@ -76,7 +80,7 @@ func TestEnvironmentJSONIsTheObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	every := []byte(`{"amdgpu":{"nodes":[{"gfx":"gfx942","node":1}],"version":"6.8.5"},"backends":null,"device_sharing":{"mps":"off","shared":[]},` +
-		`"flags":{"alloc":"fine","backend":"hsa","ranks":2,"seed":7},"flags_env":{"P2PAT_SEED":"7"},"future_key":[1,"x"],"goarch":"amd64","goos":"linux",` +
+		`"flags":{"alloc":"fine","backend":"hsa","ranks":2,"seed":7},"flags_env":{"P2PAT_SEED":"7"},"future_key":[1,"x"],"harness":{"commit":"abc","go":"go1.26","module":"p2patomics","version":"0.1"},"os":{"kernel":"6.8","later":1,"release":"Ubuntu"},"goarch":"amd64","goos":"linux",` +
 		`"gpus":[{"arch":"gfx942","caps":{"host_atomics":{"ok":false,"reason":"coarse"}},"count":8,"memory":1,"name":"MI300X","ordinal":0,"ranks":[0,1],"units":304,"vendor":"amd"},` +
 		`{"arch":"gfx942","count":8,"memory":1,"name":"MI300X","ordinal":1,"units":304,"vendor":"amd"}],` +
 		`"hostname":"n1","inject":["fail:hsa_init"],"started":"2026-12-01T00:00:00Z","trimmed":"cut","vendor":"amd","worlds_started":0}`)

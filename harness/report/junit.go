@@ -207,8 +207,7 @@ func junitProperties(rep *Report) []junitProperty {
 	add("driver", env.Driver())
 	add("gpus", strings.Join(env.GPUList(), ", "))
 	add("stack", stackOf(env.Stack()))
-	c, _ := env.Section("harness")["commit"].(string)
-	add("commit", c)
+	add("commit", env.HarnessFacts().Commit)
 	return ps
 }
 
