@@ -51,11 +51,25 @@ type Environment struct {
 	OS *OS
 	// Harness is the harness that made the record (harness).
 	Harness *Harness
-	// Sections are the other keys, as JSON spells them (iommu, settings, device_sharing, flags_env, and the vendor sections
-	// nvidia and amdgpu). They stay open maps on purpose: they hold what
-	// each driver and machine exposes, the harness decides nothing on
-	// them beyond the readers below, and a key a later writer adds must
-	// survive a re-render by an older reader.
+	// IOMMU is the IOMMUs, their groups and the kernel command line's
+	// IOMMU, GPU driver, PCI and NUMA settings (iommu).
+	IOMMU *IOMMU
+	// Settings are the fault-relevant environment variables that were
+	// set (settings: HSA_XNACK, CUDA_VISIBLE_DEVICES, ...).
+	Settings map[string]string
+	// FlagsEnv are the P2PAT_* variables the flags were read from
+	// (flags_env).
+	FlagsEnv map[string]string
+	// Sharing says which ranks share a GPU and whether CUDA MPS serves
+	// them (device_sharing; GPU stacks only).
+	Sharing *Sharing
+	// Sections are the other keys, as JSON spells them: the vendor
+	// sections nvidia and amdgpu, a key a later writer adds, and any of
+	// the objects above holding a key its type lacks. They stay open maps
+	// on purpose: the vendor sections hold what each driver exposes
+	// (their shapes are fingerprint's, per vendor, and the harness
+	// decides nothing on them beyond the readers below), and what a later
+	// writer added must survive a re-render by an older reader.
 	Sections map[string]any
 }
 
@@ -83,6 +97,27 @@ type Harness struct {
 	Go      string `json:"go,omitempty"`
 	Module  string `json:"module,omitempty"`
 	Version string `json:"version,omitempty"`
+}
+
+// IOMMU is environment.iommu (field order = key order).
+type IOMMU struct {
+	Cmdline []string `json:"cmdline,omitempty"`
+	Devices []string `json:"devices,omitempty"`
+	Groups  *int     `json:"groups,omitempty"`
+}
+
+// Sharing is environment.device_sharing: the GPUs more than one rank
+// opened, and MPS "on", "off", "mixed" or "unknown".
+type Sharing struct {
+	MPS    string      `json:"mps"`
+	Shared []SharedGPU `json:"shared"`
+}
+
+// SharedGPU is one GPU several ranks opened (field order = key order).
+type SharedGPU struct {
+	Ordinal int    `json:"ordinal"`
+	Ranks   []int  `json:"ranks"`
+	UUID    string `json:"uuid,omitempty"`
 }
 
 // Probe is one of environment.backends: a backend the suite tried and
@@ -213,6 +248,18 @@ func (e Environment) MarshalJSON() ([]byte, error) {
 	if e.Harness != nil {
 		m["harness"] = e.Harness
 	}
+	if e.IOMMU != nil {
+		m["iommu"] = e.IOMMU
+	}
+	if e.Settings != nil {
+		m["settings"] = e.Settings
+	}
+	if e.FlagsEnv != nil {
+		m["flags_env"] = e.FlagsEnv
+	}
+	if e.Sharing != nil {
+		m["device_sharing"] = e.Sharing
+	}
 	return json.Marshal(m) // a map: keys sorted, as when Environment was one
 }
 
@@ -233,9 +280,11 @@ func (e *Environment) UnmarshalJSON(b []byte) error {
 			err = json.Unmarshal(v, texts[k])
 		case typed[k] != nil:
 			err = json.Unmarshal(v, typed[k])
-		case k == "os" && strict(v, &e.OS), k == "harness" && strict(v, &e.Harness):
-			// typed; an os or harness object with a key these types lack
-			// (a later writer's) stays whole in Sections instead
+		case k == "os" && strict(v, &e.OS), k == "harness" && strict(v, &e.Harness),
+			k == "iommu" && strict(v, &e.IOMMU), k == "device_sharing" && strict(v, &e.Sharing),
+			k == "settings" && strictMap(v, &e.Settings), k == "flags_env" && strictMap(v, &e.FlagsEnv):
+			// typed; an object with a key (or a value) its type lacks, a
+			// later writer's, stays whole in Sections instead
 		case k == "backends":
 			err = json.Unmarshal(v, &e.Backends)
 			if e.Backends == nil { // null stays null on the way back
@@ -256,8 +305,12 @@ func (e *Environment) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// strict decodes v into *dst when every key of v has a field there.
+// strict decodes v into *dst when every key of v has a field there (a
+// null is left to Sections, so it writes back as null).
 func strict[T any](v json.RawMessage, dst **T) bool {
+	if string(bytes.TrimSpace(v)) == "null" {
+		return false
+	}
 	d := json.NewDecoder(bytes.NewReader(v))
 	d.DisallowUnknownFields()
 	var t T
@@ -265,6 +318,16 @@ func strict[T any](v json.RawMessage, dst **T) bool {
 		return false
 	}
 	*dst = &t
+	return true
+}
+
+// strictMap decodes v into *dst when v is an object of strings.
+func strictMap(v json.RawMessage, dst *map[string]string) bool {
+	var m map[string]string
+	if string(bytes.TrimSpace(v)) == "null" || json.Unmarshal(v, &m) != nil {
+		return false
+	}
+	*dst = m
 	return true
 }
 
@@ -341,7 +404,7 @@ func loose[T any](v any) T {
 	return t
 }
 
-// Section is the object at key (nvidia, amdgpu, iommu, settings, ...),
+// Section is the object at key in Sections (nvidia, amdgpu, ...),
 // read as JSON spells it; nil when absent. A section the fingerprint
 // built in memory (typed slices inside) reads as a file's would.
 func (e Environment) Section(key string) map[string]any {

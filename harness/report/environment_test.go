@@ -37,8 +37,11 @@ func TestEnvironmentReaders(t *testing.T) {
 	if env.OS == nil || env.OS.Release != "Debian GNU/Linux 12 (bookworm)" || env.Kernel() != "6.18.44-fc-v1045" || env.Harness == nil || env.Harness.Module != "p2patomics" {
 		t.Errorf("os = %+v, harness %+v", env.OS, env.Harness)
 	}
-	later := report.EnvironmentOf(map[string]any{"os": map[string]any{"kernel": "7.0", "arch_level": "v4"}})
-	if later.OS != nil || later.Kernel() != "7.0" || later.Section("os")["arch_level"] != "v4" {
+	if env.IOMMU == nil || env.IOMMU.Groups == nil || *env.IOMMU.Groups != 0 || env.Settings != nil || env.Sharing != nil {
+		t.Errorf("iommu %+v settings %v sharing %+v", env.IOMMU, env.Settings, env.Sharing)
+	}
+	later := report.EnvironmentOf(map[string]any{"os": map[string]any{"kernel": "7.0", "arch_level": "v4"}, "settings": map[string]any{"HSA_XNACK": 1}})
+	if later.OS != nil || later.Kernel() != "7.0" || later.Section("os")["arch_level"] != "v4" || later.Settings != nil || later.Section("settings")["HSA_XNACK"] != 1.0 {
 		t.Errorf("an os object with a later key: OS %+v, kernel %q, section %v", later.OS, later.Kernel(), later.Section("os"))
 	}
 	if st := env.Stack(); st["vendor"] != backends.HostName || st["arch"] != "amd64" {
@@ -79,11 +82,11 @@ func TestEnvironmentJSONIsTheObject(t *testing.T) {
 	if err := json.Unmarshal(readGolden(t), &doc); err != nil {
 		t.Fatal(err)
 	}
-	every := []byte(`{"amdgpu":{"nodes":[{"gfx":"gfx942","node":1}],"version":"6.8.5"},"backends":null,"device_sharing":{"mps":"off","shared":[]},` +
+	every := []byte(`{"amdgpu":{"nodes":[{"gfx":"gfx942","node":1}],"version":"6.8.5"},"backends":null,"device_sharing":{"mps":"off","shared":[{"ordinal":0,"ranks":[0,1],"uuid":"GPU-1"}]},` +
 		`"flags":{"alloc":"fine","backend":"hsa","ranks":2,"seed":7},"flags_env":{"P2PAT_SEED":"7"},"future_key":[1,"x"],"harness":{"commit":"abc","go":"go1.26","module":"p2patomics","version":"0.1"},"os":{"kernel":"6.8","later":1,"release":"Ubuntu"},"goarch":"amd64","goos":"linux",` +
 		`"gpus":[{"arch":"gfx942","caps":{"host_atomics":{"ok":false,"reason":"coarse"}},"count":8,"memory":1,"name":"MI300X","ordinal":0,"ranks":[0,1],"units":304,"vendor":"amd"},` +
 		`{"arch":"gfx942","count":8,"memory":1,"name":"MI300X","ordinal":1,"units":304,"vendor":"amd"}],` +
-		`"hostname":"n1","inject":["fail:hsa_init"],"started":"2026-12-01T00:00:00Z","trimmed":"cut","vendor":"amd","worlds_started":0}`)
+		`"hostname":"n1","inject":["fail:hsa_init"],"iommu":{"cmdline":["iommu=pt"],"groups":0},"settings":{"HSA_XNACK":"1"},"started":"2026-12-01T00:00:00Z","trimmed":"cut","vendor":"amd","worlds_started":0}`)
 	for name, in := range map[string][]byte{"golden": doc.Environment, "every key": every} {
 		var plain map[string]any
 		var typed report.Environment

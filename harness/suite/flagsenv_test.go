@@ -10,7 +10,7 @@ func TestEnvironmentRecordsFlagsFromEnv(t *testing.T) {
 	t.Setenv("P2PAT_ATOMICS", "true")
 	t.Setenv("P2PAT_SEED", "7")
 	env := environment(&Options{}, nil)
-	fe := env.Section("flags_env")
+	fe := env.FlagsEnv
 	if fe["P2PAT_ATOMICS"] != "true" || fe["P2PAT_SEED"] != "7" {
 		t.Errorf("flags_env %v: want P2PAT_ATOMICS=true and P2PAT_SEED=7", fe)
 	}
