@@ -227,7 +227,7 @@ func Reason(r report.Result, s *Set) string {
 }
 
 // CheckStack compares a "# stack:" header with this run's fingerprint.
-// Every key of the header must match fingerprint.Stack(env); "driver"
+// Every key of the header must match env.Stack() (fingerprint.Stack); "driver"
 // matches the exact version or a driver line that prefixes it ("580"
 // matches "580.159.04"). For the host backend's vendor only vendor and arch take part,
 // so an OS or kernel upgrade does not trip it. An empty header always
