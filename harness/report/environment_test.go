@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"p2patomics/harness/backends"
@@ -143,5 +144,18 @@ func TestEveryCommittedEnvironmentReadsBack(t *testing.T) {
 		if got, err := json.Marshal(typed); err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s: the environment changed in a read and write (%v)", f, err)
 		}
+	}
+}
+
+// TestEnvironmentOfKeepsTheError: a value JSON cannot hold (none of
+// fingerprint's; a func here) leaves a record that says why under
+// "error" instead of losing the run.
+func TestEnvironmentOfKeepsTheError(t *testing.T) {
+	env := report.EnvironmentOf(map[string]any{"vendor": backends.HostName, "odd": func() {}})
+	if msg, _ := env.Sections["error"].(string); !strings.HasPrefix(msg, "environment: json: unsupported type") {
+		t.Errorf("sections %v", env.Sections)
+	}
+	if b, err := json.Marshal(env); err != nil || !bytes.Contains(b, []byte(`"error"`)) {
+		t.Errorf("%s %v", b, err)
 	}
 }
