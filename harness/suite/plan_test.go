@@ -24,10 +24,10 @@ func fakeProbes(t *testing.T, nodes []string, loaded ...string) {
 	probeFunc = func(be string, _ wire.Settings) BackendProbe {
 		for _, l := range loaded {
 			if l == be {
-				return BackendProbe{Backend: be, Loaded: true, Devices: 2, Device: "NVIDIA H200 sm_90", Driver: "13.0"}
+				return BackendProbe{Probe: report.Probe{Backend: be, Loaded: true, Devices: 2, Device: "NVIDIA H200 sm_90", Driver: "13.0"}}
 			}
 		}
-		return BackendProbe{Backend: be, Why: be + ": libfoo.so.1: cannot open shared object file"}
+		return BackendProbe{Probe: report.Probe{Backend: be, Why: be + ": libfoo.so.1: cannot open shared object file"}}
 	}
 	gpuNodes = func() []string { return nodes }
 }

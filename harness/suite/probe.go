@@ -8,6 +8,7 @@ import (
 
 	"p2patomics/harness"
 	"p2patomics/harness/backends"
+	"p2patomics/harness/report"
 	"p2patomics/internal/device"
 	"p2patomics/wire"
 )
@@ -15,15 +16,11 @@ import (
 // BackendProbe is what opening one rank of a backend said: loaded (with
 // its devices and driver) or why not. Every probe is printed and recorded
 // in results.json's environment.backends.
+// Its recorded part is report.Probe, the one spelling of that JSON (the
+// readers of a results.json use it); infos stay with the suite.
 type BackendProbe struct {
-	Backend string `json:"backend"`
-	Loaded  bool   `json:"loaded"`
-	Devices int    `json:"devices,omitempty"`
-	Device  string `json:"device,omitempty"`
-	Driver  string `json:"driver,omitempty"`
-	Why     string `json:"why,omitempty"`
-	Used    bool   `json:"used"`
-	infos   []device.Info
+	report.Probe
+	infos []device.Info
 }
 
 // Line is the probe as one line of stdout.
@@ -39,7 +36,7 @@ func (p BackendProbe) Line() string {
 
 // probe opens a one-rank world of backend be and closes it again.
 func probe(be string, set wire.Settings) BackendProbe {
-	p := BackendProbe{Backend: be}
+	p := BackendProbe{Probe: report.Probe{Backend: be}}
 	w, err := harness.NewWorld(be, 1, set, time.Now().Add(60*time.Second))
 	if err != nil {
 		harness.CloseStart(err) // a world that failed to start is closed here
@@ -82,13 +79,13 @@ var probeFunc = probe
 func (r *Run) resolveBackends() ([]string, error) {
 	o := r.Opts
 	if o.Backend == backends.HostName {
-		r.Probes = []BackendProbe{{Backend: backends.HostName, Loaded: true, Used: true, Why: "chosen with --backend=" + backends.HostName}}
+		r.Probes = []BackendProbe{{Probe: report.Probe{Backend: backends.HostName, Loaded: true, Used: true, Why: "chosen with --backend=" + backends.HostName}}}
 		return []string{backends.HostName}, nil
 	}
 	if o.Backend != "auto" && o.List {
 		// The ids come from the catalogue: listing the CUDA cases (for
 		// --case, for a baseline) on a box without the driver must work.
-		r.Probes = []BackendProbe{{Backend: o.Backend, Used: true, Why: "not loaded: --list reads the catalogue"}}
+		r.Probes = []BackendProbe{{Probe: report.Probe{Backend: o.Backend, Used: true, Why: "not loaded: --list reads the catalogue"}}}
 		return []string{o.Backend}, nil
 	}
 	if o.Backend != "auto" {
@@ -128,7 +125,7 @@ func (r *Run) resolveBackends() ([]string, error) {
 		return nil, usagef("--backend=auto: %s exists but no GPU backend loaded (%s); fix the stack, or pass --backend=host to run the host backend on purpose",
 			strings.Join(nodes, ", "), strings.Join(why, "; "))
 	}
-	r.Probes = append(r.Probes, BackendProbe{Backend: backends.HostName, Loaded: true, Used: true,
-		Why: "used: no GPU backend loaded and no GPU device node (" + strings.Join(backends.DeviceNodePatterns(), ", ") + ") exists"})
+	r.Probes = append(r.Probes, BackendProbe{Probe: report.Probe{Backend: backends.HostName, Loaded: true, Used: true,
+		Why: "used: no GPU backend loaded and no GPU device node (" + strings.Join(backends.DeviceNodePatterns(), ", ") + ") exists"}})
 	return []string{backends.HostName}, nil
 }
