@@ -41,18 +41,26 @@ func (b *builder) litmus() {
 		Run: func(c *harness.Ctx) error { return runIRIW(c, iriw) }})
 }
 
+// twoWords is the memory MP and SB share: n instances of two u32 words (x,
+// y), owned by rank 0, granted to its peer and zeroed, after checking that
+// the ranks can reach each other's memory at all.
+func twoWords(c *harness.Ctx, n uint64) (*harness.Mem, error) {
+	if err := c.NeedPeer(false); err != nil {
+		return nil, err
+	}
+	xy, err := c.Shared(0, 2*n*4, true)
+	if err != nil {
+		return nil, err
+	}
+	return xy, c.Zero(0, xy.Bufs[0], 0, 2*n*4)
+}
+
 // runMP is message passing: rank 0 writes data then a flag, rank 1 waits for the
 // flag and checks the data; a flag seen with stale data is forbidden.
 func runMP(c *harness.Ctx, k kernels.Kernel) error {
-	if err := c.NeedPeer(false); err != nil {
-		return err
-	}
 	n, block, to := litmusSize(c)
-	xy, err := c.Shared(0, 2*n*4, true)
+	xy, err := twoWords(c, n)
 	if err != nil {
-		return err
-	}
-	if err := c.Zero(0, xy.Bufs[0], 0, 2*n*4); err != nil {
 		return err
 	}
 	outs := make([]int, 2)
@@ -108,15 +116,9 @@ func runMP(c *harness.Ctx, k kernels.Kernel) error {
 // runSB is store buffering: each rank stores its word and loads the other's; both
 // loading 0 is forbidden under sequential consistency.
 func runSB(c *harness.Ctx, sb kernels.Kernel) error {
-	if err := c.NeedPeer(false); err != nil {
-		return err
-	}
 	n, block, to := litmusSize(c)
-	xy, err := c.Shared(0, 2*n*4, true)
+	xy, err := twoWords(c, n)
 	if err != nil {
-		return err
-	}
-	if err := c.Zero(0, xy.Bufs[0], 0, 2*n*4); err != nil {
 		return err
 	}
 	outs := make([]int, 2)
