@@ -38,10 +38,10 @@ type Environment struct {
 	// Flags are the flags that chose the machine's work; nil in a record
 	// that has none.
 	Flags *Flags
-	// Backends are the suite's backend probes as it wrote them (its
-	// BackendProbe, which carries unexported state, so report holds the
-	// value rather than a copy of that type); Probes reads them typed.
-	Backends any
+	// Backends are the suite's backend probes (the recorded part of its
+	// BackendProbe); a pointer, so that a recorded null (nil slice) and an
+	// absent key (nil pointer) write back as they were read.
+	Backends *[]Probe
 	// WorldsStarted is how many worlds the run started (nil in a
 	// checkpoint, which is written before the count is final).
 	WorldsStarted *int
@@ -122,14 +122,17 @@ type SharedGPU struct {
 
 // Probe is one of environment.backends: a backend the suite tried and
 // what it said (the JSON of the suite's BackendProbe).
+//
+// Field order = key order, as for the other typed parts: a record read
+// and written again keeps its bytes.
 type Probe struct {
 	Backend string `json:"backend"`
-	Loaded  bool   `json:"loaded"`
-	Devices int    `json:"devices,omitempty"`
 	Device  string `json:"device,omitempty"`
+	Devices int    `json:"devices,omitempty"`
 	Driver  string `json:"driver,omitempty"`
-	Why     string `json:"why,omitempty"`
+	Loaded  bool   `json:"loaded"`
 	Used    bool   `json:"used"`
+	Why     string `json:"why,omitempty"`
 }
 
 // GPU is one of environment.gpus: one device's facts (its device.Info,
@@ -282,14 +285,10 @@ func (e *Environment) UnmarshalJSON(b []byte) error {
 			err = json.Unmarshal(v, typed[k])
 		case k == "os" && strict(v, &e.OS), k == "harness" && strict(v, &e.Harness),
 			k == "iommu" && strict(v, &e.IOMMU), k == "device_sharing" && strict(v, &e.Sharing),
-			k == "settings" && strictMap(v, &e.Settings), k == "flags_env" && strictMap(v, &e.FlagsEnv):
+			k == "settings" && strictMap(v, &e.Settings), k == "flags_env" && strictMap(v, &e.FlagsEnv),
+			k == "backends" && strict(v, &e.Backends):
 			// typed; an object with a key (or a value) its type lacks, a
 			// later writer's, stays whole in Sections instead
-		case k == "backends":
-			err = json.Unmarshal(v, &e.Backends)
-			if e.Backends == nil { // null stays null on the way back
-				e.Backends = json.RawMessage(bytes.Clone(v))
-			}
 		default:
 			var x any
 			err = json.Unmarshal(v, &x)
@@ -333,15 +332,10 @@ func strictMap(v json.RawMessage, dst *map[string]string) bool {
 
 // Probes is Backends typed (nil when none were recorded).
 func (e Environment) Probes() []Probe {
-	b, err := json.Marshal(e.Backends)
-	if err != nil {
+	if e.Backends == nil {
 		return nil
 	}
-	var ps []Probe
-	if json.Unmarshal(b, &ps) != nil {
-		return nil
-	}
-	return ps
+	return *e.Backends
 }
 
 // Stack is the stack expectation folders are matched on

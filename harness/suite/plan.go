@@ -176,7 +176,7 @@ func (r *Run) checkBaseline() error {
 	}
 	if o.UpdateExpectations {
 		env := r.preEnv()
-		env.Backends = r.Probes
+		env.Backends = recorded(r.Probes)
 		if err := expect.CheckUpdate(r.updateDir(), env, o.Force); err != nil {
 			return usagef("--update-expectations: %v", err)
 		}

@@ -23,6 +23,16 @@ type BackendProbe struct {
 	infos []device.Info
 }
 
+// recorded is what results.json keeps of the probes: their report.Probe
+// parts (a nil slice when none ran, written as null as before).
+func recorded(probes []BackendProbe) *[]report.Probe {
+	var ps []report.Probe
+	for _, p := range probes {
+		ps = append(ps, p.Probe)
+	}
+	return &ps
+}
+
 // Line is the probe as one line of stdout.
 func (p BackendProbe) Line() string {
 	switch {

@@ -406,7 +406,7 @@ func (r *Run) finish() int {
 // many worlds it started.
 func (r *Run) finalEnv(infos [][]device.Info, timing *report.Timing) report.Environment {
 	env := environment(r.Opts, infos)
-	env.Backends = r.Probes
+	env.Backends = recorded(r.Probes)
 	env.Started = r.t0.UTC().Format(time.RFC3339) // junit.xml's timestamp, also when re-rendered
 	// How many worlds the run started (timing.worlds lists each): a path
 	// that breaks must not cost a world per case (docs/FAULTS.md).
