@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const committed = "../../results/h200x1-580.159.04/"
+
+// The committed 1×H200 runs before issue 35 absorbed an Xid 31 into passing
+// cases: the census must find it (owner_frees once, iriw three times), and
+// must pass the same runs once those kernel-log lines are gone.
+func TestCensusFindsTheAbsorbedXid(t *testing.T) {
+	files, _ := filepath.Glob(committed + "run-*/results.json")
+	files = append(files, committed+"results.json")
+	var out, errb bytes.Buffer
+	if rc := run(files, &out, &errb); rc != 1 {
+		t.Fatalf("exit %d, want 1; stderr %s", rc, errb.String())
+	}
+	for _, want := range []string{"cuda.vmm.lifetime.owner_frees 6 1", "cuda.vmm.litmus.iriw_u32_seqcst_sys.r3 6 3", "NVRM: Xid"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("census lacks %q:\n%s", want, tail(out.String()))
+		}
+	}
+}
+
+func TestCensusCleanRunsPass(t *testing.T) {
+	clean := stripped(t, committed+"results.json", "")
+	var out, errb bytes.Buffer
+	if rc := run([]string{clean, clean}, &out, &errb); rc != 0 {
+		t.Fatalf("exit %d, want 0:\n%s%s", rc, tail(out.String()), errb.String())
+	}
+	if !strings.Contains(out.String(), "2 runs × 371 cases, 0 misses") {
+		t.Errorf("closing line: %s", tail(out.String()))
+	}
+}
+
+// A planted miss (one case's outcome fail against pass) and a kernel-log
+// line from a pid no rank had are each exit 1, named.
+func TestCensusPlantedMisses(t *testing.T) {
+	bad := stripped(t, committed+"results.json", "cuda.ipc.fdexchange.pattern")
+	var out, errb bytes.Buffer
+	if rc := run([]string{bad}, &out, &errb); rc != 1 || !strings.Contains(out.String(), "cuda.ipc.fdexchange.pattern 1 1") {
+		t.Fatalf("planted fail: exit %d:\n%s", rc, tail(out.String()))
+	}
+	clean := stripped(t, committed+"results.json", "")
+	kl := filepath.Join(t.TempDir(), "kmsg")
+	os.WriteFile(kl, []byte("[  1.0] NVRM: Xid (PCI:0000:00:06): 31, pid=999999, name=other, Ch 00000008\n"), 0o644)
+	out.Reset()
+	if rc := run([]string{"--kmsg=" + kl, clean}, &out, &errb); rc != 1 || !strings.Contains(out.String(), "pid 999999, no rank of the census") {
+		t.Fatalf("foreign pid: exit %d:\n%s", rc, tail(out.String()))
+	}
+}
+
+// stripped copies a results.json with every kernel-log line removed and, if
+// failID is set, that case's verdict made a regression.
+func stripped(t *testing.T, path, failID string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range doc["results"].([]any) {
+		m := r.(map[string]any)
+		delete(m, "kernel_log")
+		if m["id"] == failID {
+			m["outcome"], m["verdict"], m["detail"] = "fail", "regression", "planted"
+		}
+	}
+	out, _ := json.Marshal(doc)
+	p := filepath.Join(t.TempDir(), "results.json")
+	if err := os.WriteFile(p, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func tail(s string) string {
+	if len(s) > 2000 {
+		return s[len(s)-2000:]
+	}
+	return s
+}
