@@ -24,7 +24,7 @@ for i in $(seq 1 "$n"); do
   mv "$work/$label/run-$i.log" "$d/run.log"
   echo "$rc" >"$d/exit_status"
   rm -rf "$d/cases" "$d/heatmaps" "$d/report.html"
-  printf '%s run %d: exit %d, %.1f s: %s\n' "$label" "$i" "$rc" "$(echo "$t1 - $t0" | bc)" "$(tail -n 1 "$d/run.log")" | tee -a "$work/$label/census.log"
+  printf '%s run %d: exit %d, %.1f s: %s\n' "$label" "$i" "$rc" "$(awk "BEGIN{print $t1 - $t0}")" "$(tail -n 1 "$d/run.log")" | tee -a "$work/$label/census.log"
 done
 dmesg >"$work/$label/kmsg-after.txt" 2>&1 || true
 grep -E 'NVRM|Xid|amdgpu' "$work/$label/kmsg-after.txt" >"$work/$label/kmsg-gpu.txt" || true
