@@ -4,12 +4,14 @@
 // every time (issue 35): one miss anywhere is exit 1, and the miss is
 // listed with its detail so it can be root-caused, never retried away.
 //
-//	p2pcensus [--kmsg=FILE] [--out=census.txt] results.json...
+//	p2pcensus [--kmsg=FILE [--kmsg-before=FILE]] [--out=census.txt] results.json...
 //
 // A miss is a case whose verdict gates, a tolerated or known flake, a
 // first attempt the gate had to rerun, or (--kmsg) a GPU fault line of the
 // machine's kernel log that names a rank pid of a case that does not
 // expect a crash, or a pid no case of the census ran (a fault nobody owns).
+// Lines already in --kmsg-before (the log read before the first run) are
+// not the census's: the machine's log outlives a run.
 // Exit 0: every run of every case met its expectation; 1: a miss; 2: usage
 // or an unreadable file.
 package main
@@ -43,6 +45,7 @@ type census struct {
 	pids    map[int]pidOwner // every rank pid of every case, to own kernel-log lines
 	walls   []float64
 	verdict map[string]int // run verdicts (PASS/FAIL) counted
+	owned   map[string]int // GPU fault lines per case that expects a crash
 }
 
 type pidOwner struct {
@@ -54,6 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("p2pcensus", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	kmsgPath := fs.String("kmsg", "", "the machine's kernel log over the census (dmesg output)")
+	beforePath := fs.String("kmsg-before", "", "the kernel log read before the census (its lines are not the census's)")
 	outPath := fs.String("out", "", "also write the table here")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -62,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "p2pcensus: no results.json given (usage: p2pcensus [--kmsg=FILE] [--out=FILE] results.json...)")
 		return 2
 	}
-	c := &census{cases: map[string]*tally{}, pids: map[int]pidOwner{}, verdict: map[string]int{}}
+	c := &census{cases: map[string]*tally{}, pids: map[int]pidOwner{}, verdict: map[string]int{}, owned: map[string]int{}}
 	for _, p := range fs.Args() {
 		r, err := report.Read(p)
 		if err != nil {
@@ -74,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var kmsgMisses []string
 	if *kmsgPath != "" {
 		var err error
-		if kmsgMisses, err = c.kernelLog(*kmsgPath); err != nil {
+		if kmsgMisses, err = c.kernelLog(*kmsgPath, *beforePath); err != nil {
 			fmt.Fprintf(stderr, "p2pcensus: %v\n", err)
 			return 2
 		}
@@ -149,7 +153,17 @@ var rePid = regexp.MustCompile(`\bpid[= ](\d+)`)
 
 // kernelLog checks every GPU fault line of the machine's kernel log: it must
 // name the pid of a rank of a case that expects a crash.
-func (c *census) kernelLog(path string) ([]string, error) {
+func (c *census) kernelLog(path, beforePath string) ([]string, error) {
+	old := map[string]bool{}
+	if beforePath != "" {
+		b, err := os.ReadFile(beforePath)
+		if err != nil {
+			return nil, fmt.Errorf("--kmsg-before: %w", err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			old[l] = true
+		}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("--kmsg: %w", err)
@@ -160,7 +174,7 @@ func (c *census) kernelLog(path string) ([]string, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		l := sc.Text()
-		if !reXid.MatchString(l) {
+		if old[l] || !reXid.MatchString(l) {
 			continue
 		}
 		m := rePid.FindStringSubmatch(l)
@@ -175,6 +189,8 @@ func (c *census) kernelLog(path string) ([]string, error) {
 			out = append(out, fmt.Sprintf("kernel log: a GPU fault from pid %d, no rank of the census: %s", pid, l))
 		case o.expected != report.Crash:
 			out = append(out, fmt.Sprintf("kernel log: a GPU fault from pid %d, a rank of %s (expects %s): %s", pid, o.id, o.expected, l))
+		default:
+			c.owned[o.id]++
 		}
 	}
 	return out, sc.Err()
@@ -209,6 +225,9 @@ func (c *census) table(kmsgMisses []string) string {
 		for _, d := range t.details {
 			fmt.Fprintf(&b, "#   %s\n", d)
 		}
+	}
+	for id, n := range c.owned {
+		fmt.Fprintf(&b, "# kernel log: %d GPU fault lines from ranks of %s, which expects a crash\n", n, id)
 	}
 	for _, k := range kmsgMisses {
 		fmt.Fprintf(&b, "# %s\n", k)
