@@ -59,7 +59,8 @@ func (b *builder) fdExchange() {
 			if err != nil {
 				return err
 			}
-			if err := c.PutU64(0, m.Bufs[0], 0, 0xfeedface); err != nil {
+			const want = 0xfeedface
+			if err := c.PutU64(0, m.Bufs[0], 0, want); err != nil {
 				return err
 			}
 			if err := c.FreeBuf(0, m.Bufs[0]); err != nil {
@@ -72,8 +73,17 @@ func (b *builder) fdExchange() {
 					// read failed": only the rank's own error reply is.
 					return err
 				}
-				c.Note("after the owner freed its buffer, the peer's read failed: %v", err)
+				// A refused read is an allowed answer: the driver may
+				// end the import with the owner's free.
+				c.Note("after the owner freed its buffer, the peer's read was refused: %v", err)
 				return nil
+			}
+			// A read that succeeds reads the memory the owner wrote,
+			// which the import still holds: anything else (0 after a
+			// write that never landed, another allocation's bytes) is
+			// the driver handing out freed or wrong memory.
+			if v != want {
+				return harness.Failf("after the owner freed its buffer the peer reads %#x through its import, not the %#x the owner wrote", v, uint64(want))
 			}
 			c.Note("after the owner freed its buffer, the peer still reads %#x through its import (the import holds a reference)", v)
 			return nil

@@ -672,7 +672,15 @@ func (b *Backend) Write(bb backend.Buffer, off uint64, p []byte) error {
 	if !backend.Within(off, uint64(len(p)), bb.Size()) {
 		return fmt.Errorf("hip: range outside buffer")
 	}
-	return b.fault(b.l.check(b.l.memcpyHtoD(uintptr(bb.Addr()+off), unsafe.Pointer(&p[0]), uint64(len(p)))))
+	if err := b.l.check(b.l.memcpyHtoD(uintptr(bb.Addr()+off), unsafe.Pointer(&p[0]), uint64(len(p)))); err != nil {
+		return b.fault(err)
+	}
+	// p is pageable Go memory: HIP follows CUDA's documented rule that a
+	// pageable host-to-device copy may return once the bytes are staged,
+	// before the DMA lands, and promises nothing stronger. A rank replies
+	// only when the device has done it (docs/SYNC.md): another process
+	// reads, adds or frees the moment the reply arrives, so wait here.
+	return b.fault(b.l.check(b.l.deviceSync()))
 }
 
 func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, srcOff uint64, n uint64) (backend.LaunchResult, error) {

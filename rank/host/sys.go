@@ -20,7 +20,8 @@ import (
 //	mmap          map, with no access yet (cuMemMap)
 //	mprotect      the access grant (cuMemSetAccess, hsa_amd_vmem_set_access)
 //	munmap        unmap
-var Symbols = []string{"memfd_create", "ftruncate", "dup", "fstat", "mmap", "mprotect", "munmap"}
+//	memcpy_htod   Write's copy into the mapping (cuMemcpyHtoD, hipMemcpyHtoD)
+var Symbols = []string{"memfd_create", "ftruncate", "dup", "fstat", "mmap", "mprotect", "munmap", "memcpy_htod"}
 
 // sys makes one call of the host's choke point under name, traced; args
 // describes the call for the trace. Under an injected rule the call is
