@@ -51,6 +51,15 @@ func kernelLog() (*kmsg.Reader, *health.Monitor, error) {
 	return kmsgReader, monitor, kmsgErr
 }
 
+// klog is the runner's kernel log: the machine's (kernelLog), or the one a
+// test gave it (faultBook.open).
+func (r *Runner) klog() (*kmsg.Reader, *health.Monitor, error) {
+	if r.book.open != nil {
+		return r.book.open()
+	}
+	return kernelLog()
+}
+
 // caseWatch is what the runner notes at a case's start.
 type caseWatch struct {
 	seqs  []uint64
@@ -64,28 +73,40 @@ func (r *Runner) startWatch(w *World) *caseWatch {
 			cw.seqs[i], _ = trace.SharedSeq(p.Trace)
 		}
 	}
-	kr, _, err := kernelLog()
+	r.register(w)
+	kr, _, err := r.klog()
 	if err != nil && !r.kmsgSaid {
 		r.kmsgSaid = true
+		r.mu.Lock()
 		r.Events = append(r.Events, fmt.Sprintf("kernel log unreadable (%v): cases carry no kernel-log lines", err))
+		r.mu.Unlock()
 	}
 	if kr != nil {
+		// Lines logged between two cases (after the last case's endWatch)
+		// are read here, before the Mark forgets them: they name a rank of
+		// some world, or no rank of the run, and are charged as such.
+		if lines, _ := kr.Since(); len(lines) > 0 {
+			r.chargeBetween(kmsg.Events(lines))
+		}
 		_ = kr.Mark()
 	}
 	return cw
 }
 
-// endWatch attaches the case's GPU kernel-log lines, judges machine health
-// (GPU cases), and writes the case's evidence folder when it did not pass.
+// endWatch charges the case's kernel-log lines (chargeLines), judges
+// machine health (GPU cases), notes the case as its world's last, and
+// writes the case's evidence folder when it did not pass.
 func (r *Runner) endWatch(c *Case, w *World, cw *caseWatch, res *report.Result) {
-	kr, mon, _ := kernelLog()
+	kr, mon, _ := r.klog()
 	var lines []kmsg.Line
 	if kr != nil {
+		// Marked after the read: a line logged from here to the next
+		// case's start is read there (chargeBetween), never twice.
 		lines, _ = kr.Since()
-		for _, l := range kmsg.Filter(lines) {
-			res.KernelLog = append(res.KernelLog, l.String())
-		}
+		_ = kr.Mark()
 	}
+	r.register(w)
+	r.chargeLines(c, w, res, kmsg.Events(lines))
 	if c.GPU && mon != nil {
 		snap, v := mon.CheckLines(r.health, lines)
 		r.health = snap
@@ -94,6 +115,7 @@ func (r *Runner) endWatch(c *Case, w *World, cw *caseWatch, res *report.Result) 
 			res.Detail = strings.TrimSpace(res.Detail + "; machine no longer trustworthy: " + v.Reason)
 		}
 	}
+	r.noteLast(w, c, res)
 	if r.Evidence == nil || r.Evidence.Out == "" || (res.Outcome == report.Pass && !r.Evidence.TraceAll) {
 		return
 	}
@@ -142,7 +164,7 @@ func (r *Runner) writeEvidence(c *Case, w *World, cw *caseWatch, res *report.Res
 		errs = append(errs, os.WriteFile(filepath.Join(dir, fmt.Sprintf("rank-%d.stderr", p.Rank)), []byte(p.Stderr.String()), 0o644))
 	}
 	errs = append(errs, os.WriteFile(filepath.Join(dir, "repro.sh"), []byte(r.reproScript(c)), 0o755))
-	errs = append(errs, os.WriteFile(filepath.Join(dir, "kernel.log"), []byte(caseKernelLog(res)), 0o644))
+	errs = append(errs, os.WriteFile(filepath.Join(dir, "kernel.log"), []byte(r.caseKernelLog(res)), 0o644))
 	if r.Evidence.Env != nil {
 		b, _ := json.MarshalIndent(r.Evidence.Env(), "", "  ")
 		errs = append(errs, os.WriteFile(filepath.Join(dir, "environment.json"), b, 0o644))
@@ -213,11 +235,11 @@ func (r *Runner) reproScript(c *Case) string {
 
 // caseKernelLog is kernel.log's text: the case's driver lines, or a line
 // that says why there are none (an empty file reads as "not collected").
-func caseKernelLog(res *report.Result) string {
+func (r *Runner) caseKernelLog(res *report.Result) string {
 	if len(res.KernelLog) > 0 {
 		return strings.Join(res.KernelLog, "\n") + "\n"
 	}
-	if _, _, err := kernelLog(); err != nil {
+	if _, _, err := r.klog(); err != nil {
 		return fmt.Sprintf("# kernel log not read: %v\n", err)
 	}
 	return "# the kernel log was read; it has no GPU driver line (NVRM, amdgpu, Xid, ...) from this case\n"

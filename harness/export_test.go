@@ -1,5 +1,12 @@
 package harness
 
+import (
+	"path/filepath"
+
+	"p2patomics/harness/health"
+	"p2patomics/harness/kmsg"
+)
+
 // Seams for the black-box tests in package harness_test.
 
 // DeathsFound is how many rank deaths r's two death checks have found:
@@ -15,3 +22,16 @@ func DeathsFound(r *Runner) (judged, backstop int) {
 // its evidence (nil: none), where a rank f kills is the backstop's alone to
 // find.
 func SetLateDeath(r *Runner, f func(*World)) { r.lateDeath = f }
+
+// SetKernelLog makes r read its kernel log from path, a file of /dev/kmsg
+// records a test appends lines to (kmsg.OpenPath), with a machine monitor
+// that reads nothing (an empty root, no nvidia-smi).
+func SetKernelLog(r *Runner, path string) error {
+	kr, err := kmsg.OpenPath(path)
+	if err != nil {
+		return err
+	}
+	mon := &health.Monitor{Root: filepath.Dir(path), SMI: "-", Kmsg: kr}
+	r.book.open = func() (*kmsg.Reader, *health.Monitor, error) { return kr, mon, nil }
+	return nil
+}

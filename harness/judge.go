@@ -120,6 +120,9 @@ func deadInEvidence(w *World, ranks []report.Rank) bool {
 // sees it). A rank that does not answer at all while the body said nil is
 // the case's timeout.
 //
+// It is the end-of-case probe of every case, a NoLeak one's too: a rank
+// that answers with a GPU fault ends the case in that crash.
+//
 // Every rank the case did not kill is asked, also in a world whose other
 // rank the case sacrificed (lifetime.owner_dies: a stopped peer there read
 // as pass), and a rank that does not answer is the case's timeout whatever
@@ -135,6 +138,14 @@ func ping(w *World, err error) error {
 		}
 		m, perr := p.call(wire.TMemInfo, nil, deadline, nil)
 		m.CloseFds()
+		// MemInfo asks the device (cuMemGetInfo on CUDA), which returns
+		// the sticky error a fault in the case left: the case's crash,
+		// whatever the body returned, never a pass for the next case's
+		// probe to find (the rank exits after this reply).
+		var re *RemoteError
+		if errors.As(perr, &re) && re.Fault != nil {
+			return perr
+		}
 		var te *TimeoutError
 		if errors.As(perr, &te) {
 			te.What = "the liveness check after the case's body"

@@ -112,6 +112,13 @@ type Runner struct {
 	mu       sync.Mutex
 	worlds   map[int]*World
 	Events   []string // world events: idle deaths, respawns
+	// Failures are findings no case's result carries that fail the run's
+	// verdict (charge.go): a GPU fault logged by a process that is none of
+	// the run's ranks, or one charged to a case whose result was already
+	// recorded (its rank's fault logged later, a sticky error or a death
+	// found between cases), each naming that case.
+	Failures []string
+	book     faultBook // whose rank each pid is, each world's last case
 	// Infos are the device facts of the first world's ranks (fingerprint).
 	Infos []device.Info
 	// Evidence says where case folders go (nil: none are written).
@@ -301,7 +308,8 @@ func (r *Runner) world(n int, deadline time.Time) (*World, error) {
 		for _, p := range w.Procs {
 			if !p.Alive() && w.broken.Load() == nil {
 				d := Classify(p)
-				r.Events = append(r.Events, fmt.Sprintf("%s: idle rank died (%s); world respawned", time.Now().Format(time.TimeOnly), d.Summary))
+				after := r.afterLast(w, fmt.Sprintf("its world's rank %d died idle (%s)", p.Rank, d.Summary))
+				r.Events = append(r.Events, fmt.Sprintf("%s: idle rank died (%s)%s; world respawned", time.Now().Format(time.TimeOnly), d.Summary, after))
 			}
 		}
 		r.mu.Unlock()
@@ -356,8 +364,10 @@ func (r *Runner) Close() {
 			for _, p := range w.Procs {
 				if p.hungUp() {
 					p.WaitExit(time.Second)
-					r.Events = append(r.Events, fmt.Sprintf("%s: idle rank died (%s) in a world no later case used",
-						time.Now().Format(time.TimeOnly), Classify(p).Summary))
+					d := Classify(p)
+					after := r.afterLast(w, fmt.Sprintf("its world's rank %d died idle (%s)", p.Rank, d.Summary))
+					r.Events = append(r.Events, fmt.Sprintf("%s: idle rank died (%s)%s in a world no later case used",
+						time.Now().Format(time.TimeOnly), d.Summary, after))
 				}
 			}
 		}
@@ -554,16 +564,26 @@ func (r *Runner) judgeCase(cr *caseRun) {
 	}
 }
 
-// leakCheck (step 5) compares a passing case's ranks with the baseline. A
-// leak check that cannot ask is the case's error, and leaves the world to
-// be killed; the backstop judges it again if a rank died or hung in it.
+// leakCheck (step 5) compares a passing case's ranks with the baseline.
+// Its MemInfo asks the device (cuMemGetInfo on CUDA), which returns a
+// sticky error the case left (after ping's probe, which every case gets):
+// a fault that is the case's own crash. A leak check that cannot ask is
+// the case's error, and leaves the world to be killed; the backstop judges
+// it again if a rank died or hung in it.
 func (r *Runner) leakCheck(cr *caseRun) {
 	res := cr.res
 	if res.Outcome != report.Pass || len(cr.before) != len(cr.w.Procs) || !cr.w.Alive() {
 		return
 	}
 	leak, lerr := checkLeaks(cr.ctx, cr.before)
+	var re *RemoteError
 	switch {
+	case errors.As(lerr, &re) && re.Fault != nil:
+		// A rank answered with its device's sticky error: the fault
+		// the case left, its crash (the rank exits after the reply).
+		cr.fatal, cr.late = lerr, lerr
+		res.Outcome, res.Detail, res.Fault = r.judge(cr.c, cr.w, lerr)
+		res.Detail = "the probe after the case (meminfo) found: " + res.Detail
 	case lerr != nil:
 		cr.fatal, cr.late = lerr, lerr
 		res.Outcome, res.Detail = report.Error, "leak check: "+lerr.Error()
@@ -760,7 +780,8 @@ func (r *Runner) dropWorld(n int, w *World, why error) {
 	if r.worlds[n] == w {
 		delete(r.worlds, n)
 	}
-	r.Events = append(r.Events, fmt.Sprintf("%s: world of %d stopped answering between cases (%v); respawned", time.Now().Format(time.TimeOnly), n, why))
+	after := r.afterLast(w, fmt.Sprintf("its world of %d failed the probe before the next case: %v", n, why))
+	r.Events = append(r.Events, fmt.Sprintf("%s: world of %d stopped answering between cases (%v)%s; respawned", time.Now().Format(time.TimeOnly), n, why, after))
 	r.mu.Unlock()
 	w.Kill(200*time.Millisecond, why)
 	w.Close()

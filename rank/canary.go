@@ -12,6 +12,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
+	"p2patomics/rank/backend"
 	"p2patomics/wire"
 )
 
@@ -59,6 +60,14 @@ var canaries = map[string]func(s *server) error{
 	// slow_reply answers, but late: the parent has given up on the request
 	// by then, and the reply must be dropped, not taken for the next one's.
 	"slow_reply": func(*server) error { time.Sleep(500 * time.Millisecond); return nil },
+	// sticky_fault leaves the rank as a GPU fault in a kernel leaves a CUDA
+	// context: the request that caused it returns OK, the next that asks
+	// the device (meminfo) returns the sticky fault and the rank exits (the
+	// planted bug for the end-of-case probe).
+	"sticky_fault": func(s *server) error {
+		s.sticky = &backend.Fault{Vendor: "canary", Kind: "gpu", Code: 700, Name: "STICKY_FAULT_CANARY", Reason: "planted by the sticky_fault canary"}
+		return nil
+	},
 	// leak_buffer allocates a buffer behind the suite's back: the leak check
 	// must notice it (the planted bug for that verification path).
 	"leak_buffer": func(s *server) error {

@@ -248,6 +248,9 @@ func (s *server) copy(c wire.Copy, _ *wire.Msg) (any, []int, error) {
 }
 
 func (s *server) memInfo(*wire.Msg) (any, []int, error) {
+	if s.sticky != nil {
+		return nil, nil, s.sticky
+	}
 	free, total, err := s.be.MemInfo()
 	if err != nil {
 		return nil, nil, err

@@ -58,6 +58,9 @@ type server struct {
 	// clockPeriod is how often a perf launch or copy samples the device
 	// clock (wire.Settings, from the hello); 0 is off.
 	clockPeriod time.Duration
+	// sticky, set by the sticky_fault canary, is the fault every later
+	// device query returns, the way a CUDA context's sticky error does.
+	sticky *backend.Fault
 }
 
 // Main serves until Exit or until the parent goes away; it returns the

@@ -38,7 +38,14 @@ func JudgeOne(r report.Result, s *Set, env report.Environment) report.Result {
 // Option changes how JudgeRun tells the verdict.
 type Option func(*judging)
 
-type judging struct{ interrupted string }
+type judging struct {
+	interrupted string
+	runFaults   []string
+}
+
+// RunFaults gives JudgeRun the run's health failures no case carries
+// (report.Summary.RunFaults): any makes the verdict FAIL.
+func RunFaults(faults []string) Option { return func(j *judging) { j.runFaults = faults } }
 
 // Interrupted tells JudgeRun that the signal sig (its name, "SIGINT")
 // stopped the run before its end: every incomplete case is not-run, not a
@@ -71,6 +78,7 @@ func JudgeRun(results []report.Result, s *Set, env report.Environment, selected 
 		g = &gg
 	}
 	sum := report.SummarizeRun(judged, gate, out, j.interrupted)
+	sum.FailRun(j.runFaults)
 	sum.MarkInjected(env.Inject)
 	return judged, g, sum
 }
@@ -98,8 +106,9 @@ type Rejudge struct {
 // (summary.interrupted) stays interrupted.
 func JudgeReport(rep *report.Report, o Rejudge) error {
 	interrupted := ""
+	var runFaults []string
 	if rep.Summary != nil {
-		interrupted = rep.Summary.Interrupted
+		interrupted, runFaults = rep.Summary.Interrupted, rep.Summary.RunFaults
 	}
 	results := make([]report.Result, 0, len(rep.Results))
 	for _, r := range rep.Results {
@@ -134,7 +143,7 @@ func JudgeReport(rep *report.Report, o Rejudge) error {
 			}
 		}
 	}
-	judged, g, sum := JudgeRun(results, o.Set, rep.Environment, nil, gate, o.Out, Interrupted(interrupted))
+	judged, g, sum := JudgeRun(results, o.Set, rep.Environment, nil, gate, o.Out, Interrupted(interrupted), RunFaults(runFaults))
 	if o.Set == nil && rep.Gate != nil {
 		// A gated run's gate, as recorded, with the recorded verdicts.
 		var gg report.Gate

@@ -6,6 +6,7 @@
 package kmsg
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -45,6 +46,7 @@ func (l Line) String() string {
 type Reader struct {
 	fd      int
 	buf     []byte
+	pending []byte // a record not yet whole (a regular file read in chunks)
 	lines   []Line
 	dropped int // lines not kept (MaxLines) plus records the kernel overwrote, since Mark
 	lost    int // EPIPE events since Mark
@@ -87,6 +89,7 @@ func (r *Reader) Mark() error {
 		return fmt.Errorf("seek %s: %w", Path, err)
 	}
 	r.lines = r.lines[:0]
+	r.pending = r.pending[:0]
 	r.dropped, r.lost = 0, 0
 	return nil
 }
@@ -107,6 +110,7 @@ func (r *Reader) Since() ([]Line, error) {
 			// The ring buffer overwrote records we had not read; the
 			// next read returns the oldest record still there.
 			r.lost++
+			r.pending = r.pending[:0]
 			continue
 		}
 		if err == syscall.EPERM || err == syscall.EACCES {
@@ -118,8 +122,30 @@ func (r *Reader) Since() ([]Line, error) {
 		if n == 0 {
 			break
 		}
-		l, perr := ParseRecord(r.buf[:n])
-		if perr != nil {
+		r.keep(r.buf[:n])
+	}
+	return r.copyLines(), nil
+}
+
+// keep parses what one read returned. /dev/kmsg returns one whole record
+// per read (its dictionary lines, which start with a space, after it); a
+// regular file with the same records (OpenPath, for tests) returns as many
+// as fit, the last perhaps cut: whole lines are parsed, the rest waits for
+// the next read.
+func (r *Reader) keep(b []byte) {
+	r.pending = append(r.pending, b...)
+	for {
+		i := bytes.IndexByte(r.pending, '\n')
+		if i < 0 {
+			return
+		}
+		rec := r.pending[:i+1]
+		r.pending = r.pending[i+1:]
+		if rec[0] == ' ' {
+			continue // a dictionary line (KEY=value) of the record before
+		}
+		l, err := ParseRecord(rec)
+		if err != nil {
 			continue
 		}
 		if len(r.lines) >= MaxLines && !Relevant(l) {
@@ -128,7 +154,6 @@ func (r *Reader) Since() ([]Line, error) {
 		}
 		r.lines = append(r.lines, l)
 	}
-	return r.copyLines(), nil
 }
 
 func (r *Reader) copyLines() []Line { return append([]Line(nil), r.lines...) }
@@ -267,17 +292,47 @@ func maybeGPU(t string) bool {
 // Relevant reports whether Classify gives the line a kind.
 func Relevant(l Line) bool { k, _ := Classify(l); return k != "" }
 
-// Filter keeps the GPU-relevant lines, in order. After an amdgpu page fault
-// it also keeps the detail lines the driver prints right after it from the
-// same device ("in page starting at address", "VM_L2_PROTECTION_FAULT_STATUS",
-// "Faulty UTCL2 client ID", ...), up to 16 of them.
+// Filter keeps the GPU-relevant lines, in order, with the detail lines
+// of each (Events, flattened).
 func Filter(lines []Line) []Line {
 	var out []Line
+	for _, e := range Events(lines) {
+		out = append(out, e.Lines...)
+	}
+	return out
+}
+
+// Event is one GPU-relevant line and the detail lines the driver printed
+// right after it about the same fault; Pid is the process the event names
+// (0: none).
+type Event struct {
+	Lines []Line
+	Kind  string // Classify's kind of the first line
+	Xid   int
+	Pid   int
+}
+
+// maxDetail bounds the detail lines one event keeps.
+const maxDetail = 16
+
+// Events groups the GPU-relevant lines into events, in order. After an
+// amdgpu page fault the driver prints detail lines from the same device
+// ("Process X pid N thread X pid N", "in page starting at address",
+// "VM_L2_PROTECTION_FAULT_STATUS", "Faulty UTCL2 client ID", ...); after a
+// ring timeout, "Process information: process X pid N ...". They join the
+// event (up to maxDetail), which takes the first pid any of its lines names:
+// newer amdgpu names the process only on a detail line.
+func Events(lines []Line) []Event {
+	var out []Event
 	prefix, detail := "", 0
 	for _, l := range lines {
-		kind, _ := Classify(l)
-		if kind == "" && prefix != "" && detail < 16 && strings.HasPrefix(l.Text, prefix) {
-			out = append(out, l)
+		kind, xid := Classify(l)
+		if n := len(out); n > 0 && detail < maxDetail && joins(kind, l, prefix, out[n-1].Kind) {
+			e := &out[n-1]
+			e.Lines = append(e.Lines, l)
+			if e.Pid == 0 {
+				e.Pid = Pid(l)
+			}
 			detail++
 			continue
 		}
@@ -285,12 +340,47 @@ func Filter(lines []Line) []Line {
 		if kind == "" {
 			continue
 		}
-		out = append(out, l)
+		out = append(out, Event{Lines: []Line{l}, Kind: kind, Xid: xid, Pid: Pid(l)})
 		if kind == KindAMDFault {
 			prefix = reAMDPfx.FindString(l.Text)
 		}
 	}
 	return out
+}
+
+// joins: l is a detail line of the open event (of kind open): an amdgpu
+// fault's lines from the same device that are no new event (the fault
+// status line, itself classified a fault, joins too), or a ring timeout's
+// process line.
+func joins(kind string, l Line, prefix, open string) bool {
+	switch open {
+	case KindAMDFault:
+		return prefix != "" && strings.HasPrefix(l.Text, prefix) && (kind == "" || strings.Contains(l.Text, "_STATUS"))
+	case KindAMDTimeout:
+		return kind == "" && strings.Contains(l.Text, "Process information:")
+	}
+	return false
+}
+
+// rePid finds "pid=N" (NVIDIA), "pid N" and "pid:N" (amdgpu, kfd).
+var rePid = regexp.MustCompile(`\bpid[=: ](\d+)`)
+
+// Pid is the process a line names, 0 when it names none: NVIDIA's Xid
+// lines carry "pid=N, name=..." ("pid='<unknown>'" when the driver does not
+// know it); amdgpu's fault and timeout lines "process X pid N thread X pid
+// N" (pid 0 when the fault came with no process; the thread's pid, the
+// second, is not the process's: the first match is taken). A pasid is not
+// a pid.
+func Pid(l Line) int {
+	m := rePid.FindStringSubmatch(l.Text)
+	if m == nil {
+		return 0
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // PCI returns the PCI address a line names ("0000:3b:00" from

@@ -207,3 +207,73 @@ func BenchmarkFilterNoise(b *testing.B) {
 		Filter(ls)
 	}
 }
+
+// TestPid: each vendor's way of naming the process, on lines shaped as the
+// drivers print them (samples above, and the older amdgpu one-line form).
+func TestPid(t *testing.T) {
+	cases := []struct {
+		text string
+		pid  int
+	}{
+		{"NVRM: Xid (PCI:0000:18:00): 31, pid=3321, name=p2patomics-rank, Ch 00000008, intr 10000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f2e_b6000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_WRITE", 3321},
+		{"NVRM: Xid (PCI:0000:06:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) has been detected", 0},
+		{"NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.", 0},
+		{"amdgpu 0000:c3:00.0: amdgpu:  Process p2patomics-rank pid 4242 thread p2patomics-rank pid 4243)", 4242},
+		{"amdgpu 0000:03:00.0: amdgpu: [gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:8 pasid:32769, for process p2patomics-rank pid 5150 thread p2patomics-rank pid 5151)", 5150},
+		{"amdgpu 0000:03:00.0: amdgpu: [mmhub0] no-retry page fault (src_id:0 ring:0 vmid:1 pasid:32770, for process  pid 0 thread  pid 0)", 0},
+		{"amdgpu 0000:c3:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:24 vmid:8 pasid:32769)", 0},
+		{"[drm:amdgpu_job_timedout [amdgpu]] *ERROR* Process information: process p2patomics-rank pid 777 thread p2patomics-rank pid 778", 777},
+		{"amdgpu: kfd: process pid:6060 (pasid 0x8001) VM fault on address 0x7f0000000000", 6060},
+	}
+	for _, c := range cases {
+		if got := Pid(Line{Text: c.text}); got != c.pid {
+			t.Errorf("Pid(%q) = %d, want %d", c.text, got, c.pid)
+		}
+	}
+}
+
+// TestEventsTakeTheDetailLinesPid: newer amdgpu names the process only on
+// the line after the fault; the event carries it.
+func TestEventsTakeTheDetailLinesPid(t *testing.T) {
+	var lines []Line
+	for _, s := range samples {
+		l, _ := ParseRecord([]byte(s.rec))
+		lines = append(lines, l)
+	}
+	var got []string
+	for _, e := range Events(lines) {
+		got = append(got, fmt.Sprintf("%d:%s/%d/%d", e.Lines[0].Seq, e.Kind, len(e.Lines), e.Pid))
+	}
+	want := "1001:xid/1/2412 1002:xid/1/3321 1003:xid/1/3321 1004:xid/1/901 1005:xid/1/0 1006:xid/1/5512 1007:xid/1/0 1008:xid/1/1 1009:nvrm/1/0 " +
+		"2001:amdgpu-fault/6/4242 2008:amdgpu-fault/1/0 2009:amdgpu-timeout/1/0 2010:amdgpu-reset/1/0 2011:amdgpu-reset/1/0 2012:iommu-fault/1/0 2013:iommu-fault/1/0 2014:iommu-fault/1/0 2015:iommu-fault/1/0 2016:kfd/1/0"
+	if s := strings.Join(got, " "); s != want {
+		t.Errorf("Events:\n got %s\nwant %s", s, want)
+	}
+}
+
+// TestOpenPathReadsAFileOfRecords: a regular file of /dev/kmsg records
+// (what tests plant lines in) is read record by record, from the end at
+// Open, a record cut by a read kept until it is whole.
+func TestOpenPathReadsAFileOfRecords(t *testing.T) {
+	path := t.TempDir() + "/kmsg"
+	if err := os.WriteFile(path, []byte(samples[0].rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenPath(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	defer f.Close()
+	rec := samples[1].rec + samples[10].rec // an Xid, then an amdgpu fault with dictionary lines
+	f.WriteString(rec[:40])
+	if got, _ := r.Since(); len(got) != 0 {
+		t.Fatalf("a record before Open, or half a record, read: %v", got)
+	}
+	f.WriteString(rec[40:])
+	got, _ := r.Since()
+	if len(got) != 2 || got[0].Seq != 1002 || got[1].Seq != 2001 {
+		t.Fatalf("read %v, want records 1002 and 2001", got)
+	}
+}

@@ -117,6 +117,25 @@ type Summary struct {
 	// Inject is the driver-fault injector's rules the run was made under
 	// (environment.inject); the line names them.
 	Inject []string `json:"inject,omitempty"`
+	// RunFaults are the run's health failures no case's result carries
+	// (harness.Runner.Failures): a GPU fault a process that is none of the
+	// run's ranks logged, or one charged to a case whose result was
+	// already recorded. Any makes the verdict FAIL; the line names the
+	// first.
+	RunFaults []string `json:"run_faults,omitempty"`
+}
+
+// FailRun records the run's health failures (RunFaults): a run that ran to
+// its end with any is a FAIL whatever its cases did.
+func (s *Summary) FailRun(faults []string) {
+	if len(faults) == 0 || s.Verdict == NoResult {
+		return
+	}
+	s.RunFaults = faults
+	if s.Interrupted == "" {
+		s.Verdict, s.ExitStatus = VerdictFail, ExitFail
+	}
+	s.Line = s.line()
 }
 
 // MarkInjected names the injector's rules on the verdict line: a run
@@ -287,8 +306,20 @@ func (s Summary) verdictLine() string {
 		return fmt.Sprintf("p2patomics: INTERRUPTED — %d of %s ran, %d unexpected so far%s (%s; %s)",
 			ran, plural(s.Cases, "case"), len(s.Unexpected), ns, s.Interrupted, basis)
 	}
-	if len(s.Unexpected) == 0 {
+	health := ""
+	if n := len(s.RunFaults); n > 0 {
+		health = "run health: " + s.RunFaults[0]
+		if n > 1 {
+			health += fmt.Sprintf(" (+%d more in results.json summary.run_faults)", n-1)
+		}
+	}
+	switch {
+	case len(s.Unexpected) == 0 && health != "":
+		return fmt.Sprintf("p2patomics: FAIL — %s, 0 unexpected; %s", plural(s.Cases, "case"), health)
+	case len(s.Unexpected) == 0:
 		return fmt.Sprintf("p2patomics: PASS — %s, 0 unexpected%s (%s)", plural(s.Cases, "case"), ns, basis)
+	case health != "":
+		return fmt.Sprintf("p2patomics: FAIL — %s: %s; %s", s.unexpectedHead(), strings.Join(s.unexpectedNamed(basis), "; "), health)
 	}
 	return fmt.Sprintf("p2patomics: FAIL — %s: %s", s.unexpectedHead(), strings.Join(s.unexpectedNamed(basis), "; "))
 }

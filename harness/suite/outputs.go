@@ -75,6 +75,9 @@ func (r *Run) printEnd(rep *report.Report, events []string, timing *report.Timin
 			fmt.Fprintf(w, "world event: %s\n", e)
 		}
 	}
+	for _, f := range rep.Summary.RunFaults {
+		fmt.Fprintf(w, "run health: %s\n", f)
+	}
 	fmt.Fprintf(w, "worlds started: %d in %.1f s\n", len(timing.Worlds), timing.SuiteWallS)
 	fmt.Fprintf(w, "reports: %s (results.json, report.html, junit.xml, summary.txt with the full table, results.csv, failures.csv)\n", r.Opts.Out)
 	report.WriteConclusion(w, r.Style, rep)

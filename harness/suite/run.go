@@ -373,12 +373,13 @@ func (r *Run) finish() int {
 	r.finished = true
 	runners := r.runnerList()
 	r.mu.Unlock()
-	var events []string
+	var events, runFaults []string
 	var infos [][]device.Info
 	timing := &report.Timing{}
 	for _, rn := range runners {
 		rn.Close()
 		events = append(events, rn.Events...)
+		runFaults = append(runFaults, rn.Failures...)
 		infos = append(infos, rn.Infos)
 		timing.Worlds = append(timing.Worlds, rn.Starts...)
 	}
@@ -389,7 +390,7 @@ func (r *Run) finish() int {
 	if sig == "" {
 		sig = caughtSignal()
 	}
-	rep := r.judgeRun(r.finalEnv(infos, timing), timing, sig)
+	rep := r.judgeRun(r.finalEnv(infos, timing), timing, sig, runFaults)
 	code := rep.Summary.ExitStatus
 	if r.Opts.UpdateExpectations {
 		code = max(code, r.recordBaseline(rep, sig))
@@ -416,12 +417,12 @@ func (r *Run) finalEnv(infos [][]device.Info, timing *report.Timing) report.Envi
 
 // judgeRun judges the whole run (expect.JudgeRun: the gate's missing
 // cases, the summary) into the report results.json records.
-func (r *Run) judgeRun(env report.Environment, timing *report.Timing, sig string) *report.Report {
+func (r *Run) judgeRun(env report.Environment, timing *report.Timing, sig string, runFaults []string) *report.Report {
 	gate := ""
 	if r.gate != nil {
 		gate = r.Opts.Expectations
 	}
-	results, g, sum := expect.JudgeRun(r.Results(), r.gate, env, r.selects, gate, r.Opts.Out, expect.Interrupted(sig))
+	results, g, sum := expect.JudgeRun(r.Results(), r.gate, env, r.selects, gate, r.Opts.Out, expect.Interrupted(sig), expect.RunFaults(runFaults))
 	return &report.Report{Schema: report.Schema, Environment: env, Results: results, Gate: g, Summary: &sum,
 		Pairs: pairs.PairRows(results), Timing: timing}
 }
