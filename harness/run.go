@@ -739,10 +739,14 @@ func (r *Runner) startWorld(c *Case, timeout time.Duration) (*World, error) {
 	w, err := r.world(c.Ranks, time.Now().Add(limit))
 	var st *StartError
 	var se *SkipError
+	var ev report.WorldEvent
+	if errors.As(err, &st) {
+		ev = startEvent(c, st, limit) // it may wait for the hung rank's exit: not under r.mu
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if errors.As(err, &st) {
-		r.event(startEvent(c, st, limit))
+	if st != nil {
+		r.event(ev)
 	}
 	switch {
 	case err == nil || errors.As(err, &se):
