@@ -118,12 +118,3 @@ func (r *Runner) parseEvent(line string, now time.Time) report.WorldEvent {
 	}
 	return e
 }
-
-// idleDeath is the world event of rank p of a world of n, found dead
-// between cases; after ends its words.
-func idleDeath(p *Proc, n int, after string) report.WorldEvent {
-	d := Classify(p)
-	rank := p.Rank
-	return report.WorldEvent{Kind: report.EventIdleDeath, Ranks: n, Rank: &rank, Pid: p.Pid, Signal: d.Signal, GoDump: d.GoDump,
-		Detail: "idle rank died (" + d.Summary + ")" + after, StderrTail: lastBytes(p.Stderr.String(), 2048)}
-}

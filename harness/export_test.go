@@ -1,7 +1,5 @@
 package harness
 
-import "os/exec"
-
 // Seams for the black-box tests in package harness_test.
 
 // DeathsFound is how many rank deaths r's two death checks have found:
@@ -17,12 +15,3 @@ func DeathsFound(r *Runner) (judged, backstop int) {
 // its evidence (nil: none), where a rank f kills is the backstop's alone to
 // find.
 func SetLateDeath(r *Runner, f func(*World)) { r.lateDeath = f }
-
-// InjectStart makes every later rank start go through f (which must start
-// the command), until the returned restore is called: a test kills or
-// stops a rank the moment its process exists, before its hello.
-func InjectStart(f func(*exec.Cmd) error) (restore func()) {
-	old := startCmd
-	startCmd = f
-	return func() { startCmd = old }
-}

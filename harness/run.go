@@ -111,13 +111,7 @@ type Runner struct {
 	Seed     int64
 	mu       sync.Mutex
 	worlds   map[int]*World
-	// Events are the world events as lines (idle deaths, respawns, a
-	// start that failed), for stdout and summary.txt; typed (events.go)
-	// holds their records for results.json, keyed by index in Events, and
-	// stamped how many of them have been typed.
-	Events  []string
-	typed   map[int]report.WorldEvent
-	stamped int
+	Events   []string // world events: idle deaths, respawns
 	// Infos are the device facts of the first world's ranks (fingerprint).
 	Infos []device.Info
 	// Evidence says where case folders go (nil: none are written).
@@ -152,6 +146,11 @@ type Runner struct {
 	// lateDeath, set by tests only, runs between the leak check and the
 	// evidence: a rank it kills there is the backstop's alone to find.
 	lateDeath func(*World)
+	// typed holds the records of the world events in Events (events.go),
+	// for results.json, keyed by index in Events; stamped is how many of
+	// Events have been typed.
+	typed   map[int]report.WorldEvent
+	stamped int
 	// startFloor is the least a world start may take (the start's
 	// deadline is the case's limit, or this when longer): a backend's
 	// open (cuInit, a context, a module load) on a loaded machine is not a
@@ -311,7 +310,8 @@ func (r *Runner) world(n int, deadline time.Time) (*World, error) {
 		// world event, not the next case's fault.
 		for _, p := range w.Procs {
 			if !p.Alive() && w.broken.Load() == nil {
-				r.event(idleDeath(p, n, "; world respawned"))
+				d := Classify(p)
+				r.Events = append(r.Events, fmt.Sprintf("%s: idle rank died (%s); world respawned", time.Now().Format(time.TimeOnly), d.Summary))
 			}
 		}
 		r.mu.Unlock()
@@ -366,7 +366,8 @@ func (r *Runner) Close() {
 			for _, p := range w.Procs {
 				if p.hungUp() {
 					p.WaitExit(time.Second)
-					r.event(idleDeath(p, w.N, " in a world no later case used"))
+					r.Events = append(r.Events, fmt.Sprintf("%s: idle rank died (%s) in a world no later case used",
+						time.Now().Format(time.TimeOnly), Classify(p).Summary))
 				}
 			}
 		}
