@@ -218,6 +218,13 @@ type StartError struct {
 	World *World
 	Err   error
 	Death Death // the first dead rank's classification
+	// State is the process state of a rank that did not answer its hello
+	// when the start gave up on it ("stopped" for a SIGSTOPped rank), read
+	// before the world was killed; "" when unknown or not a hang.
+	State string
+	// Blame names the rank the start failed on, its pid and what it did
+	// (Runner.startWorld words it, with the start's deadline); "" until then.
+	Blame string
 }
 
 func (e *StartError) Error() string {
@@ -266,8 +273,12 @@ func (w *World) startFailed(err error) error {
 		w.Close()
 		return err
 	}
-	w.Kill(200*time.Millisecond, err)
 	st := &StartError{World: w, Err: err}
+	var te *TimeoutError
+	if errors.As(err, &te) {
+		st.State = procState(w.Procs[te.Rank].Pid)
+	}
+	w.Kill(200*time.Millisecond, err)
 	var de *DeadError
 	if errors.As(err, &de) {
 		// Only the rank that died: the others were just killed by Kill.

@@ -153,6 +153,16 @@ type Runner struct {
 	// lateDeath, set by tests only, runs between the leak check and the
 	// evidence: a rank it kills there is the backstop's alone to find.
 	lateDeath func(*World)
+	// typed holds the records of the world events in Events (events.go),
+	// for results.json, keyed by index in Events; stamped is how many of
+	// Events have been typed.
+	typed   map[int]report.WorldEvent
+	stamped int
+	// startFloor is the least a world start may take (the start's
+	// deadline is the case's limit, or this when longer): a backend's
+	// open (cuInit, a context, a module load) on a loaded machine is not a
+	// hang. Tests shorten it.
+	startFloor time.Duration
 }
 
 // setupStreakMax: after this many cases of one kind in a row whose setup
@@ -292,7 +302,7 @@ func (r *Runner) WorldsStarted() int {
 
 // NewRunner makes a runner for one backend.
 func NewRunner(backend string, set wire.Settings, seed int64) *Runner {
-	return &Runner{Backend: backend, Settings: set, Seed: seed, worlds: map[int]*World{}}
+	return &Runner{Backend: backend, Settings: set, Seed: seed, worlds: map[int]*World{}, startFloor: 60 * time.Second}
 }
 
 func (r *Runner) world(n int, deadline time.Time) (*World, error) {
@@ -428,7 +438,7 @@ type caseRun struct {
 	c        *Case
 	res      *report.Result
 	timeout  time.Duration
-	deadline time.Time // the case's own (a NoLeak case's counts from before its world start)
+	deadline time.Time // the case's own, from when its world is up and its baseline taken
 	w        *World
 	ctx      *Ctx
 	before   []wire.MemInfo // the leak baseline (none: no leak check)
@@ -445,9 +455,10 @@ type caseRun struct {
 
 // getWorld (step 1) gets the case's world. A world that does not start
 // ends the case, judged from why (classOf): a backend that cannot open is
-// a skip, a rank death in both tries a crash with the rank's evidence (a
-// rank death like any other, said to be the world start's), anything else
-// the case's error.
+// a skip, a rank's death a crash and its hang a timeout, each with the
+// ranks' evidence and the rank named by its own number and pid (a rank
+// death like any other, said to be the world start's), anything else the
+// case's error.
 func (r *Runner) getWorld(cr *caseRun) bool {
 	w, err := r.startWorld(cr.c, cr.timeout)
 	if err == nil {
@@ -461,7 +472,11 @@ func (r *Runner) getWorld(cr *caseRun) bool {
 	case res.Outcome == report.Skip:
 		res.Detail = ce.Error()
 	case errors.As(err, &st):
-		res.Detail, res.Fault = "world start (tried twice): "+st.Error(), st.Death.Fault
+		blame := st.Blame
+		if blame == "" {
+			blame = st.Error()
+		}
+		res.Detail, res.Fault = "world start: "+blame, st.Death.Fault
 		res.Ranks = evidence(st.World)
 		r.endWatch(cr.c, st.World, &caseWatch{seqs: make([]uint64, len(st.World.Procs))}, res)
 		st.World.Close()
@@ -472,18 +487,18 @@ func (r *Runner) getWorld(cr *caseRun) bool {
 }
 
 // takeBaseline (step 2) makes the case's Ctx and takes the leak baseline.
-// The baseline is not the case's: it gets its own deadline (a 200 ms case
-// on a loaded machine spent it all here), and the case's own starts after
-// it.
+// Neither the world start nor the baseline is the case's: the baseline
+// gets its own deadline (a 200 ms case on a loaded machine spent it all
+// here), and the case's own starts after both, NoLeak case or not (a
+// NoLeak case's first request met a deadline its world start had spent,
+// and blamed rank 0: issue 35).
 func (r *Runner) takeBaseline(cr *caseRun) bool {
 	c := cr.c
 	cr.ctx = &Ctx{W: cr.w, Kind: c.Kind, Seed: r.Seed, Deadline: time.Now().Add(30 * time.Second), Clocks: c.Clocks}
-	if !c.NoLeak {
-		if !r.baselineOrRespawn(cr) {
-			return false
-		}
-		cr.deadline = time.Now().Add(cr.timeout)
+	if !c.NoLeak && !r.baselineOrRespawn(cr) {
+		return false
 	}
+	cr.deadline = time.Now().Add(cr.timeout)
 	cr.ctx.Deadline = cr.deadline
 	return true
 }
@@ -726,9 +741,13 @@ func (r *Runner) retireAfter(w *World, res report.Result, err error) bool {
 // with results, in seconds rather than a world-start deadline per case.
 const startStreakMax = 3
 
-// startWorld gets a world for c, starting one when needed. A rank that dies
-// while its world starts is a world event and the start is tried once more
-// (the case that happened to need the world is not blamed for one death).
+// startWorld gets a world for c, starting one when needed, by the case's
+// limit or startFloor, whichever is longer. A rank that crashes, hangs or
+// speaks garbage while its world starts is the case's: its world event is
+// recorded (rank, pid, signal, evidence) and the StartError returned, so
+// the case ends crash, timeout or error with the start's evidence. There
+// is no retry: it forgave a crash in a backend's open (cuInit on a GPU),
+// and a gated run passed (issue 35). The next case starts a fresh world.
 func (r *Runner) startWorld(c *Case, timeout time.Duration) (*World, error) {
 	r.mu.Lock()
 	if r.startBroken != "" {
@@ -736,20 +755,20 @@ func (r *Runner) startWorld(c *Case, timeout time.Duration) (*World, error) {
 		r.mu.Unlock()
 		return nil, fmt.Errorf("not run: %s", why)
 	}
+	limit := max(timeout, r.startFloor)
 	r.mu.Unlock()
-	w, err := r.world(c.Ranks, time.Now().Add(max(timeout, 60*time.Second)))
+	w, err := r.world(c.Ranks, time.Now().Add(limit))
 	var st *StartError
-	if errors.As(err, &st) {
-		r.mu.Lock()
-		r.Events = append(r.Events, fmt.Sprintf("%s: world start of %d ranks for %s: %s; started again",
-			time.Now().Format(time.TimeOnly), c.Ranks, c.ID, st.Error()))
-		r.mu.Unlock()
-		st.World.Close()
-		w, err = r.world(c.Ranks, time.Now().Add(max(timeout, 60*time.Second)))
-	}
 	var se *SkipError
+	var ev report.WorldEvent
+	if errors.As(err, &st) {
+		ev = startEvent(c, st, limit) // it may wait for the hung rank's exit: not under r.mu
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if st != nil {
+		r.event(ev)
+	}
 	switch {
 	case err == nil || errors.As(err, &se):
 		r.startStreak = 0

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"p2patomics/harness/backends"
+	"p2patomics/harness/report"
 	"p2patomics/internal/device"
 	"p2patomics/wire"
 )
@@ -326,4 +327,78 @@ func (w *World) Kill(grace time.Duration, why error) {
 		go func() { defer wg.Done(); p.Kill(grace) }()
 	}
 	wg.Wait()
+}
+
+// procState is a process's state in words from /proc/<pid>/stat ("stopped"
+// for a SIGSTOPped rank); "" when it cannot be read.
+func procState(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	// The state follows the command name, which is in parentheses and may
+	// hold any byte: the last ')' ends it.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return ""
+	}
+	switch st := b[i+2]; st {
+	case 'T':
+		return "stopped"
+	case 't':
+		return "stopped by a tracer"
+	case 'D':
+		return "in uninterruptible sleep (D)"
+	case 'Z':
+		return "a zombie"
+	case 'R':
+		return "running"
+	case 'S':
+		return "sleeping"
+	default:
+		return "state " + string(st)
+	}
+}
+
+// startEvent is the world event of a world start that failed on one rank
+// (st), for case c, with the start's deadline limit: the rank, its pid, its
+// signal and evidence (stderr tail, Go dump), and st.Blame set to the
+// words the case's detail and the event share.
+func startEvent(c *Case, st *StartError, limit time.Duration) report.WorldEvent {
+	e := report.WorldEvent{Kind: report.EventStartError, Ranks: c.Ranks, Case: c.ID}
+	var de *DeadError
+	var te *TimeoutError
+	var pe *ProtocolError
+	rank := -1
+	switch {
+	case errors.As(st.Err, &de):
+		e.Kind, rank = report.EventStartCrash, de.Rank
+		st.Blame = st.Err.Error()
+		if first, rest, _ := strings.Cut(st.Death.Summary, "; "); first != "" {
+			// "rank 1 (pid N) killed by SIGSEGV before its hello; Go fault dump: …"
+			st.Blame = strings.TrimSuffix(first+" before its "+de.What+"; "+rest, "; ")
+		}
+		e.Signal, e.GoDump = st.Death.Signal, st.Death.GoDump
+	case errors.As(st.Err, &te):
+		e.Kind, rank = report.EventStartHang, te.Rank
+		p := st.World.Procs[te.Rank]
+		st.Blame = fmt.Sprintf("rank %d (pid %d) did not answer %s within %s", te.Rank, p.Pid, te.What, limit)
+		if st.State != "" {
+			st.Blame += "; it was " + st.State + " when the start gave up"
+		}
+		p.WaitExit(time.Second)
+		e.GoDump = Classify(p).GoDump
+	case errors.As(st.Err, &pe):
+		rank = pe.Rank
+		st.Blame = fmt.Sprintf("rank %d (pid %d) spoke garbage in its hello: %v", pe.Rank, st.World.Procs[pe.Rank].Pid, pe.Err)
+	default:
+		st.Blame = st.Error()
+	}
+	e.Detail = fmt.Sprintf("world start of %d ranks for %s: %s", c.Ranks, c.ID, st.Blame)
+	if rank >= 0 && rank < len(st.World.Procs) {
+		p := st.World.Procs[rank]
+		e.Rank, e.Pid = &rank, p.Pid
+		e.StderrTail = lastBytes(p.Stderr.String(), 2048)
+	}
+	return e
 }

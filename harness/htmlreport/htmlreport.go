@@ -101,8 +101,8 @@ figure{margin:1em 0}figcaption{font-size:.85em;color:#444}.unmet{font-weight:bol
 // Render writes the page. outDir is the run's folder (where cases/<id>/
 // lives); "" skips the check for evidence folders and links every case.
 // The sections in order: the verdict and machine, the verdict matrix,
-// the unexpected and not-supported cases, the pair verdicts, the
-// heatmaps, the pair table.
+// the unexpected and not-supported cases, the world events (when there
+// are any), the pair verdicts, the heatmaps, the pair table.
 func Render(w io.Writer, rep *report.Report, outDir string) error {
 	var b strings.Builder
 	writeHead(&b, rep)
@@ -112,6 +112,7 @@ func Render(w io.Writer, rep *report.Report, outDir string) error {
 		b.WriteString("<p>No results.</p>\n")
 	}
 	writeUnexpected(&b, rep, outDir)
+	writeWorldEvents(&b, rep.WorldEvents)
 	b.WriteString("<h2 id=\"pairs-verdict\">Verdicts per GPU pair</h2>\n")
 	if n := figures(&b, pics, func(f string) bool { return strings.HasPrefix(f, "verdict.") && f != "verdict.svg" }); n == 0 {
 		b.WriteString("<p>No case names a pair of GPUs.</p>\n")
@@ -207,6 +208,31 @@ func writeUnexpected(b *strings.Builder, rep *report.Report, outDir string) {
 		}
 		b.WriteString("</ul>\n")
 	}
+}
+
+// writeWorldEvents: what happened to the ranks outside the cases' bodies
+// (a rank that crashed or hung while its world started, died idle, a world
+// retired), one row each with the rank, its pid and signal and the case
+// that needed the world; nothing when there were none.
+func writeWorldEvents(b *strings.Builder, evs []report.WorldEvent) {
+	if len(evs) == 0 {
+		return
+	}
+	e := html.EscapeString
+	b.WriteString("<h2 id=\"world-events\">World events</h2>\n")
+	b.WriteString("<table><tr><th>time</th><th>kind</th><th>rank</th><th>pid</th><th>signal</th><th>case</th><th>detail</th></tr>\n")
+	for _, ev := range evs {
+		rank, pid := "", ""
+		if ev.Rank != nil {
+			rank = fmt.Sprint(*ev.Rank)
+		}
+		if ev.Pid > 0 {
+			pid = fmt.Sprint(ev.Pid)
+		}
+		fmt.Fprintf(b, "<tr class=\"event %s\"><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
+			e(ev.Kind), e(ev.Time), e(ev.Kind), rank, pid, e(ev.Signal), e(ev.Case), e(firstLine(ev.Detail)))
+	}
+	b.WriteString("</table>\n")
 }
 
 // inline drops the XML declaration, which may not appear inside HTML.

@@ -96,6 +96,20 @@ func TestRender(t *testing.T) {
 	if n := strings.Count(page, "http://"); n != strings.Count(page, `xmlns="http://www.w3.org/2000/svg"`) {
 		t.Errorf("an http:// other than the SVG namespace")
 	}
+	if strings.Contains(page, `id="world-events"`) {
+		t.Error("a run without world events has a world events section")
+	}
+	// Issue 35 item 4: the world events are on the page, between the
+	// unexpected cases and the pair verdicts, rank, pid and signal each
+	// in its cell. At ce5f99b the page held nothing of them.
+	rep, one := sample(), 1
+	rep.WorldEvents = []report.WorldEvent{{Time: "2026-12-01T10:00:00Z", Kind: report.EventStartCrash, Rank: &one, Pid: 4242, Signal: "SIGSEGV",
+		Case: "cuda.vmm.counter.add_u64_relaxed_sys", Detail: "world start of 2 ranks for cuda.vmm.counter.add_u64_relaxed_sys: rank 1 (pid 4242) killed by SIGSEGV before its hello"}}
+	page = render(t, rep, dir)
+	ev := `<td>start-crash</td><td>1</td><td>4242</td><td>SIGSEGV</td><td>cuda.vmm.counter.add_u64_relaxed_sys</td>`
+	if u, w, p := strings.Index(page, `id="unexpected"`), strings.Index(page, ev), strings.Index(page, `id="pairs-verdict"`); w < 0 || u > w || w > p {
+		t.Errorf("the world event is not shown between the unexpected cases and the pair verdicts (at %d, %d, %d)", u, w, p)
+	}
 	// Without the folder, no dead link.
 	page = render(t, sample(), t.TempDir())
 	if strings.Contains(page, `href="cases/`) || !strings.Contains(page, "(no evidence folder)") {

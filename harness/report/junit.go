@@ -13,7 +13,7 @@ import (
 
 // JUnit's shape as Jenkins (xunit's junit-10.xsd) and GitLab read it:
 // testsuites > testsuite (name, tests, failures, errors, skipped, time,
-// timestamp, hostname) > properties?, testcase*; a testcase holds
+// timestamp, hostname) > properties?, testcase*, system-err?; a testcase holds
 // skipped?, error*, failure*, system-out* in that order.
 type (
 	junitSuites struct {
@@ -37,6 +37,7 @@ type (
 		Hostname   string          `xml:"hostname,attr"`
 		Properties []junitProperty `xml:"properties>property"`
 		Cases      []junitCase     `xml:"testcase"`
+		SystemErr  string          `xml:"system-err,omitempty"`
 	}
 	junitProperty struct {
 		Name  string `xml:"name,attr"`
@@ -78,7 +79,10 @@ func erroring(o Outcome) bool {
 // Every other skip, and a case an interrupted run did not finish
 // (verdict not-run), is <skipped> with its reason; every other non-pass
 // outcome (a canary's crash, a planted fail, a not-supported fail) passes,
-// with its outcome in system-out. stamp is when the run started.
+// with its outcome in system-out. The run's world events (a rank that
+// crashed or hung while its world started, died idle, ...) are the suite's
+// system-err, one a line; a start crash is also its case's <error>. stamp
+// is when the run started.
 func JUnit(rep *Report, stamp time.Time) ([]byte, error) {
 	s := junitSuite{Name: "p2patomics", Timestamp: stamp.UTC().Format("2006-01-02T15:04:05"), Hostname: rep.Environment.NodeName()}
 	s.Properties = junitProperties(rep)
@@ -97,6 +101,11 @@ func JUnit(rep *Report, stamp time.Time) ([]byte, error) {
 		s.Cases = append(s.Cases, c)
 	}
 	s.Tests = len(s.Cases)
+	var evs []string
+	for _, e := range rep.WorldEvents {
+		evs = append(evs, "world event: "+e.Line())
+	}
+	s.SystemErr = strings.Join(evs, "\n")
 	if rep.Timing != nil && rep.Timing.SuiteWallS > 0 {
 		total = rep.Timing.SuiteWallS
 	}

@@ -293,6 +293,11 @@ type Report struct {
 	// output (one square matrix per metric and case family, null where no
 	// pair was measured), so scripts written for nvbandwidth read ours.
 	Matrices []PairMatrix `json:"matrices,omitempty"`
+	// WorldEvents are what happened to the ranks outside the cases' bodies
+	// (WorldEvent): a rank that crashed or hung while its world started,
+	// died idle, a world retired or respawned. Records written before
+	// they were kept have none.
+	WorldEvents []WorldEvent `json:"world_events,omitempty"`
 }
 
 // PairMatrix is one metric over every ordered pair of ranks of one case

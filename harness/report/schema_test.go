@@ -248,6 +248,9 @@ func goodReport() *report.Report {
 		Matrices: []report.PairMatrix{{Name: "host.memfd.perf.copy_ce_read", Metric: "bw_ce_read_gbps", Unit: "GB/s",
 			Direction: "GPU(row) <- GPU(column)", Description: "bw_ce_read_gbps (GB/s), data moves GPU(row) <- GPU(column)",
 			Matrix: [][]*float64{{nil, &twelve}, {&twelve, nil}}, Sum: 24, Min: 12, Max: 12, Average: 12}},
+		WorldEvents: []report.WorldEvent{{Time: "2026-12-01T10:00:00Z", Kind: report.EventStartCrash, Backend: backends.HostName, Ranks: 2,
+			Rank: &one, Pid: 4242, Signal: "SIGSEGV", Case: "host.memfd.counter.add_u64_relaxed_sys",
+			Detail: "rank 1 (pid 4242) killed by SIGSEGV before its hello", StderrTail: "SIGSEGV: segmentation violation"}},
 	}
 	s := report.Summarize(r.Results, "expectations/host-amd64", "out")
 	r.Summary = &s
@@ -299,6 +302,9 @@ func TestSchemaRejectsPlanted(t *testing.T) {
 			m["matrices"].([]any)[0].(map[string]any)["matrix"].([]any)[0].([]any)[1] = "12"
 		}, `/matrices/0/matrix/0/1: type string`},
 		{"matrix without direction", func(m map[string]any) { delete(m["matrices"].([]any)[0].(map[string]any), "direction") }, `/matrices/0: missing required "direction"`},
+		{"world event kind unknown", func(m map[string]any) { event(m)["kind"] = "crash" }, `/world_events/0/kind: "crash" not in enum`},
+		{"world event rank string", func(m map[string]any) { event(m)["rank"] = "1" }, `/world_events/0/rank: type string, want integer`},
+		{"world event without detail", func(m map[string]any) { delete(event(m), "detail") }, `/world_events/0: missing required "detail"`},
 		{"summary verdict ok", func(m map[string]any) { m["summary"].(map[string]any)["verdict"] = "OK" }, `/summary/verdict: "OK" not in enum`},
 		{"summary exit 7", func(m map[string]any) { m["summary"].(map[string]any)["exit_status"] = 7 }, `/summary/exit_status: "7" not in enum`},
 		{"summary without line", func(m map[string]any) { delete(m["summary"].(map[string]any), "line") }, `/summary: missing required "line"`},
@@ -324,6 +330,9 @@ func TestSchemaRejectsPlanted(t *testing.T) {
 	}
 }
 
+func event(m map[string]any) map[string]any {
+	return m["world_events"].([]any)[0].(map[string]any)
+}
 func res(m map[string]any) map[string]any { return m["results"].([]any)[0].(map[string]any) }
 func rank(m map[string]any) map[string]any {
 	return res(m)["ranks"].([]any)[1].(map[string]any)
@@ -354,7 +363,8 @@ func TestSchemaMatchesModel(t *testing.T) {
 			defs["summary"].(map[string]any)["properties"].(map[string]any)["unexpected"].(map[string]any)["items"].(map[string]any)},
 		"not_supported": {reflect.TypeFor[report.NotSupportedRef](),
 			defs["summary"].(map[string]any)["properties"].(map[string]any)["not_supported"].(map[string]any)["items"].(map[string]any)},
-		"matrix": {reflect.TypeFor[report.PairMatrix](), defs["matrix"].(map[string]any)},
+		"matrix":      {reflect.TypeFor[report.PairMatrix](), defs["matrix"].(map[string]any)},
+		"world_event": {reflect.TypeFor[report.WorldEvent](), defs["world_event"].(map[string]any)},
 	}
 	for name, o := range objs {
 		fields, required := jsonFields(o.typ)
@@ -384,6 +394,9 @@ func TestSchemaMatchesModel(t *testing.T) {
 		vs = append(vs, string(v))
 	}
 	checkEnum(t, "verdict", defs, vs)
+	kinds := defs["world_event"].(map[string]any)["properties"].(map[string]any)
+	defs["world_event_kind"] = kinds["kind"]
+	checkEnum(t, "world_event_kind", defs, report.WorldEventKinds)
 }
 
 // jsonFields are the names a type's JSON has, sorted, and those of them

@@ -204,9 +204,24 @@ func clip(s string, n int) string {
 	return s[:n-3] + "..."
 }
 
+// writeEvents writes a run's world events, one a line: a live run's as
+// printed, else (events nil: re-rendered from results.json by p2preport)
+// the record's typed ones.
+func writeEvents(w io.Writer, rep *Report, events []string) {
+	if events == nil {
+		for _, e := range rep.WorldEvents {
+			events = append(events, e.Line())
+		}
+	}
+	for _, e := range events {
+		fmt.Fprintf(w, "world event: %s\n", e)
+	}
+}
+
 // WriteTable writes the full per-case table (out/summary.txt): every case
 // with outcome, expected, verdict, time and detail, then the totals and
-// the verdict line.
+// the verdict line. events are a live run's world events as printed (nil:
+// rep's, re-rendered from results.json).
 func WriteTable(w io.Writer, rep *Report, events []string) {
 	results := rep.Results
 	idw := 10
@@ -244,9 +259,7 @@ func WriteTable(w io.Writer, rep *Report, events []string) {
 			fmt.Fprintf(w, "%-*s  repro: %s\n", idw, "", r.Repro)
 		}
 	}
-	for _, e := range events {
-		fmt.Fprintf(w, "world event: %s\n", e)
-	}
+	writeEvents(w, rep, events)
 	if s := rep.Summary; s != nil {
 		var parts []string
 		for _, o := range Outcomes {

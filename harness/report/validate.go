@@ -64,8 +64,8 @@ var Verdicts = []Verdict{Expected, ExpectedFail, UnexpectedPass, UnexpectedImpro
 // Validate checks what everything downstream relies on and the schema
 // states: the schema number, ids of [a-z0-9._-] (one line, no terminal
 // escapes, usable as a file name and as a baseline line), each id once,
-// and outcomes, expectations and verdicts from the known lists. A
-// results.json that fails it is not read and not written.
+// and outcomes, expectations, verdicts and world event kinds from the
+// known lists. A results.json that fails it is not read and not written.
 func (r *Report) Validate() error {
 	if r.Schema != Schema {
 		return fmt.Errorf("schema %d, want %d", r.Schema, Schema)
@@ -104,6 +104,11 @@ func (r *Report) Validate() error {
 		}
 		if len(errs) >= 3 {
 			break
+		}
+	}
+	for i, e := range r.WorldEvents {
+		if !knownEventKind(e.Kind) && len(errs) < 3 {
+			errs = append(errs, fmt.Errorf("world_events[%d]: unknown kind %s", i, strconv.Quote(e.Kind)))
 		}
 	}
 	return errors.Join(errs...)

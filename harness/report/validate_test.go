@@ -36,6 +36,14 @@ func TestValidateMatchesSchema(t *testing.T) {
 	if rep.Validate() == nil {
 		t.Error("an outcome with a newline validated")
 	}
+	rep = &report.Report{Schema: report.Schema, WorldEvents: []report.WorldEvent{{Time: "t", Kind: report.EventStartCrash, Detail: "d"}}}
+	if err := rep.Validate(); err != nil {
+		t.Errorf("a known world event kind: %v", err)
+	}
+	rep.WorldEvents[0].Kind = "start crash"
+	if err := rep.Validate(); err == nil || !strings.Contains(err.Error(), `world_events[0]: unknown kind "start crash"`) {
+		t.Errorf("an unknown world event kind: %v", err)
+	}
 }
 
 // Issue 26 item 4: a record of no run is no result: Summarize calls zero

@@ -142,7 +142,8 @@ func TestSummarizeLine(t *testing.T) {
 // The JUnit checks below are the structure Jenkins' junit-10.xsd (xunit
 // plugin) and GitLab's parser need: a <testsuites> root; every <testsuite>
 // with name, tests, failures, errors, skipped, time, timestamp and hostname,
-// counts that add up, <properties> before the test cases; every testcase
+// counts that add up, <properties> before the test cases, <system-out> and
+// <system-err> (one each) after them; every testcase
 // with name, classname and time and its children in the order skipped?,
 // error*, failure*, system-out*; failure and error with message and type.
 
@@ -216,9 +217,14 @@ func checkSuite(s xTestsuite, bad func(string, ...any)) (f, e, sk int, err error
 		bad("junit: timestamp %q is not xs:dateTime without zone", ts)
 	}
 	tests := 0
-	seenCase := false
+	seenCase, seenTail := false, map[string]bool{}
 	for _, c := range s.Children {
 		switch c.XMLName.Local {
+		case "system-out", "system-err":
+			if seenTail[c.XMLName.Local] || (c.XMLName.Local == "system-out" && seenTail["system-err"]) {
+				bad("junit: <testsuite> <%s> twice or out of order", c.XMLName.Local)
+			}
+			seenTail[c.XMLName.Local] = true
 		case "properties":
 			if seenCase {
 				bad("junit: <properties> after a <testcase>")
@@ -232,6 +238,9 @@ func checkSuite(s xTestsuite, bad func(string, ...any)) (f, e, sk int, err error
 				}
 			}
 		case "testcase":
+			if len(seenTail) > 0 {
+				bad("junit: <testcase> after the suite's system-out/system-err")
+			}
 			seenCase = true
 			tests++
 			cf, ce, csk, err := checkCase(c, bad)
@@ -332,6 +341,34 @@ func TestJUnitFollowsTheVerdict(t *testing.T) {
 	}
 }
 
+// Issue 35 item 4: the run's world events are the suite's system-err, one
+// a line, each with its kind, rank, pid and signal; a run without any has
+// none. At ce5f99b junit.xml held no trace of a rank that crashed while its
+// world started.
+func TestJUnitCarriesWorldEvents(t *testing.T) {
+	one := 1
+	crash := report.Result{Case: report.ParseCase("host.memfd.counter.add", nil), Outcome: report.Crash, Expected: report.Pass, Verdict: report.NewFlake,
+		Detail: "world start: rank 1 (pid 4242) killed by SIGSEGV before its hello"}
+	rep := judged(crash)
+	rep.WorldEvents = []report.WorldEvent{{Time: "2026-12-01T10:00:00Z", Kind: report.EventStartCrash, Ranks: 2, Rank: &one, Pid: 4242,
+		Signal: "SIGSEGV", Case: crash.ID(), Detail: "rank 1 (pid 4242) killed by SIGSEGV before its hello"}}
+	b, err := report.JUnit(rep, time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, e, _, err := checkJUnit(b); err != nil || e != 1 {
+		t.Fatalf("errors %d (%v), want 1\n%s", e, err, b)
+	}
+	want := "<system-err>world event: 2026-12-01T10:00:00Z start-crash rank 1 (pid 4242) SIGSEGV case host.memfd.counter.add: rank 1 (pid 4242) killed by SIGSEGV before its hello</system-err>"
+	if !bytes.Contains(b, []byte(want)) {
+		t.Errorf("junit lacks the world event %s\n%s", want, b)
+	}
+	rep.WorldEvents = nil
+	if b, _ = report.JUnit(rep, time.Unix(0, 0)); bytes.Contains(b, []byte("system-err")) {
+		t.Errorf("a run without world events has a system-err:\n%s", b)
+	}
+}
+
 // TestCheckJUnitCatchesBadFiles shows the structural check fails on the
 // shapes the old writer produced and on miscounts.
 func TestCheckJUnitCatchesBadFiles(t *testing.T) {
@@ -340,6 +377,8 @@ func TestCheckJUnitCatchesBadFiles(t *testing.T) {
 		"bare testsuite root": `<testsuite name="p" tests="0" failures="0" errors="0" skipped="0" time="0" timestamp="2026-01-01T00:00:00" hostname="h"></testsuite>`,
 		"failure before skipped": `<testsuites failures="1" errors="0"><testsuite name="p" tests="1" failures="1" errors="0" skipped="1" time="0" timestamp="2026-01-01T00:00:00" hostname="h">` +
 			`<testcase name="a" classname="c" time="0"><failure message="m" type="t"/><skipped message="s"/></testcase></testsuite></testsuites>`,
+		"case after system-err": `<testsuites failures="0" errors="0"><testsuite name="p" tests="1" failures="0" errors="0" skipped="0" time="0" timestamp="2026-01-01T00:00:00" hostname="h">` +
+			`<system-err>x</system-err><testcase name="a" classname="c" time="0"></testcase></testsuite></testsuites>`,
 		"count mismatch": `<testsuites failures="0" errors="0"><testsuite name="p" tests="1" failures="0" errors="0" skipped="0" time="0" timestamp="2026-01-01T00:00:00" hostname="h">` +
 			`<testcase name="a" classname="c" time="0"><failure message="m" type="t"/></testcase></testsuite></testsuites>`,
 	} {

@@ -195,7 +195,11 @@ func (r *Run) checkpoint() {
 	if r.ckptCost > ckptCheap && time.Since(r.ckptLast) < 10*r.ckptCost {
 		return
 	}
-	rep := &report.Report{Schema: report.Schema, State: report.StateRunning, Environment: r.envNow(), Results: r.Results()}
+	r.mu.Lock()
+	runners := r.runnerList()
+	r.mu.Unlock()
+	rep := &report.Report{Schema: report.Schema, State: report.StateRunning, Environment: r.envNow(), Results: r.Results(),
+		WorldEvents: worldEvents(runners)}
 	t0 := time.Now()
 	err := rep.Write(filepath.Join(r.Opts.Out, "results.json"))
 	if noSpace(err) {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -391,6 +392,7 @@ func (r *Run) finish() int {
 		sig = caughtSignal()
 	}
 	rep := r.judgeRun(r.finalEnv(infos, timing), timing, sig, runFaults)
+	rep.WorldEvents = worldEvents(runners)
 	code := rep.Summary.ExitStatus
 	if r.Opts.UpdateExpectations {
 		code = max(code, r.recordBaseline(rep, sig))
@@ -400,6 +402,18 @@ func (r *Run) finish() int {
 	}
 	r.printEnd(rep, events, timing)
 	return code
+}
+
+// worldEvents are the runners' typed world events (a rank that crashed or
+// hung while its world started, died idle, ...) in the order they happened,
+// for results.json, junit.xml and report.html.
+func worldEvents(runners []*harness.Runner) []report.WorldEvent {
+	var out []report.WorldEvent
+	for _, rn := range runners {
+		out = append(out, rn.WorldEvents()...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time < out[j].Time })
+	return out
 }
 
 // finalEnv is results.json's environment: the fingerprint with every
