@@ -53,3 +53,33 @@ func TestSetupStreakSparesCanaries(t *testing.T) {
 		t.Fatalf("after the canaries: %s %q, want the streak of %d unchanged (%q)", res.Outcome, res.Detail, setupStreakMax, want)
 	}
 }
+
+// TestSetupStreakSparesControls: a control (a planted bug, a negative
+// control, an expected failure) runs once a setup streak has formed:
+// judged, it would end not-run and lose its control. Fails with the
+// report.IsControl clause dropped from judgedFromSetup (the control's body
+// never runs and it ends not-run).
+func TestSetupStreakSparesControls(t *testing.T) {
+	set := wire.DefaultSettings
+	set.Inject = []string{"fail:dup=95"}
+	r := NewRunner(backends.HostName, set, 1)
+	defer r.Close()
+	ran := 0
+	mk := func(id string, expected report.Outcome, labels ...string) *Case {
+		return &Case{ID: id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: expected, Labels: labels, Timeout: 10 * time.Second,
+			Run: func(c *Ctx) error { ran++; _, err := c.Shared(0, 4096, true); return err }}
+	}
+	for i := 0; i < setupStreakMax; i++ {
+		r.Run(mk(fmt.Sprintf("shared%d", i), report.Pass))
+	}
+	for _, c := range []*Case{mk("planted.racy", report.Pass, "planted"), mk("noaccess", report.Crash, "control")} {
+		before := ran
+		res := r.Run(c)
+		if ran != before+1 || res.Outcome == report.NotRunOutcome {
+			t.Fatalf("control %s was judged from the setup streak instead of running: %s %s", c.ID, res.Outcome, res.Detail)
+		}
+	}
+	if res := r.Run(mk("after", report.Pass)); res.Outcome != report.NotRunOutcome {
+		t.Fatalf("after the controls: %s %q, want not-run", res.Outcome, res.Detail)
+	}
+}

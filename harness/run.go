@@ -226,15 +226,22 @@ func (r *Runner) judgedFromSetup(c *Case, res *report.Result) bool {
 	defer r.mu.Unlock()
 	st := r.setup[c.Kind]
 	// A case that expects the streak's outcome runs: judged, it would meet
-	// its expectation without having run.
-	if r.rerun || st == nil || st.n < setupStreakMax || c.Canary || c.Expected == st.outcome {
+	// its expectation without having run. A control (a planted bug, a
+	// canary, an expected failure) runs too: judged, it would have lost
+	// its control (expect.Judge), so only its own run can tell.
+	if r.rerun || st == nil || st.n < setupStreakMax || c.Canary || c.Expected == st.outcome ||
+		report.IsControl(report.Result{Labels: c.Labels, Expected: c.Expected}) {
 		return false
 	}
 	if r.judged == nil {
 		r.judged = map[string]bool{}
 	}
 	r.judged[c.ID] = true
-	res.Outcome = st.outcome
+	// Its own outcome, never the streak's: a skip or an error would read
+	// as a run that said so (docs/GATING.md, "Cases judged without
+	// running").
+	res.Outcome = report.NotRunOutcome
+	res.JudgedFrom = &report.JudgedFrom{Case: st.first, Outcome: st.outcome}
 	res.Detail = fmt.Sprintf("not run: judged from %s, the first of %d %s cases in a row that failed the same way (%s): %s",
 		st.first, st.n, c.Kind, st.sig, st.detail)
 	return true

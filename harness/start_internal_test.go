@@ -259,8 +259,14 @@ func TestSetupStreakJudgesTheRest(t *testing.T) {
 		t.Fatalf("%d bodies ran, want %d", ran, setupStreakMax)
 	}
 	for i, res := range results {
-		if res.Outcome != report.Error || !strings.Contains(res.Detail, "export (dup)") {
-			t.Fatalf("case %d: %s %s", i, res.Outcome, res.Detail)
+		// A judged case has its own outcome, not-run, naming the case it
+		// was judged from and that case's outcome (issue 37 item 3).
+		want, from := report.Error, (*report.JudgedFrom)(nil)
+		if i >= setupStreakMax {
+			want, from = report.NotRunOutcome, &report.JudgedFrom{Case: "shared0", Outcome: report.Error}
+		}
+		if res.Outcome != want || !strings.Contains(res.Detail, "export (dup)") || (from == nil) != (res.JudgedFrom == nil) || (from != nil && *from != *res.JudgedFrom) {
+			t.Fatalf("case %d: %s %s (judged from %+v)", i, res.Outcome, res.Detail, res.JudgedFrom)
 		}
 		judged := strings.Contains(res.Detail, "not run: judged from shared0")
 		if judged != (i >= setupStreakMax) || judged != r.JudgedFromSetup(res.ID()) {

@@ -140,11 +140,22 @@ func record(results []report.Result, old *Set, reasons map[string]string) baseli
 			continue
 		}
 		why := reasonFor(r.ID(), old, reasons)
-		b.groups[why] = append(b.groups[why], fmt.Sprintf("%s,%s", r.ID(), r.Outcome))
+		b.groups[why] = append(b.groups[why], fmt.Sprintf("%s,%s", r.ID(), recorded(r)))
 	}
 	sort.Strings(b.ids)
 	sort.Strings(b.strong)
 	return b
+}
+
+// recorded is the outcome a fails.txt row holds for r: a case judged
+// without running holds the outcome of the case it was judged from (the
+// one outcome judgeNotRun lets it meet), since a baseline never expects a
+// case not to run.
+func recorded(r report.Result) report.Outcome {
+	if r.Outcome == report.NotRunOutcome && r.JudgedFrom != nil {
+		return r.JudgedFrom.Outcome
+	}
+	return r.Outcome
 }
 
 // reasonFor is the reason a fails.txt entry goes under: the one already in

@@ -284,7 +284,12 @@ func (s *Set) addFail(at, line, why string) error {
 	}
 	o, err := report.ParseOutcome(out)
 	if err != nil {
-		return fmt.Errorf("%s: %v", at, err)
+		return fmt.Errorf("%s: %w", at, err)
+	}
+	if o == report.NotRunOutcome {
+		// Judged without running, a case showed nothing a baseline could
+		// expect again: record the outcome it was judged from.
+		return fmt.Errorf("%s: outcome %s is not a baseline (a case judged without running shows nothing; list the outcome of the case it was judged from)", at, o)
 	}
 	if prev, dup := s.where["fails:"+id]; dup {
 		return fmt.Errorf("%s: duplicate case %s (first at %s)", at, id, prev)

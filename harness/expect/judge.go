@@ -10,6 +10,13 @@ import (
 // judged (JudgeRun), so Ginkgo's pass/fail of its spec agrees with the
 // run's verdict. s is nil when ungated. A result that already carries a
 // verdict (set after a rerun) keeps it.
+//
+// A not-supported result that contradicts what the device advertised
+// (CapabilityLost) is capability-lost, gated or not and whatever the
+// baseline or a rerun said: a baseline's skip row written when the device
+// lacked the capability no longer explains it. Ungated, a control that
+// was judged without running (outcome not-run) has lost its control
+// (Judge), not-supported or not.
 func JudgeOne(r report.Result, s *Set, env report.Environment) report.Result {
 	r.NotSupported = report.NotSupportedReason(r, env)
 	if s != nil {
@@ -17,10 +24,14 @@ func JudgeOne(r report.Result, s *Set, env report.Environment) report.Result {
 			r.Baseline = b
 		}
 	}
+	if lost := CapabilityLost(r, env); lost != "" {
+		r.NotSupported, r.CapabilityLost, r.Verdict = "", lost, report.CapabilityLost
+		return r
+	}
 	if r.Verdict != "" {
 		return r
 	}
-	if s == nil && r.NotSupported != "" {
+	if s == nil && r.NotSupported != "" && !(r.Outcome == report.NotRunOutcome && report.IsControl(r)) {
 		// Ungated, a capability the device lacks is never a failure by
 		// itself (deqp-runner's NotSupported); gated, the baseline decides,
 		// so a case that passed there and is not supported now regresses.

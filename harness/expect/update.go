@@ -126,12 +126,17 @@ func PlanUpdate(dir string, rep *report.Report, force bool) (*Update, error) {
 		}
 		res.Verdict = ""
 		v := Judge(res, old, nil)
+		if CapabilityLost(res, rep.Environment) != "" {
+			// A skip the device contradicts is never blessed into a
+			// baseline as not supported.
+			v = report.CapabilityLost
+		}
 		if v == report.Expected || v == report.ExpectedFail {
 			continue
 		}
 		line := fmt.Sprintf("%s: %s → %s (%s)", res.ID(), old.Baseline(res), res.Outcome, v)
 		u.Changes = append(u.Changes, line)
-		if v == report.Regression || v == report.NewFlake {
+		if v == report.Regression || v == report.NewFlake || v == report.CapabilityLost {
 			u.Regressions = append(u.Regressions, line)
 		}
 	}

@@ -45,6 +45,9 @@ func Judge(r report.Result, s *Set, rerun *report.Result) report.Verdict {
 	}
 	b := s.Baseline(r)
 	got := r.Outcome
+	if got == report.NotRunOutcome {
+		return judgeNotRun(r, s, b)
+	}
 	if got == report.Skip {
 		if _, ok := s.Skipped(r.ID()); ok {
 			return report.Expected
@@ -70,17 +73,46 @@ func Judge(r report.Result, s *Set, rerun *report.Result) report.Verdict {
 	if _, ok := s.Flaky(r.ID()); ok {
 		return report.KnownFlake
 	}
+	if severity(got) < severity(b) && got == report.Pass {
+		return report.UnexpectedPass
+	}
 	if severity(got) < severity(b) {
-		if got == report.Pass {
-			return report.UnexpectedPass
-		}
-		return report.UnexpectedImprovement
+		// Only a pass is an improvement. A case whose baseline is a
+		// fail, crash or timeout (a control, planted bug, canary or a
+		// known failure) that now ends otherwise did not show the failure
+		// it controls: a skip, an error or a different failure is a lost
+		// control, and accepting it as "better" would accept the broken
+		// path. Never rerun into a flake: the rerun judges a regression
+		// the same way.
+		return report.Regression
 	}
 	if rerun != nil && rerun.Outcome == b {
 		if Unforgivable(got) {
 			return report.NewFlake // not even --allow-new-flakes forgives it
 		}
 		return s.newFlake()
+	}
+	return report.Regression
+}
+
+// judgeNotRun is the verdict of a case judged without running (outcome
+// not-run). It showed nothing, so it can never be expected on its own:
+// a control, planted bug, canary or expected failure has lost its control
+// (regression); any other case meets the baseline only where the baseline
+// lists (fails.txt, or skips.txt for a skip) the very outcome the case it
+// was judged from ended with (the kind's refusal the baseline already
+// knows: expected-fail, expected for skips.txt), and is a regression
+// otherwise. Never a flake either way: it did not run to be flaky.
+func judgeNotRun(r report.Result, s *Set, b report.Outcome) report.Verdict {
+	if report.IsControl(r) || r.JudgedFrom == nil {
+		return report.Regression
+	}
+	from := r.JudgedFrom.Outcome
+	if _, ok := s.Skipped(r.ID()); ok && from == report.Skip {
+		return report.Expected
+	}
+	if _, listed := s.listed(r.ID()); listed && b == from && b != report.Pass {
+		return report.ExpectedFail
 	}
 	return report.Regression
 }
@@ -194,11 +226,13 @@ func Reason(r report.Result, s *Set) string {
 	b := s.Baseline(r)
 	const update = " (update the baseline with --update-expectations)"
 	switch r.Verdict {
+	case report.CapabilityLost:
+		return fmt.Sprintf("capability lost: %s went %s → %s: %s", r.ID(), b, r.Outcome, strings.TrimPrefix(r.CapabilityLost, "capability lost: "))
 	case report.Regression:
 		if lostEvidence(r, s) {
 			return fmt.Sprintf("regression: %s passed with %s evidence (no mutant killed); the baseline's pass had strong evidence", r.ID(), evidenceWord(r.Evidence))
 		}
-		return fmt.Sprintf("regression: %s went %s → %s", r.ID(), b, r.Outcome)
+		return regressionReason(r, b)
 	case report.NewFlake:
 		if lostEvidence(r, s) {
 			return fmt.Sprintf("new flake: %s passed without strong evidence and regained it on rerun (list it in flakes.txt, or pass --allow-new-flakes)", r.ID())
@@ -224,6 +258,20 @@ func Reason(r report.Result, s *Set) string {
 		return fmt.Sprintf("expected fail: %s is %s as in the baseline", r.ID(), r.Outcome)
 	}
 	return fmt.Sprintf("expected: %s is %s", r.ID(), r.Outcome)
+}
+
+// regressionReason says what a regression lost: a control that showed
+// nothing (control lost), a case judged without running (and from which
+// case), or an outcome more severe than the baseline's.
+func regressionReason(r report.Result, b report.Outcome) string {
+	from := ""
+	if r.Outcome == report.NotRunOutcome && r.JudgedFrom != nil {
+		from = fmt.Sprintf(" (judged from %s, which ended %s)", r.JudgedFrom.Case, r.JudgedFrom.Outcome)
+	}
+	if (report.IsControl(r) || report.ExpectsFailure(b)) && (report.LosesControl(r.Outcome) || severity(r.Outcome) < severity(b)) {
+		return fmt.Sprintf("regression: %s went %s → %s%s: control lost (a control, planted bug, canary or expected failure that no longer shows its outcome is not an improvement)", r.ID(), b, r.Outcome, from)
+	}
+	return fmt.Sprintf("regression: %s went %s → %s%s", r.ID(), b, r.Outcome, from)
 }
 
 // CheckStack compares a "# stack:" header with this run's fingerprint.

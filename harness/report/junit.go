@@ -66,7 +66,7 @@ type (
 // not finish), not a <failure> (it finished and was wrong).
 func erroring(o Outcome) bool {
 	switch o {
-	case Error, Timeout, Crash, Abort, Incomplete:
+	case Error, NotRunOutcome, Timeout, Crash, Abort, Incomplete:
 		return true
 	}
 	return false

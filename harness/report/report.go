@@ -28,18 +28,25 @@ type Outcome string
 
 // Outcomes in severity order (docs/ARCHITECTURE.md, Outcomes).
 const (
-	Pass       Outcome = "pass"
-	Skip       Outcome = "skip"
-	Fail       Outcome = "fail"
-	Error      Outcome = "error"
-	Timeout    Outcome = "timeout"
-	Crash      Outcome = "crash"
-	Incomplete Outcome = "incomplete"
-	Abort      Outcome = "abort"
+	Pass  Outcome = "pass"
+	Skip  Outcome = "skip"
+	Fail  Outcome = "fail"
+	Error Outcome = "error"
+	// NotRunOutcome is a case the runner judged without running it, from
+	// the first of its kind's cases that failed the same way
+	// (Result.JudgedFrom names it). It is an outcome, never a skip: a
+	// case that did not run showed nothing, so it can meet no baseline
+	// but its judge's (expect.Judge). Not the verdict NotRun (an
+	// interrupted run's unfinished case, outcome incomplete).
+	NotRunOutcome Outcome = "not-run"
+	Timeout       Outcome = "timeout"
+	Crash         Outcome = "crash"
+	Incomplete    Outcome = "incomplete"
+	Abort         Outcome = "abort"
 )
 
 // Outcomes lists every outcome, least severe first.
-var Outcomes = []Outcome{Pass, Skip, Fail, Error, Timeout, Crash, Incomplete, Abort}
+var Outcomes = []Outcome{Pass, Skip, Fail, Error, NotRunOutcome, Timeout, Crash, Incomplete, Abort}
 
 // Severity is the outcome's index in Outcomes; -1 for an unknown value.
 func (o Outcome) Severity() int {
@@ -89,12 +96,19 @@ const (
 	// NotRun is a case an interrupted run (Summary.Interrupted) never got
 	// to finish (outcome incomplete): not run, not a regression.
 	NotRun Verdict = "not-run"
+	// CapabilityLost is a case that ended not supported while the device
+	// or its backend advertised the capability it needs
+	// (expect.CapabilityLost; Result.CapabilityLost says which and what
+	// the call said): gating, gated or not, whatever the baseline holds.
+	CapabilityLost Verdict = "capability-lost"
 )
 
 // Gating reports whether a verdict fails the gate.
 func (v Verdict) Gating() bool {
 	switch v {
 	case UnexpectedPass, UnexpectedImprovement, Regression, Missing, NewFlake:
+		return true
+	case CapabilityLost:
 		return true
 	}
 	return false
@@ -217,14 +231,21 @@ type Result struct {
 	Baseline Outcome `json:"baseline,omitempty"`
 	// NotSupported names the capability the hardware or driver lacks that
 	// explains this result (NotSupportedReason); "" otherwise.
-	NotSupported string            `json:"not_supported,omitempty"`
-	Detail       string            `json:"detail"`
-	Duration     float64           `json:"duration_s"`
-	Fault        *Fault            `json:"fault,omitempty"`
-	Ranks        []Rank            `json:"ranks"`
-	Metrics      map[string]Metric `json:"metrics,omitempty"`
-	Repro        string            `json:"repro,omitempty"`
-	KernelLog    []string          `json:"kernel_log,omitempty"`
+	NotSupported string `json:"not_supported,omitempty"`
+	// CapabilityLost names the capability the device advertised that this
+	// not-supported result contradicts, with the device's answer and what
+	// the call said (verdict capability-lost); "" otherwise.
+	CapabilityLost string `json:"capability_lost,omitempty"`
+	// JudgedFrom is, for outcome not-run, the case this one was judged
+	// from and that case's outcome; nil for a case that ran.
+	JudgedFrom *JudgedFrom       `json:"judged_from,omitempty"`
+	Detail     string            `json:"detail"`
+	Duration   float64           `json:"duration_s"`
+	Fault      *Fault            `json:"fault,omitempty"`
+	Ranks      []Rank            `json:"ranks"`
+	Metrics    map[string]Metric `json:"metrics,omitempty"`
+	Repro      string            `json:"repro,omitempty"`
+	KernelLog  []string          `json:"kernel_log,omitempty"`
 	// Evidence grades a pass of a mutation-scored case (the litmus
 	// environments): "strong" when one of its mutants showed its weak
 	// outcome on this machine in this run, "weak" when none did, so the
@@ -240,6 +261,13 @@ type Result struct {
 	// there was none. The verdict is judged from both, so a re-render
 	// judges a flake as the run did.
 	Rerun *Attempt `json:"rerun,omitempty"`
+}
+
+// JudgedFrom is the case a not-run result was judged from (the first of
+// its kind's cases in a row that failed the same way) and its outcome.
+type JudgedFrom struct {
+	Case    string  `json:"case"`
+	Outcome Outcome `json:"outcome"`
 }
 
 // Attempt is one more run of a case (Result.Rerun).

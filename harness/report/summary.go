@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"p2patomics/internal/device"
@@ -40,6 +41,10 @@ var legacyNeeds = map[string]string{"host_native_atomic_supported": device.CapHo
 // capability explains wrong numbers, not a dead rank.
 func NotSupportedReason(r Result, env Environment) string {
 	switch {
+	case r.Outcome == NotRunOutcome && r.JudgedFrom != nil && r.JudgedFrom.Outcome == Skip:
+		// Judged from a case that was not supported: the same call said
+		// so for its whole kind, and the detail carries its words.
+		return r.Detail
 	case r.Outcome == Skip && r.Verdict != Missing:
 		if r.Detail == "" {
 			return "skipped: a capability this device or driver lacks"
@@ -62,6 +67,36 @@ func NotSupportedReason(r Result, env Environment) string {
 	}
 	return ""
 }
+
+// ControlLabels mark a case whose expected outcome is itself the evidence
+// (specs' LabelControl and LabelPlanted, and the canary spec's identity
+// label): it must run and show its outcome; ending skip, error or not-run
+// it has lost its control (expect.Judge).
+var ControlLabels = []string{"control", "planted", "canary"}
+
+// IsControl reports whether r is a control, a planted bug or a canary
+// (ControlLabels), or expects a non-pass outcome (an expected fail, crash
+// or timeout is a control of what the harness notices).
+func IsControl(r Result) bool {
+	if ExpectsFailure(r.Expected) {
+		return true
+	}
+	for _, l := range r.Labels {
+		if slices.Contains(ControlLabels, l) {
+			return true
+		}
+	}
+	return false
+}
+
+// ExpectsFailure: a baseline of fail, crash, timeout or worse is an
+// expected failure, a control of what the harness notices.
+func ExpectsFailure(o Outcome) bool { return o.Severity() >= Fail.Severity() }
+
+// LosesControl: a control, planted bug, canary or expected failure that
+// ends so showed nothing of what it controls (it was refused, not
+// supported, or never ran): never an improvement.
+func LosesControl(o Outcome) bool { return o == Skip || o == Error || o == NotRunOutcome }
 
 // lacking is the first GPU that answers capability name no, and its
 // answer; a GPU that did not answer (the zero Cap) lacks nothing, and a
@@ -243,6 +278,7 @@ func SummarizeRun(results []Result, gate, out, interrupted string) Summary {
 		if u.Was == u.Outcome && r.Evidence != "" {
 			u.Note = fmt.Sprintf("evidence %s, the baseline's strong", r.Evidence)
 		}
+		u.Note = lostNote(r, u.Note)
 		if u.Verdict == "" {
 			u.Verdict = Regression
 			if r.Outcome.Severity() < r.Expected.Severity() {
@@ -251,7 +287,7 @@ func SummarizeRun(results []Result, gate, out, interrupted string) Summary {
 		}
 		// The runner writes a folder for every case it ran that did not
 		// pass; an incomplete, aborted or missing case never ran.
-		if r.Outcome != Pass && r.Outcome != Incomplete && r.Outcome != Abort && r.Verdict != Missing {
+		if r.Outcome != Pass && r.Outcome != Incomplete && r.Outcome != Abort && r.Outcome != NotRunOutcome && r.Verdict != Missing {
 			u.Folder = filepath.Join(out, "cases", r.ID()) + "/"
 		}
 		s.Unexpected = append(s.Unexpected, u)
@@ -272,6 +308,23 @@ func SummarizeRun(results []Result, gate, out, interrupted string) Summary {
 	}
 	s.Line = s.line()
 	return s
+}
+
+// lostNote is the note an unexpected case's line carries for what it
+// lost: the capability its device advertised (capability-lost), the
+// control it no longer is, the case a not-run was judged from.
+func lostNote(r Result, note string) string {
+	switch {
+	case r.Verdict == CapabilityLost:
+		return r.CapabilityLost
+	case r.Outcome == NotRunOutcome && r.JudgedFrom != nil && IsControl(r):
+		return fmt.Sprintf("control lost: not run, judged from %s (%s)", r.JudgedFrom.Case, r.JudgedFrom.Outcome)
+	case r.Outcome == NotRunOutcome && r.JudgedFrom != nil:
+		return fmt.Sprintf("not run, judged from %s (%s)", r.JudgedFrom.Case, r.JudgedFrom.Outcome)
+	case r.Verdict == Regression && (IsControl(r) || ExpectsFailure(Was(r))) && (LosesControl(r.Outcome) || r.Outcome.Severity() < Was(r).Severity()):
+		return "control lost"
+	}
+	return note
 }
 
 // maxNamed is how many unexpected cases the last line names.

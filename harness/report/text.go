@@ -300,6 +300,13 @@ func csvStatus(r Result) string {
 		return "NotRun"
 	case Missing:
 		return "Missing"
+	case CapabilityLost:
+		return "CapabilityLost"
+	}
+	if r.Outcome == NotRunOutcome {
+		// Not deqp-runner's NotRun (an interrupted run's case): judged
+		// from another case without running.
+		return "JudgedNotRun"
 	}
 	return title(string(r.Outcome))
 }

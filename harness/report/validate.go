@@ -59,7 +59,7 @@ func ValidID(s string) bool {
 }
 
 // Verdicts lists every verdict (the schema's enum).
-var Verdicts = []Verdict{Expected, ExpectedFail, UnexpectedPass, UnexpectedImprovement, Regression, Flake, KnownFlake, Missing, NewFlake, NotRun}
+var Verdicts = []Verdict{Expected, ExpectedFail, UnexpectedPass, UnexpectedImprovement, Regression, Flake, KnownFlake, Missing, NewFlake, NotRun, CapabilityLost}
 
 // Validate checks what everything downstream relies on and the schema
 // states: the schema number, ids of [a-z0-9._-] (one line, no terminal
