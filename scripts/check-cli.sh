@@ -141,6 +141,14 @@ else
   echo "FAIL: a failing Go test in specs/: exit $rc, --out $(ls -d "$po" 2>/dev/null || echo untouched): $(printf '%s\n' "$err" | tail -n 1)"; fail=1
 fi
 rm -rf "$po" "$po.prev"
+# Issue 37 item 7: --out two levels under a folder another user owns is
+# refused (that user could swap the parent for a link mid-run); as root.
+if [ "$(id -u)" = 0 ]; then
+  ev=$(mktemp -d /tmp/p2pat-cli-evil-XXXXXX); mkdir -p "$ev/evil/sub"; chown 65534:65534 "$ev/evil"
+  check 2 -- --backend=host --out="$ev/evil/sub/o"
+  [ -e "$ev/evil/sub/o" ] && { echo "FAIL: --out under a foreign grandparent was created"; fail=1; }
+  rm -rf "$ev"
+fi
 # Every refusal comes before --out is touched: a good run, then two usage
 # errors on its --out, leave the good run where it was (issue 25 item 6).
 ko=/tmp/p2pat-cli-keep-$$
