@@ -98,6 +98,57 @@ check 2 -- --backend=host --ginkgo.parallel.total=0
 check 2 -- --backend=host -test.memprofile=/nonexistent/x
 check 2 -- --backend=host -test.blockprofile=/dev/full
 check 2 -- --backend=host -test.fuzz=X
+# Issue 37 item 6: Ginkgo's report files are tried before the first case
+# (Ginkgo wrote nothing and the run exited 0; a missing folder was created
+# as root), and -test.run that selects no test is refused (it exited 0
+# with the previous run's results.json in --out, looking current).
+check 2 -- --backend=host --ginkgo.junit-report=/proc/nope/x.xml
+check 2 -- --backend=host --ginkgo.json-report=/dev/full
+check 2 -- --backend=host --ginkgo.teamcity-report=/proc/x
+check 2 -- --backend=host -test.run=Nothing
+check 2 -- --backend=host '-test.run=^$'
+# A Ginkgo report that fails after the run (its folder is a file by then)
+# is exit 3, one line naming it.
+go3=/tmp/p2pat-cli-ginkgo-$$
+err=$("$bin" --backend=host --case=host.memfd.counter.add_u64_relaxed_sys --out="$go3" --ginkgo.json-report="$go3/results.json/g.json" 2>&1 >/dev/null); rc=$?
+if [ $rc = 3 ] && [ "$(printf '%s' "$err" | grep -c '')" = 1 ] && printf '%s' "$err" | grep -q -- "--ginkgo.json-report=$go3/results.json/g.json"; then
+  echo "ok:   a Ginkgo report that cannot be written after the run -> exit 3: $err"
+else
+  echo "FAIL: a Ginkgo report that cannot be written after the run: exit $rc: $err"; fail=1
+fi
+rm -rf "$go3" "$go3.prev"
+# A passing run prints no --- FAIL, from the repository root and from
+# anywhere else (the binary's own Go tests read the source tree; they ran
+# relative to specs/ and failed in every run from the root).
+babs=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+for wd in "$(dirname "$0")/.." /; do
+  lo=/tmp/p2pat-cli-anywhere-$$
+  (cd "$wd" && "$babs" --backend=host --case=host.memfd.counter.add_u64_relaxed_sys --out="$lo" >"$lo.log" 2>&1); rc=$?
+  if [ $rc = 0 ] && ! grep -q -e '--- FAIL' -e '^FAIL' "$lo.log" && tail -n 1 "$lo.log" | grep -q '^p2patomics: PASS — 1 case'; then
+    echo "ok:   a passing run from $(cd "$wd" && pwd) -> exit 0, no --- FAIL"
+  else
+    echo "FAIL: a run from $(cd "$wd" && pwd): exit $rc: $(grep -m2 -e '--- FAIL' -e '^p2patomics' "$lo.log" | paste -sd' ')"; fail=1
+  fi
+  rm -rf "$lo" "$lo.log" "$lo.prev"
+done
+# A failing Go test in specs/ (the planted TestPlantedFailure) fails the
+# suite binary before --out is touched: exit 1, the test named.
+po=/tmp/p2pat-cli-planted-$$
+err=$(P2PAT_PLANT_FAILING_TEST=1 "$bin" --backend=host --case=host.memfd.counter.add_u64_relaxed_sys --out="$po" 2>&1 >/dev/null); rc=$?
+if [ $rc = 1 ] && printf '%s\n' "$err" | tail -n 1 | grep -q "^p2patomics: FAIL — this suite binary's own Go tests failed (TestPlantedFailure)" && [ ! -e "$po" ]; then
+  echo "ok:   a failing Go test in specs/ -> exit 1, nothing ran: $(printf '%s\n' "$err" | tail -n 1)"
+else
+  echo "FAIL: a failing Go test in specs/: exit $rc, --out $(ls -d "$po" 2>/dev/null || echo untouched): $(printf '%s\n' "$err" | tail -n 1)"; fail=1
+fi
+rm -rf "$po" "$po.prev"
+# Issue 37 item 7: --out two levels under a folder another user owns is
+# refused (that user could swap the parent for a link mid-run); as root.
+if [ "$(id -u)" = 0 ]; then
+  ev=$(mktemp -d /tmp/p2pat-cli-evil-XXXXXX); mkdir -p "$ev/evil/sub"; chown 65534:65534 "$ev/evil"
+  check 2 -- --backend=host --out="$ev/evil/sub/o"
+  [ -e "$ev/evil/sub/o" ] && { echo "FAIL: --out under a foreign grandparent was created"; fail=1; }
+  rm -rf "$ev"
+fi
 # Every refusal comes before --out is touched: a good run, then two usage
 # errors on its --out, leave the good run where it was (issue 25 item 6).
 ko=/tmp/p2pat-cli-keep-$$

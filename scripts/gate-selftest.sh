@@ -13,7 +13,8 @@
 #   noop:mprotect               the access grant does nothing: the host maps
 #                               an import PROT_NONE and grants with mprotect,
 #                               so every rule kind is exercised here too
-# On CUDA the same kinds are shown by scripts/device-faults.sh.
+# On CUDA the same kinds are shown by scripts/device-faults.sh. Last, a
+# planted failing Go test in specs/ must fail go test ./specs.
 set -uo pipefail
 bin=${1:?usage: gate-selftest.sh specs.test OUTDIR}; out=${2:?}
 base=${P2PAT_SELFTEST_BASELINE:-expectations/host-amd64}
@@ -54,5 +55,18 @@ PY
     echo "ok:   $rule -> exit 1 in $secs s, $chk: ${last:0:140}…"
   fi
 done
+# A planted always-failing Go test in specs/ (TestPlantedFailure, armed by
+# P2PAT_PLANT_FAILING_TEST=1) must turn go test ./specs red before the
+# suite runs (--out not created); unarmed, the same test passes, so the red
+# is the plant's. TestMain once dropped m.Run's status: such a test read ok.
+go=${GO:-go}
+P2PAT_PLANT_FAILING_TEST=1 P2PAT_OUT="$out/gotest" $go test -count=1 ./specs >"$out/gotest.log" 2>&1; rc=$?
+$go test -count=1 -run '^TestPlantedFailure$' ./specs >"$out/gotest-unarmed.log" 2>&1; rc0=$?
+if [ $rc != 0 ] && grep -q -- '--- FAIL: TestPlantedFailure' "$out/gotest.log" && grep -q '^FAIL[[:space:]]p2patomics/specs' "$out/gotest.log" \
+   && [ ! -e "$out/gotest" ] && [ $rc0 = 0 ]; then
+  echo "ok:   a planted failing Go test in specs/ -> go test ./specs exit $rc: $(grep -m1 '^p2patomics: FAIL' "$out/gotest.log")"
+else
+  echo "FAIL: a planted failing Go test in specs/: go test ./specs exit $rc (unarmed $rc0), --out $(ls -d "$out/gotest" 2>/dev/null || echo untouched): $(tail -n 2 "$out/gotest.log" | paste -sd' ')"; fail=1
+fi
 [ $fail = 0 ] && echo "gate-selftest: every injected fault fails the gate" || echo "gate-selftest: FAILED"
 exit $fail

@@ -32,7 +32,7 @@ func TestCatalogueIdentityIsTodays(t *testing.T) {
 		}
 		got = append(got, c.ID)
 	}
-	b, err := os.ReadFile(filepath.Join("..", "harness", "report", "testdata", "host-results.json"))
+	b, err := os.ReadFile(filepath.Join(specsDir(t), "..", "harness", "report", "testdata", "host-results.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

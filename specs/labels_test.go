@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -84,7 +85,7 @@ func TestLabelsAreDeclared(t *testing.T) {
 		t.Errorf("a planted misspelt label: got %v, want [pref]", bad)
 	}
 
-	f, err := parser.ParseFile(token.NewFileSet(), "labels.go", nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(specsDir(t), "labels.go"), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,10 @@ import (
 var (
 	opts suite.Options
 	run  *suite.Run
+	// ginkgoReports are Ginkgo's report flags, written by the suite
+	// (TestSpecs); ginkgoReportsErr says which could not be.
+	ginkgoReports    *suite.GinkgoReports
+	ginkgoReportsErr error
 )
 
 // TestMain picks the role before any flag is parsed: a rank has none of the
@@ -32,6 +36,10 @@ var (
 func TestMain(m *testing.M) {
 	if rank.IsRank() {
 		os.Exit(rank.Main())
+	}
+	if os.Getenv(ownTestsEnv) == "1" {
+		// The child checkOwnTests starts: the package's own tests only.
+		os.Exit(m.Run())
 	}
 	// A Go runtime abort of the suite (out of memory, a thread limit)
 	// raises SIGABRT (status 134) instead of exiting 2, the usage-error
@@ -51,8 +59,10 @@ func TestMain(m *testing.M) {
 	}
 	flag.Parse()
 	if !runsTestSpecs() {
-		// go test -run=Other ./...: this package has nothing to run; no
-		// --out is touched and testing says "no tests to run".
+		// go test -run=TestLabels: those tests, as go test runs them; no
+		// --out is touched. A selection of nothing is refused where it
+		// would read as a run (refuseEmptySelection).
+		refuseEmptySelection()
 		os.Exit(m.Run())
 	}
 	outSet := false
@@ -66,7 +76,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 		os.Exit(2)
 	}
-	suiteCfg, _ := GinkgoConfiguration()
+	suiteCfg, repCfg := GinkgoConfiguration()
+	ginkgoReports = suite.GinkgoReportsOf(&repCfg)
 	if suiteCfg.ParallelTotal > 1 && suiteCfg.ParallelProcess != 1 {
 		// Said once, by process 1 (CheckGinkgo below): the Ginkgo CLI
 		// prints every process's output, and N copies of one line read as
@@ -77,7 +88,7 @@ func TestMain(m *testing.M) {
 	// (a refused run never displaces the last good one): Ginkgo's and
 	// testing's own settings, then NewRun's (--case, labels, focus, the
 	// backend, the baseline).
-	if err := errors.Join(suite.CheckGinkgo(suiteCfg), suite.CheckTestFlags(flag.CommandLine)); err != nil {
+	if err := errors.Join(suite.CheckGinkgo(suiteCfg), suite.CheckTestFlags(flag.CommandLine), ginkgoReports.Check(opts.Out)); err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 		os.Exit(suite.ExitUsage)
 	}
@@ -100,6 +111,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// The binary's own Go tests, before --out is touched: one that fails
+	// ends the run here, exit 1 (owntests_test.go says the exit rule).
+	checkOwnTests()
 	// --out (locked, previous run kept aside, a first results.json) once
 	// the plan is known to be runnable and --out can hold its record.
 	if err := run.CheckRoom(); err != nil {
@@ -120,9 +134,16 @@ func TestMain(m *testing.M) {
 		// alarm panics and loses the report, so the run stops first.
 		run.StopAfter(d-min(d/10, 30*time.Second), "-test.timeout="+d.String())
 	}
+	// Only TestSpecs runs here (checkOwnTests ran the others), and its
+	// verdict is Finish's: testing's status for it is not the run's, as a
+	// flake rerun can forgive a spec Ginkgo failed.
+	if err := flag.Set("test.run", "^TestSpecs$"); err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		os.Exit(suite.ExitUsage)
+	}
 	m.Run()
 	run.RerunPending() // the gate's flake checks, one fresh world per kind
-	os.Exit(run.Finish())
+	os.Exit(suite.ExitWithGinkgoReports(run.Finish(), ginkgoReportsErr))
 }
 
 // testTimeout is testing's -test.timeout (0: none, as the Ginkgo CLI
@@ -141,11 +162,22 @@ func testTimeout() time.Duration {
 func runsTestSpecs() bool {
 	f := flag.Lookup("test.run")
 	if f == nil || f.Value.String() == "" {
-		return true
+		return !skipsTestSpecs()
 	}
 	// An invalid pattern is false: m.Run then says what testing says.
 	first, _, _ := strings.Cut(f.Value.String(), "/")
 	ok, err := regexp.MatchString(first, "TestSpecs")
+	return ok && err == nil && !skipsTestSpecs()
+}
+
+// skipsTestSpecs: whether -test.skip names TestSpecs (a skip of its
+// subtests does not count; the specs are not subtests).
+func skipsTestSpecs() bool {
+	skip := flagValue("test.skip")
+	if skip == "" || strings.Contains(skip, "/") {
+		return false
+	}
+	ok, err := regexp.MatchString(skip, "TestSpecs")
 	return ok && err == nil
 }
 
@@ -157,6 +189,13 @@ func TestSpecs(t *testing.T) {
 	// one seed is printed, not two.
 	suiteCfg.RandomSeed = opts.Seed
 	repCfg.NoColor = repCfg.NoColor || !run.Style.Color
+	if suite.GinkgoReportsOf(&repCfg).Any() {
+		// TestMain took them (ginkgoReports): written below, their
+		// failure an error, not a failed spec.
+		ReportAfterSuite("p2patomics: Ginkgo's reports", func(rep Report) {
+			ginkgoReportsErr = ginkgoReports.Write(rep)
+		})
+	}
 	if !repCfg.Verbose && !repCfg.VeryVerbose {
 		// The suite prints a live line per case and the verdict; Ginkgo's
 		// own report (dots, its failure summary) goes to out/ginkgo.log.

@@ -198,3 +198,75 @@ func TestPrepareOutRefusesAnUnsafeParent(t *testing.T) {
 		}
 	}
 }
+
+// Issue 37 item 7: a folder another user owns or may write anywhere on
+// --out's way, not only its parent, is refused in one line, and so is a
+// symlink on the way that leads through one or that another user owns in
+// a sticky folder; a symlink of the runner's to a folder of the runner's
+// is followed. At ce5f99b only the parent was checked: with --out two
+// levels under a folder of uid 65534, that user swapped the parent for a
+// link mid-run and root's reports landed in their target.
+func TestPrepareOutRefusesAForeignAncestor(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the test makes folders of uid 65534")
+	}
+	base := foreignTree(t)
+	evil, group, theirs := filepath.Join(base, "evil"), filepath.Join(base, "group"), filepath.Join(base, "sticky", "theirs")
+	for _, c := range []struct{ out, want string }{
+		{filepath.Join(evil, "sub", "o"), "the folder above it " + evil + " belongs to uid 65534"},
+		{filepath.Join(evil, "newsub", "o"), "belongs to uid 65534"},
+		{filepath.Join(group, "sub", "o"), group + " is writable by others"},
+		{filepath.Join(base, "tosub", "o"), evil + " belongs to uid 65534"},
+		{filepath.Join(theirs, "o"), "the symlink on its way " + theirs + " belongs to uid 65534"},
+	} {
+		_, err := PrepareOut(c.out)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("--out=%s: %v, want one line with %q", c.out, err, c.want)
+		}
+		if _, serr := os.Lstat(c.out); serr == nil {
+			t.Errorf("--out=%s was created", c.out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(evil, "newsub")); err == nil {
+		t.Error("a folder was made under the foreign folder")
+	}
+	od, err := PrepareOut(filepath.Join(base, "good", "o"))
+	if err != nil {
+		t.Fatalf("a symlink of the runner's to a folder of the runner's: %v", err)
+	}
+	defer od.lock.Close()
+	if _, err := os.Stat(filepath.Join(base, "real", "o", OutMarker)); err != nil {
+		t.Errorf("the run was not made through the link: %v", err)
+	}
+}
+
+// foreignTree makes, in a temporary folder: evil/ (uid 65534) holding
+// root's sub/; group/ (0775) holding sub/; real/; sticky/ (1777) holding
+// theirs, a link of uid 65534 to real; tosub, a link to evil/sub; good, a
+// link to real.
+func foreignTree(t *testing.T) string {
+	base := t.TempDir()
+	mk := func(p string, mode os.FileMode, uid int) string {
+		t.Helper()
+		for _, err := range []error{os.Mkdir(p, mode), os.Chmod(p, mode), os.Lchown(p, uid, uid)} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return p
+	}
+	evil := mk(filepath.Join(base, "evil"), 0o755, 65534)
+	mk(filepath.Join(evil, "sub"), 0o755, 0)
+	mk(filepath.Join(mk(filepath.Join(base, "group"), 0o775, 0), "sub"), 0o755, 0)
+	real := mk(filepath.Join(base, "real"), 0o755, 0)
+	sticky := mk(filepath.Join(base, "sticky"), 0o777|os.ModeSticky, 0)
+	for _, l := range [][2]string{{filepath.Join(base, "tosub"), filepath.Join(evil, "sub")}, {filepath.Join(base, "good"), "real"}, {filepath.Join(sticky, "theirs"), real}} {
+		if err := os.Symlink(l[1], l[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Lchown(filepath.Join(sticky, "theirs"), 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	return base
+}

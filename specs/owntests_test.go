@@ -1,0 +1,181 @@
+package specs
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// This binary is two things: the suite (TestSpecs, which judges a driver)
+// and the Go tests of the suite's own code (every other Test in specs/:
+// the catalogue's identity, its labels). The combined exit rule
+// (docs/GATING.md, "The suite binary's own Go tests"):
+//   - a run that selects TestSpecs first runs the other tests in a child
+//     process (ownTests); one that fails ends the run before --out is
+//     touched: their output on stderr, then one line, exit 1. A suite
+//     whose own checks do not hold must not judge a driver, and a
+//     failing Go test in specs/ must fail go test ./... and the binary.
+//   - they pass: the suite runs and its exit status is its verdict's
+//     (0 PASS, 1 FAIL, 2 usage, 3 reports, 4 interrupted). TestSpecs's own
+//     pass or fail in testing is not consulted: the verdict is judged
+//     after the flake reruns, which can forgive a spec Ginkgo failed.
+//   - -test.run without TestSpecs: those tests run as go test runs them.
+//     One that selects no test at all is exit 2 (selectsNothing), except
+//     under go test with no suite flag (go test -run=X ./...).
+
+// ownTestsEnv marks the child that runs the package's own tests.
+const ownTestsEnv = "P2PAT_INTERNAL_OWN_TESTS"
+
+// ownTestsTimeout bounds the child: the tests take milliseconds, and a
+// hang there must not hold the suite.
+const ownTestsTimeout = 2 * time.Minute
+
+// ownTests runs every test of this package but TestSpecs (within the
+// user's -test.run and -test.skip) in a child process of this binary,
+// so their output, a panic and testing's own state stay out of the
+// suite's run (testing writes its profiles once per process). It returns
+// the child's combined output and whether every test passed; a child
+// that cannot start is an error.
+func ownTests() (out []byte, ok bool, err error) {
+	args := []string{"-test.skip=" + withSkip(flagValue("test.skip"), "^TestSpecs$"), "-test.timeout=" + ownTestsTimeout.String()}
+	if run := flagValue("test.run"); run != "" {
+		args = append(args, "-test.run="+run)
+	}
+	if v := flagValue("test.v"); v == "true" {
+		args = append(args, "-test.v=true")
+	}
+	cmd := exec.Command("/proc/self/exe", args...)
+	cmd.Env = append(os.Environ(), ownTestsEnv+"=1")
+	cmd.SysProcAttr = childAttr()
+	out, err = cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return out, false, nil
+	}
+	if err != nil {
+		return out, false, fmt.Errorf("running this binary's own Go tests: %w", err)
+	}
+	return out, true, nil
+}
+
+// childAttr: the child dies with this process, and in its own process
+// group, so a ^C reaches only this process, whose handler says
+// "interrupted" (exit 4) instead of a child killed mid-test reading as a
+// failed test.
+func childAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// withSkip adds pattern to a -test.skip value (testing matches either).
+func withSkip(user, pattern string) string {
+	if user == "" {
+		return pattern
+	}
+	return "(?:" + user + ")|" + pattern
+}
+
+func flagValue(name string) string {
+	if f := flag.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
+var failLine = regexp.MustCompile(`(?m)^--- FAIL: (\S+)`)
+
+// checkOwnTests runs ownTests before the suite touches --out and ends the
+// process when they fail (exit 1) or cannot run (exit 2); with -test.v a
+// passing child's output is shown.
+func checkOwnTests() {
+	out, ok, err := ownTests()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		os.Exit(2)
+	}
+	if ok {
+		if flagValue("test.v") == "true" {
+			os.Stdout.Write(out)
+		}
+		return
+	}
+	os.Stderr.Write(out)
+	var names []string
+	for _, m := range failLine.FindAllStringSubmatch(string(out), -1) {
+		names = append(names, m[1])
+	}
+	if len(names) == 0 {
+		names = []string{"the test binary exited non-zero"}
+	}
+	fmt.Fprintf(os.Stderr, "p2patomics: FAIL — this suite binary's own Go tests failed (%s): nothing ran, --out untouched\n", strings.Join(names, ", "))
+	os.Exit(1)
+}
+
+// selectsNothing reports whether -test.run selects no test of this binary
+// where that must be refused: a suite binary run (not go test, or with a
+// suite flag) whose -test.run matches nothing would exit 0 with the
+// previous run's results.json in --out, looking current. Under go test
+// with no suite flag (go test -run=X ./..., where X lives in another
+// package) it is testing's "no tests to run", as in every package. The
+// names come from a child run with -test.list.
+func selectsNothing() (bool, error) {
+	goTest := flagValue("test.paniconexit0") == "true" // go test always passes it
+	suiteFlag := false
+	flag.Visit(func(f *flag.Flag) { suiteFlag = suiteFlag || !strings.HasPrefix(f.Name, "test.") })
+	if goTest && !suiteFlag {
+		return false, nil
+	}
+	first, _, _ := strings.Cut(flagValue("test.run"), "/")
+	if first == "" {
+		first = "." // -test.skip=TestSpecs alone: any other test counts
+	}
+	if _, err := regexp.Compile(first); err != nil {
+		return false, nil // testing says what is wrong with it
+	}
+	cmd := exec.Command("/proc/self/exe", "-test.list="+first)
+	cmd.Env = append(os.Environ(), ownTestsEnv+"=1")
+	cmd.SysProcAttr = childAttr()
+	out, err := cmd.Output()
+	if err != nil {
+		return false, fmt.Errorf("listing this binary's tests: %w", err)
+	}
+	return strings.TrimSpace(string(out)) == "", nil
+}
+
+// refuseEmptySelection ends the process (exit 2, one line) when
+// selectsNothing says so.
+func refuseEmptySelection() {
+	none, err := selectsNothing()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		os.Exit(2)
+	}
+	if none {
+		fmt.Fprintf(os.Stderr, "p2patomics: -test.run=%s selects no test (TestSpecs runs the suite; --case and --ginkgo.focus choose cases): nothing ran, --out untouched\n", quoteArg(flagValue("test.run")))
+		os.Exit(2)
+	}
+}
+
+// quoteArg renders a user's value on one line.
+func quoteArg(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == ' ' }) || s == "" {
+		return fmt.Sprintf("%q", s)
+	}
+	return s
+}
+
+// TestPlantedFailure is the planted always-failing Go test: it fails
+// only with P2PAT_PLANT_FAILING_TEST=1, which scripts/gate-selftest.sh
+// sets to show that a failing test in specs/ turns go test ./specs and the
+// suite binary red (the TestMain that dropped m.Run's status gave ok).
+func TestPlantedFailure(t *testing.T) {
+	if os.Getenv("P2PAT_PLANT_FAILING_TEST") == "1" {
+		t.Fatal("planted failure (P2PAT_PLANT_FAILING_TEST=1)")
+	}
+}
