@@ -3,7 +3,9 @@ package harness
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 
 	"p2patomics/harness/report"
 	"p2patomics/internal/device"
@@ -175,4 +177,62 @@ func (c *Ctx) Bandwidth(name, method string, ceil *report.Ceiling, v float64) er
 		c.Metrics[name] = m
 	}
 	return nil
+}
+
+// FloorFraction is the physics floor: a bandwidth metric whose median is
+// below this fraction of its physical ceiling ends its case fail, with no
+// baseline needed, so an ungated run also catches a halved copy engine.
+// Half, because on the committed 1xH200 runs every healthy bandwidth
+// median sits at 59.0-87.6% of its ceiling and every halved one at
+// 29.5-43.8%: 0.5 leaves 9 points either side (docs/GATING.md, "The
+// physics floor", lists each metric's healthy fraction;
+// TestFloorBelowEveryCommittedHealthyMetric fails if it is raised past
+// the lowest). A metric with no ceiling (the host backend, AMD) has no floor.
+const FloorFraction = 0.5
+
+// belowFloor is the case's failure when a bandwidth metric's median is
+// below FloorFraction of its ceiling, naming each such metric with its
+// value, ceiling and fraction; nil when none is.
+func (c *Ctx) belowFloor() error {
+	names := make([]string, 0, len(c.Metrics))
+	for name := range c.Metrics {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var low []string
+	for _, name := range names {
+		m := c.Metrics[name]
+		if m.Ceiling == nil || m.Ceiling.Value <= 0 || len(m.Samples) == 0 {
+			continue
+		}
+		med := median(m.Samples)
+		if frac := med / m.Ceiling.Value; frac < FloorFraction {
+			low = append(low, fmt.Sprintf("%s %.1f %s is %.1f%% of its %.1f %s ceiling (%s): below the %.0f%% physics floor",
+				name, med, m.Unit, 100*frac, m.Ceiling.Value, m.Unit, m.Ceiling.Basis, 100*FloorFraction))
+		}
+	}
+	if len(low) == 0 {
+		return nil
+	}
+	return Failf("%s", strings.Join(low, "; "))
+}
+
+// median is the median of samples, as summarize records it.
+func median(samples []float64) float64 {
+	s := slices.Clone(samples)
+	sort.Float64s(s)
+	if len(s)%2 == 0 {
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+// FloorCheck is the body's result with the physics floor applied: a body
+// that passed fails when a bandwidth metric is below its floor; any other
+// result stands (the floor never hides an error or a crash).
+func (c *Ctx) FloorCheck(body error) error {
+	if body != nil {
+		return body
+	}
+	return c.belowFloor()
 }

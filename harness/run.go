@@ -543,7 +543,7 @@ func (r *Runner) runBody(cr *caseRun) {
 		p.Stdout.Reset()
 	}
 	cr.cw = r.startWatch(cr.w)
-	cr.err = cr.c.Run(cr.ctx)
+	cr.err = cr.ctx.FloorCheck(cr.c.Run(cr.ctx)) // a bandwidth below its physics floor fails the case
 	cr.ctx.Deadline = time.Now().Add(30 * time.Second)
 	if !cr.w.Alive() || isWorldFatal(cr.err) {
 		return // no teardown in a world in an unknown state
@@ -865,10 +865,7 @@ func summarize(ms map[string]Metric) map[string]report.Metric {
 		}
 		s := slices.Clone(m.Samples)
 		sort.Float64s(s)
-		med := s[len(s)/2]
-		if len(s)%2 == 0 {
-			med = (s[len(s)/2-1] + s[len(s)/2]) / 2
-		}
+		med := median(s)                         // the median the physics floor judges (ceiling.go)
 		taken := make([]float64, len(m.Samples)) // in the order taken, for p2pcompare's U test
 		for i, v := range m.Samples {
 			taken[i] = round(v)

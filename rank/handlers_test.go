@@ -2,10 +2,12 @@ package rank
 
 import (
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"testing"
 
+	"p2patomics/internal/inject"
 	"p2patomics/kernels"
 	"p2patomics/rank/backend"
 	"p2patomics/rank/host"
@@ -133,5 +135,27 @@ func TestRankChecksEveryRange(t *testing.T) {
 	}
 	if want := []string{"launch fill_u64_plain_dev", "read", "write", "copy"}; !slices.Equal(be.calls, want) {
 		t.Errorf("in-range requests reached the backend as %v, want %v", be.calls, want)
+	}
+}
+
+// A speed rule the backend cannot apply is refused at the hello, before
+// the backend opens (with --backend=auto the parent could not tell);
+// on a backend that applies it the hello goes on.
+func TestHelloRefusesSpeedRuleItCannotApply(t *testing.T) {
+	defer inject.Set(nil)
+	for _, tc := range []struct {
+		backend string
+		refused bool
+	}{{"hsa", true}, {"hip", true}, {host.Name, false}} {
+		s := &server{sock: -1, bufs: map[int]backend.Buffer{}, next: 1}
+		set := wire.DefaultSettings
+		set.Inject = []string{"copy-times:2"}
+		_, _, err := s.hello(wire.Hello{Version: wire.Version, Backend: tc.backend, Ranks: 1, Settings: set}, nil)
+		if got := errors.Is(err, inject.ErrNotSupported); got != tc.refused {
+			t.Errorf("%s: hello said %v, want refused %v", tc.backend, err, tc.refused)
+		}
+		if s.be != nil {
+			s.be.Close()
+		}
 	}
 }

@@ -215,6 +215,9 @@ func (s *server) hello(h wire.Hello, _ *wire.Msg) (any, []int, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := inject.CheckBackend(h.Backend, rules); err != nil {
+		return nil, nil, err
+	}
 	inject.Set(rules)
 	be, err := backend.New(h.Backend)
 	if err != nil {

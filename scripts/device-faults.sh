@@ -6,6 +6,14 @@
 #   fail-export  --internal-inject=fail:cuMemExportToShareableHandle=801
 #                (CUDA_ERROR_NOT_SUPPORTED: the VMM kinds' export)
 #   noop-grant   --internal-inject=noop:cuMemSetAccess (a grant that does nothing)
+# and the speed rules (issue 36; the perf gate and the physics floor must
+# fail them, docs/GATING.md):
+#   ct2-gated    --internal-inject=copy-times:2 (every device copy twice), gated
+#   ct2-ungated  the same without BASELINE: the physics floor fails the copies
+#   ct12-gated   --internal-inject=copy-times:1.2, gated
+#   stretch2-gated --internal-inject=stretch:spread_u64_relaxed_{sys,dev}=2
+#                (the spread atomic kernels take twice as long), gated
+# (the "gated" runs are ungated when BASELINE is unset, and say so)
 # and writes each run's wall time, exit status, worlds started and verdict
 # line into $OUT/summary.txt, then tars every run's results.json + run.log
 # (+ summary.txt) into $OUT/device-faults.tar.gz.
@@ -26,8 +34,10 @@ sum="$out/summary.txt"
 } >"$sum"
 gate=()
 [ -n "${BASELINE:-}" ] && gate=(--expectations="$BASELINE")
-run() { # name, then the run's own flags
+run() { # name, then the run's own flags (UNGATED=1: without BASELINE)
   local name=$1; shift
+  local gate=("${gate[@]}")
+  [ -n "${UNGATED:-}" ] && gate=()
   local dir="$out/$name" log="$out/$name.log"
   rm -rf "$dir" "$dir.prev"
   local t0 t1 rc
@@ -37,14 +47,19 @@ run() { # name, then the run's own flags
   [ -d "$dir" ] && cp "$log" "$dir/run.log"
   local worlds
   worlds=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["environment"].get("worlds_started","?"))' "$dir/results.json" 2>/dev/null || echo "?")
-  printf '%-12s wall %7.1f s  exit %3s  worlds %4s  %s\n' "$name" "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" "$rc" "$worlds" \
+  printf '%-14s wall %7.1f s  exit %3s  worlds %4s  %s\n' "$name" "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" "$rc" "$worlds" \
     "$(tail -n 1 "$log")" | tee -a "$sum"
 }
 run healthy "$@"
 run fail-export --internal-inject=fail:cuMemExportToShareableHandle=801 "$@"
 run noop-grant --internal-inject=noop:cuMemSetAccess "$@"
+[ -z "${BASELINE:-}" ] && echo "# no BASELINE: the *-gated speed runs below run ungated" | tee -a "$sum"
+run ct2-gated --internal-inject=copy-times:2 "$@"
+UNGATED=1 run ct2-ungated --internal-inject=copy-times:2 "$@"
+run ct12-gated --internal-inject=copy-times:1.2 "$@"
+run stretch2-gated --internal-inject=stretch:spread_u64_relaxed_sys=2,stretch:spread_u64_relaxed_dev=2 "$@"
 files=(summary.txt)
-for n in healthy fail-export noop-grant; do
+for n in healthy fail-export noop-grant ct2-gated ct2-ungated ct12-gated stretch2-gated; do
   for f in results.json run.log; do [ -f "$out/$n/$f" ] && files+=("$n/$f"); done
 done
 tar -C "$out" -czf "$out/device-faults.tar.gz" "${files[@]}"

@@ -13,6 +13,10 @@ import (
 // perf cases measure what a path is worth: copy bandwidth with the copy
 // engine and with a copy kernel, both directions, per ordered rank pair, and
 // the round-trip latency of a dependent chain of system-scope atomics.
+// Some of their metrics are measured and reported but not gated: the
+// both-direction copies, the one-launch round trip on GPU memory and the
+// vmm-host spread atomics move more between healthy runs than a gate can
+// tolerate; specs/ungated lists them with the reasons, for the perf gate.
 func (b *builder) perf() {
 	n := b.o.Ranks
 	for s := 0; s < n; s++ {

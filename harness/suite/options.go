@@ -380,10 +380,17 @@ func (o *Options) validateInject() error {
 		return usagef("--%s=%s: %v", InjectFlag, quote(o.Inject), err)
 	}
 	for _, r := range rules {
-		if r.Kind == inject.Drop {
+		if r.Kind == inject.Drop || r.Kind == inject.Stretch {
 			if _, ok := kernels.Lookup(r.Target); !ok {
-				return usagef("--%s: drop:%s: no kernel of that name in the manifest", InjectFlag, r.Target)
+				return usagef("--%s: %s: no kernel of that name in the manifest", InjectFlag, r)
 			}
+		}
+	}
+	// A named backend that cannot apply a speed rule is refused here; with
+	// auto, the rank refuses it at its hello (rank.hello).
+	if o.Backend != "auto" {
+		if err := inject.CheckBackend(o.Backend, rules); err != nil {
+			return usagef("--%s: %v", InjectFlag, err)
 		}
 	}
 	if len(rules) > 0 && o.UpdateExpectations {

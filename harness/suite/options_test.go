@@ -152,11 +152,23 @@ func TestInjectOption(t *testing.T) {
 		{"--internal-inject=fail:x"},
 		{"--internal-inject=drop-every:0"},
 		{"--internal-inject=drop-every:2", "--update-expectations", "--expectations=/tmp/x"},
+		{"--internal-inject=stretch:no_such_kernel=2"},
+		{"--internal-inject=copy-times:2", "--backend=hsa"},
+		{"--internal-inject=copy-times:2", "--backend=hip"},
 	} {
 		_, err := parseWith(t, nil, bad...)
 		var ue *UsageError
 		if !errors.As(err, &ue) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: %v, want a one-line usage error", bad, err)
+		}
+	}
+	for _, good := range [][]string{
+		{"--internal-inject=copy-times:1.2,stretch:spread_u64_relaxed_sys=2", "--backend=cuda"},
+		{"--internal-inject=copy-times:2", "--backend=host"},
+		{"--internal-inject=copy-times:2"}, // auto: the rank checks its own backend
+	} {
+		if _, err := parseWith(t, nil, good...); err != nil {
+			t.Errorf("%v: %v", good, err)
 		}
 	}
 	if o, _ := parseWith(t, nil); o.Settings().Inject != nil || o.InjectRules() != nil {

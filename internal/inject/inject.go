@@ -16,11 +16,21 @@
 //	fail:<symbol>=<code>           the call returns status <code> without being made
 //	noop:<symbol>                  the call returns success without being made
 //	fail-every:<symbol>=<code>/<N> every N-th call of <symbol> fails with <code>
+//	copy-times:<F>                 every device-to-device copy is issued F times
+//	stretch:<kernel>=<F>           the kernel's timed launches take F times as long
+//
+// copy-times and stretch are the speed rules: they slow the real driver
+// path inside its timed window and change no result, so a run under them
+// passes every correctness check and only its metrics move (the perf gate
+// and the physics floor must see it). Only backends in SpeedBackends apply
+// them; the others refuse them (CheckBackend) before a case runs.
 package inject
 
 import (
 	"errors"
 	"fmt"
+	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -36,7 +46,45 @@ const (
 	Fail      = "fail"
 	Noop      = "noop"
 	FailEvery = "fail-every"
+	CopyTimes = "copy-times"
+	Stretch   = "stretch"
 )
+
+// MaxFactor bounds a speed rule's F: a slowdown of more than 100 times is
+// a hang by another name (every perf case would run into its timeout), and
+// the rules exist to plant the 1.2x-2x changes a driver upgrade brings.
+const MaxFactor = 100
+
+// SpeedBackends are the rank backends that apply copy-times and stretch
+// (rank/cuda: repeated cuMemcpyDtoDAsync and a spin kernel between the
+// events; rank/host: repeated memmove and a sleep inside the wall-clock
+// window). HSA and HIP do not: their Copy and Launch would need a device
+// spin of their own, untested without AMD hardware, so they refuse the
+// rules instead of ignoring them.
+var SpeedBackends = map[string]bool{"cuda": true, "host": true}
+
+// ErrNotSupported is wrapped by CheckBackend's refusal.
+var ErrNotSupported = errors.New("inject: rule not supported by this backend")
+
+// CheckBackend refuses speed rules on a backend that cannot apply them: a
+// rule silently ignored would make a planted slowdown read as a healthy run.
+func CheckBackend(backend string, rules []Rule) error {
+	for _, r := range rules {
+		if r.Speed() && !SpeedBackends[backend] {
+			return fmt.Errorf("%w: %s on backend %s (speed rules run on %s)", ErrNotSupported, r, backend, speedNames())
+		}
+	}
+	return nil
+}
+
+func speedNames() string {
+	var out []string
+	for n := range SpeedBackends {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
 
 // Rule is one parsed rule.
 type Rule struct {
@@ -48,6 +96,8 @@ type Rule struct {
 	Code int64
 	// Every is N of drop-every and fail-every.
 	Every uint64
+	// Factor is F of copy-times and stretch (1 < F <= MaxFactor).
+	Factor float64
 }
 
 // String is the rule as Parse reads it back.
@@ -63,12 +113,33 @@ func (r Rule) String() string {
 		return Noop + ":" + r.Target
 	case FailEvery:
 		return fmt.Sprintf("%s:%s=%d/%d", FailEvery, r.Target, r.Code, r.Every)
+	case CopyTimes:
+		return CopyTimes + ":" + factorText(r.Factor)
+	case Stretch:
+		return Stretch + ":" + r.Target + "=" + factorText(r.Factor)
 	}
 	return r.Kind + ":" + r.Target
 }
 
-// Launch reports whether the rule acts on the launch path.
+func factorText(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// Launch reports whether the rule acts on the launch path (drops).
 func (r Rule) Launch() bool { return r.Kind == Drop || r.Kind == DropEvery }
+
+// Speed reports whether the rule is a speed rule (copy-times, stretch).
+func (r Rule) Speed() bool { return r.Kind == CopyTimes || r.Kind == Stretch }
+
+// key is what two rules must not share: a second copy-times, or a second
+// stretch of one kernel, would leave which F applies to the order given.
+func (r Rule) key() string {
+	switch r.Kind {
+	case CopyTimes:
+		return CopyTimes
+	case Stretch:
+		return Stretch + ":" + r.Target
+	}
+	return r.String()
+}
 
 // ErrRule is wrapped by every Parse error.
 var ErrRule = errors.New("inject: bad rule")
@@ -87,10 +158,10 @@ func Parse(s string) ([]Rule, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w %q: %v", ErrRule, f, err)
 		}
-		if seen[r.String()] {
+		if seen[r.key()] {
 			return nil, fmt.Errorf("%w %q: given twice", ErrRule, f)
 		}
-		seen[r.String()] = true
+		seen[r.key()] = true
 		out = append(out, r)
 	}
 	return out, nil
@@ -99,9 +170,25 @@ func Parse(s string) ([]Rule, error) {
 func parseOne(f string) (Rule, error) {
 	kind, arg, ok := strings.Cut(f, ":")
 	if !ok {
-		return Rule{}, errors.New("want kind:argument (drop, drop-every, fail, noop, fail-every)")
+		return Rule{}, errors.New("want kind:argument (" + kindList + ")")
 	}
 	switch kind {
+	case CopyTimes:
+		f, err := factor(arg)
+		if err != nil {
+			return Rule{}, fmt.Errorf("want copy-times:<F>: %w", err)
+		}
+		return Rule{Kind: CopyTimes, Factor: f}, nil
+	case Stretch:
+		k, fText, ok := strings.Cut(arg, "=")
+		if !ok || !name(k) {
+			return Rule{}, errors.New("want stretch:<kernel>=<F>, the kernel's manifest name")
+		}
+		f, err := factor(fText)
+		if err != nil {
+			return Rule{}, fmt.Errorf("want stretch:<kernel>=<F>: %w", err)
+		}
+		return Rule{Kind: Stretch, Target: k, Factor: f}, nil
 	case Drop:
 		if !name(arg) {
 			return Rule{}, errors.New("want drop:<kernel>, the kernel's manifest name")
@@ -146,7 +233,19 @@ func parseOne(f string) (Rule, error) {
 		r.Code = c
 		return r, nil
 	}
-	return Rule{}, fmt.Errorf("unknown kind %q (want drop, drop-every, fail, noop, fail-every)", kind)
+	return Rule{}, fmt.Errorf("unknown kind %q (want %s)", kind, kindList)
+}
+
+const kindList = "drop, drop-every, fail, noop, fail-every, copy-times, stretch"
+
+// factor reads a speed rule's F: a finite number above 1 (1 would plant
+// nothing) and at most MaxFactor.
+func factor(s string) (float64, error) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || f <= 1 || f > MaxFactor {
+		return 0, fmt.Errorf("F %q: want a number above 1 and at most %d", s, MaxFactor)
+	}
+	return f, nil
 }
 
 func every(s string) (uint64, error) {
@@ -240,7 +339,7 @@ func Call(bound string, names ...string) (code int64, skip bool, rule Rule) {
 		return 0, false, Rule{}
 	}
 	for i, r := range in.rules {
-		if r.Launch() || (!matchName(r.Target, bound) && !matches(r.Target, names)) {
+		if r.Launch() || r.Speed() || (!matchName(r.Target, bound) && !matches(r.Target, names)) {
 			continue
 		}
 		n := in.counts[i].Add(1)
@@ -273,4 +372,42 @@ func matchName(target, n string) bool {
 	}
 	rest, ok := strings.CutPrefix(n, target+"_v")
 	return ok && rest != "" && strings.Trim(rest, "0123456789") == ""
+}
+
+// CopyPlan is the copy seam: how a device-to-device copy of n bytes is to
+// be issued under copy-times:F, inside the copy's timed window: whole
+// copies of all n bytes (F's whole part) and one more of the first extra
+// bytes (F's fraction of n, down to a multiple of 16, the copy kernels'
+// granule). Every copy writes the same bytes to the same place, so the
+// destination ends as one copy leaves it. ok is false (1 copy, 0 extra)
+// without the rule.
+func CopyPlan(n uint64) (whole int, extra uint64, rule Rule, ok bool) {
+	in := active.Load()
+	if in == nil {
+		return 1, 0, Rule{}, false
+	}
+	for _, r := range in.rules {
+		if r.Kind == CopyTimes {
+			w := math.Floor(r.Factor)
+			return int(w), uint64((r.Factor-w)*float64(n)) &^ 15, r, true
+		}
+	}
+	return 1, 0, Rule{}, false
+}
+
+// StretchOf is the stretch seam: the factor F by which the timed launches
+// of kernel are to be stretched (the backend adds (F-1) times the
+// launch's own measured duration of real waiting inside its timed
+// window), and the rule; ok is false without one.
+func StretchOf(kernel string) (f float64, rule Rule, ok bool) {
+	in := active.Load()
+	if in == nil {
+		return 1, Rule{}, false
+	}
+	for _, r := range in.rules {
+		if r.Kind == Stretch && r.Target == kernel {
+			return r.Factor, r, true
+		}
+	}
+	return 1, Rule{}, false
 }

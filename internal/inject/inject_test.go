@@ -91,3 +91,86 @@ func TestSeams(t *testing.T) {
 		t.Errorf("an unnamed symbol was skipped")
 	}
 }
+
+// The speed rules read back as given, refuse an F that plants nothing or
+// a hang, and refuse a second copy-times or a second stretch of a kernel.
+func TestParseSpeed(t *testing.T) {
+	rules, err := Parse("copy-times:2, stretch:spread_u64_relaxed_sys=1.5,stretch:copy_b128_plain_dev=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "copy-times:2,stretch:spread_u64_relaxed_sys=1.5,stretch:copy_b128_plain_dev=2"
+	if got := stringsJoin(Strings(rules)); got != want {
+		t.Fatalf("parsed %s, want %s", got, want)
+	}
+	if r, err := Parse("copy-times:1.2"); err != nil || r[0].Factor != 1.2 || r[0].String() != "copy-times:1.2" || !r[0].Speed() || r[0].Launch() {
+		t.Errorf("copy-times:1.2: %+v %v", r, err)
+	}
+	for _, bad := range []string{"copy-times:", "copy-times:1", "copy-times:0.5", "copy-times:x", "copy-times:NaN", "copy-times:+Inf",
+		"copy-times:101", "stretch:k", "stretch:=2", "stretch:k=1", "stretch:a-b=2", "copy-times:2,copy-times:3",
+		"stretch:k=2,stretch:k=3"} {
+		if _, err := Parse(bad); !errors.Is(err, ErrRule) {
+			t.Errorf("%q: %v, want a rule error", bad, err)
+		}
+	}
+	if _, err := Parse("stretch:k=2,stretch:j=3"); err != nil {
+		t.Errorf("two kernels stretched: %v", err)
+	}
+}
+
+// The seams: copy-times splits F into whole copies and a 16-byte-granular
+// extra; stretch answers for its kernel only; neither touches Call.
+func TestSpeedSeams(t *testing.T) {
+	defer Set(nil)
+	if w, x, _, ok := CopyPlan(1 << 20); ok || w != 1 || x != 0 {
+		t.Fatalf("no rules: %d copies + %d bytes, ok %v", w, x, ok)
+	}
+	for _, tc := range []struct {
+		rule  string
+		whole int
+		extra uint64
+	}{
+		{"copy-times:2", 2, 0},
+		{"copy-times:1.2", 1, 209712}, // 0.2 x 1 MiB = 209715.2, down to a multiple of 16
+		{"copy-times:3.5", 3, 1 << 19},
+	} {
+		rules, err := Parse(tc.rule + ",stretch:k=2.5")
+		if err != nil {
+			t.Fatal(err)
+		}
+		Set(rules)
+		w, x, r, ok := CopyPlan(1 << 20)
+		if !ok || w != tc.whole || x != tc.extra || r.Kind != CopyTimes {
+			t.Errorf("%s: %d copies + %d bytes (%v), want %d + %d", tc.rule, w, x, ok, tc.whole, tc.extra)
+		}
+		if f, _, ok := StretchOf("k"); !ok || f != 2.5 {
+			t.Errorf("stretch:k=2.5 answers %v %v for k", f, ok)
+		}
+		if _, _, ok := StretchOf("j"); ok {
+			t.Errorf("stretch:k stretched j")
+		}
+		if _, skip, _ := Call("k"); skip {
+			t.Errorf("a speed rule skipped a call of its kernel's name")
+		}
+	}
+}
+
+// CheckBackend refuses a speed rule where no backend applies it, and lets
+// the other rules through everywhere.
+func TestCheckBackend(t *testing.T) {
+	speed, _ := Parse("copy-times:2")
+	other, _ := Parse("drop:k,fail:hsa_init=4096")
+	for _, be := range []string{"cuda", "host"} {
+		if err := CheckBackend(be, speed); err != nil {
+			t.Errorf("%s: %v", be, err)
+		}
+	}
+	for _, be := range []string{"hsa", "hip"} {
+		if err := CheckBackend(be, speed); !errors.Is(err, ErrNotSupported) {
+			t.Errorf("%s: copy-times accepted (%v)", be, err)
+		}
+		if err := CheckBackend(be, other); err != nil {
+			t.Errorf("%s: %v", be, err)
+		}
+	}
+}

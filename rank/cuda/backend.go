@@ -49,6 +49,7 @@ type Backend struct {
 	evStart uintptr
 	evStop  uintptr
 	arena   []byte // kernel parameters and JIT logs: memory outside the Go heap
+	spin    uint64 // a stretch rule's spin words (speed.go; 0: none)
 	info    backend.DeviceInfo
 	bufs    map[*buffer]struct{}
 	opened  bool
@@ -171,6 +172,9 @@ func (b *Backend) open() error {
 		return err
 	}
 	if err := d.check(d.cuEventCreate(&b.evStop, eventDefault)); err != nil {
+		return err
+	}
+	if err := b.openSpin(); err != nil {
 		return err
 	}
 	t0 = time.Now()
@@ -748,23 +752,15 @@ func (b *Backend) Launch(k kernels.Kernel, grid, block uint32, args []uint64) (b
 		return res, err
 	}
 	d := b.d
-	// kernelParams[i] points at the i-th 64-bit value; both live in the
-	// arena, outside the Go heap, because the driver dereferences them.
-	params := unsafe.Slice((*uintptr)(unsafe.Pointer(&b.arena[arenaParams])), maxKernelArgs)
-	values := unsafe.Slice((*uint64)(unsafe.Pointer(&b.arena[arenaValues])), maxKernelArgs)
-	for i, a := range args {
-		values[i] = a
-		params[i] = uintptr(unsafe.Pointer(&values[i]))
-	}
-	var paramsPtr uintptr
-	if len(args) > 0 {
-		paramsPtr = uintptr(unsafe.Pointer(&params[0]))
-	}
+	paramsPtr := b.params(args)
 	if err := d.check(d.cuEventRecord(b.evStart, b.stream)); err != nil {
 		return res, err
 	}
 	if err := d.check(d.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, b.stream, paramsPtr, 0)); err != nil {
 		return res, annotate(err, "kernel "+k.Name)
+	}
+	if err := b.stretch(k.Name); err != nil { // stretch:<kernel>=F: inside the window
+		return res, err
 	}
 	if err := d.check(d.cuEventRecord(b.evStop, b.stream)); err != nil {
 		return res, err
@@ -773,6 +769,23 @@ func (b *Backend) Launch(k kernels.Kernel, grid, block uint32, args []uint64) (b
 		return res, annotate(err, "kernel "+k.Name)
 	}
 	return b.elapsed()
+}
+
+// params writes args into the arena as cuLaunchKernel's kernelParams
+// (kernelParams[i] points at the i-th 64-bit value; both live in the
+// arena, outside the Go heap, because the driver dereferences them) and
+// returns the array's address, 0 for none.
+func (b *Backend) params(args []uint64) uintptr {
+	params := unsafe.Slice((*uintptr)(unsafe.Pointer(&b.arena[arenaParams])), maxKernelArgs)
+	values := unsafe.Slice((*uint64)(unsafe.Pointer(&b.arena[arenaValues])), maxKernelArgs)
+	for i, a := range args {
+		values[i] = a
+		params[i] = uintptr(unsafe.Pointer(&values[i]))
+	}
+	if len(args) == 0 {
+		return 0
+	}
+	return uintptr(unsafe.Pointer(&params[0]))
 }
 
 // annotate adds what was running to an error.
@@ -888,6 +901,9 @@ func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, sr
 	if err := d.check(d.cuMemcpyDtoDAsync(db.addr+dstOff, sb.addr+srcOff, n, b.stream)); err != nil {
 		return res, err
 	}
+	if err := b.copyAgain(db.addr+dstOff, sb.addr+srcOff, n); err != nil { // copy-times: inside the window
+		return res, err
+	}
 	if err := d.check(d.cuEventRecord(b.evStop, b.stream)); err != nil {
 		return res, err
 	}
@@ -968,6 +984,9 @@ func (b *Backend) Close() error {
 		}
 		if b.stream != 0 {
 			errs = append(errs, d.check(d.cuStreamDestroy(b.stream)))
+		}
+		if b.spin != 0 {
+			errs = append(errs, d.check(d.cuMemFree(b.spin)))
 		}
 		if b.mod != 0 {
 			errs = append(errs, d.check(d.cuModuleUnload(b.mod)))
