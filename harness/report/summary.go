@@ -117,6 +117,9 @@ type Summary struct {
 	// Inject is the driver-fault injector's rules the run was made under
 	// (environment.inject); the line names them.
 	Inject []string `json:"inject,omitempty"`
+	// Perf is the perf gate's findings (a gate whose baseline has a
+	// perf.txt); absent otherwise and in runs recorded before it.
+	Perf *PerfSummary `json:"perf,omitempty"`
 }
 
 // MarkInjected names the injector's rules on the verdict line: a run
@@ -287,10 +290,22 @@ func (s Summary) verdictLine() string {
 		return fmt.Sprintf("p2patomics: INTERRUPTED — %d of %s ran, %d unexpected so far%s (%s; %s)",
 			ran, plural(s.Cases, "case"), len(s.Unexpected), ns, s.Interrupted, basis)
 	}
-	if len(s.Unexpected) == 0 {
+	perf := s.perfLine()
+	perfFails := len(s.Perf.Failing()) > 0
+	if len(s.Unexpected) == 0 && !perfFails {
+		if perf != "" {
+			ns += "; " + perf
+		}
 		return fmt.Sprintf("p2patomics: PASS — %s, 0 unexpected%s (%s)", plural(s.Cases, "case"), ns, basis)
 	}
-	return fmt.Sprintf("p2patomics: FAIL — %s: %s", s.unexpectedHead(), strings.Join(s.unexpectedNamed(basis), "; "))
+	if len(s.Unexpected) == 0 {
+		return fmt.Sprintf("p2patomics: FAIL — %s (%s)", perf, basis)
+	}
+	named := strings.Join(s.unexpectedNamed(basis), "; ")
+	if perfFails {
+		named += "; " + perf
+	}
+	return fmt.Sprintf("p2patomics: FAIL — %s: %s", s.unexpectedHead(), named)
 }
 
 // unexpectedHead counts the unexpected cases, by verdict when they differ
