@@ -7,7 +7,13 @@
 // host (one line, exit 2), and a regression against the folder's baseline
 // (one line, exit 1), each unless the folder is new or --force is given.
 //
-//	p2pbaseline [--force] [--reason 'REGEXP=text']... DIR results.json
+// Given three or more results.json (whole runs, each in fresh worlds),
+// it also writes DIR/perf.txt, the perf baseline (harness/perf.Record:
+// a limit per gated metric from the runs' medians); the first file is the
+// correctness baseline. With fewer it writes no perf.txt and says why:
+// one run cannot tell run-to-run noise from a change.
+//
+//	p2pbaseline [--force] [--reason 'REGEXP=text']... DIR results.json [results.json...]
 package main
 
 import (
@@ -16,10 +22,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
 	"p2patomics/harness/expect"
+	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
 )
 
@@ -36,8 +44,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var rs reasons
 	fs.Var(&rs, "reason", "REGEXP=text: the reason comment for failing cases whose id matches")
 	force := fs.Bool("force", false, "record even into another stack's folder, after a backend fallback, or over a regression")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 2 {
-		fmt.Fprintln(stderr, "usage: p2pbaseline [--force] [--reason 'REGEXP=text']... DIR results.json")
+	if err := fs.Parse(args); err != nil || fs.NArg() < 2 {
+		fmt.Fprintln(stderr, "usage: p2pbaseline [--force] [--reason 'REGEXP=text']... DIR results.json [results.json...]")
 		return 2
 	}
 	rep, err := report.Read(fs.Arg(1))
@@ -91,5 +99,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "baseline of %d cases written to %s\n", len(rep.Results), fs.Arg(0))
+	return recordPerf(fs.Arg(0), rep, fs.Args()[2:], fs.Arg(1), stdout, stderr)
+}
+
+// recordPerf writes DIR/perf.txt from first and the other runs; with
+// fewer than perf.MinRuns it says why none was written and succeeds (the
+// correctness baseline is written).
+func recordPerf(dir string, first *report.Report, more []string, firstName string, stdout, stderr io.Writer) int {
+	runs, names := []*report.Report{first}, []string{firstName}
+	for _, p := range more {
+		r, err := report.Read(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "p2pbaseline: %v\n", err)
+			return 2
+		}
+		runs, names = append(runs, r), append(names, p)
+	}
+	if len(runs) < perf.MinRuns {
+		fmt.Fprintf(stdout, "perf.txt not written: %v, got %d results.json (one run cannot tell run-to-run noise from a change)\n", perf.ErrTooFewRuns, len(runs))
+		return 0
+	}
+	f, err := expect.WritePerf(dir, runs, names)
+	if err != nil {
+		fmt.Fprintf(stderr, "p2pbaseline: perf.txt: %v\n", err)
+		return 2
+	}
+	fmt.Fprintf(stdout, "perf baseline of %d metrics from %d runs (%s) written to %s\n", len(f.Lines), len(runs), f.Scope, filepath.Join(dir, expect.PerfFile))
 	return 0
 }

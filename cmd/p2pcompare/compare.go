@@ -14,6 +14,7 @@ import (
 	"p2patomics/harness/backends"
 	"p2patomics/harness/expect"
 	"p2patomics/harness/pairs"
+	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
 )
 
@@ -261,8 +262,7 @@ func (c *Comparison) compareMetrics(id string, o, n report.Result, opt Options) 
 		if !inNew {
 			unit = ov.Unit
 		}
-		dir := pairs.Direction(unit)
-		better := map[int]string{1: "higher", -1: "lower", 0: "unknown"}[dir]
+		dir, better := perf.Direction(unit), perf.Better(unit)
 		switch {
 		case !inOld:
 			c.MetricChanges = append(c.MetricChanges, MetricChange{ID: id, Metric: k, Unit: unit, New: nv.Median, Better: better, Note: "new metric", Delta: "new"})

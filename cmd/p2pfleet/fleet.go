@@ -11,6 +11,7 @@ import (
 
 	descriptors "p2patomics/harness/backends"
 	"p2patomics/harness/expect"
+	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
 )
 
@@ -533,15 +534,9 @@ func inconsistent(nodes []Node, judged [][]report.Result, sums []NodeSummary) []
 
 // better says which way a metric should go, from its unit: rates up,
 // times down, anything else unknown (never a bad outlier).
-func better(unit string) string {
-	switch {
-	case strings.Contains(unit, "/s"):
-		return "higher"
-	case unit == "us" || unit == "ns" || unit == "ms" || unit == "s" || unit == "µs":
-		return "lower"
-	}
-	return "unknown"
-}
+// better is the metric direction in words, by the one rule (perf.Better):
+// p2pfleet once had its own, which called "ps" higher and "cycles" unknown.
+func better(unit string) string { return perf.Better(unit) }
 
 func distributions(nodes []Node) []MetricDist {
 	type key struct{ c, m string }

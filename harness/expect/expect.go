@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 
+	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
 )
 
@@ -67,6 +68,10 @@ type Set struct {
 	Strong  map[string]bool   // ids whose baseline pass had strong evidence (evidence.txt)
 	Stack   map[string]string // from "# stack:" headers; empty when none
 	Sources []string          // files read, in order
+	// Perf is the perf baseline (perf.txt), nil when the folder has none;
+	// PerfSource is its path.
+	Perf       *perf.File
+	PerfSource string
 	// AllowNewFlakes is the run's --allow-new-flakes, not a file's: a
 	// rerun that meets the baseline is then flake (reported) instead of
 	// new-flake (gating).
@@ -135,7 +140,7 @@ func kindOf(name string) string {
 	if strings.HasSuffix(name, FailuresCSV) {
 		return FailsFile
 	}
-	for _, k := range []string{FailsFile, FlakesFile, SkipsFile, CasesFile, EvidenceFile} {
+	for _, k := range []string{FailsFile, FlakesFile, SkipsFile, CasesFile, EvidenceFile, PerfFile} {
 		if strings.HasSuffix(name, k) {
 			return k
 		}
@@ -204,6 +209,9 @@ func LoadList(list string) (*Set, error) {
 }
 
 func (s *Set) loadFile(path, kind string) error {
+	if kind == PerfFile {
+		return s.loadPerf(path)
+	}
 	// A regular file of bounded size only: a FIFO named fails.txt blocked
 	// the suite forever.
 	b, err := report.ReadRegular(path, 16<<20)

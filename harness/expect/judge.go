@@ -91,6 +91,7 @@ func JudgeRun(results []report.Result, s *Set, env report.Environment, selected 
 	sum := report.SummarizeRun(judged, gate, out, j.interrupted)
 	sum.FailRun(j.runFaults)
 	sum.MarkInjected(env.Inject)
+	judgePerf(s, judged, g, &sum)
 	return judged, g, sum
 }
 
@@ -134,6 +135,9 @@ func JudgeReport(rep *report.Report, o Rejudge) error {
 	gate := o.Gate
 	if o.Set != nil {
 		if err := CheckStack(o.Set.Stack, rep.Environment, o.AllowStackMismatch); err != nil {
+			return err
+		}
+		if err := checkPerfScope(o.Set, rep.Environment, o.AllowStackMismatch); err != nil {
 			return err
 		}
 		ids := make([]string, 0, len(results))

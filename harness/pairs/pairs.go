@@ -24,22 +24,13 @@ import (
 	"strings"
 
 	"p2patomics/harness/backends"
+	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
 )
 
-// Direction says which way a unit is better: +1 higher (rates such as GB/s,
-// Mops/s, anything "/s"), -1 lower (times: s, ms, us, µs, ns, cycles), 0
-// unknown.
-func Direction(unit string) int {
-	u := strings.ToLower(strings.TrimSpace(unit))
-	switch {
-	case strings.Contains(u, "/s") || strings.HasSuffix(u, "ps") && u != "ps" || u == "hz":
-		return +1
-	case u == "s" || u == "ms" || u == "us" || u == "µs" || u == "μs" || u == "ns" || u == "ps" || u == "cycles" || strings.HasSuffix(u, "/op") || strings.HasSuffix(u, "/rt"):
-		return -1
-	}
-	return 0
-}
+// Direction says which way a unit is better: +1 higher, -1 lower, 0
+// unknown. The rule is perf.Direction's, declared there once for every tool.
+func Direction(unit string) int { return perf.Direction(unit) }
 
 // Cell is one measured pair.
 type Cell struct {

@@ -152,6 +152,9 @@ type Summary struct {
 	// Inject is the driver-fault injector's rules the run was made under
 	// (environment.inject); the line names them.
 	Inject []string `json:"inject,omitempty"`
+	// Perf is the perf gate's findings (a gate whose baseline has a
+	// perf.txt); absent otherwise and in runs recorded before it.
+	Perf *PerfSummary `json:"perf,omitempty"`
 	// RunFaults are the run's health failures no case's result carries
 	// (harness.Runner.Failures): a GPU fault a process that is none of the
 	// run's ranks logged, or one charged to a case whose result was
@@ -366,15 +369,31 @@ func (s Summary) verdictLine() string {
 			health += fmt.Sprintf(" (+%d more in results.json summary.run_faults)", n-1)
 		}
 	}
+	perf := s.perfLine()
+	perfFails := len(s.Perf.Failing()) > 0
 	switch {
-	case len(s.Unexpected) == 0 && health != "":
+	case len(s.Unexpected) == 0 && !perfFails && health == "":
+		if perf != "" {
+			ns += "; " + perf
+		}
+		return fmt.Sprintf("p2patomics: PASS — %s, 0 unexpected%s (%s)", plural(s.Cases, "case"), ns, basis)
+	case len(s.Unexpected) == 0 && !perfFails:
 		return fmt.Sprintf("p2patomics: FAIL — %s, 0 unexpected; %s", plural(s.Cases, "case"), health)
 	case len(s.Unexpected) == 0:
-		return fmt.Sprintf("p2patomics: PASS — %s, 0 unexpected%s (%s)", plural(s.Cases, "case"), ns, basis)
-	case health != "":
-		return fmt.Sprintf("p2patomics: FAIL — %s: %s; %s", s.unexpectedHead(), strings.Join(s.unexpectedNamed(basis), "; "), health)
+		line := fmt.Sprintf("p2patomics: FAIL — %s (%s)", perf, basis)
+		if health != "" {
+			line += "; " + health
+		}
+		return line
 	}
-	return fmt.Sprintf("p2patomics: FAIL — %s: %s", s.unexpectedHead(), strings.Join(s.unexpectedNamed(basis), "; "))
+	named := strings.Join(s.unexpectedNamed(basis), "; ")
+	if perfFails {
+		named += "; " + perf
+	}
+	if health != "" {
+		named += "; " + health
+	}
+	return fmt.Sprintf("p2patomics: FAIL — %s: %s", s.unexpectedHead(), named)
 }
 
 // unexpectedHead counts the unexpected cases, by verdict when they differ

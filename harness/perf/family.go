@@ -1,0 +1,78 @@
+package perf
+
+import (
+	"slices"
+	"strings"
+
+	"p2patomics/harness/backends"
+	"p2patomics/harness/report"
+)
+
+// Family is a group of metrics that share a run-to-run noise and so a
+// tolerance floor. The floors come from the seven committed 1×H200 runs,
+// each on a different GPU (docs/GATING.md, "Run-to-run noise"): never below
+// about four times the family's largest between-run CV, so three baseline
+// runs cannot under-estimate a metric with two placement modes.
+type Family struct {
+	Name  string
+	Floor float64 // least tolerance, a fraction
+}
+
+// Families, in the order Classify tries them.
+var (
+	CopyOneWay       = Family{"copy one direction", 0.08}
+	CopyBoth         = Family{"copy both directions", 0.20}
+	AtomicContended  = Family{"atomic contended", 0.08}
+	AtomicHost       = Family{"atomic contended, vmm-host", 0.15}
+	AtomicSpread     = Family{"atomic spread", 0.40}
+	RoundTripLaunch  = Family{"round trip, one launch", 0.40}
+	RoundTripProcess = Family{"round trip, two processes", 0.10}
+	Other            = Family{"other", 0.20}
+)
+
+// Cap is the largest tolerance: beyond it a metric cannot show even a
+// halving, and the line says so (insensitive).
+const Cap = 0.40
+
+// Insensitive is the tolerance above which a line cannot promise to see a
+// 10-15 % change; it still gates, and every run lists it.
+const Insensitive = 0.15
+
+// Classify is the family of metric name on case id. Spread atomics and the
+// one-launch round trip move 23-33 % between GPUs (placement modes), so
+// their floor is the cap until same-GPU A/A runs show a machine scope can
+// be tighter.
+func Classify(id, name string) Family {
+	switch {
+	case strings.HasPrefix(name, "bw_") && strings.Contains(name, "bidir"), strings.HasPrefix(name, "bw_alltoall"):
+		return CopyBoth
+	case strings.HasPrefix(name, "bw_"):
+		return CopyOneWay
+	case name == "atomic_rate" && strings.Contains(id, ".atomic_spread"):
+		return AtomicSpread
+	case name == "atomic_rate" && strings.Contains(id, ".vmm-host."):
+		return AtomicHost
+	case name == "atomic_rate":
+		return AtomicContended
+	case name == "rtt_dev_us":
+		return RoundTripLaunch
+	case strings.HasPrefix(name, "rtt_"):
+		return RoundTripProcess
+	}
+	return Other
+}
+
+// Gated says whether a metric of r takes part in the perf gate: a perf
+// case of a GPU backend, a direction, and at least MinSamples samples
+// (counter.* rates from two launches and one-shot all-to-all copies stay
+// informational).
+func Gated(r report.Result, m report.Metric) bool {
+	return slices.Contains(r.Labels, "perf") && backends.IsGPU(r.Backend) && Direction(m.Unit) != 0 && m.N >= MinSamples
+}
+
+// MinSamples is the least number of timed samples a gated metric has.
+const MinSamples = 3
+
+// MinRuns is the least number of runs in fresh worlds a perf.txt is
+// recorded from: fewer cannot tell a run-to-run range from one run's luck.
+const MinRuns = 3

@@ -1,0 +1,136 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Perf verdicts of one gated metric (harness/perf.Judge). The first two
+// fail the gate; the others are reported.
+const (
+	PerfRegression  = "perf-regression"
+	PerfMissing     = "perf-missing"
+	PerfNoise       = "perf-noise"
+	PerfUnstable    = "perf-unstable"
+	PerfImprovement = "perf-improvement"
+)
+
+// PerfFinding is one metric the perf gate did not find in band.
+type PerfFinding struct {
+	ID      string  `json:"id"`
+	Metric  string  `json:"metric"`
+	Verdict string  `json:"verdict"`
+	Unit    string  `json:"unit"`
+	Was     float64 `json:"was"` // the baseline band's edge nearest the limit
+	Now     float64 `json:"now"` // this run's median (0 when missing)
+	Percent float64 `json:"percent"`
+	Op      string  `json:"op"`
+	Limit   float64 `json:"limit"`
+	Lo      float64 `json:"lo"`
+	Hi      float64 `json:"hi"`
+	// Confirmed: re-measurements in fresh worlds agreed (Reruns are
+	// their medians); false with none to ask (an offline re-judgement).
+	Confirmed bool      `json:"confirmed"`
+	Reruns    []float64 `json:"reruns,omitempty"`
+	Detail    string    `json:"detail"`
+}
+
+// PerfSummary is the perf gate's part of a run's summary.
+type PerfSummary struct {
+	Baseline    string        `json:"baseline"` // the perf.txt judged against
+	Gated       int           `json:"gated"`
+	InBand      int           `json:"in_band"`
+	Insensitive int           `json:"insensitive"`
+	Findings    []PerfFinding `json:"findings"`
+}
+
+// Failing is the findings that fail the gate.
+func (p *PerfSummary) Failing() []PerfFinding {
+	var out []PerfFinding
+	if p == nil {
+		return nil
+	}
+	for _, f := range p.Findings {
+		if f.Verdict == PerfRegression || f.Verdict == PerfMissing {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Count is how many findings have verdict v.
+func (p *PerfSummary) Count(v string) int {
+	n := 0
+	if p != nil {
+		for _, f := range p.Findings {
+			if f.Verdict == v {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Named is a finding as the verdict line names it: "id metric 2069 → 1031
+// GB/s (−50.2%, limit 1882; unconfirmed)".
+func (f PerfFinding) Named() string {
+	if f.Verdict == PerfMissing {
+		return fmt.Sprintf("%s %s missing (%s)", f.ID, f.Metric, f.Detail)
+	}
+	conf := "unconfirmed: no re-measurement recorded"
+	if f.Confirmed {
+		conf = "confirmed by reruns " + strings.Join(fmtAll(f.Reruns), ", ")
+	}
+	return fmt.Sprintf("%s %s %s → %s %s (%+.1f%%, limit %s %s; %s)", f.ID, f.Metric, fmtNum(f.Was), fmtNum(f.Now), f.Unit, f.Percent, f.Op, fmtNum(f.Limit), conf)
+}
+
+func fmtNum(v float64) string { return fmt.Sprintf("%.4g", v) }
+
+func fmtAll(vs []float64) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = fmtNum(v)
+	}
+	return out
+}
+
+// AddPerf records the perf gate's findings: a failing one fails the run
+// (exit 1) unless the run was interrupted, and the verdict line names
+// them after any correctness finding.
+func (s *Summary) AddPerf(p *PerfSummary) {
+	if p == nil {
+		return
+	}
+	s.Perf = p
+	if len(p.Failing()) > 0 && s.Interrupted == "" {
+		s.Verdict, s.ExitStatus = VerdictFail, ExitFail
+	}
+	s.Line = s.line()
+}
+
+// perfLine is the perf part of the verdict line ("" when there is none).
+func (s Summary) perfLine() string {
+	p := s.Perf
+	if p == nil {
+		return ""
+	}
+	fail := p.Failing()
+	if len(fail) == 0 {
+		l := fmt.Sprintf("perf: %d of %d in band", p.InBand, p.Gated)
+		for _, v := range []string{PerfNoise, PerfUnstable, PerfImprovement} {
+			if n := p.Count(v); n > 0 {
+				l += fmt.Sprintf(", %d %s", n, v)
+			}
+		}
+		return l
+	}
+	var named []string
+	for i, f := range fail {
+		if i == maxNamed {
+			named = append(named, fmt.Sprintf("+%d more", len(fail)-maxNamed))
+			break
+		}
+		named = append(named, f.Named())
+	}
+	return fmt.Sprintf("%s: %s", plural(len(fail), "perf regression"), strings.Join(named, ", "))
+}
