@@ -215,14 +215,15 @@ func (s *server) hello(h wire.Hello, _ *wire.Msg) (any, []int, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := inject.CheckBackend(h.Backend, rules); err != nil {
-		return nil, nil, err
-	}
-	inject.Set(rules)
 	be, err := backend.New(h.Backend)
 	if err != nil {
 		return nil, nil, err
 	}
+	_, applies := be.(backend.SpeedApplier)
+	if err := inject.CheckBackend(h.Backend, applies, rules); err != nil {
+		return nil, nil, err
+	}
+	inject.Set(rules)
 	s.ranks = h.Ranks
 	info, err := be.Open(backend.Config{Rank: h.Rank, Ranks: h.Ranks, Device: h.Device})
 	if err != nil {

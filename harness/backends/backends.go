@@ -64,6 +64,9 @@ type Backend struct {
 	// all of them are probed, at once, but probes are listed and used in
 	// this order).
 	Probe int
+	// SpeedRules: its ranks apply the injector's speed rules (copy-times,
+	// stretch; internal/inject.CheckBackend refuses them elsewhere).
+	SpeedRules bool
 	// Vendor is the device.Info.Vendor its ranks report.
 	Vendor string
 	// Kinds are its allocation kinds, in the order the rank reports them

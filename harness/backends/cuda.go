@@ -20,7 +20,7 @@ const (
 
 // CUDA is libcuda.so.1's row.
 var CUDA = Backend{
-	Name: CUDAName, GPU: true, Probe: 1, Vendor: "nvidia", LargeMappings: true,
+	Name: CUDAName, GPU: true, Probe: 1, SpeedRules: true, Vendor: "nvidia", LargeMappings: true,
 	Kinds: []KindSpec{
 		{Name: VMM, DeviceMemory: true},
 		{Name: VMMHost, HostMemory: true},

@@ -6,6 +6,7 @@ import (
 
 	"p2patomics/internal/device"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 )
 
@@ -99,7 +100,7 @@ func TestCapabilityLostGatesTheH200Repro(t *testing.T) {
 // refusal of a kind are not. Fails on the old behaviour (ungated: PASS,
 // every case not supported).
 func TestCapabilityLostOnHost(t *testing.T) {
-	hostEnv := report.Environment{GPUs: []report.GPU{{Info: device.Info{Vendor: "host", Caps: device.Caps{HostAtomics: device.Yes("host: the CPU is the device (sync/atomic)")}}}}}
+	hostEnv := report.Environment{GPUs: []report.GPU{{Info: device.Info{Vendor: backends.HostName, Caps: device.Caps{HostAtomics: device.Yes("host: the CPU is the device (sync/atomic)")}}}}}
 	refused := "rank 1 import: host: fstat imported fd: not supported"
 	mk := func(id string, expected report.Outcome, labels ...string) report.Result {
 		r := res(id, report.Skip, expected)

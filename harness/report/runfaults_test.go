@@ -9,7 +9,7 @@ import (
 // fault no case carries (a foreign process's GPU fault) is a FAIL, and the
 // line names the fault; an interrupted run stays INTERRUPTED.
 func TestRunFaultsFailTheVerdict(t *testing.T) {
-	results := []Result{{Case: Case{Backend: "host", Kind: "memfd", Spec: "a"}, Outcome: Pass, Expected: Pass}}
+	results := []Result{{Case: Case{Backend: "cuda", Kind: "vmm", Spec: "a"}, Outcome: Pass, Expected: Pass}}
 	s := Summarize(results, "", "out")
 	if s.Verdict != VerdictPass {
 		t.Fatalf("control: %s", s.Line)

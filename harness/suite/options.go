@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"p2patomics/harness"
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/internal/inject"
 	"p2patomics/kernels"
@@ -389,7 +390,7 @@ func (o *Options) validateInject() error {
 	// A named backend that cannot apply a speed rule is refused here; with
 	// auto, the rank refuses it at its hello (rank.hello).
 	if o.Backend != "auto" {
-		if err := inject.CheckBackend(o.Backend, rules); err != nil {
+		if err := inject.CheckBackend(o.Backend, backends.Lookup(o.Backend) != nil && backends.Lookup(o.Backend).SpeedRules, rules); err != nil {
 			return usagef("--%s: %v", InjectFlag, err)
 		}
 	}

@@ -30,7 +30,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -55,35 +54,24 @@ const (
 // the rules exist to plant the 1.2x-2x changes a driver upgrade brings.
 const MaxFactor = 100
 
-// SpeedBackends are the rank backends that apply copy-times and stretch
-// (rank/cuda: repeated cuMemcpyDtoDAsync and a spin kernel between the
-// events; rank/host: repeated memmove and a sleep inside the wall-clock
-// window). HSA and HIP do not: their Copy and Launch would need a device
-// spin of their own, untested without AMD hardware, so they refuse the
-// rules instead of ignoring them.
-var SpeedBackends = map[string]bool{"cuda": true, "host": true}
-
 // ErrNotSupported is wrapped by CheckBackend's refusal.
 var ErrNotSupported = errors.New("inject: rule not supported by this backend")
 
-// CheckBackend refuses speed rules on a backend that cannot apply them: a
-// rule silently ignored would make a planted slowdown read as a healthy run.
-func CheckBackend(backend string, rules []Rule) error {
+// CheckBackend refuses speed rules on a backend that cannot apply them
+// (applies: the backend's row says it does, harness/backends SpeedRules;
+// in a rank, the backend implements backend.SpeedApplier): a rule silently
+// ignored would make a planted slowdown read as a healthy run. rank/cuda
+// repeats cuMemcpyDtoDAsync and runs a spin kernel between the events,
+// rank/host repeats memmove and spins inside the wall-clock window; HSA and
+// HIP would need a device spin of their own, untested without AMD
+// hardware, so they refuse the rules instead of ignoring them.
+func CheckBackend(backend string, applies bool, rules []Rule) error {
 	for _, r := range rules {
-		if r.Speed() && !SpeedBackends[backend] {
-			return fmt.Errorf("%w: %s on backend %s (speed rules run on %s)", ErrNotSupported, r, backend, speedNames())
+		if r.Speed() && !applies {
+			return fmt.Errorf("%w: %s on backend %s, which does not apply speed rules", ErrNotSupported, r, backend)
 		}
 	}
 	return nil
-}
-
-func speedNames() string {
-	var out []string
-	for n := range SpeedBackends {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return strings.Join(out, ", ")
 }
 
 // Rule is one parsed rule.

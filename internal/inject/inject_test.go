@@ -160,17 +160,13 @@ func TestSpeedSeams(t *testing.T) {
 func TestCheckBackend(t *testing.T) {
 	speed, _ := Parse("copy-times:2")
 	other, _ := Parse("drop:k,fail:hsa_init=4096")
-	for _, be := range []string{"cuda", "host"} {
-		if err := CheckBackend(be, speed); err != nil {
-			t.Errorf("%s: %v", be, err)
-		}
+	if err := CheckBackend("a", true, speed); err != nil {
+		t.Errorf("applies: %v", err)
 	}
-	for _, be := range []string{"hsa", "hip"} {
-		if err := CheckBackend(be, speed); !errors.Is(err, ErrNotSupported) {
-			t.Errorf("%s: copy-times accepted (%v)", be, err)
-		}
-		if err := CheckBackend(be, other); err != nil {
-			t.Errorf("%s: %v", be, err)
-		}
+	if err := CheckBackend("b", false, speed); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("does not apply: copy-times accepted (%v)", err)
+	}
+	if err := CheckBackend("b", false, other); err != nil {
+		t.Errorf("does not apply, no speed rule: %v", err)
 	}
 }

@@ -104,6 +104,13 @@ type CPUMapper interface {
 	CPUWord(b Buffer, off uint64) (*uint64, error)
 }
 
+// SpeedApplier is implemented by backends whose Copy and Launch apply the
+// injector's speed rules (copy-times, stretch); the rank refuses those
+// rules for any other backend (inject.CheckBackend).
+type SpeedApplier interface {
+	AppliesSpeedRules()
+}
+
 // ClockSampler is implemented by backends that can read their device's
 // core clock while work runs. SampleClock is called from a goroutine other
 // than the one owning the device context, about once per millisecond during

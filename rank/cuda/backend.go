@@ -80,6 +80,10 @@ func (b *buffer) Size() uint64 { return b.size }
 // Name implements backend.Backend.
 func (b *Backend) Name() string { return "cuda" }
 
+// AppliesSpeedRules implements backend.SpeedApplier: Copy repeats
+// cuMemcpyDtoDAsync and Launch runs a spin kernel inside the timed events.
+func (b *Backend) AppliesSpeedRules() {}
+
 // Kinds implements backend.Backend.
 func (b *Backend) Kinds() []string { return []string{KindVMM, KindVMMHost, KindIPC, KindDmaBuf} }
 

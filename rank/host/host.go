@@ -59,8 +59,12 @@ type Backend struct {
 	rank   int
 }
 
-func (h *Backend) Name() string    { return Name }
-func (h *Backend) Kinds() []string { return []string{Kind} }
+func (h *Backend) Name() string { return Name }
+
+// AppliesSpeedRules implements backend.SpeedApplier: Copy repeats memmove
+// and Launch spins inside the wall-clock window.
+func (h *Backend) AppliesSpeedRules() {}
+func (h *Backend) Kinds() []string    { return []string{Kind} }
 
 func (h *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 	h.rank = cfg.Rank
