@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The closing device batch of issues 35 and 36, sized for what is left of a
+# session's device time: the default suite gated against the committed
+# baseline (correctness and perf.txt), then the perf cases alone under each
+# planted slowdown: every device-to-device copy issued twice (gated and
+# ungated: the physics floor must fail it with no baseline) and 1.2 times
+# (gated), and the contended atomic and round-trip kernels stretched twice
+# (gated). The kernel log is read before and after so p2pcensus can check
+# every GPU fault line against the ranks' pids. Everything lands in
+# $OUT/final.tgz; summary.txt has one line per run.
+# Usage: OUT=... scripts/device-final.sh [BIN]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=0   # never NVLink multicast on shared machines
+bin=${1:-.dev/specs.test}
+out=${OUT:?set OUT}
+base=expectations/nvidia-sm_90-580-x1
+w=$(mktemp -d)/final
+mkdir -p "$w"
+dmesg >"$w/kmsg-before.txt" 2>&1 || true
+nvidia-smi -L >"$w/smi.txt" 2>&1 || true
+run() { # name, limit in s, the run's flags
+  local name=$1 lim=$2; shift 2
+  local t0 t1 rc
+  t0=$(date +%s.%N)
+  timeout -k 10 "$lim" "$bin" --out="$w/$name" "$@" >"$w/$name.log" 2>&1 </dev/null; rc=$?
+  t1=$(date +%s.%N)
+  mkdir -p "$w/$name"
+  mv "$w/$name.log" "$w/$name/run.log"
+  echo "$rc" >"$w/$name/exit_status"
+  [ "$name" = gated ] || rm -rf "$w/$name/cases" "$w/$name/heatmaps" "$w/$name/report.html"
+  printf '%-16s exit %3s  %6.1f s  %s\n' "$name" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" "$(tail -n 1 "$w/$name/run.log")" | tee -a "$w/summary.txt"
+}
+run gated 200 --backend=auto --expectations="$base"
+perf=(--backend=cuda --ginkgo.label-filter=perf)
+run ct2-gated 90 "${perf[@]}" --internal-inject=copy-times:2 --expectations="$base"
+run ct2-ungated 60 "${perf[@]}" --internal-inject=copy-times:2
+run ct12-gated 90 "${perf[@]}" --internal-inject=copy-times:1.2 --expectations="$base"
+run stretch2-gated 90 "${perf[@]}" --internal-inject=stretch:add_u64_relaxed_sys=2,stretch:add_u64_relaxed_dev=2,stretch:pingpong_u64_acqrel_sys=2,stretch:pingpong_u64_acqrel_dev=2 --expectations="$base"
+dmesg >"$w/kmsg-after.txt" 2>&1 || true
+tar -C "$(dirname "$w")" -czf "$out/final.tgz" final
+cat "$w/summary.txt"
