@@ -92,6 +92,11 @@ func TestPerfRegressionIsReMeasuredThenFails(t *testing.T) {
 	if len(fs) != 1 || fs[0].Verdict != report.PerfRegression || !fs[0].Confirmed || len(fs[0].Reruns) != suite.PerfReruns {
 		t.Fatalf("perf findings %+v, want one confirmed perf-regression", rep.Summary.Perf.Findings)
 	}
+	// junit.xml: the case passed, and its perf-regression is its failure.
+	j, err := report.JUnit(rep, time.Unix(0, 0))
+	if err != nil || !strings.Contains(string(j), `<failure message="perf-regression: `+perfCase+` alloc_us`) || !strings.Contains(string(j), `failures="1"`) {
+		t.Errorf("junit.xml lacks the perf-regression as its case's failure (%v):\n%s", err, j)
+	}
 	line := rep.Summary.Line
 	for _, want := range []string{"FAIL", perfCase + " alloc_us 1e-06 → ", "%, limit <= 1e-06", "confirmed by reruns"} {
 		if !strings.Contains(line, want) {
