@@ -12,6 +12,7 @@ import (
 
 	"p2patomics/harness"
 	"p2patomics/harness/backends"
+	"p2patomics/harness/htmlreport"
 	"p2patomics/harness/report"
 	"p2patomics/harness/suite"
 )
@@ -96,6 +97,12 @@ func TestPerfRegressionIsReMeasuredThenFails(t *testing.T) {
 	j, err := report.JUnit(rep, time.Unix(0, 0))
 	if err != nil || !strings.Contains(string(j), `<failure message="perf-regression: `+perfCase+` alloc_us`) || !strings.Contains(string(j), `failures="1"`) {
 		t.Errorf("junit.xml lacks the perf-regression as its case's failure (%v):\n%s", err, j)
+	}
+	// report.html: the metric against its band and limit.
+	var page bytes.Buffer
+	if err := htmlreport.Render(&page, rep, ""); err != nil || !strings.Contains(page.String(), "<td>"+perfCase+"</td><td>alloc_us</td>") ||
+		!strings.Contains(page.String(), "<td>1e-06–1e-06</td><td>&lt;= 1e-06</td><td>—</td><td>perf-regression</td>") {
+		t.Errorf("report.html lacks the perf row (%v)", err)
 	}
 	line := rep.Summary.Line
 	for _, want := range []string{"FAIL", perfCase + " alloc_us 1e-06 → ", "%, limit <= 1e-06", "confirmed by reruns"} {
