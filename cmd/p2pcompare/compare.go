@@ -61,6 +61,14 @@ type Options struct {
 	Flakes *expect.Set
 	// FlakesFrom names where Flakes came from, for the table.
 	FlakesFrom string
+	// Bands, when set, judges the new run's perf metrics by perf.Judge
+	// (a perf.txt, or a band recorded from ≥ 3 old runs) instead of the U
+	// test against one old run; BandsFrom names it. NewReruns are the
+	// medians of the new side's other runs (perf.Judge's reruns: the
+	// median of all decides).
+	Bands     *perf.File
+	BandsFrom string
+	NewReruns map[string][]float64
 }
 
 // Comparison is p2pcompare's whole answer (also its --json output).
@@ -82,7 +90,14 @@ type Comparison struct {
 	MetricImprovements []MetricChange    `json:"metric_improvements"`
 	MetricChanges      []MetricChange    `json:"metric_changes"`
 	MetricsUnchanged   int               `json:"metrics_unchanged"`
-	Regressed          bool              `json:"regressed"`
+	// MetricsBy says how metrics were judged: "band of PATH" or "band from
+	// 3 old runs" (perf.Judge;
+	// Perf holds its findings) or "u-test, one run a side" (then a metric
+	// regression is unconfirmed: listed, never REGRESSED).
+	MetricsBy   string              `json:"metrics_by"`
+	Unconfirmed bool                `json:"unconfirmed"`
+	Perf        *report.PerfSummary `json:"perf,omitempty"`
+	Regressed   bool                `json:"regressed"`
 }
 
 // severity puts unknown outcomes above every known one.
@@ -173,8 +188,26 @@ func Compare(oldRep, newRep *report.Report, opt Options) *Comparison {
 		}
 		c.compareMetrics(id, o, n, opt)
 	}
-	c.Regressed = len(c.Regressions) > 0 || len(c.MetricRegressions) > 0
+	c.judgeBands(newRep, opt)
 	return c
+}
+
+// judgeBands decides what the metrics add to the verdict. With a band
+// (opt.Bands), the new run is judged by perf.Judge, as the suite's perf
+// gate judges it, and its perf-regressions and perf-missing regress the
+// comparison. Without, the U test compared one run with one run: two
+// worlds cannot tell a change from run-to-run placement (on the committed
+// healthy 1×H200 runs 27 of 30 ordered pairs had some), so its metric
+// regressions are listed as unconfirmed and never regress.
+func (c *Comparison) judgeBands(newRep *report.Report, opt Options) {
+	c.Regressed = len(c.Regressions) > 0
+	if opt.Bands == nil {
+		c.MetricsBy, c.Unconfirmed = "u-test, one run a side", len(c.MetricRegressions) > 0
+		return
+	}
+	c.MetricsBy = "band " + opt.BandsFrom
+	c.Perf = perf.Judge(opt.Bands, newRep.Results, opt.NewReruns, opt.BandsFrom)
+	c.Regressed = c.Regressed || len(c.Perf.Failing()) > 0
 }
 
 // knownFlake says whether the baseline knows o's case as a flake, and why.
@@ -254,7 +287,9 @@ func (c *Comparison) compareMetrics(id string, o, n report.Result, opt Options) 
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	isGated := gated(o, n)
+	// With a band the perf gate judges the metrics (judgeBands); the U
+	// test's changes are then informational.
+	isGated := gated(o, n) && opt.Bands == nil
 	for _, k := range keys {
 		ov, inOld := om[k]
 		nv, inNew := nm[k]
@@ -284,6 +319,9 @@ func (c *Comparison) compareMetrics(id string, o, n report.Result, opt Options) 
 		case !mc.Significant():
 			c.MetricsUnchanged++
 		case dir == 0:
+			c.MetricChanges = append(c.MetricChanges, mc)
+		case !isGated && opt.Bands != nil:
+			mc.Note = "informational: judged by the band"
 			c.MetricChanges = append(c.MetricChanges, mc)
 		case !isGated:
 			mc.Note = "informational: not a perf case of a GPU backend"
@@ -357,7 +395,25 @@ func (c *Comparison) VerdictLine() string {
 	if c.Regressed {
 		word = "REGRESSED"
 	}
-	return fmt.Sprintf("p2pcompare: %s — %s, %s", word, plural(len(c.Regressions), "case regression"), plural(len(c.MetricRegressions), "metric regression"))
+	metrics := plural(len(c.MetricRegressions), "metric regression")
+	switch {
+	case c.Perf != nil:
+		metrics = plural(len(c.Perf.Failing()), "perf regression") + " (" + c.MetricsBy + ")"
+	case c.Unconfirmed:
+		metrics += " (unconfirmed: one run a side)"
+	}
+	return fmt.Sprintf("p2pcompare: %s — %s, %s", word, plural(len(c.Regressions), "case regression"), metrics)
+}
+
+// writePerf lists the band's findings: failing first (perf.Judge's order).
+func (c *Comparison) writePerf(w io.Writer) {
+	if c.Perf == nil {
+		return
+	}
+	fmt.Fprintf(w, "perf (%s): %d gated, %d in band\n", c.MetricsBy, c.Perf.Gated, c.Perf.InBand)
+	for _, f := range c.Perf.Findings {
+		fmt.Fprintf(w, "  %s: %s; %s\n", f.Verdict, f.Named(), f.Detail)
+	}
 }
 
 // WriteTable prints the comparison for people: the verdict first, then
@@ -373,6 +429,10 @@ func (c *Comparison) WriteTable(w io.Writer, verbose bool) {
 	}
 	fmt.Fprintf(w, "%s; the old run's flake verdicts count too\n", flakes)
 	fmt.Fprintf(w, "metrics: Mann-Whitney U at alpha %.2g and a median moved more than %.0f%%; without samples, only min–max ranges that do not overlap\n", c.Alpha, c.Threshold*100)
+	if c.Unconfirmed {
+		fmt.Fprintln(w, "metric regressions are unconfirmed (one run a side cannot tell a change from run-to-run noise): they do not regress; judge by --expectations with a perf.txt, or by at least 3 runs a side")
+	}
+	c.writePerf(w)
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	section := func(title string, cs []Change, line func(Change) string) {
 		if len(cs) == 0 {
@@ -415,7 +475,11 @@ func (c *Comparison) WriteTable(w io.Writer, verbose bool) {
 		}
 	}
 	section("case regressions", c.Regressions, arrow)
-	msection("metric regressions", c.MetricRegressions)
+	if c.Unconfirmed {
+		msection("unconfirmed metric regressions", c.MetricRegressions)
+	} else {
+		msection("metric regressions", c.MetricRegressions)
+	}
 	if verbose {
 		section("fixes", c.Fixes, arrow)
 		section("changes", c.Changes, arrow)

@@ -3,7 +3,7 @@
 // (docs/ARCHITECTURE.md), and tells a change from noise.
 //
 //	p2pcompare [-v] [--json] [--metric-threshold=0.05] [--alpha=0.05]
-//	           [--expectations=PATH[,PATH]|none] OLD/results.json NEW/results.json
+//	           [--expectations=PATH[,PATH]|none] OLD/results.json[,OLD…] NEW/results.json[,NEW…]
 //
 // The first line is the verdict ("p2pcompare: REGRESSED — …" or
 // "p2pcompare: no regression — …"), then the case regressions (outcome
@@ -27,6 +27,13 @@
 // kept is judged from its min–max range: "~ (no samples)" unless the two
 // ranges do not overlap. A counted change on a perf case of a GPU backend
 // is a metric regression or improvement; anything else is informational.
+// With one run a side a metric regression is "unconfirmed": listed, never
+// REGRESSED (two worlds cannot tell a change from placement noise). With
+// --expectations holding a perf.txt, or at least 3 old runs (comma
+// separated; a band is recorded from them by perf.txt's rule), the first
+// new run is judged by perf.Judge, the suite's perf gate, the other new
+// runs being its re-measurements: its perf-regressions regress.
+// Outcomes are compared between the first run of each side.
 // --json prints the whole comparison as one JSON object instead.
 //
 // Exit status: 0 no regression, 1 any case or metric regression, 2 usage
@@ -41,13 +48,15 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 
 	"p2patomics/harness/expect"
+	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
 	"p2patomics/internal/cli"
 )
 
-const usage = "usage: p2pcompare [-v] [--json] [--metric-threshold=0.05] [--alpha=0.05] [--expectations=PATH[,PATH]|none] OLD/results.json NEW/results.json"
+const usage = "usage: p2pcompare [-v] [--json] [--metric-threshold=0.05] [--alpha=0.05] [--expectations=PATH[,PATH]|none] OLD/results.json[,OLD…] NEW/results.json[,NEW…]"
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -74,33 +83,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "p2pcompare: --alpha must be between 0 and 1 (0.05), got %v\n", *alpha)
 		return 2
 	}
-	oldRep, err := report.Read(pos[0])
-	if err != nil {
-		fmt.Fprintf(stderr, "p2pcompare: %v\n", err)
-		return 2
+	olds, code := readSide(pos[0], stderr)
+	if olds == nil {
+		return code
 	}
-	if err := oldRep.NoPlan(); err != nil {
-		// A record of no run (a refused or killed suite's) is no result:
-		// never 0 cases passed.
-		fmt.Fprintf(stderr, "p2pcompare: %s: %v\n", pos[0], err)
-		return report.ExitNoResult
+	news, code := readSide(pos[1], stderr)
+	if news == nil {
+		return code
 	}
-	newRep, err := report.Read(pos[1])
-	if err != nil {
-		fmt.Fprintf(stderr, "p2pcompare: %v\n", err)
-		return 2
-	}
-	if err := newRep.NoPlan(); err != nil {
-		// A record of no run (a refused or killed suite's) is no result:
-		// never 0 cases passed.
-		fmt.Fprintf(stderr, "p2pcompare: %s: %v\n", pos[1], err)
-		return report.ExitNoResult
-	}
+	oldRep, newRep := olds[0], news[0]
 	opt := Options{Threshold: *thr, Alpha: *alpha}
 	switch *exps {
 	case "none":
 	case "":
-		// The baseline's own folder, when this checkout has one.
+		// The baseline's own folder, when this checkout has one: its
+		// flakes.txt (its perf.txt judges only when named: --expectations).
 		if dir := expect.Dir("expectations", oldRep.Environment); isDir(dir) {
 			set, err := expect.Load([]string{dir})
 			if err != nil {
@@ -116,6 +113,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		opt.Flakes, opt.FlakesFrom = set, *exps
+		if set.Perf != nil {
+			opt.Bands, opt.BandsFrom = set.Perf, "of "+set.PerfSource
+		}
+	}
+	if err := bands(&opt, olds, news, pos); err != nil {
+		fmt.Fprintf(stderr, "p2pcompare: %v\n", err)
+		return 2
 	}
 	c := Compare(oldRep, newRep, opt)
 	c.Old, c.New = pos[0], pos[1]
@@ -129,6 +133,78 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// readSide reads one side's runs: a results.json, or several joined by
+// commas (runs in fresh worlds of one stack). nil and the exit status on
+// an unreadable file or a record of no run.
+func readSide(arg string, stderr io.Writer) ([]*report.Report, int) {
+	var reps []*report.Report
+	for _, p := range strings.Split(arg, ",") {
+		rep, err := report.Read(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "p2pcompare: %v\n", err)
+			return nil, 2
+		}
+		if err := rep.NoPlan(); err != nil {
+			// A record of no run (a refused or killed suite's) is no
+			// result: never 0 cases passed.
+			fmt.Fprintf(stderr, "p2pcompare: %s: %v\n", p, err)
+			return nil, report.ExitNoResult
+		}
+		reps = append(reps, rep)
+	}
+	return reps, 0
+}
+
+// bands picks how metrics are judged: a perf.txt named by --expectations
+// (its stack and scope checked against the new run), else a band recorded
+// from at least perf.MinRuns old runs (perf.Record, the rule perf.txt is
+// recorded by), else the U test between one run a side. The new side's
+// further runs are the judge's re-measurements. Two old runs, or several
+// new runs against one old run with no band, is a usage error: no rule
+// judges them.
+func bands(opt *Options, olds, news []*report.Report, pos []string) error {
+	switch {
+	case opt.Bands != nil:
+		if err := expect.CheckStack(opt.Flakes.Stack, news[0].Environment, false); err != nil {
+			return fmt.Errorf("%s: %w", opt.Flakes.PerfSource, err)
+		}
+		if err := perf.CheckScope(opt.Bands, news[0].Environment); err != nil {
+			return fmt.Errorf("%s: %w", opt.Flakes.PerfSource, err)
+		}
+	case len(olds) >= perf.MinRuns:
+		f, err := perf.Record(olds, strings.Split(pos[0], ","), "")
+		if err != nil {
+			return fmt.Errorf("a band from the old runs: %w", err)
+		}
+		opt.Bands, opt.BandsFrom = f, fmt.Sprintf("from %d old runs", len(olds))
+	case len(olds) > 1 || len(news) > 1:
+		return fmt.Errorf("%d old and %d new runs: a band needs at least %d old runs (or --expectations with a perf.txt); else compare one run a side", len(olds), len(news), perf.MinRuns)
+	}
+	opt.NewReruns = reruns(news[1:])
+	return nil
+}
+
+// reruns is, per "case-id metric", the medians of the runs where the case
+// passed (perf.Judge's re-measurements).
+func reruns(reps []*report.Report) map[string][]float64 {
+	out := map[string][]float64{}
+	for _, rep := range reps {
+		last := map[string]report.Result{}
+		for _, r := range rep.Results {
+			last[r.ID()] = r // a later entry (a rerun) wins
+		}
+		for _, r := range last {
+			if r.Outcome != report.Pass {
+				continue
+			}
+			for name, m := range r.Metrics {
+				out[r.ID()+" "+name] = append(out[r.ID()+" "+name], m.Median)
+			}
+		}
+	}
+	return out
 }
 
 func isDir(p string) bool {

@@ -149,7 +149,13 @@ const outlierRel = 0.10
 // than its pool (a GPU node that fell back to the host backend), fewer
 // GPUs or ranks than the majority of its GPU model, or fewer cases than
 // the majority of its shape.
-func Merge(nodes []Node) *Fleet {
+func Merge(nodes []Node) *Fleet { return MergeWith(nodes, nil) }
+
+// MergeWith is Merge with a perf baseline (a perf.txt, --expectations):
+// every node's run is also judged by perf.Judge against its bands, as the
+// suite's perf gate judges it, and a node with a perf-regression or
+// perf-missing fails (judgeBands). nil: the outlier rule alone.
+func MergeWith(nodes []Node, bands *expect.Set) *Fleet {
 	f := &Fleet{Nodes: []NodeSummary{}, Stacks: []StackGroup{}, Inconsistent: []Inconsistent{}, Metrics: []MetricDist{}, Reasons: []string{}}
 	judged := make([][]report.Result, len(nodes))
 	for i, n := range nodes {
@@ -158,6 +164,7 @@ func Merge(nodes []Node) *Fleet {
 		f.Nodes = append(f.Nodes, ns)
 	}
 	poolChecks(f.Nodes)
+	judgeBands(nodes, f.Nodes, bands)
 	// The nodes' own failures first, in node order; the cases and metrics
 	// below add theirs to the nodes and to the reasons once each.
 	for _, ns := range f.Nodes {
@@ -542,6 +549,12 @@ func distributions(nodes []Node) []MetricDist {
 	type key struct{ c, m string }
 	vals := map[key][]NodeValue{}
 	units := map[key]string{}
+	// gating: the perf gate's metric set (perf.Gated: a perf case of a GPU
+	// backend, a direction, >= 3 samples). counter.* rates from two
+	// launches (the first sometimes 3x slower) and one-sample copies are
+	// shown, never gating: on three healthy H200s they were 11 of the 14
+	// bad-side outliers.
+	gating := map[key]bool{}
 	var keys []key
 	for _, n := range nodes {
 		if n.Report == nil {
@@ -550,6 +563,7 @@ func distributions(nodes []Node) []MetricDist {
 		for _, r := range n.Report.Results {
 			for name, m := range r.Metrics {
 				k := key{r.ID(), name}
+				gating[k] = gating[k] || perf.Gated(r, m)
 				if _, ok := vals[k]; !ok {
 					keys = append(keys, k)
 					units[k] = m.Unit
@@ -566,8 +580,7 @@ func distributions(nodes []Node) []MetricDist {
 	})
 	out := []MetricDist{}
 	for _, k := range keys {
-		backend, _, _ := strings.Cut(k.c, ".")
-		d := MetricDist{Case: k.c, Metric: k.m, Unit: units[k], Better: better(units[k]), Nodes: vals[k], Gating: backend != descriptors.HostName}
+		d := MetricDist{Case: k.c, Metric: k.m, Unit: units[k], Better: better(units[k]), Nodes: vals[k], Gating: gating[k]}
 		judge(&d)
 		out = append(out, d)
 	}
@@ -609,7 +622,7 @@ func judge(d *MetricDist) {
 		if oneSample(*v) {
 			continue
 		}
-		if math.Abs(v.Median-d.Median) <= outlierRel*math.Abs(d.Median) {
+		if math.Abs(v.Median-d.Median) <= relFloor(d)*math.Abs(d.Median) {
 			continue
 		}
 		if d.Scale == 0 || math.Abs(v.Median-d.Median) > outlierZ*d.Scale {
@@ -749,4 +762,40 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// relFloor is how far from the fleet median, relative to it, a node of d
+// must sit to be an outlier: the metric's perf family floor
+// (perf.Classify; spread atomics and the one-launch round trip 40 %,
+// their placement modes move them 23-33 % between healthy GPUs), never
+// below outlierRel for a metric the perf gate does not judge.
+func relFloor(d *MetricDist) float64 {
+	if !d.Gating {
+		return outlierRel
+	}
+	return math.Max(outlierRel, perf.Classify(d.Case, d.Metric).Floor)
+}
+
+// judgeBands judges every node's run by perf.Judge against bands' perf.txt
+// (its re-measurements, when the suite recorded any, included): a node
+// with a failing finding, or on GPUs outside the file's scope, fails.
+func judgeBands(nodes []Node, ns []NodeSummary, bands *expect.Set) {
+	if bands == nil || bands.Perf == nil {
+		return
+	}
+	for i, n := range nodes {
+		if n.Report == nil || len(n.Report.Results) == 0 {
+			continue
+		}
+		if err := perf.CheckScope(bands.Perf, n.Report.Environment); err != nil {
+			ns[i].Failures = append(ns[i].Failures, err.Error())
+			ns[i].Verdict = "fail"
+			continue
+		}
+		p := perf.Judge(bands.Perf, n.Report.Results, expect.PerfReruns(n.Report.Results), bands.PerfSource)
+		for _, fd := range p.Failing() {
+			ns[i].Failures = append(ns[i].Failures, fmt.Sprintf("%s: %s", fd.Verdict, fd.Named()))
+			ns[i].Verdict = "fail"
+		}
+	}
 }

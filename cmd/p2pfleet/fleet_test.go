@@ -375,10 +375,11 @@ func TestPerturbedGPUFleet(t *testing.T) {
 }
 
 // TestOutlierRelativeFloor: a 5% difference on tight samples is not an
-// outlier (a44624c flagged it: z -10); 20% still is.
+// outlier (a44624c flagged it: z -10); 20% still is. A spread atomic's
+// floor is its perf family's (40 %: placement modes), so 20% is not.
 func TestOutlierRelativeFloor(t *testing.T) {
 	mk := func(last float64) MetricDist {
-		d := MetricDist{Unit: "GB/s", Better: "higher", Gating: true}
+		d := MetricDist{Case: "cuda.vmm.perf.copy_ce_write.r0r1", Metric: "bw_ce_write_gbps", Unit: "GB/s", Better: "higher", Gating: true}
 		for i, v := range []float64{100, 100.2, 99.8, 100, last} {
 			d.Nodes = append(d.Nodes, NodeValue{Node: string(rune('a' + i)), Median: v, Min: v - 0.1, Max: v + 0.1, N: 5})
 		}
@@ -392,6 +393,11 @@ func TestOutlierRelativeFloor(t *testing.T) {
 	}
 	if big.Outliers != 1 || !big.Nodes[4].Bad {
 		t.Errorf("a 20%% drop was not flagged: %+v", big.Nodes[4])
+	}
+	spread := mk(80)
+	spread.Case, spread.Metric, spread.Unit = "cuda.ipc.perf.atomic_spread_peer_sys", "atomic_rate", "Mops/s"
+	if judge(&spread); spread.Outliers != 0 {
+		t.Errorf("a 20%% drop of a spread atomic (floor 40%%) was flagged: %+v", spread.Nodes[4])
 	}
 }
 

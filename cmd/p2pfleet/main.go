@@ -5,7 +5,7 @@
 // outlying nodes flagged, and the cases that fail on some nodes and pass
 // on others.
 //
-//	p2pfleet [--json=FILE] [--html=FILE] [--gate] [--drain] NODE... (a results.json, or a folder holding one)
+//	p2pfleet [--json=FILE] [--html=FILE] [--gate] [--drain] [--expectations=PATH] NODE... (a results.json, or a folder holding one)
 //
 // A node is named by the folder its results.json is in (the scripts under
 // scripts/fleet write <shared>/<node>/results.json, and the suite's exit
@@ -23,6 +23,13 @@
 // median over nodes of half the min–max range of its samples). A node is
 // an outlier when its median sits more than 3 scales from the centre and
 // its own samples' range does not reach the centre.
+//
+// Only the perf gate's metrics gate (perf.Gated: perf cases of GPU
+// backends, >= 3 samples), and the relative distance is the metric's perf
+// family floor (perf.Classify) instead of a flat 10%. With
+// --expectations naming a perf.txt, every node is also judged by its
+// bands (perf.Judge, as the suite's perf gate): a perf-regression fails
+// the node.
 //
 // A node also fails when its suite exited non-zero, when it ran another
 // backend than its pool (the host backend beside GPU nodes), fewer GPUs or
@@ -54,11 +61,12 @@ import (
 	"strconv"
 	"strings"
 
+	"p2patomics/harness/expect"
 	"p2patomics/harness/report"
 	"p2patomics/internal/cli"
 )
 
-const usage = "usage: p2pfleet [--json=FILE] [--html=FILE] [--gate] [--drain] NODE/results.json|NODE/ ..."
+const usage = "usage: p2pfleet [--json=FILE] [--html=FILE] [--gate] [--drain] [--expectations=PATH] NODE/results.json|NODE/ ..."
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -67,6 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	jsonOut := fs.String("json", "", "write the fleet report as JSON to this file (- for stdout)")
 	htmlOut := fs.String("html", "", "write the fleet report as one HTML page to this file (- for stdout)")
 	gate := fs.Bool("gate", false, "exit 1 on any failing node, node without a result, inconsistent case or bad outlier")
+	exps := fs.String("expectations", "", "an expectation folder or perf.txt whose perf bands judge every node (perf.Judge, as the suite's perf gate)")
 	drain := fs.Bool("drain", false, "after the report, print a Slurm `scontrol update nodename=... state=drain` line per failing node")
 	pos, code, done := cli.Parse(fs, args, usage, stdout, stderr)
 	if done {
@@ -108,7 +117,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		nodes = append(nodes, n)
 	}
-	f := Merge(nodes)
+	var bands *expect.Set
+	if *exps != "" {
+		set, err := expect.LoadList(*exps)
+		if err != nil {
+			fmt.Fprintf(stderr, "p2pfleet: --expectations: %v\n", err)
+			return 2
+		}
+		if set.Perf == nil {
+			fmt.Fprintf(stderr, "p2pfleet: --expectations=%s holds no perf.txt: the fleet is judged by its perf bands only\n", *exps)
+			return 2
+		}
+		bands = set
+	}
+	f := MergeWith(nodes, bands)
 	if *jsonOut != "-" && *htmlOut != "-" {
 		// stdout carries the text report unless a document goes there.
 		f.WriteText(stdout)

@@ -38,13 +38,15 @@ func (s *Set) loadPerf(path string) error {
 }
 
 // judgePerf adds the perf gate to a judged run: every perf.txt line is
-// judged (perf.Judge, offline: no re-measurement), the findings go into
-// the summary, and a perf-regression or perf-missing fails the gate.
+// judged (perf.Judge) with the re-measurements the results carry
+// (Result.PerfReruns: the suite's, recorded, so a re-render judges as the
+// run did), the findings go into the summary, and a perf-regression or
+// perf-missing fails the gate.
 func judgePerf(s *Set, judged []report.Result, g *report.Gate, sum *report.Summary) {
 	if s == nil || s.Perf == nil {
 		return
 	}
-	p := perf.Judge(s.Perf, judged, nil, s.PerfSource)
+	p := perf.Judge(s.Perf, judged, PerfReruns(judged), s.PerfSource)
 	sum.AddPerf(p)
 	if g == nil {
 		return
@@ -93,4 +95,39 @@ func WritePerf(dir string, runs []*report.Report, names []string) (*perf.File, e
 		return nil, err
 	}
 	return f, writeAtomic(filepath.Join(dir, PerfFile), perf.Format(f))
+}
+
+// PerfReruns is perf.Judge's rerun map (Line.Key → medians) from the
+// re-measurements results carry; the last result of an id wins, as in
+// perf.Judge.
+func PerfReruns(results []report.Result) map[string][]float64 {
+	last := map[string]report.Result{}
+	for _, r := range results {
+		last[r.ID()] = r
+	}
+	out := map[string][]float64{}
+	for id, r := range last {
+		for metric, meds := range r.PerfReruns {
+			out[id+" "+metric] = meds
+		}
+	}
+	return out
+}
+
+// PerfFlagged is the metrics of one finished result that the perf gate
+// would call a regression before any re-measurement (perf.Judge offline):
+// the ones the suite re-measures in fresh worlds. A perf-unstable metric
+// (its samples straddle the limit) is not flagged: re-measuring cannot
+// make one mode's median of it. nil when s has no perf.txt.
+func PerfFlagged(s *Set, r report.Result) []string {
+	if s == nil || s.Perf == nil || r.Outcome != report.Pass {
+		return nil
+	}
+	var out []string
+	for _, f := range perf.Judge(s.Perf, []report.Result{r}, nil, "").Findings {
+		if f.Verdict == report.PerfRegression {
+			out = append(out, f.Metric)
+		}
+	}
+	return out
 }

@@ -112,6 +112,7 @@ func Render(w io.Writer, rep *report.Report, outDir string) error {
 		b.WriteString("<p>No results.</p>\n")
 	}
 	writeUnexpected(&b, rep, outDir)
+	writePerf(&b, rep)
 	writeWorldEvents(&b, rep.WorldEvents)
 	b.WriteString("<h2 id=\"pairs-verdict\">Verdicts per GPU pair</h2>\n")
 	if n := figures(&b, pics, func(f string) bool { return strings.HasPrefix(f, "verdict.") && f != "verdict.svg" }); n == 0 {
@@ -301,4 +302,34 @@ func writePairTable(b *strings.Builder, rows []report.PairRow) {
 		b.WriteString("</table>\n")
 		i = j
 	}
+}
+
+// writePerf is the perf gate's table (summary.perf.bands): every gated
+// metric's median against its band, its limit and, for bandwidth, its
+// physical ceiling; failing rows first (perf.Judge's order is the file's,
+// so they are sorted here). Nothing when the run had no perf.txt.
+func writePerf(b *strings.Builder, rep *report.Report) {
+	if rep.Summary == nil || rep.Summary.Perf == nil || len(rep.Summary.Perf.Bands) == 0 {
+		return
+	}
+	p := rep.Summary.Perf
+	fmt.Fprintf(b, "<h2 id=\"perf\">Perf gate</h2>\n<p>%d gated metrics, %d in band, against %s.</p>\n", p.Gated, p.InBand, html.EscapeString(p.Baseline))
+	b.WriteString("<table><tr><th>case</th><th>metric</th><th>median</th><th>band</th><th>limit</th><th>ceiling</th><th>verdict</th></tr>\n")
+	rows := append([]report.PerfBand(nil), p.Bands...)
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Verdict != report.InBand && rows[j].Verdict == report.InBand })
+	metrics := map[string]report.Metric{}
+	for _, r := range rep.Results {
+		for name, m := range r.Metrics {
+			metrics[r.ID()+" "+name] = m
+		}
+	}
+	for _, r := range rows {
+		ceil := "—"
+		if c := metrics[r.ID+" "+r.Metric].Ceiling; c != nil && c.Value > 0 {
+			ceil = fmt.Sprintf("%.4g %s (%.1f %%)", c.Value, r.Unit, r.Now/c.Value*100)
+		}
+		fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td><td>%.4g %s</td><td>%.4g–%.4g</td><td>%s %.4g</td><td>%s</td><td>%s</td></tr>\n",
+			html.EscapeString(r.ID), html.EscapeString(r.Metric), r.Now, html.EscapeString(r.Unit), r.Lo, r.Hi, html.EscapeString(r.Op), r.Limit, ceil, html.EscapeString(r.Verdict))
+	}
+	b.WriteString("</table>\n")
 }

@@ -47,6 +47,7 @@ func Judge(f *File, results []report.Result, reruns map[string][]float64, baseli
 			if r.Outcome == report.Pass {
 				p.Gated++
 				p.Findings = append(p.Findings, missing(l, m, has))
+				p.Bands = append(p.Bands, bandOf(l, 0, report.PerfMissing))
 			}
 			continue
 		}
@@ -56,8 +57,10 @@ func Judge(f *File, results []report.Result, reruns map[string][]float64, baseli
 		}
 		if fd, ok := judgeOne(l, m, reruns[l.Key()]); ok {
 			p.Findings = append(p.Findings, fd)
+			p.Bands = append(p.Bands, bandOf(l, m.Median, fd.Verdict))
 		} else {
 			p.InBand++
+			p.Bands = append(p.Bands, bandOf(l, m.Median, report.InBand))
 		}
 	}
 	sort.SliceStable(p.Findings, func(i, j int) bool { return rank(p.Findings[i].Verdict) < rank(p.Findings[j].Verdict) })
@@ -137,4 +140,8 @@ func median(xs []float64) float64 {
 
 func rank(v string) int {
 	return slices.Index([]string{report.PerfRegression, report.PerfMissing, report.PerfUnstable, report.PerfNoise, report.PerfImprovement}, v)
+}
+
+func bandOf(l Line, now float64, verdict string) report.PerfBand {
+	return report.PerfBand{ID: l.ID, Metric: l.Metric, Unit: l.Unit, Now: now, Op: l.Op, Limit: l.Limit, Lo: l.Lo, Hi: l.Hi, Verdict: verdict}
 }

@@ -81,14 +81,19 @@ func erroring(o Outcome) bool {
 // outcome (a canary's crash, a planted fail, a not-supported fail) passes,
 // with its outcome in system-out. The run's world events (a rank that
 // crashed or hung while its world started, died idle, ...) are the suite's
-// system-err, one a line; a start crash is also its case's <error>. stamp
-// is when the run started.
+// system-err, one a line; a start crash is also its case's <error>. A
+// perf-regression or perf-missing (summary.perf) is a <failure> of its
+// case, whatever the case's outcome; the other perf findings are in its
+// system-out. stamp is when the run started.
 func JUnit(rep *Report, stamp time.Time) ([]byte, error) {
 	s := junitSuite{Name: "p2patomics", Timestamp: stamp.UTC().Format("2006-01-02T15:04:05"), Hostname: rep.Environment.NodeName()}
 	s.Properties = junitProperties(rep)
 	total := 0.0
+	perf := perfByCase(rep.Summary)
 	for _, r := range rep.Results {
 		c := junitCaseOf(r)
+		addPerf(&c, perf[r.ID()])
+		delete(perf, r.ID()) // a rerun's later entry of the id must not repeat them
 		switch {
 		case c.Error != nil:
 			s.Errors++
@@ -232,4 +237,38 @@ func stackOf(m map[string]string) string {
 		s = append(s, k+"="+m[k])
 	}
 	return strings.Join(s, " ")
+}
+
+// perfByCase is summary.perf's findings by case id.
+func perfByCase(sum *Summary) map[string][]PerfFinding {
+	out := map[string][]PerfFinding{}
+	if sum == nil || sum.Perf == nil {
+		return out
+	}
+	for _, f := range sum.Perf.Findings {
+		out[f.ID] = append(out[f.ID], f)
+	}
+	return out
+}
+
+// addPerf puts a case's perf findings into its testcase: a failing one
+// (PerfSummary.Failing) is a <failure> (joined to one the case already has;
+// an <error> keeps precedence, with the finding in its text), the others
+// lines of system-out.
+func addPerf(c *junitCase, fs []PerfFinding) {
+	for _, f := range fs {
+		line := fmt.Sprintf("%s: %s; %s", f.Verdict, f.Named(), f.Detail)
+		if f.Verdict != PerfRegression && f.Verdict != PerfMissing {
+			c.SystemOut += "\n" + line
+			continue
+		}
+		switch {
+		case c.Error != nil:
+			c.Error.Text += "\n" + line
+		case c.Failure != nil:
+			c.Failure.Text += "\n" + line
+		default:
+			c.Failure = &junitProblem{Message: f.Verdict + ": " + f.Named(), Type: f.Verdict, Text: line}
+		}
+	}
 }

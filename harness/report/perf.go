@@ -42,7 +42,28 @@ type PerfSummary struct {
 	InBand      int           `json:"in_band"`
 	Insensitive int           `json:"insensitive"`
 	Findings    []PerfFinding `json:"findings"`
+	// Bands is every judged metric against its perf.txt line, in band or
+	// not (report.html's perf table); absent in runs recorded before it.
+	Bands []PerfBand `json:"bands,omitempty"`
 }
+
+// PerfBand is one gated metric against its perf.txt line: this run's
+// median (Now), the band lo..hi it was recorded with, the limit, and the
+// verdict ("in-band" or the finding's).
+type PerfBand struct {
+	ID      string  `json:"id"`
+	Metric  string  `json:"metric"`
+	Unit    string  `json:"unit"`
+	Now     float64 `json:"now"`
+	Op      string  `json:"op"`
+	Limit   float64 `json:"limit"`
+	Lo      float64 `json:"lo"`
+	Hi      float64 `json:"hi"`
+	Verdict string  `json:"verdict"`
+}
+
+// InBand is PerfBand.Verdict for a metric within its limit.
+const InBand = "in-band"
 
 // Failing is the findings that fail the gate.
 func (p *PerfSummary) Failing() []PerfFinding {

@@ -261,6 +261,12 @@ type Result struct {
 	// there was none. The verdict is judged from both, so a re-render
 	// judges a flake as the run did.
 	Rerun *Attempt `json:"rerun,omitempty"`
+	// PerfReruns holds, per metric the perf gate flagged on this result
+	// (median past its perf.txt limit), the medians of its re-measurements
+	// in fresh worlds; nil when none were made. The perf verdict is judged
+	// from them (perf.Judge), so a re-render judges a perf-noise as the
+	// run did.
+	PerfReruns map[string][]float64 `json:"perf_reruns,omitempty"`
 }
 
 // JudgedFrom is the case a not-run result was judged from (the first of

@@ -59,6 +59,9 @@ type Run struct {
 	// pending are the cases waiting for their flake-check rerun, in the
 	// order they ran, with their first (unjudged) result.
 	pending []pendingRerun
+	// perfPending are the passed perf cases with a metric past its
+	// perf.txt limit, waiting for their re-measurements (perfrerun.go).
+	perfPending []pendingPerf
 	// outFull is set once --out lacks the room results.json keeps
 	// (space.go): case folders are no longer written.
 	outFull atomic.Bool
@@ -76,12 +79,14 @@ type pendingRerun struct {
 // regression, once each, batched: one fresh world per backend and kind
 // (its runner's worlds closed once before the kind's first rerun). A case
 // that meets the baseline on its rerun is a flake. It runs after the last
-// spec; an interrupt stops it and keeps the first verdicts.
+// spec; an interrupt stops it and keeps the first verdicts. The perf
+// gate's re-measurements (RemeasurePerf) follow.
 func (r *Run) RerunPending() {
 	r.mu.Lock()
 	pending := r.pending
 	r.pending = nil
 	r.mu.Unlock()
+	defer r.RemeasurePerf()
 	if len(pending) == 0 {
 		return
 	}
@@ -185,6 +190,7 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 			r.pending = append(r.pending, pendingRerun{c: c, first: res})
 			r.mu.Unlock()
 		}
+		r.flagPerf(c, res)
 	}
 	// Judged here the way the whole run is judged, so the spec's pass or
 	// fail and its live line agree with the verdict.
