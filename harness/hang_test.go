@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -64,6 +65,66 @@ func TestRankRefused(t *testing.T) {
 	} {
 		if got := harness.RankRefused(k.err); got != k.want {
 			t.Errorf("RankRefused(%v) = %v, want %v", k.err, got, k.want)
+		}
+	}
+}
+
+// Issue 37 item 4: a wedged call gets its verdict in a budget made from the
+// baseline's recorded duration, names the call, and costs one world: with
+// the 5th mmap of every rank process never returning, each case ends
+// pass or timeout, every timeout names mmap and the rule, no more cases
+// time out than rank processes were started (each can wedge once), and a
+// case after the first timeout passes in a fresh world.
+func TestWedgedCallCostsOneWorld(t *testing.T) {
+	set := wire.DefaultSettings
+	set.Inject = []string{"hang-at:mmap=5"}
+	r := harness.NewRunner(backends.HostName, set, 1)
+	defer r.Close()
+	const n = 8
+	r.Recorded = map[string]float64{}
+	for i := range n {
+		r.Recorded[fmt.Sprintf("wedge_%d", i)] = 0.05 // the healthy case's 50 ms: a 2 s budget (the floor)
+	}
+	timeouts, firstTimeout, passAfter := 0, -1, false
+	for i := range n {
+		res := r.Run(fillCase(fmt.Sprintf("wedge_%d", i)))
+		switch res.Outcome {
+		case report.Pass:
+			passAfter = passAfter || firstTimeout >= 0
+		case report.Timeout:
+			timeouts++
+			t.Logf("case %d: %s", i, res.Detail)
+			if firstTimeout < 0 {
+				firstTimeout = i
+			}
+			for _, want := range []string{"stuck in mmap", "hang-at:mmap=5", "the baseline recorded"} {
+				if !strings.Contains(res.Detail, want) {
+					t.Errorf("case %d: timeout detail does not say %q: %s", i, want, res.Detail)
+				}
+			}
+		default:
+			t.Errorf("case %d: %s, want pass or timeout: %s", i, res.Outcome, res.Detail)
+		}
+	}
+	procs := 2 * r.WorldsStarted()
+	if timeouts == 0 || timeouts > procs || !passAfter {
+		t.Errorf("%d timeouts in %d cases over %d rank processes (want 1 to %d), a pass after the first: %v",
+			timeouts, n, procs, procs, passAfter)
+	}
+}
+
+// A case the baseline timed gets max(floor, 10× its duration), never more
+// than its own deadline; one it did not keeps its own Timeout.
+func TestBudgetFromBaseline(t *testing.T) {
+	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
+	r.Recorded = map[string]float64{"fast": 0.01, "slow": 0.7, "long": 100}
+	for id, want := range map[string]time.Duration{"fast": 2 * time.Second, "slow": 7 * time.Second, "long": 20 * time.Second, "unknown": 20 * time.Second} {
+		c := &harness.Case{ID: id, Ranks: 2, Timeout: 20 * time.Second}
+		if got := harness.LimitOf(r, c); got != want {
+			t.Errorf("%s: deadline %s, want %s", id, got, want)
+		}
+		if c.Limit() != 20*time.Second {
+			t.Errorf("%s: the case itself changed: %s", id, c.Limit())
 		}
 	}
 }

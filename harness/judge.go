@@ -34,8 +34,18 @@ func (e *TimeoutError) judge(c *Case, w *World, err error) (string, *report.Faul
 	if grace == 0 {
 		grace = 2 * time.Second
 	}
+	// The call the world is stuck in, read before the kill while its
+	// record's time in flight is the hang's.
+	stuck := stuckCall(w)
 	w.Kill(grace, err)
-	detail := fmt.Sprintf("%s (case timeout %s); SIGQUIT to every rank, SIGKILL after %s", e.Error(), c.Limit(), grace)
+	limit := c.Limit().String()
+	if c.budgetWhy != "" {
+		limit += ": " + c.budgetWhy
+	}
+	detail := fmt.Sprintf("%s (case timeout %s); SIGQUIT to every rank, SIGKILL after %s", e.Error(), limit, grace)
+	if stuck != "" {
+		detail += "; " + stuck
+	}
 	if d := Classify(w.Procs[e.Rank]); d.GoDump {
 		detail += "; goroutine dump captured"
 	}

@@ -85,6 +85,11 @@ type Case struct {
 	Canary bool
 	// Standalone cases run without a world (suite-level canaries).
 	Standalone func() (report.Outcome, string)
+	// budget, set on the runner's copy of a case the baseline timed
+	// (Runner.Recorded), replaces Limit's deadline; budgetWhy says how it
+	// was made, for the timeout's detail.
+	budget    time.Duration
+	budgetWhy string
 }
 
 // Limit is the case's deadline: Timeout (30 s when unset) as written for
@@ -93,6 +98,9 @@ type Case struct {
 // out at 32 and 64 ranks). Cases that expect a timeout wait longer in a
 // large world; a hang is still found.
 func (c *Case) Limit() time.Duration {
+	if c.budget > 0 {
+		return c.budget
+	}
 	t := c.Timeout
 	if t == 0 {
 		t = 30 * time.Second
@@ -158,6 +166,13 @@ type Runner struct {
 	// Events have been typed.
 	typed   map[int]report.WorldEvent
 	stamped int
+	// Recorded is, per case id, the seconds the gate's baseline recorded
+	// for the case (expect's durations.txt, the longest of its attempts);
+	// nil without one. A case in it gets the deadline budgetOf makes from
+	// it instead of its own Timeout: a wedged call then costs a multiple
+	// of the healthy case, not the 30 to 60 s written for the slowest
+	// machine (issue 37 item 4).
+	Recorded map[string]float64
 	// startFloor is the least a world start may take (the start's
 	// deadline is the case's limit, or this when longer): a backend's
 	// open (cuInit, a context, a module load) on a loaded machine is not a
@@ -427,7 +442,8 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 	if r.judgedFromSetup(c, &res) {
 		return res
 	}
-	cr := &caseRun{c: c, res: &res, timeout: c.Limit()}
+	c = r.budgeted(c)
+	cr := &caseRun{c: c, res: &res, timeout: c.Limit(), aux: auxLimit(c)}
 	cr.deadline = time.Now().Add(cr.timeout)
 	if !r.getWorld(cr) || !r.takeBaseline(cr) {
 		return res
@@ -449,7 +465,10 @@ type caseRun struct {
 	w        *World
 	ctx      *Ctx
 	before   []wire.MemInfo // the leak baseline (none: no leak check)
-	cw       *caseWatch
+	// aux is the deadline of the requests around the body (the leak
+	// baseline, teardown, the leak check): auxLimit.
+	aux time.Duration
+	cw  *caseWatch
 	// err is what the case ended with, as judged.
 	err error
 	// fatal is a world-fatal error the judgement did not end on (teardown's
@@ -501,7 +520,7 @@ func (r *Runner) getWorld(cr *caseRun) bool {
 // and blamed rank 0: issue 35).
 func (r *Runner) takeBaseline(cr *caseRun) bool {
 	c := cr.c
-	cr.ctx = &Ctx{W: cr.w, Kind: c.Kind, Seed: r.Seed, Deadline: time.Now().Add(30 * time.Second), Clocks: c.Clocks}
+	cr.ctx = &Ctx{W: cr.w, Kind: c.Kind, Seed: r.Seed, Deadline: time.Now().Add(cr.aux), Clocks: c.Clocks}
 	if !c.NoLeak && !r.baselineOrRespawn(cr) {
 		return false
 	}
@@ -544,7 +563,7 @@ func (r *Runner) runBody(cr *caseRun) {
 	}
 	cr.cw = r.startWatch(cr.w)
 	cr.err = cr.ctx.FloorCheck(cr.c.Run(cr.ctx)) // a bandwidth below its physics floor fails the case
-	cr.ctx.Deadline = time.Now().Add(30 * time.Second)
+	cr.ctx.Deadline = time.Now().Add(cr.aux)
 	if !cr.w.Alive() || isWorldFatal(cr.err) {
 		return // no teardown in a world in an unknown state
 	}
@@ -876,3 +895,38 @@ func summarize(ms map[string]Metric) map[string]report.Metric {
 }
 
 func round(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// The deadline made from a baseline's recorded duration: budgetFactor
+// times the longest the case took when the baseline was recorded, never
+// below budgetFloor (a case of milliseconds on a loaded machine is not a
+// hang) nor above the case's own Limit.
+const (
+	budgetFactor = 10
+	budgetFloor  = 2 * time.Second
+)
+
+// budgeted returns c as this runner runs it: a copy whose Limit is its
+// budget when the baseline recorded its duration, else c itself (its own
+// Timeout stays).
+func (r *Runner) budgeted(c *Case) *Case {
+	d, ok := r.Recorded[c.ID]
+	if !ok || c.budget > 0 || d < 0 || math.IsNaN(d) || math.IsInf(d, 0) {
+		return c
+	}
+	own := c.Limit()
+	b := min(own, max(budgetFloor, time.Duration(d*budgetFactor*float64(time.Second))))
+	cc := *c
+	cc.budget = b
+	cc.budgetWhy = fmt.Sprintf("%d× the %.3f s the baseline recorded, at least %s, at most the case's own %s", budgetFactor, d, budgetFloor, own)
+	return &cc
+}
+
+// auxLimit is the deadline of the requests around a case's body: 30 s,
+// or the case's budget when shorter (a call wedged in teardown or the leak
+// check must not cost more than one in the body).
+func auxLimit(c *Case) time.Duration {
+	if c.budget > 0 {
+		return min(30*time.Second, c.budget)
+	}
+	return 30 * time.Second
+}

@@ -33,6 +33,8 @@ func Dir(root string, env report.Environment) string {
 //     matching dir's flakes.txt or skips.txt are left out, and so are
 //     "missing" entries (they did not run).
 //   - cases.txt: every case id that ran, sorted.
+//   - durations.txt: the seconds each case took (DurationsFile), the
+//     gated run's deadlines.
 //   - flakes.txt and skips.txt are kept as they are.
 //
 // Both written files start with "# stack: vendor=… arch=… driver=<line>"
@@ -63,6 +65,13 @@ func WriteBaseline(dir string, rep *report.Report, reasons map[string]string) er
 	}
 	if err := writeEvidence(filepath.Join(dir, EvidenceFile), header, b.strong); err != nil {
 		return err
+	}
+	if d := durationsText(header, rep.Results); d != nil {
+		if err := writeAtomic(filepath.Join(dir, DurationsFile), d); err != nil {
+			return err
+		}
+	} else if err := os.Remove(filepath.Join(dir, DurationsFile)); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("expectations: %w", err) // an old one would time this run's cases by another's
 	}
 	return writeAtomic(filepath.Join(dir, CasesFile), b.casesText(header))
 }

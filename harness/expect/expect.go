@@ -72,6 +72,8 @@ type Set struct {
 	// PerfSource is its path.
 	Perf       *perf.File
 	PerfSource string
+	// Durations is durations.txt: seconds per case id (nil when none).
+	Durations map[string]float64
 	// AllowNewFlakes is the run's --allow-new-flakes, not a file's: a
 	// rerun that meets the baseline is then flake (reported) instead of
 	// new-flake (gating).
@@ -140,7 +142,7 @@ func kindOf(name string) string {
 	if strings.HasSuffix(name, FailuresCSV) {
 		return FailsFile
 	}
-	for _, k := range []string{FailsFile, FlakesFile, SkipsFile, CasesFile, EvidenceFile, PerfFile} {
+	for _, k := range []string{FailsFile, FlakesFile, SkipsFile, CasesFile, EvidenceFile, PerfFile, DurationsFile} {
 		if strings.HasSuffix(name, k) {
 			return k
 		}
@@ -211,6 +213,9 @@ func LoadList(list string) (*Set, error) {
 func (s *Set) loadFile(path, kind string) error {
 	if kind == PerfFile {
 		return s.loadPerf(path)
+	}
+	if kind == DurationsFile {
+		return s.loadDurations(path)
 	}
 	// A regular file of bounded size only: a FIFO named fails.txt blocked
 	// the suite forever.

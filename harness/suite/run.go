@@ -151,6 +151,12 @@ func (r *Run) runner(backend string) *harness.Runner {
 	rn, ok := r.runners[backend]
 	if !ok {
 		rn = harness.NewRunner(backend, r.Opts.Settings(), r.Opts.Seed)
+		if r.gate != nil {
+			// The baseline's recorded durations make the cases' deadlines
+			// (durations.txt): a wedged call costs a multiple of the
+			// healthy case.
+			rn.Recorded = r.gate.Durations
+		}
 		rn.Evidence = &harness.Evidence{
 			Out: r.Opts.Out, TraceAll: r.Opts.Trace,
 			Env:    func() map[string]any { return environment(r.Opts, [][]device.Info{rn.Infos}).Object() },

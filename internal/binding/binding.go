@@ -212,7 +212,15 @@ func Launch[C Code](fn *func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s
 // the one bound) the call is not made and the rule's status is returned,
 // recorded in the trace the vendor's way, so the case's evidence shows the
 // call as failed (fail) or as a success that did nothing (noop).
+//
+// A hang rule (hang, hang-at) wedges the call instead: its record is begun
+// and never ended, so the ring shows it in flight for the parent to name,
+// and the rank's thread stays in it until the harness kills the rank.
 func injected[C Code](names []string, bound string, end trace.Ender[C]) (Status[C], bool) {
+	if r, wedge := inject.Wedge(bound, names...); wedge {
+		trace.Begin(bound, func() string { return "injected " + r.String() + ": never returns" })
+		inject.Block()
+	}
 	code, skip, r := inject.Call(bound, names...)
 	if !skip {
 		return Status[C]{}, false

@@ -18,6 +18,8 @@
 //	fail-every:<symbol>=<code>/<N> every N-th call of <symbol> fails with <code>
 //	copy-times:<F>                 every device-to-device copy is issued F times
 //	stretch:<kernel>=<F>           the kernel's timed launches take F times as long
+//	hang:<symbol>                  the call never returns (hang.go)
+//	hang-at:<symbol>=<N>           the N-th call of each rank process never returns
 //
 // copy-times and stretch are the speed rules: they slow the real driver
 // path inside its timed window and change no result, so a run under them
@@ -105,6 +107,8 @@ func (r Rule) String() string {
 		return CopyTimes + ":" + factorText(r.Factor)
 	case Stretch:
 		return Stretch + ":" + r.Target + "=" + factorText(r.Factor)
+	case Hang, HangAt:
+		return hangString(r)
 	}
 	return r.Kind + ":" + r.Target
 }
@@ -159,6 +163,9 @@ func parseOne(f string) (Rule, error) {
 	kind, arg, ok := strings.Cut(f, ":")
 	if !ok {
 		return Rule{}, errors.New("want kind:argument (" + kindList + ")")
+	}
+	if r, ok, err := parseHang(kind, arg); ok {
+		return r, err
 	}
 	switch kind {
 	case CopyTimes:
@@ -224,7 +231,7 @@ func parseOne(f string) (Rule, error) {
 	return Rule{}, fmt.Errorf("unknown kind %q (want %s)", kind, kindList)
 }
 
-const kindList = "drop, drop-every, fail, noop, fail-every, copy-times, stretch"
+const kindList = "drop, drop-every, fail, noop, fail-every, copy-times, stretch, hang, hang-at"
 
 // factor reads a speed rule's F: a finite number above 1 (1 would plant
 // nothing) and at most MaxFactor.
@@ -327,7 +334,7 @@ func Call(bound string, names ...string) (code int64, skip bool, rule Rule) {
 		return 0, false, Rule{}
 	}
 	for i, r := range in.rules {
-		if r.Launch() || r.Speed() || (!matchName(r.Target, bound) && !matches(r.Target, names)) {
+		if r.Launch() || r.Speed() || r.Hangs() || (!matchName(r.Target, bound) && !matches(r.Target, names)) {
 			continue
 		}
 		n := in.counts[i].Add(1)

@@ -9,7 +9,7 @@ import (
 
 // Symbols are the host backend's calls that go through its choke point,
 // sys: the host's counterpart of internal/binding's table, so the
-// driver-fault injector's fail, noop and fail-every rules (internal/inject)
+// driver-fault injector's fail, noop, fail-every and hang rules (internal/inject)
 // act on the host backend as on a GPU one. A fail's code is an errno.
 //
 //	memfd_create  allocate (cuMemCreate, hsa_amd_vmem_handle_create)
@@ -28,7 +28,14 @@ var Symbols = []string{"memfd_create", "ftruncate", "dup", "fstat", "mmap", "mpr
 // not made: a fail returns its errno, a noop nil with nothing done (the
 // call's results stay their zero values, as a driver that says success
 // and fills nothing in would leave them).
+//
+// A hang rule wedges the call: its record is begun (in flight, naming the
+// call, for the parent to read) and the call never returns.
 func sys(name string, args func() string, call func() error) error {
+	if r, wedge := inject.Wedge(name); wedge {
+		trace.Begin(name, func() string { return "injected " + r.String() + ": never returns" })
+		inject.Block()
+	}
 	if code, skip, r := inject.Call(name); skip {
 		sp := trace.Begin(name, func() string { return "injected " + r.String() + ": not called" })
 		if code == 0 {
