@@ -195,7 +195,7 @@ func (s *server) needOpen() error {
 	return nil
 }
 
-func (s *server) hello(h wire.Hello, _ *wire.Msg) (any, []int, error) {
+func (s *server) hello(h wire.Hello, m *wire.Msg) (any, []int, error) {
 	if h.Version != wire.Version {
 		return nil, nil, fmt.Errorf("protocol version %d, rank speaks %d", h.Version, wire.Version)
 	}
@@ -211,14 +211,9 @@ func (s *server) hello(h wire.Hello, _ *wire.Msg) (any, []int, error) {
 	s.clockPeriod = h.Settings.ClockPeriod
 	// The injector's rules go in before the backend opens, so its first
 	// vendor call is already behind them.
-	rules, err := inject.Parse(strings.Join(h.Settings.Inject, ","))
-	if err != nil {
+	if err := installInject(h, m); err != nil {
 		return nil, nil, err
 	}
-	if err := inject.CheckBackend(h.Backend, rules); err != nil {
-		return nil, nil, err
-	}
-	inject.Set(rules)
 	be, err := backend.New(h.Backend)
 	if err != nil {
 		return nil, nil, err
@@ -233,6 +228,30 @@ func (s *server) hello(h wire.Hello, _ *wire.Msg) (any, []int, error) {
 	// one device (Merge keys devices by UUID).
 	info.Rank = h.Rank
 	return wire.HelloReply{Version: wire.Version, Pid: os.Getpid(), Kinds: be.Kinds(), Info: info}, nil, nil
+}
+
+// installInject installs the hello's injector rules: with the run's
+// counters when the suite attached them (every rank then counts in one
+// memfd: wire.Settings.InjectCounters), else with this process's own (a
+// test's world). Any other fd on a hello is a protocol error.
+func installInject(h wire.Hello, m *wire.Msg) error {
+	rules, err := inject.Parse(strings.Join(h.Settings.Inject, ","))
+	if err != nil {
+		return err
+	}
+	if err := inject.CheckBackend(h.Backend, rules); err != nil {
+		return err
+	}
+	switch {
+	case len(m.Fds) == 0:
+		inject.Set(rules)
+		return nil
+	case len(m.Fds) == 1 && len(rules) > 0:
+		// The mapping keeps the counters; the fd itself is closed with the
+		// message.
+		return inject.SetShared(rules, m.Fds[0])
+	}
+	return fmt.Errorf("%w: hello with %d fds and %d injector rules", wire.ErrMalformed, len(m.Fds), len(rules))
 }
 
 // sum reads words back in chunks and adds them, so verifying a per-thread

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -334,6 +335,12 @@ type Settings struct {
 	// Rule.String writes them), installed before the backend opens; empty
 	// in every run but the injector's own.
 	Inject []string `json:"inject,omitempty"`
+	// InjectCounters is the run's injector counters (inject.NewCounters),
+	// attached to the hello as an fd, not sent in its body: every rank of
+	// the run counts fail-every's calls, drop-every's launches and each
+	// rule's fires in the one memfd, which the suite reads at the end. Nil
+	// without rules, and in a test's world (each rank then counts alone).
+	InjectCounters *os.File `json:"-"`
 }
 
 // DefaultSettings are a rank's settings when the suite's flags say nothing.
