@@ -434,6 +434,7 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 	}
 	r.runBody(cr)
 	r.judgeCase(cr)
+	r.witnessDrops(cr)
 	r.leakCheck(cr)
 	r.collect(cr)
 	r.finish(cr)
@@ -449,6 +450,7 @@ type caseRun struct {
 	w        *World
 	ctx      *Ctx
 	before   []wire.MemInfo // the leak baseline (none: no leak check)
+	kbefore  []uint64       // its kernel view: each rank's memfd-mapped bytes (kleak.go)
 	cw       *caseWatch
 	// err is what the case ended with, as judged.
 	err error
@@ -530,6 +532,10 @@ func (r *Runner) baselineOrRespawn(cr *caseRun) bool {
 		}
 	}
 	cr.before = before
+	if cr.kbefore, err = kernelBaseline(cr.w); err != nil {
+		cr.res.Outcome, cr.res.Detail = report.Error, err.Error()
+		return false
+	}
 	return true
 }
 
@@ -598,6 +604,9 @@ func (r *Runner) leakCheck(cr *caseRun) {
 		return
 	}
 	leak, lerr := checkLeaks(cr.ctx, cr.before)
+	if lerr == nil && leak == "" {
+		leak, lerr = kernelLeaks(cr.w, cr.kbefore)
+	}
 	var re *RemoteError
 	switch {
 	case errors.As(lerr, &re) && re.Fault != nil:

@@ -446,6 +446,10 @@ type Timing struct {
 	// "at once" is timed from the first start to the last end.
 	StartNs int64 `json:"start_ns,omitempty"`
 	EndNs   int64 `json:"end_ns,omitempty"`
+	// Dropped is the injector's rule that dropped this launch (nothing
+	// ran; the rank knows it did not launch): the harness's witness that a
+	// control's kernel never ran, so the control's outcome shows nothing.
+	Dropped string `json:"dropped,omitempty"`
 }
 
 // ClockStats is what a rank saw of its device's core clock while a timed
