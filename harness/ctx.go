@@ -32,6 +32,9 @@ type Ctx struct {
 	owned  []owned // freed at teardown
 	mu     sync.Mutex
 	notes  []string
+	// dropped are the launches the injector dropped (the ranks' replies
+	// say so): "rank R kernel K (rule)", for the control witness.
+	dropped []string
 	// Evidence grades the case's pass (report.Result.Evidence); only
 	// mutation-scored cases set it, and the runner keeps it on a pass only.
 	Evidence report.Evidence
@@ -389,6 +392,7 @@ func (c *Ctx) RunTimed(ls ...Launch) ([]time.Duration, []Window, error) {
 			out[i] = time.Duration(t.ElapsedNs)
 			wins[i] = Window{t.StartNs, t.EndNs}
 			c.noteClock(l.Rank, t.Clock)
+			c.noteDropped(l.Rank, l.Kernel, t.Dropped)
 		}()
 	}
 	wg.Wait()

@@ -450,6 +450,7 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 	}
 	r.runBody(cr)
 	r.judgeCase(cr)
+	r.witnessDrops(cr)
 	r.leakCheck(cr)
 	r.collect(cr)
 	r.finish(cr)
@@ -467,8 +468,9 @@ type caseRun struct {
 	before   []wire.MemInfo // the leak baseline (none: no leak check)
 	// aux is the deadline of the requests around the body (the leak
 	// baseline, teardown, the leak check): auxLimit.
-	aux time.Duration
-	cw  *caseWatch
+	aux     time.Duration
+	kbefore []uint64 // its kernel view: each rank's memfd-mapped bytes (kleak.go)
+	cw      *caseWatch
 	// err is what the case ended with, as judged.
 	err error
 	// fatal is a world-fatal error the judgement did not end on (teardown's
@@ -549,6 +551,10 @@ func (r *Runner) baselineOrRespawn(cr *caseRun) bool {
 		}
 	}
 	cr.before = before
+	if cr.kbefore, err = kernelBaseline(cr.w); err != nil {
+		cr.res.Outcome, cr.res.Detail = report.Error, err.Error()
+		return false
+	}
 	return true
 }
 
@@ -617,6 +623,9 @@ func (r *Runner) leakCheck(cr *caseRun) {
 		return
 	}
 	leak, lerr := checkLeaks(cr.ctx, cr.before)
+	if lerr == nil && leak == "" {
+		leak, lerr = kernelLeaks(cr.w, cr.kbefore)
+	}
 	var re *RemoteError
 	switch {
 	case errors.As(lerr, &re) && re.Fault != nil:

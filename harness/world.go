@@ -169,7 +169,11 @@ func (w *World) hello(r, dev int, deadline time.Time) error {
 	p := w.Procs[r]
 	p.Device = dev
 	var hr wire.HelloReply
-	_, err := p.call(wire.THello, wire.Hello{Version: wire.Version, Backend: w.Backend, Rank: r, Ranks: w.N, Device: dev, Settings: w.Settings}, deadline, &hr)
+	var fds []int
+	if c := w.Settings.InjectCounters; c != nil && len(w.Settings.Inject) > 0 {
+		fds = []int{int(c.Fd())} // the run's injector counters (wire.Settings)
+	}
+	_, err := p.call(wire.THello, wire.Hello{Version: wire.Version, Backend: w.Backend, Rank: r, Ranks: w.N, Device: dev, Settings: w.Settings}, deadline, &hr, fds...)
 	if err != nil {
 		var re *RemoteError
 		if errors.As(err, &re) && re.NotSupported {

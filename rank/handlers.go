@@ -120,7 +120,7 @@ func (s *server) launch(l wire.Launch, _ *wire.Msg) (any, []int, error) {
 		clocks = s.sampleClocks()
 	}
 	t0 := monotonicNs()
-	res, err := s.runKernel(k, l, args)
+	res, dropped, err := s.runKernel(k, l, args)
 	t1 := monotonicNs()
 	var clk *wire.ClockStats
 	if clocks != nil {
@@ -134,7 +134,7 @@ func (s *server) launch(l wire.Launch, _ *wire.Msg) (any, []int, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return wire.Timing{ElapsedNs: res.Elapsed.Nanoseconds(), Method: res.Method, Clock: clk, StartNs: t0, EndNs: t1}, nil, nil
+	return wire.Timing{ElapsedNs: res.Elapsed.Nanoseconds(), Method: res.Method, Clock: clk, StartNs: t0, EndNs: t1, Dropped: dropped}, nil, nil
 }
 
 // launchArgs finds the kernel and turns the request's arguments into the
@@ -170,14 +170,16 @@ func (s *server) launchArgs(l wire.Launch) (kernels.Kernel, []uint64, error) {
 // runKernel launches k, unless the injector drops it: the driver that
 // accepts a launch and does nothing gives success, no work, a timing as a
 // fast launch would. The trace says so, so the case's evidence shows which
-// launch was dropped.
-func (s *server) runKernel(k kernels.Kernel, l wire.Launch, args []uint64) (backend.LaunchResult, error) {
+// launch was dropped, and so does the reply (dropped: the rule), so the
+// harness knows which of a case's kernels never ran.
+func (s *server) runKernel(k kernels.Kernel, l wire.Launch, args []uint64) (backend.LaunchResult, string, error) {
 	if r, drop := inject.DropLaunch(k.Name); drop {
 		sp := trace.Begin("inject."+r.Kind, func() string { return "kernel=" + k.Name + " rule=" + r.String() })
 		sp.End(0, "dropped", nil)
-		return backend.LaunchResult{Elapsed: time.Microsecond, Method: "wall"}, nil
+		return backend.LaunchResult{Elapsed: time.Microsecond, Method: "wall"}, r.String(), nil
 	}
-	return s.be.Launch(k, l.Grid, l.Block, args)
+	res, err := s.be.Launch(k, l.Grid, l.Block, args)
+	return res, "", err
 }
 
 func (s *server) read(r wire.Read, _ *wire.Msg) (any, []int, error) {

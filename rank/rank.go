@@ -195,7 +195,7 @@ func (s *server) needOpen() error {
 	return nil
 }
 
-func (s *server) hello(h wire.Hello, _ *wire.Msg) (any, []int, error) {
+func (s *server) hello(h wire.Hello, m *wire.Msg) (any, []int, error) {
 	if h.Version != wire.Version {
 		return nil, nil, fmt.Errorf("protocol version %d, rank speaks %d", h.Version, wire.Version)
 	}
@@ -211,19 +211,14 @@ func (s *server) hello(h wire.Hello, _ *wire.Msg) (any, []int, error) {
 	s.clockPeriod = h.Settings.ClockPeriod
 	// The injector's rules go in before the backend opens, so its first
 	// vendor call is already behind them.
-	rules, err := inject.Parse(strings.Join(h.Settings.Inject, ","))
-	if err != nil {
-		return nil, nil, err
-	}
 	be, err := backend.New(h.Backend)
 	if err != nil {
 		return nil, nil, err
 	}
 	_, applies := be.(backend.SpeedApplier)
-	if err := inject.CheckBackend(h.Backend, applies, rules); err != nil {
+	if err := installInject(h, m, applies); err != nil {
 		return nil, nil, err
 	}
-	inject.Set(rules)
 	s.ranks = h.Ranks
 	info, err := be.Open(backend.Config{Rank: h.Rank, Ranks: h.Ranks, Device: h.Device})
 	if err != nil {
@@ -234,6 +229,32 @@ func (s *server) hello(h wire.Hello, _ *wire.Msg) (any, []int, error) {
 	// one device (Merge keys devices by UUID).
 	info.Rank = h.Rank
 	return wire.HelloReply{Version: wire.Version, Pid: os.Getpid(), Kinds: be.Kinds(), Info: info}, nil, nil
+}
+
+// installInject installs the hello's injector rules: with the run's
+// counters when the suite attached them (every rank then counts in one
+// memfd: wire.Settings.InjectCounters), else with this process's own (a
+// test's world). Any other fd on a hello is a protocol error. The backend
+// is constructed, not opened, so a speed rule it cannot apply is refused
+// before its first vendor call.
+func installInject(h wire.Hello, m *wire.Msg, speedApplies bool) error {
+	rules, err := inject.Parse(strings.Join(h.Settings.Inject, ","))
+	if err != nil {
+		return err
+	}
+	if err := inject.CheckBackend(h.Backend, speedApplies, rules); err != nil {
+		return err
+	}
+	switch {
+	case len(m.Fds) == 0:
+		inject.Set(rules)
+		return nil
+	case len(m.Fds) == 1 && len(rules) > 0:
+		// The mapping keeps the counters; the fd itself is closed with the
+		// message.
+		return inject.SetShared(rules, m.Fds[0])
+	}
+	return fmt.Errorf("%w: hello with %d fds and %d injector rules", wire.ErrMalformed, len(m.Fds), len(rules))
 }
 
 // sum reads words back in chunks and adds them, so verifying a per-thread

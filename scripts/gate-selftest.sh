@@ -13,6 +13,12 @@
 #   noop:mprotect               the access grant does nothing: the host maps
 #                               an import PROT_NONE and grants with mprotect,
 #                               so every rule kind is exercised here too
+#   noop:munmap                 the unmap does nothing: the leak check
+#                               counts mappings from /proc/<pid>/maps
+#   drop:racy_u64_plain_sys     only negative controls launch it: a control
+#                               whose kernel was dropped is control lost
+# Each rule must have fired (environment.inject_fired); a rule that cannot
+# fire must be named "never fired", and an unknown symbol is exit 2.
 # On CUDA the same kinds are shown by scripts/device-faults.sh. Last, a
 # planted failing Go test in specs/ must fail go test ./specs.
 set -uo pipefail
@@ -20,7 +26,7 @@ bin=${1:?usage: gate-selftest.sh specs.test OUTDIR}; out=${2:?}
 base=${P2PAT_SELFTEST_BASELINE:-expectations/host-amd64}
 rm -rf "$out"; mkdir -p "$out"
 fail=0
-for rule in drop:tally_u32_relaxed_dev fail:dup=95 fail-every:mmap=5/3 noop:mprotect; do
+for rule in drop:tally_u32_relaxed_dev fail:dup=95 fail-every:mmap=5/3 noop:mprotect noop:munmap drop:racy_u64_plain_sys; do
   name=$(printf '%s' "$rule" | tr ':=/' '___')
   t0=$(date +%s.%N)
   "$bin" --backend=host --expectations="$base" --internal-inject="$rule" --out="$out/$name" >"$out/$name.log" 2>&1; rc=$?
@@ -40,6 +46,10 @@ ran = [x for x in r["results"] if x["outcome"] not in ("incomplete", "abort") an
 without = [x["id"] for x in ran if x.get("inject") != [rule]]
 if without: bad.append("%d case(s) without the rule, e.g. %s" % (len(without), without[0]))
 worlds = r["environment"].get("worlds_started", -1)
+# The rule fired (counted across every rank of the run), else its FAIL
+# is not the fault's.
+fired = (r["environment"].get("inject_fired") or {}).get(rule, 0)
+if fired < 1: bad.append("environment.inject_fired[%s] = %r: the rule never fired" % (rule, fired))
 if rule.startswith("fail:dup"):
     judged = [x for x in r["results"] if x["detail"].startswith("not run: judged from ")]
     # canaries kill ranks on purpose (a world each); everything else shares one.
@@ -55,6 +65,26 @@ PY
     echo "ok:   $rule -> exit 1 in $secs s, $chk: ${last:0:140}…"
   fi
 done
+# A rule that cannot fire (its N is beyond any run's mmaps) must be
+# reported as never fired: on the verdict line and in results.json, so it
+# never reads as a fault the gate passed; and a symbol no backend binds is
+# a usage error (exit 2) naming it.
+rule=fail-every:mmap=5/4000000000
+"$bin" --backend=host --expectations="$base" --internal-inject="$rule" --out="$out/neverfires" >"$out/neverfires.log" 2>&1; rc=$?
+last=$(tail -n 1 "$out/neverfires.log")
+nf=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["summary"].get("inject_never_fired"), r["environment"].get("inject_fired"))' "$out/neverfires/results.json" 2>&1)
+case $last in *"; rule $rule never fired") ok=1;; *) ok=0;; esac
+if [ $ok = 1 ] && [ "$nf" = "['$rule'] {'$rule': 0}" ]; then
+  echo "ok:   $rule -> exit $rc, reported never fired: ${last:0:140}…"
+else
+  echo "FAIL: $rule: a rule that never fired is not reported (exit $rc; $nf): $last"; fail=1
+fi
+"$bin" --backend=host --expectations="$base" --internal-inject=fail:nosuch=5 --out="$out/nosuch" >"$out/nosuch.log" 2>&1; rc=$?
+if [ $rc = 2 ] && grep -q 'fail:nosuch=5: backend host binds no call named nosuch' "$out/nosuch.log"; then
+  echo "ok:   fail:nosuch=5 -> exit 2: $(tail -n 1 "$out/nosuch.log")"
+else
+  echo "FAIL: fail:nosuch=5: exit $rc, want 2 naming the symbol: $(tail -n 1 "$out/nosuch.log")"; fail=1
+fi
 # A planted always-failing Go test in specs/ (TestPlantedFailure, armed by
 # P2PAT_PLANT_FAILING_TEST=1) must turn go test ./specs red before the
 # suite runs (--out not created); unarmed, the same test passes, so the red

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -334,6 +335,12 @@ type Settings struct {
 	// Rule.String writes them), installed before the backend opens; empty
 	// in every run but the injector's own.
 	Inject []string `json:"inject,omitempty"`
+	// InjectCounters is the run's injector counters (inject.NewCounters),
+	// attached to the hello as an fd, not sent in its body: every rank of
+	// the run counts fail-every's calls, drop-every's launches and each
+	// rule's fires in the one memfd, which the suite reads at the end. Nil
+	// without rules, and in a test's world (each rank then counts alone).
+	InjectCounters *os.File `json:"-"`
 }
 
 // DefaultSettings are a rank's settings when the suite's flags say nothing.
@@ -439,6 +446,10 @@ type Timing struct {
 	// "at once" is timed from the first start to the last end.
 	StartNs int64 `json:"start_ns,omitempty"`
 	EndNs   int64 `json:"end_ns,omitempty"`
+	// Dropped is the injector's rule that dropped this launch (nothing
+	// ran; the rank knows it did not launch): the harness's witness that a
+	// control's kernel never ran, so the control's outcome shows nothing.
+	Dropped string `json:"dropped,omitempty"`
 }
 
 // ClockStats is what a rank saw of its device's core clock while a timed

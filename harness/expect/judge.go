@@ -91,6 +91,7 @@ func JudgeRun(results []report.Result, s *Set, env report.Environment, selected 
 	sum := report.SummarizeRun(judged, gate, out, j.interrupted)
 	sum.FailRun(j.runFaults)
 	sum.MarkInjected(env.Inject)
+	sum.MarkFired(env.Inject, env.InjectFired)
 	judgePerf(s, judged, g, &sum)
 	return judged, g, sum
 }

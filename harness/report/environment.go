@@ -35,6 +35,10 @@ type Environment struct {
 	// Inject is the driver-fault injector's rules the run ran under; nil
 	// for a real measurement.
 	Inject []string
+	// InjectFired is how many times each of Inject's rules acted in the
+	// whole run, counted across every rank (internal/inject's run
+	// counters); nil where the run had no rules, and in older records.
+	InjectFired map[string]uint64
 	// Flags are the flags that chose the machine's work; nil in a record
 	// that has none.
 	Flags *Flags
@@ -236,6 +240,9 @@ func (e Environment) MarshalJSON() ([]byte, error) {
 	if len(e.Inject) > 0 {
 		m["inject"] = e.Inject
 	}
+	if e.InjectFired != nil {
+		m["inject_fired"] = e.InjectFired
+	}
 	if e.Flags != nil {
 		m["flags"] = e.Flags
 	}
@@ -275,7 +282,7 @@ func (e *Environment) UnmarshalJSON(b []byte) error {
 	}
 	*e = Environment{}
 	texts := map[string]*string{"vendor": &e.Vendor, "goarch": &e.GOARCH, "goos": &e.GOOS, "hostname": &e.Hostname, "started": &e.Started, "trimmed": &e.Trimmed}
-	typed := map[string]any{"gpus": &e.GPUs, "inject": &e.Inject, "flags": &e.Flags, "worlds_started": &e.WorldsStarted}
+	typed := map[string]any{"gpus": &e.GPUs, "inject": &e.Inject, "inject_fired": &e.InjectFired, "flags": &e.Flags, "worlds_started": &e.WorldsStarted}
 	for k, v := range raw {
 		var err error
 		switch {

@@ -152,6 +152,10 @@ type Summary struct {
 	// Inject is the driver-fault injector's rules the run was made under
 	// (environment.inject); the line names them.
 	Inject []string `json:"inject,omitempty"`
+	// NeverFired are the rules of Inject that never acted in the run
+	// (environment.inject_fired): the line names each, so a rule that
+	// injected nothing never reads as a fault the gate passed.
+	NeverFired []string `json:"inject_never_fired,omitempty"`
 	// Perf is the perf gate's findings (a gate whose baseline has a
 	// perf.txt); absent otherwise and in runs recorded before it.
 	Perf *PerfSummary `json:"perf,omitempty"`
@@ -183,6 +187,22 @@ func (s *Summary) MarkInjected(rules []string) {
 		return
 	}
 	s.Inject = rules
+	s.Line = s.line()
+}
+
+// MarkFired names on the verdict line each rule that never fired
+// (fired: the run's count per rule; nil in a record made before the
+// counts, which claims nothing).
+func (s *Summary) MarkFired(rules []string, fired map[string]uint64) {
+	if fired == nil {
+		return
+	}
+	s.NeverFired = nil
+	for _, r := range rules {
+		if fired[r] == 0 {
+			s.NeverFired = append(s.NeverFired, r)
+		}
+	}
 	s.Line = s.line()
 }
 
@@ -337,6 +357,9 @@ func (s Summary) line() string {
 	l := s.verdictLine()
 	if len(s.Inject) > 0 {
 		l += " [driver faults injected: " + strings.Join(s.Inject, ",") + "]"
+	}
+	for _, r := range s.NeverFired {
+		l += "; rule " + r + " never fired"
 	}
 	return l
 }

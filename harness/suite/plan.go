@@ -13,6 +13,7 @@ import (
 	descriptors "p2patomics/harness/backends"
 	"p2patomics/harness/expect"
 	"p2patomics/harness/report"
+	"p2patomics/internal/inject"
 )
 
 // Catalogue builds every case for one backend and kind (package specs).
@@ -32,6 +33,15 @@ const (
 func NewRun(o *Options, userFilter string, cat Catalogue) (*Run, error) {
 	r := &Run{Opts: o, runners: map[string]*harness.Runner{}, results: map[string]report.Result{}, startFds: -1, t0: time.Now()}
 	r.LabelFilter = labelFilter(o, userFilter)
+	if len(o.inject) > 0 && !o.List {
+		// One set of counters for the run, kept open to its end (the suite's
+		// fd count is taken later, at the first case).
+		c, err := inject.NewCounters(o.inject)
+		if err != nil {
+			return nil, err
+		}
+		r.counters = c
+	}
 	gs, err := r.gateSet()
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"p2patomics/harness/pairs"
 	"p2patomics/harness/report"
 	"p2patomics/internal/device"
+	"p2patomics/internal/inject"
 )
 
 // Group is the cases of one backend and kind.
@@ -31,16 +32,20 @@ type Run struct {
 	Groups      []Group
 	planned     []*harness.Case
 	runners     map[string]*harness.Runner
-	mu          sync.Mutex
-	results     map[string]report.Result
-	current     string
-	finished    bool
-	signal      string // the signal that interrupted the run ("" when none)
-	startFds    int
-	gate        *expect.Set
-	finishOnce  sync.Once
-	exitCode    int
-	t0          time.Time // when the run was planned: the suite's wall clock starts here
+	// counters is the run's injector counters (inject.NewCounters): every
+	// rank of every runner counts in it, and finish reads each rule's fires
+	// from it. Nil without rules.
+	counters   *os.File
+	mu         sync.Mutex
+	results    map[string]report.Result
+	current    string
+	finished   bool
+	signal     string // the signal that interrupted the run ("" when none)
+	startFds   int
+	gate       *expect.Set
+	finishOnce sync.Once
+	exitCode   int
+	t0         time.Time // when the run was planned: the suite's wall clock starts here
 	// checkpoint state (lifecycle.go): when results.json was last
 	// rewritten, what that cost, the fingerprint it used.
 	ckptMu   sync.Mutex
@@ -150,7 +155,9 @@ func (r *Run) runner(backend string) *harness.Runner {
 	defer r.mu.Unlock()
 	rn, ok := r.runners[backend]
 	if !ok {
-		rn = harness.NewRunner(backend, r.Opts.Settings(), r.Opts.Seed)
+		set := r.Opts.Settings()
+		set.InjectCounters = r.counters
+		rn = harness.NewRunner(backend, set, r.Opts.Seed)
 		if r.gate != nil {
 			// The baseline's recorded durations make the cases' deadlines
 			// (durations.txt): a wedged call costs a multiple of the
@@ -438,7 +445,28 @@ func (r *Run) finalEnv(infos [][]device.Info, timing *report.Timing) report.Envi
 	// How many worlds the run started (timing.worlds lists each): a path
 	// that breaks must not cost a world per case (docs/FAULTS.md).
 	env.WorldsStarted = new(len(timing.Worlds))
+	env.InjectFired = r.injectFired()
 	return env
+}
+
+// injectFired is how many times each injector rule acted in the whole run,
+// read from the run's counters (every rank's, a dead one's too); nil
+// without rules. Unreadable counters claim nothing rather than zero.
+func (r *Run) injectFired() map[string]uint64 {
+	rules := r.Opts.InjectRules()
+	if len(rules) == 0 || r.counters == nil {
+		return nil
+	}
+	fired, err := inject.ReadFired(r.counters, len(rules))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: the injector's counters: %v\n", err)
+		return nil
+	}
+	out := make(map[string]uint64, len(rules))
+	for i, rule := range rules {
+		out[rule] = fired[i]
+	}
+	return out
 }
 
 // judgeRun judges the whole run (expect.JudgeRun: the gate's missing

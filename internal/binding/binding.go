@@ -53,6 +53,10 @@ type Symbol struct {
 	// Bind puts Raw behind the trace point and fills Fn, under the name
 	// actually bound; nil for an untraced entry (Fn is Raw).
 	Bind func(bound string)
+	// Injected says a call of the entry asks the driver-fault injector
+	// first (internal/inject): every status entry (SymN, Launch) and a
+	// Manual one. inject.Symbols lists exactly these entries' names.
+	Injected bool
 }
 
 // Name is the entry point's first (preferred) name.
@@ -62,12 +66,20 @@ func (s Symbol) Name() string { return s.Names[0] }
 // result for the trace and for errors.
 func Untraced(fn any, names ...string) Symbol { return Symbol{Names: names, Raw: fn, Fn: fn} }
 
+// Manual binds fn directly for a backend that wraps the call itself (a
+// signature the SymN family cannot carry, such as cuIpcOpenMemHandle_v2's
+// by-value handle): the backend's wrapper asks Injected before it calls,
+// and its own test shows that it does.
+func Manual(fn any, names ...string) Symbol {
+	return Symbol{Names: names, Raw: fn, Fn: fn, Injected: true}
+}
+
 // status returns the Bind of a status entry: wrap raw with the trace (wrap
 // is one of trace.WrapN, already given the argSpec) and make fn return the
 // Status under the bound name.
 func status[R, F any](names []string, fn *F, mk func(raw *R, name string) F) Symbol {
 	raw := new(R)
-	return Symbol{Names: names, Raw: raw, Fn: fn, Bind: func(bound string) { *fn = mk(raw, bound) }}
+	return Symbol{Names: names, Raw: raw, Fn: fn, Bind: func(bound string) { *fn = mk(raw, bound) }, Injected: true}
 }
 
 // Sym0 … Sym8 are the table entries of status-returning entry points with N
@@ -178,6 +190,9 @@ func Sym10[A, B, D, E, F, G, H, I, J, K any, C Code](fn *func(A, B, D, E, F, G, 
 		trace.Wrap10(raw, name, p, end)
 		f := *raw
 		return func(a A, b B, d D, e E, f5 F, g G, h H, i I, j J, k K) Status[C] {
+			if st, skip := injected(names, name, end); skip {
+				return st
+			}
 			return Status[C]{name, f(a, b, d, e, f5, g, h, i, j, k)}
 		}
 	})
@@ -217,6 +232,12 @@ func Launch[C Code](fn *func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, s
 // and never ended, so the ring shows it in flight for the parent to name,
 // and the rank's thread stays in it until the harness kills the rank.
 func injected[C Code](names []string, bound string, end trace.Ender[C]) (Status[C], bool) {
+	return Injected(names, bound, end)
+}
+
+// Injected is the seam for a Manual entry's own wrapper: skip says the
+// call is not to be made and st is what it returns instead.
+func Injected[C Code](names []string, bound string, end trace.Ender[C]) (st Status[C], skip bool) {
 	if r, wedge := inject.Wedge(bound, names...); wedge {
 		trace.Begin(bound, func() string { return "injected " + r.String() + ": never returns" })
 		inject.Block()

@@ -1,6 +1,7 @@
 package binding
 
 import (
+	"strings"
 	"testing"
 
 	"p2patomics/internal/inject"
@@ -78,5 +79,54 @@ func TestInjectAtChokePoint(t *testing.T) {
 	grant(1, 2)
 	if calls["cuExport"] != 1 || calls["cuGrant"] != 1 {
 		t.Errorf("after the rules: %v", calls)
+	}
+}
+
+// Every wrapper family asks the injector: a table with one entry of each
+// arity (Sym0 … Sym8, Sym10, Launch) passes ProveInjected, which fails
+// each entry's symbol in turn and requires the code back with the function
+// never called. A hand-made entry whose wrapper calls straight through
+// (what Sym10 was) is caught.
+func TestEveryWrapperIsInjected(t *testing.T) {
+	var (
+		f0  func() Status[code]
+		f1  func(int32) Status[code]
+		f2  func(int32, int32) Status[code]
+		f3  func(int32, int32, int32) Status[code]
+		f4  func(int32, int32, int32, int32) Status[code]
+		f5  func(int32, int32, int32, int32, int32) Status[code]
+		f8  func(int32, int32, int32, int32, int32, int32, int32, int32) Status[code]
+		f10 func(int32, int32, int32, int32, int32, int32, int32, int32, int32, int32) Status[code]
+		fl  func(f uintptr, gx, gy, gz, bx, by, bz, shared uint32, stream, params, extra uintptr) Status[code]
+	)
+	table := []Symbol{
+		Sym0(&f0, end, "s0"),
+		Sym1(&f1, end, "a", "s1"),
+		Sym2(&f2, end, "a b", "s2"),
+		Sym3(&f3, end, "a b c", "s3"),
+		Sym4(&f4, end, "a b c d", "s4"),
+		Sym5(&f5, end, "a b c d e", "s5"),
+		Sym8(&f8, end, "a b c d e f g h", "s8"),
+		Sym10(&f10, end, "a b c d e f g h i j", "s10"),
+		Launch(&fl, end, "shared", "params", "sl"),
+	}
+	if err := ProveInjected(table); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"s0", "s1", "s2", "s3", "s4", "s5", "s8", "s10", "sl"}
+	if got := InjectedNames(table); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("injected names %v, want %v", got, want)
+	}
+	// A wrapper that skips the seam: the proof must name it.
+	var bypass func(int32) Status[code]
+	raw := new(func(int32) code)
+	leaky := Symbol{Names: []string{"leaky"}, Raw: raw, Fn: &bypass, Injected: true,
+		Bind: func(bound string) { bypass = func(a int32) Status[code] { return Status[code]{bound, (*raw)(a)} } }}
+	err := ProveInjected(append(table, leaky))
+	if err == nil || !strings.Contains(err.Error(), "leaky: under fail:leaky the call was made") {
+		t.Errorf("a wrapper without the seam passed the proof: %v", err)
+	}
+	if inject.Active() != nil {
+		t.Errorf("ProveInjected left rules installed")
 	}
 }

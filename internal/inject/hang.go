@@ -99,6 +99,7 @@ func Wedge(bound string, names ...string) (Rule, bool) {
 		}
 		n := hc.n[i].Add(1)
 		if r.Kind == Hang || n == r.Every {
+			in.fired(i) // counted before the call wedges: the rank never returns to count it
 			return r, true
 		}
 	}

@@ -276,23 +276,50 @@ func Strings(rules []Rule) []string {
 	return out
 }
 
-// installed is one process's rules with their counters.
+// installed is one process's rules with their counters: the run's shared
+// ones (counters.go, SetShared) in a rank, process-local ones (Set) in a
+// test.
 type installed struct {
 	rules    []Rule
-	counts   []atomic.Uint64 // per rule: calls (or launches) it has seen
-	launches atomic.Uint64
+	counts   []*atomic.Uint64 // per rule: calls (or launches) it has seen
+	fires    []*atomic.Uint64 // per rule: times it acted
+	launches *atomic.Uint64
 }
+
+// fired counts one act of rule i.
+func (in *installed) fired(i int) { in.fires[i].Add(1) }
 
 var active atomic.Pointer[installed]
 
-// Set installs rules in this process (a rank, at its hello), replacing
-// any before; nil removes them.
+// Set installs rules in this process with counters of its own, replacing
+// any before; nil removes them. A rank installs the run's shared counters
+// instead (SetShared), so that fail-every and drop-every count across
+// every rank of the run.
 func Set(rules []Rule) {
 	if len(rules) == 0 {
 		active.Store(nil)
 		return
 	}
-	active.Store(&installed{rules: rules, counts: make([]atomic.Uint64, len(rules))})
+	in := &installed{rules: rules, launches: new(atomic.Uint64)}
+	for range rules {
+		in.counts = append(in.counts, new(atomic.Uint64))
+		in.fires = append(in.fires, new(atomic.Uint64))
+	}
+	active.Store(in)
+}
+
+// Fired is how many times each installed rule acted in this process (its
+// counters: with SetShared, the whole run's so far); nil with none.
+func Fired() []uint64 {
+	in := active.Load()
+	if in == nil {
+		return nil
+	}
+	out := make([]uint64, len(in.rules))
+	for i := range in.rules {
+		out[i] = in.fires[i].Load()
+	}
+	return out
 }
 
 // Active is the installed rules (nil when none).
@@ -311,11 +338,10 @@ func DropLaunch(kernel string) (Rule, bool) {
 		return Rule{}, false
 	}
 	n := in.launches.Add(1)
-	for _, r := range in.rules {
+	for i, r := range in.rules {
 		switch {
-		case r.Kind == Drop && r.Target == kernel:
-			return r, true
-		case r.Kind == DropEvery && n%r.Every == 0:
+		case r.Kind == Drop && r.Target == kernel, r.Kind == DropEvery && n%r.Every == 0:
+			in.fired(i)
 			return r, true
 		}
 	}
@@ -340,11 +366,14 @@ func Call(bound string, names ...string) (code int64, skip bool, rule Rule) {
 		n := in.counts[i].Add(1)
 		switch r.Kind {
 		case Fail:
+			in.fired(i)
 			return r.Code, true, r
 		case Noop:
+			in.fired(i)
 			return 0, true, r
 		case FailEvery:
 			if n%r.Every == 0 {
+				in.fired(i)
 				return r.Code, true, r
 			}
 		}
@@ -381,8 +410,9 @@ func CopyPlan(n uint64) (whole int, extra uint64, rule Rule, ok bool) {
 	if in == nil {
 		return 1, 0, Rule{}, false
 	}
-	for _, r := range in.rules {
+	for i, r := range in.rules {
 		if r.Kind == CopyTimes {
+			in.fired(i)
 			w := math.Floor(r.Factor)
 			return int(w), uint64((r.Factor-w)*float64(n)) &^ 15, r, true
 		}
@@ -399,8 +429,9 @@ func StretchOf(kernel string) (f float64, rule Rule, ok bool) {
 	if in == nil {
 		return 1, Rule{}, false
 	}
-	for _, r := range in.rules {
+	for i, r := range in.rules {
 		if r.Kind == Stretch && r.Target == kernel {
+			in.fired(i)
 			return r.Factor, r, true
 		}
 	}

@@ -167,7 +167,7 @@ func (d *driver) symbols() []binding.Symbol {
 		binding.Sym3(&d.cuMemImportFromShareableHandle, d.end, ">handle:x osHandle shHandleType", "cuMemImportFromShareableHandle"),
 		binding.Sym5(&d.cuMemGetHandleForAddressRange, d.end, ">fd dptr:x size handleType flags:x", "cuMemGetHandleForAddressRange"),
 		binding.Sym2(&d.cuIpcGetMemHandle, d.end, ">handle dptr:x", "cuIpcGetMemHandle"),
-		binding.Untraced(&d.cuIpcOpenMemHandleRaw, "cuIpcOpenMemHandle_v2"), // traced in ipcOpenMemHandle
+		binding.Manual(&d.cuIpcOpenMemHandleRaw, "cuIpcOpenMemHandle_v2"), // traced and injected in ipcOpenMemHandle
 		binding.Sym1(&d.cuIpcCloseMemHandle, d.end, "dptr:x", "cuIpcCloseMemHandle"),
 		binding.Sym5(&d.cuModuleLoadDataEx, d.end, ">module:x image numOptions options:x optionValues:x", "cuModuleLoadDataEx"),
 		binding.Sym3(&d.cuModuleGetFunction, d.end, ">hfunc:x hmod:x name", "cuModuleGetFunction"),
@@ -341,6 +341,9 @@ func (d *driver) ipcOpenMemHandle(h ipcMemHandle, flags uint32) (uint64, error) 
 	w := ipcHandleWords(h)
 	var p uint64
 	const call = "cuIpcOpenMemHandle_v2"
+	if st, skip := binding.Injected([]string{call}, call, d.end); skip {
+		return 0, d.check(st)
+	}
 	sp := trace.Begin(call, func() string {
 		return trace.KV("handle", fmt.Sprintf("%x", h[:]), "flags", trace.Hex(flags))
 	})
