@@ -18,6 +18,7 @@
 //	fail-every:<symbol>=<code>/<N> every N-th call of <symbol> fails with <code>
 //	copy-times:<F>                 every device-to-device copy is issued F times
 //	stretch:<kernel>=<F>           the kernel's timed launches take F times as long
+//	corrupt-read:<bit>             every device-to-host read comes back with <bit> flipped (read.go)
 //
 // copy-times and stretch are the speed rules: they slow the real driver
 // path inside its timed window and change no result, so a run under them
@@ -98,10 +99,15 @@ type Rule struct {
 	Every uint64
 	// Factor is F of copy-times and stretch (1 < F <= MaxFactor).
 	Factor float64
+	// Bit is corrupt-read's bit of the reply's first word (read.go).
+	Bit uint8
 }
 
 // String is the rule as Parse reads it back.
 func (r Rule) String() string {
+	if r.Kind == CorruptRead {
+		return readString(r)
+	}
 	switch r.Kind {
 	case Drop:
 		return Drop + ":" + r.Target
@@ -233,10 +239,13 @@ func parseOne(f string) (Rule, error) {
 		r.Code = c
 		return r, nil
 	}
+	if r, ok, err := parseRead(kind, arg); ok {
+		return r, err
+	}
 	return Rule{}, fmt.Errorf("unknown kind %q (want %s)", kind, kindList)
 }
 
-const kindList = "drop, drop-every, fail, noop, fail-every, copy-times, stretch"
+const kindList = "drop, drop-every, fail, noop, fail-every, copy-times, stretch, corrupt-read"
 
 // factor reads a speed rule's F: a finite number above 1 (1 would plant
 // nothing) and at most MaxFactor.
