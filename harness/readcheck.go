@@ -27,7 +27,9 @@ import (
 //   - it lands in a frame of frameWords words whose other words the harness
 //     wrote with random values just before (frameGuard first, the witness,
 //     then the rest); the frame is read back whole, in one read, and a
-//     known word read back altered is the read path's fault, said so;
+//     known word read back altered fails the case, naming the word (a
+//     write that did not land, or a read that altered it: from here the
+//     two cannot be told apart);
 //   - the word the sum lands in is one of the frame's words chosen at random
 //     per check, and starts at a random salt that the harness subtracts: a
 //     read path that alters fixed positions of a reply hits a known word
@@ -159,7 +161,7 @@ func (c *Ctx) deviceWordSum(r, buf int, off, words uint64) (uint64, error) {
 	}
 	for i, k := range known {
 		if got := binary.LittleEndian.Uint64(back[i*8:]); i != slot && i != frameWit && i != frameWit+1 && got != k {
-			return 0, Failf("read-back integrity: rank %d's read path altered a word the harness had written: frame word %d reads %#x, written %#x",
+			return 0, Failf("read-back integrity: rank %d's check frame word %d reads %#x, the harness wrote %#x (a write that did not land or a read that altered it)",
 				r, i, got, k)
 		}
 	}
