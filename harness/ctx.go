@@ -38,7 +38,8 @@ type Ctx struct {
 	// Evidence grades the case's pass (report.Result.Evidence); only
 	// mutation-scored cases set it, and the runner keeps it on a pass only.
 	Evidence report.Evidence
-	wit      map[int]*witBuf // per rank: the witness slots (NewWitness)
+	wit      map[int]*witBuf    // per rank: the witness slots (NewWitness)
+	frames   map[int]*readFrame // per rank: the read check's frame (readcheck.go)
 }
 
 type owned struct{ rank, buf int }
@@ -403,26 +404,6 @@ func (c *Ctx) RunTimed(ls ...Launch) ([]time.Duration, []Window, error) {
 // rank that died or faulted over one that timed out waiting for it.
 func worstErr(errs []error) error { return heaviest(errs) }
 
-// Read reads n bytes from a rank's buffer, in protocol-sized chunks.
-func (c *Ctx) Read(r, buf int, off, n uint64) ([]byte, error) {
-	out := make([]byte, 0, n)
-	for done := uint64(0); done < n; {
-		k := min(n-done, wire.MaxData)
-		var d wire.Data
-		if _, err := c.proc(r).call(wire.TRead, wire.Read{Buf: buf, Off: off + done, Len: k}, c.Deadline, &d); err != nil {
-			return nil, err
-		}
-		if uint64(len(d.Data)) != k {
-			// A reply of the wrong length is the rank's protocol error,
-			// never an index past the end in U64.
-			return nil, &ProtocolError{r, fmt.Errorf("%w: read of %d bytes answered with %d", wire.ErrMalformed, k, len(d.Data))}
-		}
-		out = append(out, d.Data...)
-		done += k
-	}
-	return out, nil
-}
-
 // Write writes bytes into a rank's buffer.
 func (c *Ctx) Write(r, buf int, off uint64, p []byte) error {
 	for done := 0; done < len(p); {
@@ -454,11 +435,27 @@ func (c *Ctx) PutU64(r, buf int, off, v uint64) error {
 	return c.Write(r, buf, off, b[:])
 }
 
-// Sum adds n words of width bits in a rank.
+// Sum adds n words of width bits in a rank: the rank reads them back and
+// adds them up (wire.TSum), and the rank's device adds up the same words
+// (readcheck.go); the two must agree, as a Read's bytes must. Only 64-bit
+// words have a device sum to compare with, so only they are summed.
 func (c *Ctx) Sum(r, buf int, off, n uint64, width int) (uint64, error) {
+	if width != 64 {
+		return 0, fmt.Errorf("sum of %d-bit words: only 64-bit sums can be verified (%s)", width, sumKernel)
+	}
 	var s wire.SumReply
-	_, err := c.proc(r).call(wire.TSum, wire.Sum{Buf: buf, Off: off, N: n, Width: width}, c.Deadline, &s)
-	return s.Sum, err
+	if _, err := c.proc(r).call(wire.TSum, wire.Sum{Buf: buf, Off: off, N: n, Width: width}, c.Deadline, &s); err != nil {
+		return 0, err
+	}
+	dev, err := c.deviceWordSum(r, buf, off, n)
+	if err != nil {
+		return 0, c.checkFailed(r, buf, off, n, err)
+	}
+	if dev != s.Sum {
+		return 0, Failf("read-back integrity: rank %d's sum of buffer %d [%d, +%d words): device sum %#x, the rank's read-back sum %#x",
+			r, buf, off, n, dev, s.Sum)
+	}
+	return s.Sum, nil
 }
 
 // Copy runs the backend's copy engine in rank r.

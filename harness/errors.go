@@ -190,9 +190,11 @@ func (e *RemoteError) weight() int {
 // as an outcome: the rank answered, with an error reply that is neither a
 // fault (a crash) nor not-supported. A timeout, a dead rank or a protocol
 // error never is: a case expects one specific failure, never any error.
+// Nor is a read that succeeded and whose device check was refused
+// (IntegrityError): the read did not fail, it could not be verified.
 func RankRefused(err error) bool {
 	var re *RemoteError
-	return errors.As(err, &re) && re.outcome() == report.Error
+	return errors.As(err, &re) && re.outcome() == report.Error && !isIntegrity(err)
 }
 
 // ProtocolError: a malformed message.

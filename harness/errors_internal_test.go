@@ -40,6 +40,7 @@ func classRows() []classRow {
 		{"timeout", tmo, report.Timeout, true, 3},
 		{"dead", dead, report.Crash, true, 4},
 		{"remote", &RemoteError{Rank: 0, What: "alloc", Msg: "invalid argument"}, report.Error, false, 2},
+		{"integrity", &IntegrityError{Rank: 1, Err: &RemoteError{Rank: 1, What: "launch", Msg: "invalid argument"}}, report.Error, false, 2},
 		{"remote not supported", &RemoteError{Rank: 0, What: "alloc", Msg: "no", NotSupported: true}, report.Skip, false, 2},
 		{"remote fault", &RemoteError{Rank: 0, What: "launch", Msg: "fault", Fault: &wire.Fault{}}, report.Crash, true, 5},
 		{"protocol", proto, report.Error, true, 2},

@@ -191,7 +191,7 @@ func (s *server) read(r wire.Read, _ *wire.Msg) (any, []int, error) {
 		return nil, nil, fmt.Errorf("read of %d bytes at %d: outside the %d-byte buffer or over %d", r.Len, r.Off, b.Size(), wire.MaxData)
 	}
 	p := make([]byte, r.Len)
-	if err := s.be.Read(b, r.Off, p); err != nil {
+	if err := s.readDevice(b, r.Off, p); err != nil {
 		return nil, nil, err
 	}
 	return wire.Data{Data: p}, nil, nil

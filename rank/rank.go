@@ -275,7 +275,7 @@ func (s *server) sum(q wire.Sum, _ *wire.Msg) (any, []int, error) {
 	chunk := make([]byte, 1<<20)
 	for done := uint64(0); done < q.N*w; {
 		n := min(uint64(len(chunk)), q.N*w-done)
-		if err := s.be.Read(b, q.Off+done, chunk[:n]); err != nil {
+		if err := s.readDevice(b, q.Off+done, chunk[:n]); err != nil {
 			return nil, nil, err
 		}
 		for i := uint64(0); i < n; i += w {

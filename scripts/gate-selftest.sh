@@ -19,6 +19,11 @@
 #                               whose kernel was dropped is control lost
 # Each rule must have fired (environment.inject_fired); a rule that cannot
 # fire must be named "never fired", and an unknown symbol is exit 2.
+#   corrupt-read:0              every device-to-host read comes back with bit 0
+#                               of its first byte flipped: every read is
+#                               verified, so the three case families a flip
+#                               once left passing (litmus sb and iriw.r3,
+#                               lifetime.owner_frees) must not pass
 # On CUDA the same kinds are shown by scripts/device-faults.sh. Last, a
 # planted failing Go test in specs/ must fail go test ./specs.
 set -uo pipefail
@@ -26,7 +31,7 @@ bin=${1:?usage: gate-selftest.sh specs.test OUTDIR}; out=${2:?}
 base=${P2PAT_SELFTEST_BASELINE:-expectations/host-amd64}
 rm -rf "$out"; mkdir -p "$out"
 fail=0
-for rule in drop:tally_u32_relaxed_dev fail:dup=95 fail-every:mmap=5/3 noop:mprotect noop:munmap drop:racy_u64_plain_sys; do
+for rule in drop:tally_u32_relaxed_dev fail:dup=95 fail-every:mmap=5/3 noop:mprotect noop:munmap drop:racy_u64_plain_sys corrupt-read:0; do
   name=$(printf '%s' "$rule" | tr ':=/' '___')
   t0=$(date +%s.%N)
   "$bin" --backend=host --expectations="$base" --internal-inject="$rule" --out="$out/$name" >"$out/$name.log" 2>&1; rc=$?
@@ -55,6 +60,13 @@ if rule.startswith("fail:dup"):
     # canaries kill ranks on purpose (a world each); everything else shares one.
     if worlds > 12: bad.append("%d worlds started for an export that always fails (want at most 12)" % worlds)
     if len(judged) < 50: bad.append("only %d cases judged from the first failure" % len(judged))
+if rule.startswith("corrupt-read"):
+    fam = ("litmus.sb_u32_seqcst_sys", "litmus.iriw_u32_seqcst_sys.r3", "lifetime.owner_frees")
+    seen = [x for x in r["results"] if x["id"].endswith(fam)]
+    if len(seen) != 3: bad.append("%d of the 3 litmus/lifetime cases a flip once passed ran" % len(seen))
+    for x in seen:
+        if x["outcome"] == "pass" or not x["detail"].startswith("read-back integrity: "):
+            bad.append("%s %s under a corrupted read: %s" % (x["id"], x["outcome"], x["detail"][:80]))
 print("; ".join(bad) if bad else "ok worlds=%d" % worlds)
 PY
 )

@@ -20,6 +20,7 @@
 //	stretch:<kernel>=<F>           the kernel's timed launches take F times as long
 //	hang:<symbol>                  the call never returns (hang.go)
 //	hang-at:<symbol>=<N>           the N-th call of each rank process never returns
+//	corrupt-read:<bit>             every device-to-host read comes back with <bit> flipped (read.go)
 //
 // copy-times and stretch are the speed rules: they slow the real driver
 // path inside its timed window and change no result, so a run under them
@@ -88,10 +89,15 @@ type Rule struct {
 	Every uint64
 	// Factor is F of copy-times and stretch (1 < F <= MaxFactor).
 	Factor float64
+	// Bit is corrupt-read's bit of the reply's first word (read.go).
+	Bit uint8
 }
 
 // String is the rule as Parse reads it back.
 func (r Rule) String() string {
+	if r.Kind == CorruptRead {
+		return readString(r)
+	}
 	switch r.Kind {
 	case Drop:
 		return Drop + ":" + r.Target
@@ -228,10 +234,13 @@ func parseOne(f string) (Rule, error) {
 		r.Code = c
 		return r, nil
 	}
+	if r, ok, err := parseRead(kind, arg); ok {
+		return r, err
+	}
 	return Rule{}, fmt.Errorf("unknown kind %q (want %s)", kind, kindList)
 }
 
-const kindList = "drop, drop-every, fail, noop, fail-every, copy-times, stretch, hang, hang-at"
+const kindList = "drop, drop-every, fail, noop, fail-every, copy-times, stretch, hang, hang-at, corrupt-read"
 
 // factor reads a speed rule's F: a finite number above 1 (1 would plant
 // nothing) and at most MaxFactor.
