@@ -8,11 +8,15 @@
 # (gated). The kernel log is read before and after so p2pcensus can check
 # every GPU fault line against the ranks' pids. Everything lands in
 # $OUT/final.tgz; summary.txt has one line per run.
-# Usage: OUT=... scripts/device-final.sh [BIN]
+# When the gated run is not PASS and a second binary is given (FALLBACK, an
+# earlier head), that one runs gated too, so one lease tells a broken head
+# from a broken machine.
+# Usage: OUT=... scripts/device-final.sh [BIN [FALLBACK]]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0   # never NVLink multicast on shared machines
 bin=${1:-.dev/specs.test}
+fallback=${2:-}
 out=${OUT:?set OUT}
 base=expectations/nvidia-sm_90-580-x1
 w=$(mktemp -d)/final
@@ -23,15 +27,18 @@ run() { # name, limit in s, the run's flags
   local name=$1 lim=$2; shift 2
   local t0 t1 rc
   t0=$(date +%s.%N)
-  timeout -k 10 "$lim" "$bin" --out="$w/$name" "$@" >"$w/$name.log" 2>&1 </dev/null; rc=$?
+  timeout -k 10 "$lim" "${B:-$bin}" --out="$w/$name" "$@" >"$w/$name.log" 2>&1 </dev/null; rc=$?
   t1=$(date +%s.%N)
   mkdir -p "$w/$name"
   mv "$w/$name.log" "$w/$name/run.log"
   echo "$rc" >"$w/$name/exit_status"
-  [ "$name" = gated ] || rm -rf "$w/$name/cases" "$w/$name/heatmaps" "$w/$name/report.html"
+  case $name in gated*) ;; *) rm -rf "$w/$name/cases" "$w/$name/heatmaps" "$w/$name/report.html";; esac
   printf '%-16s exit %3s  %6.1f s  %s\n' "$name" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" "$(tail -n 1 "$w/$name/run.log")" | tee -a "$w/summary.txt"
 }
-run gated 200 --backend=auto --expectations="$base"
+run gated 150 --backend=auto --expectations="$base"
+if [ -n "$fallback" ] && [ "$(cat "$w/gated/exit_status")" != 0 ]; then
+  B=$fallback run gated-fallback 150 --backend=auto --expectations="$base"
+fi
 perf=(--backend=cuda --ginkgo.label-filter=perf)
 run ct2-gated 90 "${perf[@]}" --internal-inject=copy-times:2 --expectations="$base"
 run ct2-ungated 60 "${perf[@]}" --internal-inject=copy-times:2
