@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"fmt"
+	"p2patomics/harness/backends"
 	"strings"
 	"testing"
 	"time"
@@ -40,10 +41,10 @@ func TestUnverifiedReadIsNotRefused(t *testing.T) {
 // named; the bytes as read pass. (Planted: wordSum skipping the last word
 // let the last row through: red.)
 func TestVerifyReadComparesSums(t *testing.T) {
-	r := NewRunner("host", wire.DefaultSettings, 1)
+	r := NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
 	var outs []error
-	res := r.Run(&Case{ID: "verify_compare", Backend: "host", Kind: "memfd", Ranks: 1, Expected: report.Pass,
+	res := r.Run(&Case{ID: "verify_compare", Backend: backends.HostName, Kind: "memfd", Ranks: 1, Expected: report.Pass,
 		Timeout: 20 * time.Second, Grace: time.Second, Run: func(c *Ctx) error {
 			b, err := c.Local(0, 4096)
 			if err != nil {

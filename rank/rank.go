@@ -246,7 +246,7 @@ func installInject(h wire.Hello, m *wire.Msg, speedApplies bool) error {
 		return err
 	}
 	switch {
-	case len(m.Fds) == 0:
+	case m == nil || len(m.Fds) == 0:
 		inject.Set(rules)
 		return nil
 	case len(m.Fds) == 1 && len(rules) > 0:

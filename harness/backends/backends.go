@@ -64,6 +64,10 @@ type Backend struct {
 	// all of them are probed, at once, but probes are listed and used in
 	// this order).
 	Probe int
+	// InjectSymbols are the calls its ranks' choke point puts behind the
+	// driver-fault injector (internal/inject's list for it): a rule naming
+	// another is refused before the run (inject.CheckSymbols).
+	InjectSymbols []string
 	// SpeedRules: its ranks apply the injector's speed rules (copy-times,
 	// stretch; internal/inject.CheckBackend refuses them elsewhere).
 	SpeedRules bool
@@ -169,6 +173,22 @@ func KindSpecOf(backend, kind string) KindSpec {
 		}
 	}
 	return KindSpec{Name: Kind(kind)}
+}
+
+// InjectSymbols is the calls a rule may name on backend name: its row's
+// list, or for "auto" every row's joined; nil for an unknown name.
+func InjectSymbols(name string) []string {
+	if b := Lookup(name); b != nil {
+		return b.InjectSymbols
+	}
+	if name != "auto" {
+		return nil
+	}
+	var all []string
+	for _, b := range All {
+		all = append(all, b.InjectSymbols...)
+	}
+	return all
 }
 
 // IsGPU says whether the named backend drives a GPU (false for host and

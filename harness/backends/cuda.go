@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"p2patomics/internal/device"
+	"p2patomics/internal/inject"
 )
 
 // CUDAName is the NVIDIA backend's name (rank/cuda).
@@ -20,7 +21,7 @@ const (
 
 // CUDA is libcuda.so.1's row.
 var CUDA = Backend{
-	Name: CUDAName, GPU: true, Probe: 1, SpeedRules: true, Vendor: "nvidia", LargeMappings: true,
+	Name: CUDAName, GPU: true, Probe: 1, SpeedRules: true, InjectSymbols: inject.CUDASymbols, Vendor: "nvidia", LargeMappings: true,
 	Kinds: []KindSpec{
 		{Name: VMM, DeviceMemory: true},
 		{Name: VMMHost, HostMemory: true},

@@ -389,7 +389,7 @@ func (o *Options) validateInject() error {
 	}
 	// A symbol the backend binds no call of (any backend's, with auto)
 	// would never fire: a typo must not read as faults injected.
-	if err := inject.CheckSymbols(o.Backend, rules); err != nil {
+	if err := inject.CheckSymbols(o.Backend, backends.InjectSymbols(o.Backend), rules); err != nil {
 		return usagef("--%s: %v", InjectFlag, err)
 	}
 	// A named backend that cannot apply a speed rule is refused here; with

@@ -2,6 +2,7 @@ package inject
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -74,23 +75,30 @@ func equal(a, b []uint64) bool {
 // bound one and drops and speed rules pass.
 func TestCheckSymbols(t *testing.T) {
 	ok, _ := Parse("fail:cuMemGetInfo=2,noop:cuMemExportToShareableHandle,drop:anything,copy-times:2")
-	if err := CheckSymbols("cuda", ok); err != nil {
-		t.Errorf("cuda: %v", err)
+	all := append(append(append(slices.Clone(CUDASymbols), HIPSymbols...), HSASymbols...), HostSymbols...)
+	if err := CheckSymbols("a", CUDASymbols, ok); err != nil {
+		t.Errorf("cuda's list: %v", err)
 	}
-	if err := CheckSymbols("auto", ok); err != nil {
+	if err := CheckSymbols("auto", all, ok); err != nil {
 		t.Errorf("auto: %v", err)
 	}
-	for _, tc := range []struct{ backend, rules, want string }{
-		{"cuda", "fail:cuMemExportToShareableHandel=801", "backend cuda binds no call named cuMemExportToShareableHandel"},
-		{"host", "noop:cuMemMap", "backend host binds no call named cuMemMap"},
-		{"hsa", "fail-every:hsa_signal_load_relaxed=1/2", "backend hsa binds no call named hsa_signal_load_relaxed"},
-		{"auto", "fail:nosuch=5", "no backend (cuda, hip, host, hsa) binds a call named nosuch"},
+	for _, tc := range []struct {
+		backend string
+		names   []string
+		rules   string
+		want    string
+	}{
+		{"a", CUDASymbols, "fail:cuMemExportToShareableHandel=801", "backend a binds no call named cuMemExportToShareableHandel"},
+		{"b", HostSymbols, "noop:cuMemMap", "backend b binds no call named cuMemMap"},
+		{"c", HSASymbols, "fail-every:hsa_signal_load_relaxed=1/2", "backend c binds no call named hsa_signal_load_relaxed"},
+		{"d", nil, "hang:x", "backend d has no call behind the injector"},
+		{"auto", all, "fail:nosuch=5", "no backend binds a call named nosuch"},
 	} {
 		rules, err := Parse(tc.rules)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = CheckSymbols(tc.backend, rules)
+		err = CheckSymbols(tc.backend, tc.names, rules)
 		if !errors.Is(err, ErrRule) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s on %s: %v, want %q", tc.rules, tc.backend, err, tc.want)
 		}

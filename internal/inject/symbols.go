@@ -2,24 +2,23 @@ package inject
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 )
 
-// Symbols are, per backend, the names of the calls its choke point puts
-// behind the injector (Call): the entries of rank/cuda's, rank/hip's (its
+// CUDASymbols, HIPSymbols, HSASymbols and HostSymbols are, per backend,
+// the names of the calls its choke point puts behind the injector (Call): the entries of rank/cuda's, rank/hip's (its
 // HIP and HSA tables) and rank/hsa's binding tables that internal/binding
 // wraps with the seam, and rank/host's sys calls. They are static, so the
 // suite checks a rule's symbol (CheckSymbols) without loading a vendor
-// library; each backend's tests check its list equals what its code binds
+// library (each backend's row in harness/backends names its list as
+// InjectSymbols, so no backend name is spelt here); each backend's tests check its list equals what its code binds
 // (TestSymbolsAreTheTable in rank/cuda, rank/hip, rank/hsa; TestSymbols in
 // rank/host), so the lists cannot drift from the bindings.
 //
 // Entry points outside the seam are not here (the error-name lookups, the
 // HSA signal and queue-index calls that return a value, not a status):
 // a rule naming one would never fire.
-var Symbols = map[string][]string{
-	"cuda": {
+var (
+	CUDASymbols = []string{
 		"cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName",
 		"cuDeviceGetAttribute", "cuDeviceGetUuid_v2", "cuDeviceTotalMem_v2", "cuDeviceCanAccessPeer",
 		"cuDeviceGetP2PAttribute", "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2",
@@ -31,8 +30,8 @@ var Symbols = map[string][]string{
 		"cuLaunchKernel", "cuStreamCreate", "cuStreamSynchronize", "cuStreamDestroy_v2", "cuEventCreate",
 		"cuEventRecord", "cuEventDestroy_v2", "cuEventElapsedTime_v2", "cuEventElapsedTime",
 		"cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoDAsync_v2", "cuIpcOpenMemHandle_v2",
-	},
-	"hip": {
+	}
+	HIPSymbols = []string{
 		"hipInit", "hipGetDeviceCount", "hipSetDevice", "hipRuntimeGetVersion", "hipDriverGetVersion",
 		"hipDeviceGetAttribute", "hipDeviceGetP2PAttribute", "hipGetDeviceProperties",
 		"hipGetDevicePropertiesR0600", "hipMemGetAllocationGranularity", "hipMemCreate", "hipMemRelease",
@@ -47,8 +46,8 @@ var Symbols = map[string][]string{
 		"hsa_amd_vmem_handle_release", "hsa_amd_vmem_map", "hsa_amd_vmem_unmap",
 		"hsa_amd_vmem_set_access", "hsa_amd_vmem_export_shareable_handle",
 		"hsa_amd_vmem_import_shareable_handle",
-	},
-	"hsa": {
+	}
+	HSASymbols = []string{
 		"hsa_init", "hsa_shut_down", "hsa_system_get_info", "hsa_iterate_agents", "hsa_agent_get_info",
 		"hsa_agent_iterate_isas", "hsa_isa_get_info_alt", "hsa_amd_agent_iterate_memory_pools",
 		"hsa_amd_memory_pool_get_info", "hsa_amd_agent_memory_pool_get_info",
@@ -63,50 +62,28 @@ var Symbols = map[string][]string{
 		"hsa_amd_vmem_address_free", "hsa_amd_vmem_handle_create", "hsa_amd_vmem_handle_release",
 		"hsa_amd_vmem_map", "hsa_amd_vmem_unmap", "hsa_amd_vmem_set_access",
 		"hsa_amd_vmem_export_shareable_handle", "hsa_amd_vmem_import_shareable_handle",
-	},
-	"host": {"memfd_create", "ftruncate", "dup", "fstat", "mmap", "mprotect", "munmap", "memcpy_htod"},
-}
+	}
+	HostSymbols = []string{"memfd_create", "ftruncate", "dup", "fstat", "mmap", "mprotect", "munmap", "memcpy_htod"}
+)
 
-// CheckSymbols refuses a fail, noop or fail-every rule whose symbol no
-// call of backend's choke point answers to (exactly, or as the name
+// CheckSymbols refuses a fail, noop, fail-every or hang rule whose symbol
+// no call of backend's choke point answers to (exactly, or as the name
 // without its _vN suffix, as Call matches): such a rule would never fire.
-// backend "auto" accepts a symbol any backend has.
-func CheckSymbols(backend string, rules []Rule) error {
+// names is the backend's list (its row's InjectSymbols); for backend
+// "auto", every backend's lists joined (a symbol any backend has passes).
+func CheckSymbols(backend string, names []string, rules []Rule) error {
 	for _, r := range rules {
 		if r.Kind != Fail && r.Kind != Noop && r.Kind != FailEvery && !r.Hangs() {
 			continue
 		}
-		if backend == "auto" {
-			if !anyBackendHas(r.Target) {
-				return fmt.Errorf("%w: %s: no backend (%s) binds a call named %s", ErrRule, r, backendNames(), r.Target)
-			}
-			continue
-		}
-		names, ok := Symbols[backend]
-		if !ok {
+		switch {
+		case len(names) == 0:
 			return fmt.Errorf("%w: %s: backend %s has no call behind the injector", ErrRule, r, backend)
-		}
-		if !matches(r.Target, names) {
+		case !matches(r.Target, names) && backend == "auto":
+			return fmt.Errorf("%w: %s: no backend binds a call named %s", ErrRule, r, r.Target)
+		case !matches(r.Target, names):
 			return fmt.Errorf("%w: %s: backend %s binds no call named %s", ErrRule, r, backend, r.Target)
 		}
 	}
 	return nil
-}
-
-func anyBackendHas(target string) bool {
-	for _, names := range Symbols {
-		if matches(target, names) {
-			return true
-		}
-	}
-	return false
-}
-
-func backendNames() string {
-	var out []string
-	for b := range Symbols {
-		out = append(out, b)
-	}
-	sort.Strings(out)
-	return strings.Join(out, ", ")
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // TestSymbolsAreTheTable: the static list the suite checks rules against
-// (inject.Symbols["cuda"]) names exactly the table's entries behind the
+// (inject.CUDASymbols) names exactly the table's entries behind the
 // injector, and every one of them, called under fail:<name>, returns the
 // rule's code without the function being called (binding.ProveInjected).
 func TestSymbolsAreTheTable(t *testing.T) {
@@ -19,10 +19,10 @@ func TestSymbolsAreTheTable(t *testing.T) {
 	table := d.symbols()
 	got := binding.InjectedNames(table)
 	slices.Sort(got)
-	want := slices.Clone(inject.Symbols["cuda"])
+	want := slices.Clone(inject.CUDASymbols)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("the table puts %v behind the injector; inject.Symbols[cuda] lists %v", got, want)
+		t.Errorf("the table puts %v behind the injector; inject.CUDASymbols lists %v", got, want)
 	}
 	if err := binding.ProveInjected(table); err != nil {
 		t.Error(err)

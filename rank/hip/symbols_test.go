@@ -10,7 +10,7 @@ import (
 )
 
 // TestSymbolsAreTheTable: the static list the suite checks rules against
-// (inject.Symbols["hip"]) names exactly the entries of the HIP backend's
+// (inject.HIPSymbols) names exactly the entries of the HIP backend's
 // two tables (HIP and its HSA vmem calls) behind the injector, and every
 // one of them, called under fail:<name>, returns the rule's code without
 // the function being called (binding.ProveInjected).
@@ -20,10 +20,10 @@ func TestSymbolsAreTheTable(t *testing.T) {
 	h := &hsaLib{path: "fake-libhsa-runtime64.so.1"}
 	got := append(binding.InjectedNames(l.symbols()), binding.InjectedNames(h.symbols())...)
 	slices.Sort(got)
-	want := slices.Clone(inject.Symbols["hip"])
+	want := slices.Clone(inject.HIPSymbols)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("the tables put %v behind the injector; inject.Symbols[hip] lists %v", got, want)
+		t.Errorf("the tables put %v behind the injector; inject.HIPSymbols lists %v", got, want)
 	}
 	for _, table := range [][]binding.Symbol{l.symbols(), h.symbols()} {
 		if err := binding.ProveInjected(table); err != nil {

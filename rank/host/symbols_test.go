@@ -11,7 +11,7 @@ import (
 )
 
 // TestSymbols: the static list the suite checks rules against
-// (inject.Symbols["host"]) is exactly the names this package's source
+// (inject.HostSymbols) is exactly the names this package's source
 // hands its choke point, sys("<name>", ...): a call added without its
 // name, or a name left after its call went, fails here.
 func TestSymbols(t *testing.T) {

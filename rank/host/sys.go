@@ -24,7 +24,7 @@ import (
 //
 // The list is internal/inject's static one, which the suite checks rules
 // against; TestSymbols checks it names exactly the calls sys is given.
-var Symbols = inject.Symbols["host"]
+var Symbols = inject.HostSymbols
 
 // sys makes one call of the host's choke point under name, traced; args
 // describes the call for the trace. Under an injected rule the call is

@@ -10,7 +10,7 @@ import (
 )
 
 // TestSymbolsAreTheTable: the static list the suite checks rules against
-// (inject.Symbols["hsa"]) names exactly the table's entries behind the
+// (inject.HSASymbols) names exactly the table's entries behind the
 // injector, and every one of them (hsa_amd_memory_async_copy_on_engine's
 // ten arguments too), called under fail:<name>, returns the rule's code
 // without the function being called (binding.ProveInjected).
@@ -20,10 +20,10 @@ func TestSymbolsAreTheTable(t *testing.T) {
 	table := l.symbols()
 	got := binding.InjectedNames(table)
 	slices.Sort(got)
-	want := slices.Clone(inject.Symbols["hsa"])
+	want := slices.Clone(inject.HSASymbols)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("the table puts %v behind the injector; inject.Symbols[hsa] lists %v", got, want)
+		t.Errorf("the table puts %v behind the injector; inject.HSASymbols lists %v", got, want)
 	}
 	if err := binding.ProveInjected(table); err != nil {
 		t.Error(err)
