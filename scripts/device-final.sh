@@ -6,8 +6,10 @@
 # ungated: the physics floor must fail it with no baseline) and 1.2 times
 # (gated), and the contended atomic and round-trip kernels stretched twice
 # (gated). The kernel log is read before and after so p2pcensus can check
-# every GPU fault line against the ranks' pids. Everything lands in
-# $OUT/final.tgz; summary.txt has one line per run.
+# every GPU fault line against the ranks' pids. Each run is packed into
+# $OUT/<name>.tgz as soon as it ends (with the kernel log read then), so a
+# command cut short by its time limit still returns the runs it finished;
+# $OUT/summary.txt has one line per run.
 # When the gated run is not PASS and a second binary is given (FALLBACK, an
 # earlier head), that one runs gated too, so one lease tells a broken head
 # from a broken machine.
@@ -34,16 +36,18 @@ run() { # name, limit in s, the run's flags
   echo "$rc" >"$w/$name/exit_status"
   case $name in gated*) ;; *) rm -rf "$w/$name/cases" "$w/$name/heatmaps" "$w/$name/report.html";; esac
   printf '%-16s exit %3s  %6.1f s  %s\n' "$name" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" "$(tail -n 1 "$w/$name/run.log")" | tee -a "$w/summary.txt"
+  dmesg >"$w/$name/kmsg-after.txt" 2>&1 || true
+  cp "$w/kmsg-before.txt" "$w/smi.txt" "$w/$name/" 2>/dev/null
+  tar -C "$w" -czf "$out/$name.tgz" "$name"
+  cp "$w/summary.txt" "$out/summary.txt"
 }
-run gated 150 --backend=auto --expectations="$base"
+run gated 120 --backend=auto --expectations="$base"
 if [ -n "$fallback" ] && [ "$(cat "$w/gated/exit_status")" != 0 ]; then
-  B=$fallback run gated-fallback 150 --backend=auto --expectations="$base"
+  B=$fallback run gated-fallback 120 --backend=auto --expectations="$base"
 fi
 perf=(--backend=cuda --ginkgo.label-filter=perf)
-run ct2-gated 90 "${perf[@]}" --internal-inject=copy-times:2 --expectations="$base"
-run ct2-ungated 60 "${perf[@]}" --internal-inject=copy-times:2
-run ct12-gated 90 "${perf[@]}" --internal-inject=copy-times:1.2 --expectations="$base"
-run stretch2-gated 90 "${perf[@]}" --internal-inject=stretch:add_u64_relaxed_sys=2,stretch:add_u64_relaxed_dev=2,stretch:pingpong_u64_acqrel_sys=2,stretch:pingpong_u64_acqrel_dev=2 --expectations="$base"
-dmesg >"$w/kmsg-after.txt" 2>&1 || true
-tar -C "$(dirname "$w")" -czf "$out/final.tgz" final
+run ct2-ungated 45 "${perf[@]}" --internal-inject=copy-times:2
+run ct2-gated 75 "${perf[@]}" --internal-inject=copy-times:2 --expectations="$base"
+run ct12-gated 75 "${perf[@]}" --internal-inject=copy-times:1.2 --expectations="$base"
+run stretch2-gated 75 "${perf[@]}" --internal-inject=stretch:add_u64_relaxed_sys=2,stretch:add_u64_relaxed_dev=2,stretch:pingpong_u64_acqrel_sys=2,stretch:pingpong_u64_acqrel_dev=2 --expectations="$base"
 cat "$w/summary.txt"
