@@ -71,6 +71,12 @@ func checkPerfScope(s *Set, env report.Environment, allow bool) error {
 // of the first run; every run must be of that stack. Fewer than
 // perf.MinRuns runs is perf.ErrTooFewRuns, and nothing is written.
 func WritePerf(dir string, runs []*report.Report, names []string) (*perf.File, error) {
+	return WritePerfWith(dir, runs, names, perf.Recording{})
+}
+
+// WritePerfWith is WritePerf under rc's metric predicate and scope
+// (perf.Recording; the zero value is WritePerf's).
+func WritePerfWith(dir string, runs []*report.Report, names []string, rc perf.Recording) (*perf.File, error) {
 	if len(runs) == 0 {
 		return nil, perf.ErrTooFewRuns
 	}
@@ -90,7 +96,7 @@ func WritePerf(dir string, runs []*report.Report, names []string) (*perf.File, e
 			}
 		}
 	}
-	f, err := perf.Record(runs, names, stack)
+	f, err := rc.Record(runs, names, stack)
 	if err != nil {
 		return nil, err
 	}

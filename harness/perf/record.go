@@ -23,6 +23,24 @@ var ErrTooFewRuns = fmt.Errorf("a perf baseline needs at least %d runs in fresh 
 // times. Refused: fewer than MinRuns runs, an injected or interrupted run,
 // or runs on GPUs of different names (no scope holds them).
 func Record(runs []*report.Report, names []string, stack string) (*File, error) {
+	return Recording{}.Record(runs, names, stack)
+}
+
+// Recording is how Record picks the metrics and the scope. The zero value
+// is the perf gate's own: Gated, and the scope the runs' GPUs give. A
+// test of the recording path on a machine without a GPU sets both (the
+// suite's hook, harness/suite export_test.go); nothing else does.
+type Recording struct {
+	Gated func(report.Result, report.Metric) bool // nil: Gated
+	Scope string                                  // "": from the runs' GPUs (machine or sku)
+}
+
+// Record is Record under rc's metric predicate and scope.
+func (rc Recording) Record(runs []*report.Report, names []string, stack string) (*File, error) {
+	gated := rc.Gated
+	if gated == nil {
+		gated = Gated
+	}
 	if len(runs) < MinRuns {
 		return nil, fmt.Errorf("%w: got %d (one run's medians cannot tell run-to-run noise from a change; record from %d results.json)", ErrTooFewRuns, len(runs), MinRuns)
 	}
@@ -34,13 +52,16 @@ func Record(runs []*report.Report, names []string, stack string) (*File, error) 
 			return nil, fmt.Errorf("%s: the run was interrupted (%s)", names[i], r.Summary.Interrupted)
 		}
 	}
-	scope, err := scopeOf(runs, names)
-	if err != nil {
-		return nil, err
+	scope := rc.Scope
+	if scope == "" {
+		var err error
+		if scope, err = scopeOf(runs, names); err != nil {
+			return nil, err
+		}
 	}
 	f := &File{Stack: stack, Scope: scope, Recorded: fmt.Sprintf("%d runs in fresh worlds: %s", len(runs), strings.Join(names, ", "))}
-	for _, k := range gatedKeys(runs) {
-		if l, ok := lineFor(k, runs); ok {
+	for _, k := range gatedKeys(runs, gated) {
+		if l, ok := lineFor(k, runs, gated); ok {
 			f.Lines = append(f.Lines, l)
 		}
 	}
@@ -54,14 +75,14 @@ func Record(runs []*report.Report, names []string, stack string) (*File, error) 
 type key struct{ id, metric string }
 
 // gatedKeys is every gated metric of any run, sorted by case id and name.
-func gatedKeys(runs []*report.Report) []key {
+func gatedKeys(runs []*report.Report, gated func(report.Result, report.Metric) bool) []key {
 	seen := map[key]bool{}
 	var ks []key
 	for _, rep := range runs {
 		for _, r := range rep.Results {
 			for name, m := range r.Metrics {
 				k := key{r.ID(), name}
-				if Gated(r, m) && !seen[k] {
+				if gated(r, m) && !seen[k] {
 					seen[k] = true
 					ks = append(ks, k)
 				}
@@ -79,13 +100,13 @@ func gatedKeys(runs []*report.Report) []key {
 
 // lineFor is k's line from the medians of the runs where its case passed
 // with the metric in the same unit; false with fewer than MinRuns.
-func lineFor(k key, runs []*report.Report) (Line, bool) {
+func lineFor(k key, runs []*report.Report, gated func(report.Result, report.Metric) bool) (Line, bool) {
 	var meds []float64
 	unit := ""
 	for _, rep := range runs {
 		r, ok := find(rep, k.id)
 		m, has := r.Metrics[k.metric]
-		if !ok || !has || r.Outcome != report.Pass || !Gated(r, m) || (unit != "" && m.Unit != unit) {
+		if !ok || !has || r.Outcome != report.Pass || !gated(r, m) || (unit != "" && m.Unit != unit) {
 			continue
 		}
 		unit = m.Unit

@@ -134,7 +134,7 @@ func (r *Run) recordBaseline(rep *report.Report, sig string) int {
 	err := r.updateBaseline(rep)
 	switch {
 	case err == nil:
-		return 0
+		return r.recordPerf(rep)
 	case errors.Is(err, expect.ErrOtherStack) || errors.Is(err, expect.ErrFallback):
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 		return ExitUsage

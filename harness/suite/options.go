@@ -17,6 +17,7 @@ import (
 
 	"p2patomics/harness"
 	"p2patomics/harness/backends"
+	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
 	"p2patomics/internal/inject"
 	"p2patomics/kernels"
@@ -36,6 +37,10 @@ type Options struct {
 	Trace              bool
 	Expectations       string
 	UpdateExpectations bool
+	// PerfRuns is --perf-runs: with --update-expectations, how many passes
+	// of the gated perf cases (the main one and PerfRuns-1 more, each in
+	// fresh worlds) perf.txt is recorded from; 0: none is recorded.
+	PerfRuns           int
 	AllowStackMismatch bool
 	AllowNewFlakes     bool
 	Repeat             int
@@ -80,6 +85,7 @@ var FlagTable = []flagDef{
 	{"trace", "false", "record every rank's API trace, also for passing cases"},
 	{"expectations", "", "gate mode: expectation folders or files, comma separated"},
 	{"update-expectations", "false", "write this run as the baseline into the first --expectations folder"},
+	{"perf-runs", "0", "with --update-expectations: also write perf.txt from N (at least 3) passes of the gated perf cases, each in fresh worlds (N-1 extra passes)"},
 	{"allow-stack-mismatch", "false", "gate even if the baseline's stack differs from this machine's"},
 	{"allow-new-flakes", "false", "gated: a case that met its baseline only on the rerun is flake (reported) instead of new-flake (fails the gate)"},
 	{"repeat", "1", "run the selection N times (soak)"},
@@ -133,7 +139,7 @@ func (o *Options) fields() map[string]any {
 	return map[string]any{
 		"backend": &o.Backend, "alloc": &o.Alloc, "atomics": &o.Atomics, "perf": &o.Perf, "ranks": &o.Ranks,
 		"case": &o.Case, "seed": &o.Seed, "out": &o.Out, "trace": &o.Trace, "expectations": &o.Expectations,
-		"update-expectations": &o.UpdateExpectations, "allow-stack-mismatch": &o.AllowStackMismatch, "allow-new-flakes": &o.AllowNewFlakes,
+		"update-expectations": &o.UpdateExpectations, "perf-runs": &o.PerfRuns, "allow-stack-mismatch": &o.AllowStackMismatch, "allow-new-flakes": &o.AllowNewFlakes,
 		"repeat": &o.Repeat, "duration": &o.Duration, "clocks": &o.Clocks, "pairs": &o.Pairs,
 		"force": &o.Force, "list": &o.List,
 	}
@@ -360,6 +366,9 @@ func (o *Options) Validate() error {
 	if o.UpdateExpectations && o.Expectations == "" {
 		return usagef("--update-expectations needs --expectations=DIR to write into")
 	}
+	if err := o.validatePerfRuns(); err != nil {
+		return err
+	}
 	if o.Out == "" {
 		return usagef("--out: empty directory name")
 	}
@@ -370,6 +379,22 @@ func (o *Options) Validate() error {
 		return usagef("--clocks=%s: %v", quote(o.Clocks), err)
 	}
 	return o.validateInject()
+}
+
+// validatePerfRuns: --perf-runs records perf.txt, so it needs
+// --update-expectations, and at least perf.MinRuns passes (one pass's
+// medians cannot tell run-to-run noise from a change).
+func (o *Options) validatePerfRuns() error {
+	if o.PerfRuns == 0 {
+		return nil
+	}
+	if !o.UpdateExpectations {
+		return usagef("--perf-runs=%d needs --update-expectations: it records perf.txt beside cases.txt", o.PerfRuns)
+	}
+	if o.PerfRuns < perf.MinRuns {
+		return usagef("--perf-runs=%d: perf.txt needs at least %d passes in fresh worlds", o.PerfRuns, perf.MinRuns)
+	}
+	return nil
 }
 
 // validateInject parses the injector's rules: a bad rule, a kernel the

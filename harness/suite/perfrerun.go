@@ -102,6 +102,23 @@ func (r *Run) byGroup(pending []pendingPerf) [][]pendingPerf {
 // then has fewer reruns to judge by, and says how many). false when the
 // run was interrupted or the machine stopped being trustworthy.
 func (r *Run) remeasureGroup(ps []pendingPerf) bool {
+	return r.againGroup(ps, r.keepReruns)
+}
+
+// keepReruns adds again's medians of p's metrics to the case's result
+// (Result.PerfReruns); called with r.mu held.
+func (r *Run) keepReruns(p pendingPerf, again report.Result) {
+	res := r.results[p.c.ID]
+	res.PerfReruns = addReruns(res, again, p.metrics)
+	r.results[p.c.ID] = res
+}
+
+// againGroup runs one kind's cases ps once more, in a world fresh for this
+// round (the kind's runner closed first), and hands each result to keep,
+// with r.mu held, unless the run finished meanwhile. The perf gate's
+// re-measurements and --perf-runs' extra passes both run this way. false
+// when the run was interrupted or the machine stopped being trustworthy.
+func (r *Run) againGroup(ps []pendingPerf, keep func(p pendingPerf, again report.Result)) bool {
 	rn := r.runner(ps[0].c.Backend)
 	rn.Close() // this round's fresh world for the kind
 	for _, p := range ps {
@@ -114,10 +131,9 @@ func (r *Run) remeasureGroup(ps []pendingPerf) bool {
 		}
 		again := rn.Rerun(p.c)
 		r.mu.Lock()
-		res, late := r.results[p.c.ID], r.finished
+		late := r.finished
 		if !late {
-			res.PerfReruns = addReruns(res, again, p.metrics)
-			r.results[p.c.ID] = res
+			keep(p, again)
 		}
 		r.current = ""
 		r.mu.Unlock()

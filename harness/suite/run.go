@@ -67,6 +67,8 @@ type Run struct {
 	// perfPending are the passed perf cases with a metric past its
 	// perf.txt limit, waiting for their re-measurements (perfrerun.go).
 	perfPending []pendingPerf
+	// perf is --perf-runs' extra passes (perfruns.go).
+	perf perfPasses
 	// outFull is set once --out lacks the room results.json keeps
 	// (space.go): case folders are no longer written.
 	outFull atomic.Bool
@@ -85,13 +87,16 @@ type pendingRerun struct {
 // (its runner's worlds closed once before the kind's first rerun). A case
 // that meets the baseline on its rerun is a flake. It runs after the last
 // spec; an interrupt stops it and keeps the first verdicts. The perf
-// gate's re-measurements (RemeasurePerf) follow.
+// gate's re-measurements (RemeasurePerf) follow, then --perf-runs' extra
+// passes (PerfPasses; a recording run has no gate, so only one of the two
+// ever runs).
 func (r *Run) RerunPending() {
 	r.mu.Lock()
 	pending := r.pending
 	r.pending = nil
 	r.mu.Unlock()
-	defer r.RemeasurePerf()
+	defer r.PerfPasses()
+	defer r.RemeasurePerf() // deferred last: runs before PerfPasses
 	if len(pending) == 0 {
 		return
 	}
