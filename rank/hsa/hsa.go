@@ -783,13 +783,21 @@ func (b *Backend) transfer(bb backend.Buffer, off uint64, p []byte, write bool) 
 }
 
 // Copy uses hsa_amd_memory_async_copy with a completion signal; timing is
-// the wall clock around it. The agents passed are the buffers' owners: ROCr
-// picks the engine from them (core/runtime/amd_gpu_agent.cpp GetBlitObject):
-// two different GPUs get an SDMA engine (xGMI or PCIe), while one agent for
-// both sides, as a vmem VA reads to ROCr's own lookup, always gets the blit
-// kernel for copies of 1 MiB and more. The method names which ran.
+// the wall clock around it. ROCr runs a copy on src_agent when that is a GPU
+// (rocr7 core/runtime/runtime.cpp CopyMemory, CopyMemoryOnEngine:
+// copy_agent = src_gpu ? src_agent : dst_agent), under this process's VM on
+// that GPU, and a vmem VA is mapped only on the agents set_access granted:
+// this rank's own agent alone (Alloc and Import grant b.self). So src_agent
+// is always this rank's agent (copyAgents). A push names the peer as
+// dst_agent, and ROCr takes this GPU's SDMA engine toward it
+// (amd_gpu_agent.cpp GetBlitObject). A pull names this agent twice: ROCr
+// would take the blit kernel for one agent at 1 MiB and more, so where the
+// explicit-engine entry points exist the copy is forced onto this GPU's
+// SDMA engine toward the peer (force_copy_on_sdma, which DmaCopyOnEngine
+// honours). Until issue 40 a pull named the peer as src_agent: the copy ran
+// on the peer, which maps neither VA, a VM fault. The method names which ran.
 func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, srcOff uint64, n uint64) (backend.LaunchResult, error) {
-	da, sa := b.copyAgent(dst), b.copyAgent(src)
+	da, sa, peer := b.copyAgents(dst, src)
 	var sig uint64
 	if err := b.l.check(b.l.signalCreate(1, 0, 0, &sig)); err != nil {
 		return backend.LaunchResult{}, err
@@ -797,14 +805,16 @@ func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, sr
 	defer b.l.signalDestroy(sig)
 	start := time.Now()
 	dp, sp := uintptr(dst.Addr()+dstOff), uintptr(src.Addr()+srcOff)
-	method := copyMethod(da, sa, n)
-	if eng := b.sdmaEngine(da, sa); eng != 0 {
-		// An explicit SDMA engine between two agents: the copy engine,
-		// named by its id, whatever ROCr's own pick would be.
-		if err := b.l.check(b.l.copyOnEngine(dp, da.handle, sp, sa.handle, n, 0, 0, sig, eng, false)); err != nil {
+	from, to := b.copyAgent(src).node, b.copyAgent(dst).node
+	method := copyMethod(da, sa, from, to, n)
+	if eng := b.sdmaEngine(peer); eng != 0 {
+		// An explicit SDMA engine of this GPU toward the peer, named by
+		// its id, whatever ROCr's own pick would be; forced for a pull,
+		// whose two agents are one.
+		if err := b.l.check(b.l.copyOnEngine(dp, da.handle, sp, sa.handle, n, 0, 0, sig, eng, da == sa)); err != nil {
 			return backend.LaunchResult{}, err
 		}
-		method = fmt.Sprintf("hsa-signal, SDMA engine %#x (node %d → node %d, hsa_amd_memory_async_copy_on_engine)", eng, sa.node, da.node)
+		method = fmt.Sprintf("hsa-signal, SDMA engine %#x of node %d (node %d → node %d, hsa_amd_memory_async_copy_on_engine)", eng, sa.node, from, to)
 	} else if err := b.l.check(b.l.asyncCopy(dp, da.handle, sp, sa.handle, n, 0, 0, sig)); err != nil {
 		return backend.LaunchResult{}, err
 	}
@@ -814,17 +824,32 @@ func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, sr
 	return backend.LaunchResult{Elapsed: time.Since(start), Method: method}, nil
 }
 
-// sdmaEngine is the SDMA engine (one bit of hsa_amd_sdma_engine_id_t) for
-// a copy between two different agents: the lowest free one that
-// hsa_amd_memory_copy_engine_status reports, or 0 where the runtime lacks
-// the entry points, reports none, the agents are one, or HSA_ENABLE_SDMA=0.
-func (b *Backend) sdmaEngine(da, sa *agent) uint32 {
-	if da == sa || b.l.copyOnEngine == nil || b.l.copyEngineStatus == nil || os.Getenv("HSA_ENABLE_SDMA") == "0" {
+// copyAgents gives the (dst_agent, src_agent) pair for a copy and the peer
+// GPU it crosses to (nil for a local copy). src_agent is always this rank's
+// agent, the one agent granted on every VA this rank holds; dst_agent is the
+// destination's owner for a push, else this rank's agent too.
+func (b *Backend) copyAgents(dst, src backend.Buffer) (da, sa, peer *agent) {
+	da, sa = b.self, b.self
+	if o := b.copyAgent(dst); o != b.self {
+		da, peer = o, o
+	} else if o := b.copyAgent(src); o != b.self {
+		peer = o
+	}
+	return da, sa, peer
+}
+
+// sdmaEngine is the SDMA engine (one bit of hsa_amd_sdma_engine_id_t) of
+// this GPU toward peer: the lowest free one that
+// hsa_amd_memory_copy_engine_status(dst=peer, src=self) reports, or 0 for a
+// local copy, where the runtime lacks the entry points, reports none, or
+// HSA_ENABLE_SDMA=0.
+func (b *Backend) sdmaEngine(peer *agent) uint32 {
+	if peer == nil || b.l.copyOnEngine == nil || b.l.copyEngineStatus == nil || os.Getenv("HSA_ENABLE_SDMA") == "0" {
 		return 0
 	}
 	var mask uint32
 	b.l.beginProbe() // no engine is an answer: fall back to ROCr's pick
-	st := b.l.copyEngineStatus(da.handle, sa.handle, &mask)
+	st := b.l.copyEngineStatus(peer.handle, b.self.handle, &mask)
 	b.l.endProbe()
 	if st.Code != statusSuccess {
 		return 0
@@ -844,18 +869,19 @@ func (b *Backend) copyAgent(bb backend.Buffer) *agent {
 // a same-agent copy at or above it runs the blit kernel.
 const sdmaMinBytes = 1 << 20
 
-// copyMethod names the engine ROCr runs for a copy between agents da and sa
-// (docs/AMD.md, "Which engine a copy ran on").
-func copyMethod(da, sa *agent, n uint64) string {
+// copyMethod names the engine ROCr runs for a copy between agents da and
+// sa, moving data from node from to node to (docs/AMD.md, "Which engine a
+// copy ran on").
+func copyMethod(da, sa *agent, from, to uint32, n uint64) string {
 	switch {
 	case os.Getenv("HSA_ENABLE_SDMA") == "0":
 		return "hsa-signal, blit kernel (HSA_ENABLE_SDMA=0)"
 	case da == sa && n >= sdmaMinBytes:
-		return fmt.Sprintf("hsa-signal, blit kernel (one agent, node %d)", da.node)
+		return fmt.Sprintf("hsa-signal, blit kernel (one agent, node %d; node %d → node %d)", sa.node, from, to)
 	case da == sa:
-		return fmt.Sprintf("hsa-signal, SDMA engine or blit kernel (one agent, node %d, under HSA_FORCE_SDMA_SIZE)", da.node)
+		return fmt.Sprintf("hsa-signal, SDMA engine or blit kernel (one agent, node %d, under HSA_FORCE_SDMA_SIZE; node %d → node %d)", sa.node, from, to)
 	}
-	return fmt.Sprintf("hsa-signal, SDMA engine (node %d → node %d)", sa.node, da.node)
+	return fmt.Sprintf("hsa-signal, SDMA engine of node %d (node %d → node %d)", sa.node, from, to)
 }
 
 // MemInfo: total is the agent's coarse VRAM pool size; free comes from
