@@ -579,7 +579,7 @@ func (b *Backend) release(buf *buffer) error {
 func (b *Backend) Free(bb backend.Buffer) error {
 	if hb, ok := bb.(*hsaBuffer); ok && b.hbufs[hb] {
 		delete(b.hbufs, hb)
-		return b.releaseHSA(hb)
+		return errors.Join(b.releaseHSA(hb), b.freeStaging())
 	}
 	buf, ok := bb.(*buffer)
 	if !ok || !b.bufs[buf] {
