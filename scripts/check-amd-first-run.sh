@@ -54,10 +54,14 @@ machine() {
   echo 0 >"$r/sys/module/amdgpu/parameters/noretry"
   printf 'type 11\nnode_from 2\nnode_to 3\nflags 1\n' >"$r/sys/class/kfd/kfd/topology/nodes/2/io_links/0/properties"
   [ -n "$part" ] && echo "$part" >"$r/sys/class/drm/card0/device/current_compute_partition"
+  # ROCm's version file: 6.x on the gfx942, 7.x on the gfx1201 (the gate
+  # adds rocm6/skips.txt on 6.x only).
+  mkdir -p "$r/opt/rocm/.info"
+  if [ "$gfx" = gfx942 ]; then echo 6.4.3-120 >"$r/opt/rocm/.info/version"; else echo 7.2.4-40 >"$r/opt/rocm/.info/version"; fi
   mkdir -p "$out/fakebin-$gfx"
   printf '#!/bin/sh\necho "ROCk module is loaded"\necho "  Name:                    %s (fake rocminfo for the check)"\n' "$gfx" >"$out/fakebin-$gfx/rocminfo"
   chmod +x "$out/fakebin-$gfx/rocminfo"
-  PATH=$out/fakebin-$gfx:$out/fakebin:$PATH P2PAT_SPECS=$bin P2PAT_FIRST_RUN_BACKEND=host P2PAT_FIRST_RUN_ARGS=$sel \
+  env -u ROCM_PATH PATH=$out/fakebin-$gfx:$out/fakebin:$PATH P2PAT_SPECS=$bin P2PAT_FIRST_RUN_BACKEND=host P2PAT_FIRST_RUN_ARGS=$sel \
     P2PAT_FIRST_RUN_ROOT=$r bash scripts/amd-first-run.sh "$out/$gfx" >"$out/$gfx.log" 2>&1
 }
 
@@ -110,8 +114,15 @@ for gfx in gfx1201 gfx942; do
   # so the gate is refused as comparing nothing (docs/GATING.md); on AMD it gates.
   grep -q 'expectations/amd-gfx942-reported' "$fr/runs/gate.log" && grep -Eq '^p2patomics: (PASS|FAIL) — |shares [0-9]+ of this run' "$fr/runs/gate.log" \
     || fail "$gfx: the gate step did not gate against the reported baseline"
+  # Issue 40 (P2b): ROCm 6.x skips every hip.uncached case; only there is
+  # the baseline's rocm6/skips.txt added.
+  if [ $gfx = gfx942 ]; then
+    grep -Eq '^gate +exit .*amd-gfx942-reported,[^ ]*amd-gfx942-reported/rocm6/skips.txt ' "$fr/summary.txt" || fail "gfx942 (ROCm 6.4.3): the gate does not add rocm6/skips.txt: $(grep '^gate' "$fr/summary.txt")"
+  else
+    ! grep -q 'rocm6/skips.txt' "$fr/summary.txt" || fail "gfx1201 (ROCm 7.2.4): the gate adds rocm6/skips.txt"
+  fi
   grep -qx "$id" "$fr/baseline/this-machine/cases.txt" || fail "$gfx: the new baseline lacks $id"
-  echo "ok:   $gfx: archive with machine facts (io-links, cmdline, amdgpu parameters, partition, BARs, kernel log via dmesg), suite (--trace), repros$([ $gfx = gfx1201 ] && echo ', the forced fine step'), contrast, gate, new baseline; copy metrics name the engine; a failing step recorded"
+  echo "ok:   $gfx: archive with machine facts (io-links, cmdline, amdgpu parameters, partition, BARs, kernel log via dmesg), suite (--trace), repros$([ $gfx = gfx1201 ] && echo ', the forced fine step'), contrast, gate$([ $gfx = gfx942 ] && echo ' (with rocm6/skips.txt)'), new baseline; copy metrics name the engine; a failing step recorded"
 done
 
 # Issue 25, item 9: no AMD GPU (no /dev/kfd) stops before anything runs.
