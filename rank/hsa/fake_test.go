@@ -36,6 +36,7 @@ type fakeHSA struct {
 	engines  uint32
 	onEngine []uint32
 	forced   []bool // each explicit-engine copy's force_copy_on_sdma
+	signal   int64  // what every signal wait returns (0: done)
 	// grants records each vmem_set_access by VA (address_reserve hands out
 	// distinct VAs); unmapped lists each copy whose running agent, by
 	// ROCr's rule, holds no grant on one of its two VAs.
@@ -300,7 +301,7 @@ func (f *fakeHSA) copyFakes() map[string]any {
 	return map[string]any{
 		"hsa_signal_create":         func(v int64, n uint32, c uintptr, out *uint64) uint32 { *out = 0x5000; return statusSuccess },
 		"hsa_signal_destroy":        func(s uint64) uint32 { return statusSuccess },
-		"hsa_signal_wait_scacquire": func(s uint64, cond uint32, cmp int64, timeout uint64, state uint32) int64 { return 0 },
+		"hsa_signal_wait_scacquire": func(s uint64, cond uint32, cmp int64, timeout uint64, state uint32) int64 { return f.signal },
 		"hsa_amd_memory_async_copy": func(dst uintptr, da uint64, src uintptr, sa uint64, n uint64, nd uint32, deps uintptr, sig uint64) uint32 {
 			f.copies = append(f.copies, [2]uint64{da, sa})
 			f.runCopy(dst, da, src, sa)
@@ -662,5 +663,28 @@ func TestCopyRunsOnAGrantedAgent(t *testing.T) {
 				t.Errorf("engines %#x, %s: %v", engines, c.name, f.unmapped)
 			}
 		}
+	}
+}
+
+// TestCopyErrorIsNamed (issue 40, review 3 P6): ROCr reports a failed
+// async copy by a negative completion signal (hsa_ext_amd.h); Copy returns
+// an error naming the copy and the value. At ce5f99b any value below 1 read
+// as done, and the case failed later on the destination's sum.
+func TestCopyErrorIsNamed(t *testing.T) {
+	f := mi300(t)
+	b, _ := openFake(t, f, 0)
+	local, exp, err := b.Alloc(kindFine, 1<<21)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(exp.Fd)
+	f.signal = -1
+	_, err = b.Copy(local, 0, local, 1<<20, 1<<20)
+	if err == nil || !strings.Contains(err.Error(), "hsa_amd_memory_async_copy") || !strings.Contains(err.Error(), "-1") {
+		t.Fatalf("a copy whose signal went negative: %v, want an error naming the copy and -1", err)
+	}
+	f.signal = 0
+	if _, err := b.Copy(local, 0, local, 1<<20, 1<<20); err != nil {
+		t.Fatal(err)
 	}
 }

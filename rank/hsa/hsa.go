@@ -711,7 +711,10 @@ func (b *Backend) Launch(k kernels.Kernel, grid, block uint32, args []uint64) (b
 }
 
 // wait waits for sig < 1 in short slices so that a fault recorded by the
-// event handler (which suppresses ROCr's abort) ends the wait promptly.
+// event handler (which suppresses ROCr's abort) ends the wait promptly. A
+// negative value is ROCr's report of a failed async operation
+// (hsa_ext_amd.h, hsa_amd_memory_async_copy's completion_signal): an error
+// naming it, not done.
 func (b *Backend) wait(sig uint64, what string) error {
 	slice := uint64(10 * time.Millisecond)
 	if b.tsFreq > 0 {
@@ -719,7 +722,12 @@ func (b *Backend) wait(sig uint64, what string) error {
 	}
 	deadline := time.Now().Add(launchTimeout)
 	for {
-		if v := b.l.signalWaitScacq(sig, signalConditionLT, 1, slice, waitStateBlocked); v < 1 {
+		if v := b.l.signalWaitScacq(sig, signalConditionLT, 1, slice, waitStateBlocked); v < 0 {
+			if f := takeFault(); f != nil {
+				return f
+			}
+			return fmt.Errorf("%s failed: ROCr set its completion signal to %d", what, v)
+		} else if v == 0 {
 			return nil
 		}
 		if f := takeFault(); f != nil {
