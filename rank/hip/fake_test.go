@@ -354,3 +354,19 @@ func TestNoDeviceNamesKFD(t *testing.T) {
 		}
 	}
 }
+
+// TestInterruptsOffIsRefused (issue 40, review 3 P7): with
+// HSA_ENABLE_INTERRUPT=0 the hip backend's Open refuses, naming the
+// variable, before loading anything; at ce5f99b it opened (or skipped for
+// another reason) and every GPU fault would wait out the case timeout.
+func TestInterruptsOffIsRefused(t *testing.T) {
+	t.Setenv("HSA_ENABLE_INTERRUPT", "0")
+	_, err := (&Backend{}).Open(backend.Config{Ranks: 1})
+	if !errors.Is(err, backend.ErrNotSupported) || !strings.Contains(err.Error(), "HSA_ENABLE_INTERRUPT=0") {
+		t.Fatalf("Open with HSA_ENABLE_INTERRUPT=0: %v", err)
+	}
+	t.Setenv("HSA_ENABLE_INTERRUPT", "1")
+	if err := interruptsOn(); err != nil {
+		t.Fatal(err)
+	}
+}

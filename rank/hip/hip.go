@@ -108,10 +108,13 @@ func (b *buffer) Size() uint64 { return b.size }
 func (b *Backend) Name() string    { return "hip" }
 func (b *Backend) Kinds() []string { return []string{kindPinned, kindUncached} }
 
-// Open: load → device count (100 = hipErrorNoDevice → skip) → version gate →
-// hipSetDevice on this (locked) thread → module.
+// Open: interrupts on → load → device count (100 = hipErrorNoDevice → skip)
+// → version gate → hipSetDevice on this (locked) thread → module.
 func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 	b.cfg = cfg
+	if err := interruptsOn(); err != nil {
+		return backend.DeviceInfo{}, err
+	}
 	l, err := load()
 	if err != nil {
 		return backend.DeviceInfo{}, err
@@ -162,6 +165,20 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 		return backend.DeviceInfo{}, err
 	}
 	return info, nil
+}
+
+// interruptsOn refuses HSA_ENABLE_INTERRUPT=0, which reaches the ROCr
+// under CLR too (the harness passes HSA_* to hip ranks): without interrupt
+// signals ROCr binds no VM-fault handler (rocr7 core/runtime/runtime.cpp
+// BindErrorHandlers returns early), so a GPU fault never aborts and
+// hipEventSynchronize waits out the case timeout: a timeout where the
+// truth is a crash (issue 40, review 3 P7). The hsa backend refuses it the
+// same way.
+func interruptsOn() error {
+	if os.Getenv("HSA_ENABLE_INTERRUPT") == "0" {
+		return backend.NotSupportedf("HSA_ENABLE_INTERRUPT=0 is set: ROCr under HIP then installs no GPU fault handler and a fault would read as a case timeout, not a crash; unset it to run the hip backend")
+	}
+	return nil
 }
 
 // openKFD opens /dev/kfd as ROCr does (read-write); the tests replace it.
