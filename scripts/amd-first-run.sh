@@ -19,6 +19,9 @@
 #               hsa.fine again with HSA_FORCE_FINE_GRAIN_PCIE=1, on a GPU that
 #               is not in an XGMI hive (gfx10/11/12: ROCr lists no FINE pool
 #               there without it, so repro-hsa-fine skips)
+#   runs/repro-pcie-p2p-atomics
+#               on gfx10/11/12 (PCIe), last: hsa.coarse's P2P atomics with
+#               P2PAT_AMD_PCIE_P2P_ATOMICS=1, which the suite holds back there
 #   runs/contrast-hip-pinned
 #               the seed's contrast in one run: non-atomic peer kernel reads
 #               and writes (copy_kernel_*) beside the P2P atomics that fault,
@@ -234,6 +237,16 @@ case $rocm_version in
 esac
 suite gate "$(b auto)" --expectations="$gate_exp" --allow-stack-mismatch
 suite baseline-run "$(b auto)" --expectations="$out/baseline/this-machine" --update-expectations
+# On PCIe (gfx10/11/12) KFD's atomics bits speak of each GPU's root port,
+# not of peer-to-peer routing, so the backends hold P2P atomics back there
+# (a skip naming P2PAT_AMD_PCIE_P2P_ATOMICS). Run them once with it set, last
+# (a P2P AtomicOp the root complex does not route can hang the GPU), so what
+# they do is recorded apart from the gated verdicts.
+if printf '%s' "$arches" | grep -Eq 'gfx1[0-9a-f]+'; then
+  suite_env=P2PAT_AMD_PCIE_P2P_ATOMICS=1 suite repro-pcie-p2p-atomics "$(b hsa)" $(kind --coarse) --atomics
+else
+  printf '%-28s %s\n' repro-pcie-p2p-atomics "not run: rocminfo lists ${arches:-no gfx agent} (an XGMI hive's atomics bits are the link's own)" >>"$summary"
+fi
 
 # --- kernel log: the amdgpu/kfd lines since the runs began
 {

@@ -92,10 +92,13 @@ for gfx in gfx1201 gfx942; do
   if [ $gfx = gfx942 ]; then
     grep -q 'current_compute_partition: SPX' "$fr/system/partition.txt" || fail "gfx942: the partition mode is not recorded"
     grep -Eq '^repro-hsa-fine-forced +not run: rocminfo lists gfx942' "$fr/summary.txt" || fail "gfx942: the forced fine step is not named as skipped: $(grep forced "$fr/summary.txt")"
+    grep -Eq '^repro-pcie-p2p-atomics +not run: rocminfo lists gfx942' "$fr/summary.txt" || fail "gfx942: the PCIe atomics step is not named as skipped: $(grep pcie "$fr/summary.txt")"
   else
     # N5: outside an XGMI hive the seed's fine path runs with the switch.
     grep -Eq '^repro-hsa-fine-forced +exit 0 .*env HSA_FORCE_FINE_GRAIN_PCIE=1 ' "$fr/summary.txt" || fail "gfx1201: no forced fine step with HSA_FORCE_FINE_GRAIN_PCIE=1: $(grep forced "$fr/summary.txt")"
     grep -qx "$gfx/runs/repro-hsa-fine-forced/results.json" "$out/list.txt" || fail "gfx1201: the forced fine step's results are not archived"
+    # Issue 40 (P9): the held-back PCIe P2P atomics run once, with the switch.
+    grep -Eq '^repro-pcie-p2p-atomics +exit 0 .*env P2PAT_AMD_PCIE_P2P_ATOMICS=1 ' "$fr/summary.txt" || fail "gfx1201: no PCIe P2P atomics step with P2PAT_AMD_PCIE_P2P_ATOMICS=1: $(grep pcie "$fr/summary.txt")"
   fi
   # The seed's contrast: plain peer kernel reads/writes beside the atomics.
   grep -Eq '^contrast-hip-pinned +exit 0 .*copy_kernel_\(read\|write\)' "$fr/summary.txt" || fail "$gfx: no contrast step: $(grep contrast "$fr/summary.txt")"

@@ -33,7 +33,7 @@ var (
 	}
 	HIPSymbols = []string{
 		"hipInit", "hipGetDeviceCount", "hipSetDevice", "hipRuntimeGetVersion", "hipDriverGetVersion",
-		"hipDeviceGetAttribute", "hipDeviceGetP2PAttribute", "hipGetDeviceProperties",
+		"hipDeviceGetAttribute", "hipDeviceGetP2PAttribute", "hipExtGetLinkTypeAndHopCount", "hipGetDeviceProperties",
 		"hipGetDevicePropertiesR0600", "hipMemGetAllocationGranularity", "hipMemCreate", "hipMemRelease",
 		"hipMemAddressReserve", "hipMemAddressFree", "hipMemMap", "hipMemUnmap", "hipMemSetAccess",
 		"hipMemExportToShareableHandle", "hipMemImportFromShareableHandle", "hipModuleLoadData",

@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"p2patomics/internal/device"
+	"p2patomics/internal/hsaabi"
 	"p2patomics/kernels"
 	"p2patomics/rank/backend"
 )
@@ -789,5 +790,21 @@ func (b *Backend) peer(q int) device.Peer {
 		return p
 	}
 	p.Atomics = ask(p2pAttrNativeAtomic, "hipDevP2PAttrNativeAtomicSupported")
+	if p.Atomics.OK && b.pcieLink(q) {
+		p.Atomics = device.No("%s; %s", p.Atomics.Reason, hsaabi.PCIeAtomicsUnverified)
+	}
 	return p
+}
+
+// pcieLink says whether hipExtGetLinkTypeAndHopCount names a PCIe link to
+// peer q (false where the runtime lacks the call or does not answer).
+func (b *Backend) pcieLink(q int) bool {
+	if b.l.linkType == nil || os.Getenv(hsaabi.PCIeAtomicsEnv) == "1" {
+		return false
+	}
+	var typ, hops uint32
+	b.l.beginProbe()
+	st := b.l.linkType(int32(b.cfg.Device), int32(q), &typ, &hops)
+	b.l.endProbe()
+	return st.Code == errSuccess && typ == hsaabi.LinkTypePCIe
 }

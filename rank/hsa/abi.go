@@ -90,7 +90,7 @@ const (
 	poolAccessNeverAllowed   = 0
 	linkTypeHyperTransport   = 0
 	linkTypeQPI              = 1
-	linkTypePCIe             = 2
+	linkTypePCIe             = hsaabi.LinkTypePCIe
 	linkTypeInfiniband       = 3
 	linkTypeXGMI             = 4
 )

@@ -578,6 +578,8 @@ func TestPeerCapsFollowLinkInfo(t *testing.T) {
 	}{
 		{"xgmi", fakeLink{access: 1, hops: []linkInfo{{LinkType: linkTypeXGMI, Atomic32: true, Atomic64: true, Coherent: true}}}, true, true, "xgmi atomics32=true"},
 		{"pcie without atomics", fakeLink{access: 1, hops: []linkInfo{{LinkType: linkTypePCIe, Atomic32: true}}}, true, false, "pcie atomic_support_64bit=false"},
+		// Issue 40, P9: both bits set on PCIe speak of the root ports only.
+		{"pcie with atomics bits", fakeLink{access: 1, hops: []linkInfo{{LinkType: linkTypePCIe, Atomic32: true, Atomic64: true}}}, true, false, "root complex routes them peer to peer"},
 		{"no hops", fakeLink{access: 1}, false, false, "NUM_LINK_HOPS is 0"},
 		{"never allowed", fakeLink{access: poolAccessNeverAllowed, hops: []linkInfo{{LinkType: linkTypePCIe}}}, false, false, "NEVER_ALLOWED"},
 	} {
@@ -613,6 +615,19 @@ func TestInterruptsOffIsRefused(t *testing.T) {
 	}
 	t.Setenv("HSA_ENABLE_INTERRUPT", "1")
 	openFake(t, mi300(t), 0)
+}
+
+// TestPCIeAtomicsRunWhenAsked (issue 40, P9): with
+// P2PAT_AMD_PCIE_P2P_ATOMICS=1 a PCIe link whose bits allow atomics is a
+// "yes", as ROCr reports it.
+func TestPCIeAtomicsRunWhenAsked(t *testing.T) {
+	t.Setenv("P2PAT_AMD_PCIE_P2P_ATOMICS", "1")
+	f := mi300(t)
+	f.links = map[[2]uint64]fakeLink{{0x300, 0x4003}: {access: 1, hops: []linkInfo{{LinkType: linkTypePCIe, Atomic32: true, Atomic64: true}}}}
+	_, info := openFake(t, f, 0)
+	if pr := info.Caps.Peer(0, 1); !pr.Atomics.OK {
+		t.Fatalf("PCIe atomics with the switch: %+v", pr.Atomics)
+	}
 }
 
 // TestNeedVmemIgnoresCopyEngine: a runtime without the optional

@@ -21,6 +21,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"p2patomics/internal/device"
+	"p2patomics/internal/hsaabi"
 	"p2patomics/kernels"
 	"p2patomics/rank/backend"
 )
@@ -365,9 +366,11 @@ func (b *Backend) deviceInfo() backend.DeviceInfo {
 // PCIe link whose root port lacks the AtomicOp completer and never on xGMI
 // (kfd_topology.c kfd_set_iolink_no_atomics). So: no hops or
 // ACCESS = NEVER_ALLOWED → no peer access; a hop without 32- or 64-bit
-// atomics → no P2P atomics (the P2P cases use both widths). Where the
-// runtime does not answer, access is left to the import to refuse, as
-// before.
+// atomics → no P2P atomics (the P2P cases use both widths). A PCIe hop with
+// both bits set is still "no" unless P2PAT_AMD_PCIE_P2P_ATOMICS=1: those bits
+// speak of each GPU's root port, not of peer-to-peer routing
+// (hsaabi.PCIeAtomicsUnverified; issue 40, review 3 P9). Where the runtime
+// does not answer, access is left to the import to refuse, as before.
 func (b *Backend) link(a, peer *agent, pool uint64) (string, device.Peer) {
 	unknown := device.Yes("AMD: ROCr gave no link facts from node %d to node %d; access is granted at import, which fails there when the link lacks it", a.node, peer.node)
 	if pool == 0 {
@@ -396,7 +399,9 @@ func (b *Backend) link(a, peer *agent, pool uint64) (string, device.Peer) {
 		return fmt.Sprintf("hops=%d", hops), device.Peer{Access: acc, Atomics: unknown}
 	}
 	var parts, noAtomics []string
+	pcie := false
 	for _, li := range infos {
+		pcie = pcie || li.LinkType == linkTypePCIe
 		parts = append(parts, fmt.Sprintf("%s atomics32=%v atomics64=%v coherent=%v bw=%d", linkName(li.LinkType), li.Atomic32, li.Atomic64, li.Coherent, li.MaxBandwidth))
 		if !li.Atomic32 {
 			noAtomics = append(noAtomics, linkName(li.LinkType)+" atomic_support_32bit=false")
@@ -413,6 +418,8 @@ func (b *Backend) link(a, peer *agent, pool uint64) (string, device.Peer) {
 	if len(noAtomics) > 0 {
 		p.Atomics = device.No("AMD: HSA_AMD_AGENT_MEMORY_POOL_INFO_LINK_INFO from node %d to node %d says %s (KFD NoAtomics: the PCIe path lacks AtomicOp completion)",
 			a.node, peer.node, strings.Join(noAtomics, ", "))
+	} else if pcie && os.Getenv(hsaabi.PCIeAtomicsEnv) != "1" {
+		p.Atomics = device.No("AMD: %s from node %d to node %d; %s", desc, a.node, peer.node, hsaabi.PCIeAtomicsUnverified)
 	}
 	return desc, p
 }
