@@ -116,6 +116,26 @@ tool rocm-smi-showtopo rocm-smi --showtopo
 tool rocm-smi-product rocm-smi --showproductname --showdriverversion --showfwinfo --showmeminfo vram
 tool amd-smi-static amd-smi static
 tool lspci-amd sh -c 'lspci -nn | grep -Ei "amd|ati|1002:"'
+# Ranks go on devices 0..N-1 in ROCr's order, whatever their architecture:
+# a Ryzen iGPU (gfx1036) listed before the dGPUs would take a rank, load no
+# code object and skip the whole run (issue 40, review 3 P10). Where a GPU
+# agent's architecture has no code object here, every step runs with
+# ROCR_VISIBLE_DEVICES naming the GPUs that have one (indices among the GPU
+# agents, in rocminfo's order); a mask the user set is kept and named.
+gpu_arches=$(sed -nE 's/^[[:space:]]*Name:[[:space:]]+(gfx[0-9a-f]+).*/\1/p' "$out/system/rocminfo.txt" 2>/dev/null)
+keep= drop= i=0
+for a in $gpu_arches; do
+  if [ -e "$root/kernels/obj/kernels.$a.hsaco" ]; then keep=$keep${keep:+,}$i; else drop="$drop $a (GPU $i)"; fi
+  i=$((i + 1))
+done
+if [ -n "$drop" ] && [ -n "${ROCR_VISIBLE_DEVICES:-}" ]; then
+  printf '%-28s %s\n' gpu-selection "ROCR_VISIBLE_DEVICES=$ROCR_VISIBLE_DEVICES kept as set; no code object for:$drop" >>"$summary"
+elif [ -n "$drop" ] && [ -n "$keep" ]; then
+  export ROCR_VISIBLE_DEVICES=$keep
+  printf '%-28s %s\n' gpu-selection "ROCR_VISIBLE_DEVICES=$keep for every step: no code object for:$drop" >>"$summary"
+elif [ -n "$drop" ]; then
+  printf '%-28s %s\n' gpu-selection "WARNING: no GPU agent has a code object here:$drop" >>"$summary"
+fi
 tool dpkg-rocm sh -c 'dpkg -l | grep -Ei "rocm|hsa|hip|amdgpu|hsakmt"'
 tool rpm-rocm sh -c 'rpm -qa | grep -Ei "rocm|hsa|hip|amdgpu|hsakmt"'
 {
@@ -142,14 +162,31 @@ tool rpm-rocm sh -c 'rpm -qa | grep -Ei "rocm|hsa|hip|amdgpu|hsakmt"'
 } >"$out/system/libraries.txt" 2>&1
 
 # --- facts the verdicts depend on (docs/AMD.md, "The first run")
+# iolink_flags N: the names of the bits set in a KFD io-link's flags.
+iolink_flags() {
+  local n=$1 bit names= name
+  for bit in 0 1 2 3 4 5; do
+    [ $(((n >> bit) & 1)) = 1 ] || continue
+    case $bit in
+      0) name=enabled ;; 1) name=non-coherent ;; 2) name="no atomics 32" ;; 3) name="no atomics 64" ;;
+      4) name="no peer-to-peer DMA" ;; 5) name="direct link" ;;
+    esac
+    names=$names${names:+, }$name
+  done
+  echo "${names:-none}"
+}
 {
-  echo "# KFD io-link properties: type 11 = xGMI, 2 = PCIe; flags bit 0 = enabled, 1 = no atomics 32, 2 = no atomics 64, 3 = no peer-to-peer DMA"
+  # The flag bits are KFD's CRAT_IOLINK_FLAGS_* (linux kfd_crat.h; the
+  # thunk's HSA_IOLINK flags): each flags line is decoded beneath it.
+  echo "# KFD io-link properties: type 11 = xGMI, 2 = PCIe; flags bit 0 = enabled, 1 = non-coherent, 2 = no atomics 32, 3 = no atomics 64, 4 = no peer-to-peer DMA, 5 = direct link"
   found=
   for f in "$sysroot"/sys/class/kfd/kfd/topology/nodes/*/io_links/*/properties "$sysroot"/sys/class/kfd/kfd/topology/nodes/*/p2p_links/*/properties; do
     [ -r "$f" ] || continue
     found=1
     echo "--- ${f#"$sysroot"}"
     cat "$f"
+    flags=$(sed -n 's/^flags[[:space:]]\+\([0-9]\+\)$/\1/p' "$f" | head -n 1)
+    [ -n "$flags" ] && echo "# flags $flags = $(iolink_flags "$flags")"
   done
   [ -n "$found" ] || echo "(no readable io_links under $sysroot/sys/class/kfd/kfd/topology/nodes)"
 } >"$out/system/kfd-io-links.txt" 2>&1
