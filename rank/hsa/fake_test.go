@@ -37,6 +37,8 @@ type fakeHSA struct {
 	onEngine []uint32
 	forced   []bool // each explicit-engine copy's force_copy_on_sdma
 	signal   int64  // what every signal wait returns (0: done)
+	// preferred is get_preferred_copy_engine's mask (0: no preference).
+	preferred uint32
 	// grants records each vmem_set_access by VA (address_reserve hands out
 	// distinct VAs); unmapped lists each copy whose running agent, by
 	// ROCr's rule, holds no grant on one of its two VAs.
@@ -312,6 +314,10 @@ func (f *fakeHSA) copyFakes() map[string]any {
 				return statusErrorInvalidArgument
 			}
 			*m = f.engines
+			return statusSuccess
+		},
+		"hsa_amd_memory_get_preferred_copy_engine": func(da, sa uint64, m *uint32) uint32 {
+			*m = f.preferred
 			return statusSuccess
 		},
 		"hsa_amd_memory_async_copy_on_engine": func(dst uintptr, da uint64, src uintptr, sa uint64, n uint64, nd uint32, deps uintptr, sig uint64, eng uint32, force bool) uint32 {
@@ -701,5 +707,65 @@ func TestCopyErrorIsNamed(t *testing.T) {
 	f.signal = 0
 	if _, err := b.Copy(local, 0, local, 1<<20, 1<<20); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCopyTakesThePreferredEngine (issue 40, review 3 P5): among the free
+// engines the copy takes the one get_preferred_copy_engine recommends (KFD's
+// per-peer xGMI engine, ROCr's own pick), for a push and a pull; a
+// recommendation that is not free falls back to the lowest free engine.
+// Under HSA_ENABLE_PEER_SDMA=0 no engine is named and the method says blit
+// kernel; a non-default HSA_FORCE_SDMA_SIZE moves the one-agent label. At
+// ce5f99b the copy took engine 0x4 (lowest free) and said SDMA under
+// HSA_ENABLE_PEER_SDMA=0.
+func TestCopyTakesThePreferredEngine(t *testing.T) {
+	f := mi300(t)
+	f.engines, f.preferred = 0x1c, 0x10
+	b, _ := openFake(t, f, 0)
+	local, exp, err := b.Alloc(kindFine, 1<<21)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(exp.Fd)
+	var p [2]int
+	syscall.Pipe(p[:])
+	syscall.Close(p[1])
+	peer, err := b.Import(kindFine, backend.Export{Fd: p[0], Size: 1 << 21, Meta: map[string]string{"kind": kindFine, metaNode: "3"}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyOn := func(dst, src backend.Buffer) (uint32, string) {
+		t.Helper()
+		f.onEngine = nil
+		res, err := b.Copy(dst, 0, src, 0, 1<<21)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(f.onEngine) == 0 {
+			return 0, res.Method
+		}
+		return f.onEngine[0], res.Method
+	}
+	for _, dir := range [][2]backend.Buffer{{peer, local}, {local, peer}} {
+		if eng, m := copyOn(dir[0], dir[1]); eng != 0x10 || !strings.Contains(m, "SDMA engine 0x10") {
+			t.Errorf("preferred 0x10 of free 0x1c: engine %#x, method %q", eng, m)
+		}
+	}
+	f.preferred = 0x1
+	if eng, _ := copyOn(peer, local); eng != 0x4 {
+		t.Errorf("preferred 0x1, not free: engine %#x, want the lowest free 0x4", eng)
+	}
+	t.Setenv("HSA_ENABLE_PEER_SDMA", "0")
+	if eng, m := copyOn(peer, local); eng != 0 || strings.Contains(m, "SDMA engine") || !strings.Contains(m, "blit kernel of node 2 (HSA_ENABLE_PEER_SDMA=0") {
+		t.Errorf("HSA_ENABLE_PEER_SDMA=0: engine %#x, method %q", eng, m)
+	}
+	t.Setenv("HSA_ENABLE_PEER_SDMA", "")
+	t.Setenv("HSA_FORCE_SDMA_SIZE", "4194304")
+	if _, m := copyOn(local, local); !strings.Contains(m, "under HSA_FORCE_SDMA_SIZE") {
+		t.Errorf("a 2 MiB local copy under HSA_FORCE_SDMA_SIZE=4 MiB: %q", m)
+	}
+	t.Setenv("HSA_FORCE_SDMA_SIZE", "4M")
+	if _, m := copyOn(local, local); !strings.Contains(m, `HSA_FORCE_SDMA_SIZE="4M" unread`) {
+		t.Errorf("an unreadable HSA_FORCE_SDMA_SIZE: %q", m)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -854,22 +855,29 @@ func (b *Backend) copyAgents(dst, src backend.Buffer) (da, sa, peer *agent) {
 }
 
 // sdmaEngine is the SDMA engine (one bit of hsa_amd_sdma_engine_id_t) of
-// this GPU toward peer: the lowest free one that
-// hsa_amd_memory_copy_engine_status(dst=peer, src=self) reports, or 0 for a
-// local copy, where the runtime lacks the entry points, reports none, or
-// HSA_ENABLE_SDMA=0.
+// this GPU toward peer, among the free ones
+// hsa_amd_memory_copy_engine_status(dst=peer, src=self) reports: the
+// lowest of those hsa_amd_memory_get_preferred_copy_engine recommends
+// (KFD's per-peer xGMI engine, the one ROCr's own
+// hsa_amd_memory_async_copy takes on gfx9.4: amd_gpu_agent.cpp), else the
+// lowest free one. 0 (ROCr's own pick) for a local copy, where the runtime
+// lacks the entry points or reports none, under HSA_ENABLE_SDMA=0, and
+// under HSA_ENABLE_PEER_SDMA=0 (DmaCopyOnEngine then runs the blit kernel
+// whatever engine is named).
 func (b *Backend) sdmaEngine(peer *agent) uint32 {
-	if peer == nil || b.l.copyOnEngine == nil || b.l.copyEngineStatus == nil || os.Getenv("HSA_ENABLE_SDMA") == "0" {
+	if peer == nil || b.l.copyOnEngine == nil || b.l.copyEngineStatus == nil || os.Getenv("HSA_ENABLE_SDMA") == "0" || os.Getenv("HSA_ENABLE_PEER_SDMA") == "0" {
 		return 0
 	}
-	var mask uint32
+	var free, pref uint32
 	b.l.beginProbe() // no engine is an answer: fall back to ROCr's pick
-	st := b.l.copyEngineStatus(peer.handle, b.self.handle, &mask)
-	b.l.endProbe()
-	if st.Code != statusSuccess {
+	defer b.l.endProbe()
+	if b.l.copyEngineStatus(peer.handle, b.self.handle, &free).Code != statusSuccess {
 		return 0
 	}
-	return mask & -mask
+	if b.l.preferredEngine != nil && b.l.preferredEngine(peer.handle, b.self.handle, &pref).Code == statusSuccess && pref&free != 0 {
+		free &= pref
+	}
+	return free & -free
 }
 
 // copyAgent is the agent that owns bb's memory (this rank's when unknown).
@@ -880,23 +888,36 @@ func (b *Backend) copyAgent(bb backend.Buffer) *agent {
 	return b.self
 }
 
-// sdmaMinBytes is ROCr's HSA_FORCE_SDMA_SIZE default (core/util/flag.h):
-// a same-agent copy at or above it runs the blit kernel.
-const sdmaMinBytes = 1 << 20
+// sdmaMinBytes is ROCr's HSA_FORCE_SDMA_SIZE (core/util/flag.h, default
+// 1 MiB): a same-agent copy at or above it runs the blit kernel. ok is
+// false when the variable is set but not a decimal byte count.
+func sdmaMinBytes() (n uint64, ok bool) {
+	v := os.Getenv("HSA_FORCE_SDMA_SIZE")
+	if v == "" {
+		return 1 << 20, true
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	return n, err == nil
+}
 
 // copyMethod names the engine ROCr runs for a copy between agents da and
 // sa, moving data from node from to node to (docs/AMD.md, "Which engine a
 // copy ran on").
 func copyMethod(da, sa *agent, from, to uint32, n uint64) string {
+	floor, ok := sdmaMinBytes()
 	switch {
 	case os.Getenv("HSA_ENABLE_SDMA") == "0":
 		return "hsa-signal, blit kernel (HSA_ENABLE_SDMA=0)"
-	case da == sa && n >= sdmaMinBytes:
+	case da != sa && os.Getenv("HSA_ENABLE_PEER_SDMA") == "0":
+		return fmt.Sprintf("hsa-signal, blit kernel of node %d (HSA_ENABLE_PEER_SDMA=0; node %d → node %d)", sa.node, from, to)
+	case da != sa:
+		return fmt.Sprintf("hsa-signal, SDMA engine of node %d (node %d → node %d)", sa.node, from, to)
+	case !ok:
+		return fmt.Sprintf("hsa-signal, SDMA engine or blit kernel (one agent, node %d, HSA_FORCE_SDMA_SIZE=%q unread; node %d → node %d)", sa.node, os.Getenv("HSA_FORCE_SDMA_SIZE"), from, to)
+	case n >= floor:
 		return fmt.Sprintf("hsa-signal, blit kernel (one agent, node %d; node %d → node %d)", sa.node, from, to)
-	case da == sa:
-		return fmt.Sprintf("hsa-signal, SDMA engine or blit kernel (one agent, node %d, under HSA_FORCE_SDMA_SIZE; node %d → node %d)", sa.node, from, to)
 	}
-	return fmt.Sprintf("hsa-signal, SDMA engine of node %d (node %d → node %d)", sa.node, from, to)
+	return fmt.Sprintf("hsa-signal, SDMA engine or blit kernel (one agent, node %d, under HSA_FORCE_SDMA_SIZE; node %d → node %d)", sa.node, from, to)
 }
 
 // MemInfo: total is the agent's coarse VRAM pool size; free comes from
