@@ -89,6 +89,9 @@ type fakeAgent struct {
 	node   uint32
 	pools  map[uint64]uint32 // pool handle -> GLOBAL_FLAGS
 	isa    string
+	// nearCPU is what HSA_AMD_AGENT_INFO_NEAREST_CPU answers (0: the
+	// attribute is unknown, as on older runtimes).
+	nearCPU uint64
 }
 
 func (f *fakeHSA) agent(h uint64) *fakeAgent {
@@ -209,6 +212,11 @@ func (f *fakeHSA) discoveryFakes() map[string]any {
 				put(v, 304, 4)
 			case amdAgentInfoMemoryAvail:
 				put(v, 1<<30, 8)
+			case amdAgentInfoNearestCPU:
+				if a.nearCPU == 0 {
+					return statusErrorInvalidArgument // an older runtime
+				}
+				put(v, a.nearCPU, 8)
 			default:
 				return statusErrorInvalidArgument // names, UUID: "" is fine
 			}
@@ -767,5 +775,26 @@ func TestCopyTakesThePreferredEngine(t *testing.T) {
 	t.Setenv("HSA_FORCE_SDMA_SIZE", "4M")
 	if _, m := copyOn(local, local); !strings.Contains(m, `HSA_FORCE_SDMA_SIZE="4M" unread`) {
 		t.Errorf("an unreadable HSA_FORCE_SDMA_SIZE: %q", m)
+	}
+}
+
+// TestOpenPicksTheNearestCPU (review 3, D11): on a two-socket host the
+// kernarg and staging pools come from the CPU agent that
+// HSA_AMD_AGENT_INFO_NEAREST_CPU names for this GPU, not the first CPU;
+// where the runtime does not answer, the first CPU. At ce5f99b GPU 1 took
+// the first CPU (0x200) whatever the runtime said.
+func TestOpenPicksTheNearestCPU(t *testing.T) {
+	f := mi300(t)
+	f.agents = append(f.agents, fakeAgent{handle: 0x500, dev: deviceTypeCPU, node: 1, pools: map[uint64]uint32{
+		0x5001: globalFlagFineGrained | globalFlagKernargInit, 0x5002: globalFlagFineGrained}})
+	f.agents[3].nearCPU = 0x500 // GPU 1 (0x400) sits on the second socket
+	b, _ := openFake(t, f, 1)
+	if b.cpu == nil || b.cpu.handle != 0x500 {
+		t.Fatalf("GPU 1's CPU agent %+v, want 0x500 (its nearest)", b.cpu)
+	}
+	f.agents[3].nearCPU = 0
+	b, _ = openFake(t, f, 1)
+	if b.cpu == nil || b.cpu.handle != 0x200 {
+		t.Fatalf("no NEAREST_CPU answer: CPU agent %+v, want the first (0x200)", b.cpu)
 	}
 }

@@ -81,7 +81,8 @@ type Backend struct {
 	l       *lib
 	cfg     backend.Config
 	agents  []*agent // GPU agents in enumeration order (device ordinal = index)
-	cpu     *agent
+	cpu     *agent   // this GPU's nearest CPU agent (nearestCPU)
+	cpus    []*agent // CPU agents in enumeration order
 	self    *agent
 	tsFreq  uint64
 	queue   uintptr
@@ -159,6 +160,7 @@ func (b *Backend) open(l *lib, cfg backend.Config) (backend.DeviceInfo, error) {
 		return backend.DeviceInfo{}, fmt.Errorf("device %d out of range: %d GPU agents", cfg.Device, len(b.agents))
 	}
 	b.self = b.agents[cfg.Device]
+	b.cpu = b.nearestCPU()
 	if b.cpu == nil || b.cpu.kernarg == 0 || b.cpu.sysFine == 0 {
 		return backend.DeviceInfo{}, fmt.Errorf("no CPU agent with kernarg and fine-grained system pools")
 	}
@@ -267,13 +269,34 @@ func (b *Backend) discover() error {
 				}
 			}
 			b.agents = append(b.agents, a)
-		} else if a.cpu && b.cpu == nil {
-			// The first CPU agent; other non-GPU agents (AIE, DSP) have
-			// no kernarg pool and are skipped.
-			b.cpu = a
+		} else if a.cpu {
+			// Other non-GPU agents (AIE, DSP) have no kernarg pool and
+			// are skipped.
+			b.cpus = append(b.cpus, a)
 		}
 	}
 	return nil
+}
+
+// nearestCPU is the CPU agent whose kernarg and staging memory serve this
+// GPU: the one HSA_AMD_AGENT_INFO_NEAREST_CPU names (its NUMA node's, on a
+// dual-socket MI300X host), else the first CPU agent. The first CPU on the
+// other socket costs every launch's kernarg read and every staging copy a
+// socket crossing (review 3, D11).
+func (b *Backend) nearestCPU() *agent {
+	var h uint64
+	b.l.beginProbe() // an older runtime lacks the attribute: the first CPU
+	st := b.l.agentGetInfo(b.self.handle, amdAgentInfoNearestCPU, unsafe.Pointer(&h))
+	b.l.endProbe()
+	for _, c := range b.cpus {
+		if st.Code == statusSuccess && c.handle == h && c.kernarg != 0 && c.sysFine != 0 {
+			return c
+		}
+	}
+	if len(b.cpus) == 0 {
+		return nil
+	}
+	return b.cpus[0]
 }
 
 // target turns "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-" into
