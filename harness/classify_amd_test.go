@@ -34,6 +34,11 @@ func TestParseROCrFaultForms(t *testing.T) {
 		{":0:rocdevice.cpp            :2984: 6545699276902 us: [pid:196431 tid:0x7f2301dff640] Callback: Queue 0x7f2301400000 aborting with error : HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access memory beyond the largest legal address. code: 0x29",
 			report.Fault{Vendor: "amd", Kind: "gpu", Code: 0x29, Name: "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION",
 				Reason: "The agent attempted to access memory beyond the largest legal address (queue 0x7f2301400000)"}},
+		// Issue 40, P8: CLR's out-of-resources variant (clr rocvirtual.cpp:2889),
+		// capitalised and with the free memory after the code (ce5f99b: nil).
+		{":1:rocvirtual.cpp           :2889: 991 us: [pid:7 tid:0x7f] Callback: Queue 0x7f5e2c000000 Aborting with error : HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources. This error may also occur when the core runtime library needs to spawn threads or create internal OS-specific events. Code: 0x1008 Available Free mem : 12 MB",
+			report.Fault{Vendor: "amd", Kind: "gpu", Code: 0x1008, Name: "HSA_STATUS_ERROR_OUT_OF_RESOURCES",
+				Reason: "The runtime failed to allocate the necessary resources. This error may also occur when the core runtime library needs to spawn threads or create internal OS-specific events (queue 0x7f5e2c000000; available free mem: 12 MB)"}},
 	} {
 		got := harness.ParseFault("junk\n" + c.line + "\nAborted (core dumped)\n")
 		if got == nil || *got != c.want {

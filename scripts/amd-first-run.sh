@@ -19,12 +19,16 @@
 #               hsa.fine again with HSA_FORCE_FINE_GRAIN_PCIE=1, on a GPU that
 #               is not in an XGMI hive (gfx10/11/12: ROCr lists no FINE pool
 #               there without it, so repro-hsa-fine skips)
+#   runs/repro-pcie-p2p-atomics
+#               on gfx10/11/12 (PCIe), last: hsa.coarse's P2P atomics with
+#               P2PAT_AMD_PCIE_P2P_ATOMICS=1, which the suite holds back there
 #   runs/contrast-hip-pinned
 #               the seed's contrast in one run: non-atomic peer kernel reads
 #               and writes (copy_kernel_*) beside the P2P atomics that fault,
 #               on the same allocation kind, and hip.pinned.hsavmem (the same
 #               f32 add launched through HIP on HSA fine-grained vmem)
 #   runs/gate   the default suite gated against expectations/amd-gfx942-reported
+#               (with its rocm6/skips.txt where ROCm's .info/version is 6.x)
 #   runs/baseline-run + baseline/<stack>
 #               a --update-expectations baseline of this machine, in a new folder
 #   system/kfd-io-links.txt, cmdline.txt, amdgpu-params.txt, partition.txt,
@@ -112,6 +116,26 @@ tool rocm-smi-showtopo rocm-smi --showtopo
 tool rocm-smi-product rocm-smi --showproductname --showdriverversion --showfwinfo --showmeminfo vram
 tool amd-smi-static amd-smi static
 tool lspci-amd sh -c 'lspci -nn | grep -Ei "amd|ati|1002:"'
+# Ranks go on devices 0..N-1 in ROCr's order, whatever their architecture:
+# a Ryzen iGPU (gfx1036) listed before the dGPUs would take a rank, load no
+# code object and skip the whole run (issue 40, review 3 P10). Where a GPU
+# agent's architecture has no code object here, every step runs with
+# ROCR_VISIBLE_DEVICES naming the GPUs that have one (indices among the GPU
+# agents, in rocminfo's order); a mask the user set is kept and named.
+gpu_arches=$(sed -nE 's/^[[:space:]]*Name:[[:space:]]+(gfx[0-9a-f]+).*/\1/p' "$out/system/rocminfo.txt" 2>/dev/null)
+keep= drop= i=0
+for a in $gpu_arches; do
+  if [ -e "$root/kernels/obj/kernels.$a.hsaco" ]; then keep=$keep${keep:+,}$i; else drop="$drop $a (GPU $i)"; fi
+  i=$((i + 1))
+done
+if [ -n "$drop" ] && [ -n "${ROCR_VISIBLE_DEVICES:-}" ]; then
+  printf '%-28s %s\n' gpu-selection "ROCR_VISIBLE_DEVICES=$ROCR_VISIBLE_DEVICES kept as set; no code object for:$drop" >>"$summary"
+elif [ -n "$drop" ] && [ -n "$keep" ]; then
+  export ROCR_VISIBLE_DEVICES=$keep
+  printf '%-28s %s\n' gpu-selection "ROCR_VISIBLE_DEVICES=$keep for every step: no code object for:$drop" >>"$summary"
+elif [ -n "$drop" ]; then
+  printf '%-28s %s\n' gpu-selection "WARNING: no GPU agent has a code object here:$drop" >>"$summary"
+fi
 tool dpkg-rocm sh -c 'dpkg -l | grep -Ei "rocm|hsa|hip|amdgpu|hsakmt"'
 tool rpm-rocm sh -c 'rpm -qa | grep -Ei "rocm|hsa|hip|amdgpu|hsakmt"'
 {
@@ -138,14 +162,31 @@ tool rpm-rocm sh -c 'rpm -qa | grep -Ei "rocm|hsa|hip|amdgpu|hsakmt"'
 } >"$out/system/libraries.txt" 2>&1
 
 # --- facts the verdicts depend on (docs/AMD.md, "The first run")
+# iolink_flags N: the names of the bits set in a KFD io-link's flags.
+iolink_flags() {
+  local n=$1 bit names= name
+  for bit in 0 1 2 3 4 5; do
+    [ $(((n >> bit) & 1)) = 1 ] || continue
+    case $bit in
+      0) name=enabled ;; 1) name=non-coherent ;; 2) name="no atomics 32" ;; 3) name="no atomics 64" ;;
+      4) name="no peer-to-peer DMA" ;; 5) name="direct link" ;;
+    esac
+    names=$names${names:+, }$name
+  done
+  echo "${names:-none}"
+}
 {
-  echo "# KFD io-link properties: type 11 = xGMI, 2 = PCIe; flags bit 0 = enabled, 1 = no atomics 32, 2 = no atomics 64, 3 = no peer-to-peer DMA"
+  # The flag bits are KFD's CRAT_IOLINK_FLAGS_* (linux kfd_crat.h; the
+  # thunk's HSA_IOLINK flags): each flags line is decoded beneath it.
+  echo "# KFD io-link properties: type 11 = xGMI, 2 = PCIe; flags bit 0 = enabled, 1 = non-coherent, 2 = no atomics 32, 3 = no atomics 64, 4 = no peer-to-peer DMA, 5 = direct link"
   found=
   for f in "$sysroot"/sys/class/kfd/kfd/topology/nodes/*/io_links/*/properties "$sysroot"/sys/class/kfd/kfd/topology/nodes/*/p2p_links/*/properties; do
     [ -r "$f" ] || continue
     found=1
     echo "--- ${f#"$sysroot"}"
     cat "$f"
+    flags=$(sed -n 's/^flags[[:space:]]\+\([0-9]\+\)$/\1/p' "$f" | head -n 1)
+    [ -n "$flags" ] && echo "# flags $flags = $(iolink_flags "$flags")"
   done
   [ -n "$found" ] || echo "(no readable io_links under $sysroot/sys/class/kfd/kfd/topology/nodes)"
 } >"$out/system/kfd-io-links.txt" 2>&1
@@ -221,8 +262,28 @@ fi
 suite contrast-hip-pinned "$(b hip)" $(kind --pinned) --ginkgo.focus='\.contrast\.|perf\.copy_kernel_(read|write)\.|\.counter\.|\.hsavmem\.'
 # The reported baseline is gfx942's: on another GPU the stacks differ, and
 # the comparison is still what the project wants to see.
-suite gate "$(b auto)" --expectations="$root/expectations/amd-gfx942-reported" --allow-stack-mismatch
+# On ROCm 6.x hipMemCreate rejects the Uncached type, so every hip.uncached
+# case skips: the gate adds the baseline's rocm6/skips.txt (generated from
+# internal/amdreported) there, and only there, so a skip on ROCm 7 stays a
+# finding. The version is ROCm's own file; unknown, the gate goes without.
+gate_exp=$root/expectations/amd-gfx942-reported
+rocm_version=$(cat "$sysroot${ROCM_PATH:-/opt/rocm}/.info/version" 2>/dev/null || cat "$sysroot/opt/rocm/.info/version" 2>/dev/null)
+case $rocm_version in
+  6.*) gate_exp=$gate_exp,$gate_exp/rocm6/skips.txt ;;
+  '') printf '%-28s %s\n' gate-runtime "ROCm version unknown (no .info/version): gated without rocm6/skips.txt" >>"$summary" ;;
+esac
+suite gate "$(b auto)" --expectations="$gate_exp" --allow-stack-mismatch
 suite baseline-run "$(b auto)" --expectations="$out/baseline/this-machine" --update-expectations
+# On PCIe (gfx10/11/12) KFD's atomics bits speak of each GPU's root port,
+# not of peer-to-peer routing, so the backends hold P2P atomics back there
+# (a skip naming P2PAT_AMD_PCIE_P2P_ATOMICS). Run them once with it set, last
+# (a P2P AtomicOp the root complex does not route can hang the GPU), so what
+# they do is recorded apart from the gated verdicts.
+if printf '%s' "$arches" | grep -Eq 'gfx1[0-9a-f]+'; then
+  suite_env=P2PAT_AMD_PCIE_P2P_ATOMICS=1 suite repro-pcie-p2p-atomics "$(b hsa)" $(kind --coarse) --atomics
+else
+  printf '%-28s %s\n' repro-pcie-p2p-atomics "not run: rocminfo lists ${arches:-no gfx agent} (an XGMI hive's atomics bits are the link's own)" >>"$summary"
+fi
 
 # --- kernel log: the amdgpu/kfd lines since the runs began
 {

@@ -52,12 +52,22 @@ machine() {
   : >"$r/dev/kfd"
   echo "BOOT_IMAGE=/vmlinuz iommu=pt amdgpu.fake=$gfx" >"$r/proc/cmdline"
   echo 0 >"$r/sys/module/amdgpu/parameters/noretry"
-  printf 'type 11\nnode_from 2\nnode_to 3\nflags 1\n' >"$r/sys/class/kfd/kfd/topology/nodes/2/io_links/0/properties"
+  # xGMI in the hive; PCIe, enabled with neither atomics width, on the R9700.
+  if [ "$gfx" = gfx942 ]; then link='type 11\nnode_from 2\nnode_to 3\nflags 1\n'; else link='type 2\nnode_from 2\nnode_to 3\nflags 13\n'; fi
+  printf "$link" >"$r/sys/class/kfd/kfd/topology/nodes/2/io_links/0/properties"
   [ -n "$part" ] && echo "$part" >"$r/sys/class/drm/card0/device/current_compute_partition"
+  # ROCm's version file: 6.x on the gfx942, 7.x on the gfx1201 (the gate
+  # adds rocm6/skips.txt on 6.x only).
+  mkdir -p "$r/opt/rocm/.info"
+  if [ "$gfx" = gfx942 ]; then echo 6.4.3-120 >"$r/opt/rocm/.info/version"; else echo 7.2.4-40 >"$r/opt/rocm/.info/version"; fi
   mkdir -p "$out/fakebin-$gfx"
-  printf '#!/bin/sh\necho "ROCk module is loaded"\necho "  Name:                    %s (fake rocminfo for the check)"\n' "$gfx" >"$out/fakebin-$gfx/rocminfo"
+  # The gfx1201 desktop has its Ryzen iGPU (gfx1036) enabled, listed first.
+  local agents=$gfx; [ "$gfx" = gfx1201 ] && agents="gfx1036 gfx1201 gfx1201"
+  { printf '#!/bin/sh\necho "ROCk module is loaded"\n'
+    for a in $agents; do printf 'echo "  Name:                    %s (fake rocminfo for the check)"\n' "$a"; done
+  } >"$out/fakebin-$gfx/rocminfo"
   chmod +x "$out/fakebin-$gfx/rocminfo"
-  PATH=$out/fakebin-$gfx:$out/fakebin:$PATH P2PAT_SPECS=$bin P2PAT_FIRST_RUN_BACKEND=host P2PAT_FIRST_RUN_ARGS=$sel \
+  env -u ROCM_PATH PATH=$out/fakebin-$gfx:$out/fakebin:$PATH P2PAT_SPECS=$bin P2PAT_FIRST_RUN_BACKEND=host P2PAT_FIRST_RUN_ARGS=$sel \
     P2PAT_FIRST_RUN_ROOT=$r bash scripts/amd-first-run.sh "$out/$gfx" >"$out/$gfx.log" 2>&1
 }
 
@@ -80,7 +90,10 @@ for gfx in gfx1201 gfx942; do
   grep -q 'fake rocm-smi --showtopo' "$fr/system/rocm-smi-showtopo.txt" || fail "$gfx: rocm-smi --showtopo is not recorded"
   grep -q '^ulimit -n' "$fr/system/libraries.txt" || fail "$gfx: the limits are not recorded"
   # N9: the facts and the kernel log (journalctl says nothing: dmesg's line)
-  grep -q '^type 11' "$fr/system/kfd-io-links.txt" && grep -q 'io_links/0/properties' "$fr/system/kfd-io-links.txt" || fail "$gfx: the KFD io-link properties are not recorded"
+  grep -q '^type ' "$fr/system/kfd-io-links.txt" && grep -q 'io_links/0/properties' "$fr/system/kfd-io-links.txt" || fail "$gfx: the KFD io-link properties are not recorded"
+  # Issue 40 (P4): the flags are decoded with KFD's bits (1 = non-coherent).
+  if [ $gfx = gfx942 ]; then want='# flags 1 = enabled'; else want='# flags 13 = enabled, no atomics 32, no atomics 64'; fi
+  grep -qx "$want" "$fr/system/kfd-io-links.txt" || fail "$gfx: the io-link flags are not decoded as '$want': $(grep '^# flags' "$fr/system/kfd-io-links.txt")"
   grep -q "amdgpu.fake=$gfx" "$fr/system/cmdline.txt" || fail "$gfx: /proc/cmdline is not recorded"
   grep -qx 'noretry=0' "$fr/system/amdgpu-params.txt" || fail "$gfx: the amdgpu parameters are not recorded"
   grep -q 'size=256G' "$fr/system/lspci-bars.txt" || fail "$gfx: the BAR sizes are not recorded"
@@ -88,10 +101,17 @@ for gfx in gfx1201 gfx942; do
   if [ $gfx = gfx942 ]; then
     grep -q 'current_compute_partition: SPX' "$fr/system/partition.txt" || fail "gfx942: the partition mode is not recorded"
     grep -Eq '^repro-hsa-fine-forced +not run: rocminfo lists gfx942' "$fr/summary.txt" || fail "gfx942: the forced fine step is not named as skipped: $(grep forced "$fr/summary.txt")"
+    ! grep -q '^gpu-selection' "$fr/summary.txt" || fail "gfx942: a GPU selection where every agent has a code object"
+    grep -Eq '^repro-pcie-p2p-atomics +not run: rocminfo lists gfx942' "$fr/summary.txt" || fail "gfx942: the PCIe atomics step is not named as skipped: $(grep pcie "$fr/summary.txt")"
   else
     # N5: outside an XGMI hive the seed's fine path runs with the switch.
     grep -Eq '^repro-hsa-fine-forced +exit 0 .*env HSA_FORCE_FINE_GRAIN_PCIE=1 ' "$fr/summary.txt" || fail "gfx1201: no forced fine step with HSA_FORCE_FINE_GRAIN_PCIE=1: $(grep forced "$fr/summary.txt")"
     grep -qx "$gfx/runs/repro-hsa-fine-forced/results.json" "$out/list.txt" || fail "gfx1201: the forced fine step's results are not archived"
+    # Issue 40 (P10): the iGPU listed first is left out of every step.
+    grep -Eq '^gpu-selection +ROCR_VISIBLE_DEVICES=1,2 for every step: no code object for: gfx1036 \(GPU 0\)' "$fr/summary.txt" || fail "gfx1201 behind a gfx1036 iGPU: no ROCR_VISIBLE_DEVICES=1,2: $(grep gpu-selection "$fr/summary.txt")"
+    grep -qx 'ROCR_VISIBLE_DEVICES=1,2' "$fr/system/libraries.txt" || fail "gfx1201: the steps' environment lacks ROCR_VISIBLE_DEVICES=1,2"
+    # Issue 40 (P9): the held-back PCIe P2P atomics run once, with the switch.
+    grep -Eq '^repro-pcie-p2p-atomics +exit 0 .*env P2PAT_AMD_PCIE_P2P_ATOMICS=1 ' "$fr/summary.txt" || fail "gfx1201: no PCIe P2P atomics step with P2PAT_AMD_PCIE_P2P_ATOMICS=1: $(grep pcie "$fr/summary.txt")"
   fi
   # The seed's contrast: plain peer kernel reads/writes beside the atomics.
   grep -Eq '^contrast-hip-pinned +exit 0 .*copy_kernel_\(read\|write\)' "$fr/summary.txt" || fail "$gfx: no contrast step: $(grep contrast "$fr/summary.txt")"
@@ -110,8 +130,15 @@ for gfx in gfx1201 gfx942; do
   # so the gate is refused as comparing nothing (docs/GATING.md); on AMD it gates.
   grep -q 'expectations/amd-gfx942-reported' "$fr/runs/gate.log" && grep -Eq '^p2patomics: (PASS|FAIL) — |shares [0-9]+ of this run' "$fr/runs/gate.log" \
     || fail "$gfx: the gate step did not gate against the reported baseline"
+  # Issue 40 (P2b): ROCm 6.x skips every hip.uncached case; only there is
+  # the baseline's rocm6/skips.txt added.
+  if [ $gfx = gfx942 ]; then
+    grep -Eq '^gate +exit .*amd-gfx942-reported,[^ ]*amd-gfx942-reported/rocm6/skips.txt ' "$fr/summary.txt" || fail "gfx942 (ROCm 6.4.3): the gate does not add rocm6/skips.txt: $(grep '^gate' "$fr/summary.txt")"
+  else
+    ! grep -q 'rocm6/skips.txt' "$fr/summary.txt" || fail "gfx1201 (ROCm 7.2.4): the gate adds rocm6/skips.txt"
+  fi
   grep -qx "$id" "$fr/baseline/this-machine/cases.txt" || fail "$gfx: the new baseline lacks $id"
-  echo "ok:   $gfx: archive with machine facts (io-links, cmdline, amdgpu parameters, partition, BARs, kernel log via dmesg), suite (--trace), repros$([ $gfx = gfx1201 ] && echo ', the forced fine step'), contrast, gate, new baseline; copy metrics name the engine; a failing step recorded"
+  echo "ok:   $gfx: archive with machine facts (io-links, cmdline, amdgpu parameters, partition, BARs, kernel log via dmesg), suite (--trace), repros$([ $gfx = gfx1201 ] && echo ', the forced fine step'), contrast, gate$([ $gfx = gfx942 ] && echo ' (with rocm6/skips.txt)'), new baseline; copy metrics name the engine; a failing step recorded"
 done
 
 # Issue 25, item 9: no AMD GPU (no /dev/kfd) stops before anything runs.

@@ -37,8 +37,10 @@ var HIP = Backend{
 // reCLRQueue is CLR's queue error callback (rocclr/device/rocm/rocvirtual.cpp
 // and rocdevice.cpp): every aperture violation, illegal instruction and
 // queue exception a HIP rank meets. CLR prints no node; the queue is kept
-// in the reason.
-var reCLRQueue = regexp.MustCompile(`Callback: Queue (0x[0-9a-fA-F]+|\(nil\)) aborting with error : (HSA_STATUS_[A-Z_]+): ?([^\n]*?)\s*code: 0x([0-9a-fA-F]+)`)
+// in the reason. Its out-of-resources variant (clr rocvirtual.cpp:2889)
+// spells "Aborting" and "Code" capitalised and appends "Available Free
+// mem : N MB", kept in the reason too (issue 40, review 3 P8).
+var reCLRQueue = regexp.MustCompile(`Callback: Queue (0x[0-9a-fA-F]+|\(nil\)) [Aa]borting with error : (HSA_STATUS_[A-Z_]+): ?([^\n]*?)\s*[Cc]ode: 0x([0-9a-fA-F]+)(?: Available Free mem : ([0-9]+) MB)?`)
 
 func parseCLRLine(line string) *device.Fault {
 	m := reCLRQueue.FindStringSubmatch(line)
@@ -46,7 +48,11 @@ func parseCLRLine(line string) *device.Fault {
 		return nil
 	}
 	code, _ := strconv.ParseInt(m[4], 16, 64) // the regexp admits hex digits only
-	return &device.Fault{Vendor: "amd", Kind: "gpu", Code: code, Name: m[2], Reason: strings.TrimSuffix(m[3], ".") + " (queue " + m[1] + ")"}
+	where := "queue " + m[1]
+	if m[5] != "" {
+		where += "; available free mem: " + m[5] + " MB"
+	}
+	return &device.Fault{Vendor: "amd", Kind: "gpu", Code: code, Name: m[2], Reason: strings.TrimSuffix(m[3], ".") + " (" + where + ")"}
 }
 
 func init() { register(&HIP) }

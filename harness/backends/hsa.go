@@ -21,7 +21,9 @@ const (
 // loader) and HSAKMT_* (the thunk's HSAKMT_DEBUG_LEVEL) are the switches
 // docs/AMD.md tells a user to set.
 var (
-	amdEnvVars     = []string{"ROCM_PATH", "LOADER_ENABLE_LOGGING"}
+	// P2PAT_AMD_PCIE_P2P_ATOMICS=1 runs P2P atomics on a PCIe link that
+	// KFD's root-port bits allow (rank/hsa link, rank/hip peer).
+	amdEnvVars     = []string{"ROCM_PATH", "LOADER_ENABLE_LOGGING", "P2PAT_AMD_PCIE_P2P_ATOMICS"}
 	amdEnvPrefixes = []string{"HSA_", "ROCR_", "AMD_", "GPU_", "HSAKMT_"}
 )
 

@@ -1,14 +1,15 @@
 // Package amdreported is the one table of what a first run on an MI300X
 // (gfx942, XGMI hive) is expected to show, per the field reports behind this
 // project: no AMD GPU has run it yet. expectations/amd-gfx942-reported/
-// fails.txt, the README's AMD lines and docs/AMD.md are generated from it
-// (TestInSync checks them; P2PAT_UPDATE=1 go test ./internal/amdreported
-// rewrites them).
+// fails.txt and flakes.txt, its rocm6/skips.txt, the README's AMD lines and
+// docs/AMD.md are generated from it (TestInSync checks them;
+// P2PAT_UPDATE=1 go test ./internal/amdreported rewrites them).
 package amdreported
 
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -20,6 +21,14 @@ type Row struct {
 	Outcome string // the outcome of its P2P-atomic cases: "crash" or "pass"
 	Summary string // the README/docs line (markdown)
 	Reason  string // the fails.txt comment: the report behind it (empty for pass)
+	// Doubt, when set, says why the row's outcome may be wrong on hardware:
+	// its P2P-atomic ids are listed in flakes.txt under it too, so the
+	// first run reports them (known-flake) without gating either way.
+	Doubt string
+	// SkipOn names the runtime line (a folder under the baseline, e.g.
+	// "rocm6") on which every case of the stack skips; the first-run
+	// script adds that folder's skips.txt to the gate on that runtime.
+	SkipOn, SkipReason string
 }
 
 // Table is the reported gfx942 behaviour, one row per AMD stack.
@@ -27,9 +36,13 @@ var Table = []Row{
 	{Stack: "hsa.fine", Outcome: "pass",
 		Summary: "`hsa.fine` system-scope atomics pass across GPUs (the FINE_GRAINED VRAM pool of an XGMI hive)"},
 	{Stack: "hsa.coarse", Outcome: "crash",
-		Summary: "`hsa.coarse` P2P atomics end in a GPU-fault `crash`: the negative control, on the pool HIP VMem uses (reported for f32 adds; the integer ops are generalised from them, marked so in fails.txt)",
+		Summary: "`hsa.coarse` P2P atomics end in a GPU-fault `crash`: the negative control, on the pool HIP VMem uses (by analogy with `hip.pinned`, not reported; the integer ops generalised, marked so in fails.txt). **Doubted**: upstream amdgpu maps fine and coarse VRAM of a gfx942 dGPU with the same MTYPE, so they may pass; flakes.txt lists them, reported (known-flake) but not gated either way, and the first run decides",
 		Reason: "HSA coarse-grained VRAM (the negative control): the same pool HIP VMem takes; P2P atomics on it\n" +
-			"page-fault the GPU like hip.pinned's. Reported, not measured: the first run decides."},
+			"page-fault the GPU like hip.pinned's. Reported, not measured: the first run decides.",
+		Doubt: "DOUBTED: upstream amdgpu maps fine and coarse VRAM of a gfx942 dGPU with the same MTYPE\n" +
+			"(gmc_v9_0_get_coherence_flags, GC 9.4.3 dGPU branch: local RW, remote NC, COHERENT never read),\n" +
+			"so hsa.coarse P2P atomics may pass. fails.txt's crash is by analogy with hip.pinned, not reported:\n" +
+			"these ids are not gated either way (known-flake); the first run's outcome replaces both lines."},
 	{Stack: "hip.pinned", Outcome: "crash",
 		Summary: "`hip.pinned` P2P atomics end in a GPU-fault `crash` (\"Memory access fault by GPU node-N … Reason: …\", parsed into `fault`): `hipMemCreate` always takes the coarse-grained pool (reported for f32 adds, the seed's kernel; the integer ops are generalised, marked so in fails.txt)",
 		Reason: "HIP VMem (hipMemCreate Pinned) always takes the coarse-grained VRAM pool in CLR (rocdevice.cpp\n" +
@@ -42,7 +55,11 @@ var Table = []Row{
 	{Stack: "hip.pinned.hsavmem", Outcome: "pass",
 		Summary: "`hip.pinned.hsavmem.add_f32_acqrel_sys`, the seed's exact path (HSA fine-grained vmem exported as a dma-buf, the system-scope f32 add at acq_rel launched on it through `hipModuleLaunchKernel` by both GPUs), passes: the seed reports it working; on coarse-grained HIP VMem the same kernel faults (above)"},
 	{Stack: "hip.uncached", Outcome: "crash",
-		Summary: "`hip.uncached` (0x40000000) P2P atomics crash the same way: Uncached is honoured only on gfx12.0 by late-2026 ROCr (on ROCm 6.x `hipMemCreate` rejects it: a skip)",
+		Summary: "`hip.uncached` (0x40000000) P2P atomics crash the same way: Uncached is honoured only on gfx12.0 by late-2026 ROCr (on ROCm 6.x `hipMemCreate` rejects it: a skip, gated by `rocm6/skips.txt`, which the first-run script adds on ROCm 6)",
+		SkipOn:  "rocm6",
+		SkipReason: "ROCm 6.x: hipMemCreate rejects the Uncached allocation type (0x40000000), so every\n" +
+			"hip.uncached case skips (rank/hip TestUncachedOnCLR6IsASkip). Only for ROCm 6.x runs:\n" +
+			"scripts/amd-first-run.sh adds this file to the gate when the ROCm version is 6.",
 		Reason: "HIP VMem Uncached (0x40000000): honoured only on gfx12.0 by late-2026 ROCr, so on gfx942 it takes\n" +
 			"the coarse-grained pool as Pinned does and P2P atomics fault the same way (ROCm 6.x rejects the\n" +
 			"type in hipMemCreate: those runs skip). ROCm/iris issue #418."},
@@ -54,11 +71,13 @@ var Table = []Row{
 // accesses pass, then its f32 add faults, per the seed).
 var P2PAtomic = regexp.MustCompile(`^(counter|allreduce|spread|pairs|alltoall|contrast)\.|^perf\.atomic_`)
 
-// plainInFamily matches the members of those families that run no atomic
-// (the all-to-all kernel copy, the planted racy plain increment): plain peer
-// accesses work on coarse memory (the contrast case's first half), so they
-// are not expected to fault.
-var plainInFamily = regexp.MustCompile(`^(alltoall\.copy_|pairs\.racy_)`)
+// plainInFamily matches the members of those families that are not
+// expected to fault: the ones that run no atomic (the all-to-all kernel
+// copy, the planted racy plain increment: plain peer accesses work on
+// coarse memory, the contrast case's first half), and the local atomic
+// perf cases, rank 0's atomics on its own buffer (specs/perf.go): no peer
+// is involved, and atomics on a GPU's own coarse VRAM work.
+var plainInFamily = regexp.MustCompile(`^(alltoall\.copy_|pairs\.racy_|perf\.atomic_[a-z]+_local_)`)
 
 const failsHeader = `# stack: vendor=amd arch=gfx942
 # REPORTED, NOT MEASURED HERE: no AMD GPU has run this project yet. These lines
@@ -91,12 +110,8 @@ func Fails(cases []string) string {
 			continue
 		}
 		var seen, gen []string
-		for _, id := range cases {
-			rest, ok := strings.CutPrefix(id, r.Stack+".")
-			if !ok || !P2PAtomic.MatchString(rest) || plainInFamily.MatchString(rest) {
-				continue
-			}
-			if seedOp.MatchString(rest) {
+		for _, id := range r.atomicIDs(cases) {
+			if seedOp.MatchString(id) {
 				seen = append(seen, id)
 			} else {
 				gen = append(gen, id)
@@ -123,6 +138,76 @@ func Fails(cases []string) string {
 	return b.String()
 }
 
+// atomicIDs are the row's case ids whose P2P atomics the row's outcome is
+// about.
+func (r Row) atomicIDs(cases []string) []string {
+	var ids []string
+	for _, id := range cases {
+		rest, ok := strings.CutPrefix(id, r.Stack+".")
+		if ok && P2PAtomic.MatchString(rest) && !plainInFamily.MatchString(rest) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+const flakesHeader = `# stack: vendor=amd arch=gfx942
+# REPORTED, NOT MEASURED HERE (see fails.txt). Generated from internal/amdreported:
+# the ids whose reported outcome is in doubt, reported but not gated either way.
+`
+
+// Flakes renders flakes.txt: each doubted row's P2P-atomic ids, one
+// anchored id per line, under the row's doubt.
+func Flakes(cases []string) string {
+	var b strings.Builder
+	b.WriteString(flakesHeader)
+	for _, r := range Table {
+		ids := r.atomicIDs(cases)
+		if r.Doubt == "" || len(ids) == 0 {
+			continue
+		}
+		sort.Strings(ids)
+		b.WriteString("\n")
+		for _, l := range strings.Split(r.Doubt, "\n") {
+			b.WriteString("# " + l + "\n")
+		}
+		for _, id := range ids {
+			b.WriteString(regexp.QuoteMeta(id) + "\n")
+		}
+	}
+	return b.String()
+}
+
+// Skips renders the skips.txt of runtime line rt (a Row.SkipOn): one
+// pattern per stack that skips there, under its reason.
+func Skips(rt string) string {
+	var b strings.Builder
+	b.WriteString("# stack: vendor=amd arch=gfx942\n# Generated from internal/amdreported; edit the table there.\n")
+	for _, r := range Table {
+		if r.SkipOn != rt {
+			continue
+		}
+		b.WriteString("\n")
+		for _, l := range strings.Split(r.SkipReason, "\n") {
+			b.WriteString("# " + l + "\n")
+		}
+		b.WriteString(regexp.QuoteMeta(r.Stack+".") + ".*\n")
+	}
+	return b.String()
+}
+
+// Runtimes are the runtime lines some row skips on, sorted.
+func Runtimes() []string {
+	var rts []string
+	for _, r := range Table {
+		if r.SkipOn != "" && !slices.Contains(rts, r.SkipOn) {
+			rts = append(rts, r.SkipOn)
+		}
+	}
+	sort.Strings(rts)
+	return rts
+}
+
 // Begin and End delimit the generated block in README.md and docs/AMD.md.
 const (
 	Begin = "<!-- amd-reported: generated from internal/amdreported; edit the table there -->"
@@ -136,6 +221,7 @@ func Block() string {
 	for _, r := range Table {
 		fmt.Fprintf(&b, "  - %s.\n", r.Summary)
 	}
+	b.WriteString("  - The local atomic perf cases (`perf.atomic_*_local_*`: rank 0's atomics on its own buffer, no peer) pass on every stack: atomics on a GPU's own coarse VRAM work.\n")
 	return b.String()
 }
 

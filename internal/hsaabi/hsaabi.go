@@ -57,6 +57,25 @@ const (
 	AccessPermissionRW   = 3
 )
 
+// LinkTypePCIe is HSA_AMD_LINK_INFO_TYPE_PCIE (hsa_amd_link_info_type_t),
+// what hipExtGetLinkTypeAndHopCount also answers. rank/hsa's abiTable
+// checks it under that name (its linkTypePCIe is this).
+const LinkTypePCIe = 2
+
+// PCIeAtomicsEnv, set to 1, lets both AMD backends report P2P atomics on a
+// PCIe link as the runtime does; unset, they hold them back with
+// PCIeAtomicsUnverified (issue 40, review 3 P9).
+const PCIeAtomicsEnv = "P2PAT_AMD_PCIE_P2P_ATOMICS"
+
+// PCIeAtomicsUnverified is why: KFD clears a PCIe link's atomics bits only
+// when the source GPU could not enable AtomicOps to its root port or the
+// target lacks AtomicOp completion (linux kfd_topology.c
+// kfd_set_iolink_no_atomics); nothing checks that the root complex routes
+// AtomicOps peer to peer between root ports. Run on that bit alone, a P2P
+// atomic case may fail, time out or hang the GPU where the truth is "not
+// supported".
+var PCIeAtomicsUnverified = "PCIe link: KFD's atomics bits say each GPU reaches its root port with AtomicOps, not that the root complex routes them peer to peer (kfd_topology.c kfd_set_iolink_no_atomics); held back as unverified, set " + PCIeAtomicsEnv + "=1 to run the P2P atomic cases on it"
+
 // AccessDesc mirrors hsa_amd_memory_access_desc_t: 4 bytes of padding after
 // the permission, 16-byte stride in arrays.
 type AccessDesc struct {

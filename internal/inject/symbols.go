@@ -33,7 +33,7 @@ var (
 	}
 	HIPSymbols = []string{
 		"hipInit", "hipGetDeviceCount", "hipSetDevice", "hipRuntimeGetVersion", "hipDriverGetVersion",
-		"hipDeviceGetAttribute", "hipDeviceGetP2PAttribute", "hipGetDeviceProperties",
+		"hipDeviceGetAttribute", "hipDeviceGetP2PAttribute", "hipExtGetLinkTypeAndHopCount", "hipGetDeviceProperties",
 		"hipGetDevicePropertiesR0600", "hipMemGetAllocationGranularity", "hipMemCreate", "hipMemRelease",
 		"hipMemAddressReserve", "hipMemAddressFree", "hipMemMap", "hipMemUnmap", "hipMemSetAccess",
 		"hipMemExportToShareableHandle", "hipMemImportFromShareableHandle", "hipModuleLoadData",
@@ -53,7 +53,8 @@ var (
 		"hsa_amd_memory_pool_get_info", "hsa_amd_agent_memory_pool_get_info",
 		"hsa_amd_memory_pool_allocate", "hsa_amd_memory_pool_free", "hsa_amd_agents_allow_access",
 		"hsa_amd_memory_async_copy", "hsa_amd_memory_async_copy_on_engine",
-		"hsa_amd_memory_copy_engine_status", "hsa_signal_create", "hsa_signal_destroy",
+		"hsa_amd_memory_copy_engine_status", "hsa_amd_memory_get_preferred_copy_engine",
+		"hsa_signal_create", "hsa_signal_destroy",
 		"hsa_queue_create", "hsa_queue_destroy", "hsa_code_object_reader_create_from_memory",
 		"hsa_code_object_reader_destroy", "hsa_executable_create_alt",
 		"hsa_executable_load_agent_code_object", "hsa_executable_freeze",

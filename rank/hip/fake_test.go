@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"p2patomics/internal/binding"
+	"p2patomics/internal/hsaabi"
 	"p2patomics/rank/backend"
 )
 
@@ -284,22 +285,32 @@ func TestROCmLibDirs(t *testing.T) {
 // atomics skips the P2P atomic cases as not supported, naming the
 // attribute. On a44624c every pair was "yes".
 func TestPeerCapsFromP2PAttribute(t *testing.T) {
+	const xgmi, pcie = 4, hsaabi.LinkTypePCIe
 	for _, c := range []struct {
 		name            string
 		access, atomic  int32
+		link            uint32
+		env             string
 		okAcc, okAtomic bool
 		reason          string
 	}{
-		{"xgmi", 1, 1, true, true, "hipDevP2PAttrNativeAtomicSupported, 0, 1) is 1"},
-		{"pcie without atomics", 1, 0, true, false, "hipDevP2PAttrNativeAtomicSupported, 0, 1) is 0"},
-		{"no p2p", 0, 0, false, false, "hipDevP2PAttrAccessSupported, 0, 1) is 0"},
+		{"xgmi", 1, 1, xgmi, "", true, true, "hipDevP2PAttrNativeAtomicSupported, 0, 1) is 1"},
+		{"pcie without atomics", 1, 0, pcie, "", true, false, "hipDevP2PAttrNativeAtomicSupported, 0, 1) is 0"},
+		{"no p2p", 0, 0, pcie, "", false, false, "hipDevP2PAttrAccessSupported, 0, 1) is 0"},
+		// Issue 40, P9: CLR's 1 on PCIe is KFD's root-port bit.
+		{"pcie with atomics", 1, 1, pcie, "", true, false, "root complex routes them peer to peer"},
+		{"pcie with atomics, asked", 1, 1, pcie, "1", true, true, "hipDevP2PAttrNativeAtomicSupported, 0, 1) is 1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(hsaabi.PCIeAtomicsEnv, c.env)
 			l := fakeLib(t, map[string]any{"hipDeviceGetP2PAttribute": func(v *int32, attr uint32, src, dst int32) uint32 {
 				if src != 0 || dst != 1 {
 					t.Errorf("asked for %d→%d", src, dst)
 				}
 				*v = map[uint32]int32{p2pAttrAccessSupported: c.access, p2pAttrNativeAtomic: c.atomic}[attr]
+				return errSuccess
+			}, "hipExtGetLinkTypeAndHopCount": func(d1, d2 int32, typ, hops *uint32) uint32 {
+				*typ, *hops = c.link, 1
 				return errSuccess
 			}})
 			b := &Backend{l: l, cfg: backend.Config{Device: 0}}
@@ -352,5 +363,21 @@ func TestNoDeviceNamesKFD(t *testing.T) {
 		if got := kfdWhy(); !strings.Contains(got, c.want) {
 			t.Errorf("open error %v: %q, want %q", c.err, got, c.want)
 		}
+	}
+}
+
+// TestInterruptsOffIsRefused (issue 40, review 3 P7): with
+// HSA_ENABLE_INTERRUPT=0 the hip backend's Open refuses, naming the
+// variable, before loading anything; at ce5f99b it opened (or skipped for
+// another reason) and every GPU fault would wait out the case timeout.
+func TestInterruptsOffIsRefused(t *testing.T) {
+	t.Setenv("HSA_ENABLE_INTERRUPT", "0")
+	_, err := (&Backend{}).Open(backend.Config{Ranks: 1})
+	if !errors.Is(err, backend.ErrNotSupported) || !strings.Contains(err.Error(), "HSA_ENABLE_INTERRUPT=0") {
+		t.Fatalf("Open with HSA_ENABLE_INTERRUPT=0: %v", err)
+	}
+	t.Setenv("HSA_ENABLE_INTERRUPT", "1")
+	if err := interruptsOn(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"p2patomics/internal/device"
+	"p2patomics/internal/hsaabi"
 	"p2patomics/kernels"
 	"p2patomics/rank/backend"
 )
@@ -108,10 +109,13 @@ func (b *buffer) Size() uint64 { return b.size }
 func (b *Backend) Name() string    { return "hip" }
 func (b *Backend) Kinds() []string { return []string{kindPinned, kindUncached} }
 
-// Open: load → device count (100 = hipErrorNoDevice → skip) → version gate →
-// hipSetDevice on this (locked) thread → module.
+// Open: interrupts on → load → device count (100 = hipErrorNoDevice → skip)
+// → version gate → hipSetDevice on this (locked) thread → module.
 func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 	b.cfg = cfg
+	if err := interruptsOn(); err != nil {
+		return backend.DeviceInfo{}, err
+	}
 	l, err := load()
 	if err != nil {
 		return backend.DeviceInfo{}, err
@@ -162,6 +166,20 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 		return backend.DeviceInfo{}, err
 	}
 	return info, nil
+}
+
+// interruptsOn refuses HSA_ENABLE_INTERRUPT=0, which reaches the ROCr
+// under CLR too (the harness passes HSA_* to hip ranks): without interrupt
+// signals ROCr binds no VM-fault handler (rocr7 core/runtime/runtime.cpp
+// BindErrorHandlers returns early), so a GPU fault never aborts and
+// hipEventSynchronize waits out the case timeout: a timeout where the
+// truth is a crash (issue 40, review 3 P7). The hsa backend refuses it the
+// same way.
+func interruptsOn() error {
+	if os.Getenv("HSA_ENABLE_INTERRUPT") == "0" {
+		return backend.NotSupportedf("HSA_ENABLE_INTERRUPT=0 is set: ROCr under HIP then installs no GPU fault handler and a fault would read as a case timeout, not a crash; unset it to run the hip backend")
+	}
+	return nil
 }
 
 // openKFD opens /dev/kfd as ROCr does (read-write); the tests replace it.
@@ -579,7 +597,7 @@ func (b *Backend) release(buf *buffer) error {
 func (b *Backend) Free(bb backend.Buffer) error {
 	if hb, ok := bb.(*hsaBuffer); ok && b.hbufs[hb] {
 		delete(b.hbufs, hb)
-		return b.releaseHSA(hb)
+		return errors.Join(b.releaseHSA(hb), b.freeStaging())
 	}
 	buf, ok := bb.(*buffer)
 	if !ok || !b.bufs[buf] {
@@ -772,5 +790,21 @@ func (b *Backend) peer(q int) device.Peer {
 		return p
 	}
 	p.Atomics = ask(p2pAttrNativeAtomic, "hipDevP2PAttrNativeAtomicSupported")
+	if p.Atomics.OK && b.pcieLink(q) {
+		p.Atomics = device.No("%s; %s", p.Atomics.Reason, hsaabi.PCIeAtomicsUnverified)
+	}
 	return p
+}
+
+// pcieLink says whether hipExtGetLinkTypeAndHopCount names a PCIe link to
+// peer q (false where the runtime lacks the call or does not answer).
+func (b *Backend) pcieLink(q int) bool {
+	if b.l.linkType == nil || os.Getenv(hsaabi.PCIeAtomicsEnv) == "1" {
+		return false
+	}
+	var typ, hops uint32
+	b.l.beginProbe()
+	st := b.l.linkType(int32(b.cfg.Device), int32(q), &typ, &hops)
+	b.l.endProbe()
+	return st.Code == errSuccess && typ == hsaabi.LinkTypePCIe
 }

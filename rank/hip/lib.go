@@ -35,6 +35,10 @@ var requiredSymbols = []string{
 // optionalSymbols: symbol -> the HIP release that added it.
 var optionalSymbols = map[string]string{
 	"hipGetDevicePropertiesR0600": "6.0",
+	// The link type of a peer pair (PCIe or xGMI, an
+	// hsa_amd_link_info_type_t): in the 6.4.3 and 7.2.4 headers; absent,
+	// the P2P atomics cap is not held back for PCIe (Backend.peer).
+	"hipExtGetLinkTypeAndHopCount": "6.4",
 }
 
 // lib is the one choke point into libamdhip64. HIP keeps a per-thread
@@ -56,6 +60,7 @@ type lib struct {
 	driverVersion    func(v *int32) status
 	deviceAttribute  func(v *int32, attr uint32, dev int32) status
 	p2pAttribute     func(v *int32, attr uint32, src, dst int32) status
+	linkType         func(dev1, dev2 int32, linkType, hops *uint32) status
 	propsOld         func(p unsafe.Pointer, dev int32) status
 	propsR0600       func(p unsafe.Pointer, dev int32) status
 	granularity      func(g *uint64, prop *allocProp, option uint32) status
@@ -131,6 +136,7 @@ func (l *lib) symbols() []binding.Symbol {
 		binding.Sym1(&l.driverVersion, l.end, ">driverVersion", "hipDriverGetVersion"),
 		binding.Sym3(&l.deviceAttribute, l.end, ">pi attr deviceId", "hipDeviceGetAttribute"),
 		binding.Sym4(&l.p2pAttribute, l.end, ">value attr srcDevice dstDevice", "hipDeviceGetP2PAttribute"),
+		binding.Sym4(&l.linkType, l.end, "device1 device2 >linktype >hopcount", "hipExtGetLinkTypeAndHopCount"),
 		binding.Sym2(&l.propsOld, l.end, "prop deviceId", "hipGetDeviceProperties"),
 		binding.Sym2(&l.propsR0600, l.end, "prop deviceId", "hipGetDevicePropertiesR0600"),
 		binding.Sym3(&l.granularity, l.end, ">granularity prop option", "hipMemGetAllocationGranularity"),

@@ -66,6 +66,7 @@ const (
 	amdAgentInfoUUID        = hsaabi.AmdAgentInfoUUID
 	amdAgentInfoMemoryAvail = 0xA015 // uint64
 	amdAgentInfoDriverUID   = 0xA112 // uint32
+	amdAgentInfoNearestCPU  = 0xA113 // hsa_agent_t
 	isaInfoNameLength       = 0
 	isaInfoName             = 1
 )
@@ -90,7 +91,7 @@ const (
 	poolAccessNeverAllowed   = 0
 	linkTypeHyperTransport   = 0
 	linkTypeQPI              = 1
-	linkTypePCIe             = 2
+	linkTypePCIe             = hsaabi.LinkTypePCIe
 	linkTypeInfiniband       = 3
 	linkTypeXGMI             = 4
 )
@@ -317,6 +318,7 @@ var constTable = amdabi.Table{
 	{Name: "HSA_AMD_AGENT_INFO_DOMAIN", Value: amdAgentInfoDomain},
 	{Name: "HSA_AMD_AGENT_INFO_MEMORY_AVAIL", Value: amdAgentInfoMemoryAvail},
 	{Name: "HSA_AMD_AGENT_INFO_DRIVER_UID", Value: amdAgentInfoDriverUID},
+	{Name: "HSA_AMD_AGENT_INFO_NEAREST_CPU", Value: amdAgentInfoNearestCPU},
 	{Name: "HSA_ISA_INFO_NAME_LENGTH", Value: isaInfoNameLength},
 	{Name: "HSA_ISA_INFO_NAME", Value: isaInfoName},
 	{Name: "HSA_AMD_MEMORY_POOL_INFO_SIZE", Value: poolInfoSize},

@@ -2,6 +2,7 @@ package hsa
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -34,6 +35,47 @@ type fakeHSA struct {
 	// call fails); onEngine records each explicit-engine copy's engine.
 	engines  uint32
 	onEngine []uint32
+	forced   []bool // each explicit-engine copy's force_copy_on_sdma
+	signal   int64  // what every signal wait returns (0: done)
+	// preferred is get_preferred_copy_engine's mask (0: no preference).
+	preferred uint32
+	// grants records each vmem_set_access by VA (address_reserve hands out
+	// distinct VAs); unmapped lists each copy whose running agent, by
+	// ROCr's rule, holds no grant on one of its two VAs.
+	nextVA   uintptr
+	grants   []fakeGrant
+	unmapped []string
+}
+
+type fakeGrant struct {
+	va, size uintptr
+	agent    uint64
+}
+
+// granted says whether agent may access p, as vmem_set_access left it.
+func (f *fakeHSA) granted(agent uint64, p uintptr) bool {
+	for _, g := range f.grants {
+		if g.agent == agent && p >= g.va && p < g.va+g.size {
+			return true
+		}
+	}
+	return false
+}
+
+// runCopy applies ROCr's copy-agent rule (rocr7 core/runtime/runtime.cpp
+// CopyMemory, CopyMemoryOnEngine: copy_agent = src_gpu ? src_agent :
+// dst_agent) and records a copy whose engine's GPU maps neither VA: on
+// hardware, a VM fault on that GPU's node.
+func (f *fakeHSA) runCopy(dst uintptr, da uint64, src uintptr, sa uint64) {
+	run := da
+	if a := f.agent(sa); a != nil && a.dev == deviceTypeGPU {
+		run = sa
+	}
+	for _, p := range []uintptr{dst, src} {
+		if f.nextVA != 0 && p >= 0x7f0000000000 && !f.granted(run, p) {
+			f.unmapped = append(f.unmapped, fmt.Sprintf("ROCr runs the copy on agent %#x, which holds no grant on %#x", run, p))
+		}
+	}
 }
 
 type fakeLink struct {
@@ -47,6 +89,9 @@ type fakeAgent struct {
 	node   uint32
 	pools  map[uint64]uint32 // pool handle -> GLOBAL_FLAGS
 	isa    string
+	// nearCPU is what HSA_AMD_AGENT_INFO_NEAREST_CPU answers (0: the
+	// attribute is unknown, as on older runtimes).
+	nearCPU uint64
 }
 
 func (f *fakeHSA) agent(h uint64) *fakeAgent {
@@ -167,6 +212,11 @@ func (f *fakeHSA) discoveryFakes() map[string]any {
 				put(v, 304, 4)
 			case amdAgentInfoMemoryAvail:
 				put(v, 1<<30, 8)
+			case amdAgentInfoNearestCPU:
+				if a.nearCPU == 0 {
+					return statusErrorInvalidArgument // an older runtime
+				}
+				put(v, a.nearCPU, 8)
 			default:
 				return statusErrorInvalidArgument // names, UUID: "" is fine
 			}
@@ -261,9 +311,10 @@ func (f *fakeHSA) copyFakes() map[string]any {
 	return map[string]any{
 		"hsa_signal_create":         func(v int64, n uint32, c uintptr, out *uint64) uint32 { *out = 0x5000; return statusSuccess },
 		"hsa_signal_destroy":        func(s uint64) uint32 { return statusSuccess },
-		"hsa_signal_wait_scacquire": func(s uint64, cond uint32, cmp int64, timeout uint64, state uint32) int64 { return 0 },
+		"hsa_signal_wait_scacquire": func(s uint64, cond uint32, cmp int64, timeout uint64, state uint32) int64 { return f.signal },
 		"hsa_amd_memory_async_copy": func(dst uintptr, da uint64, src uintptr, sa uint64, n uint64, nd uint32, deps uintptr, sig uint64) uint32 {
 			f.copies = append(f.copies, [2]uint64{da, sa})
+			f.runCopy(dst, da, src, sa)
 			return statusSuccess
 		},
 		"hsa_amd_memory_copy_engine_status": func(da, sa uint64, m *uint32) uint32 {
@@ -273,9 +324,15 @@ func (f *fakeHSA) copyFakes() map[string]any {
 			*m = f.engines
 			return statusSuccess
 		},
+		"hsa_amd_memory_get_preferred_copy_engine": func(da, sa uint64, m *uint32) uint32 {
+			*m = f.preferred
+			return statusSuccess
+		},
 		"hsa_amd_memory_async_copy_on_engine": func(dst uintptr, da uint64, src uintptr, sa uint64, n uint64, nd uint32, deps uintptr, sig uint64, eng uint32, force bool) uint32 {
 			f.copies = append(f.copies, [2]uint64{da, sa})
 			f.onEngine = append(f.onEngine, eng)
+			f.forced = append(f.forced, force)
+			f.runCopy(dst, da, src, sa)
 			return statusSuccess
 		},
 	}
@@ -285,7 +342,11 @@ func (f *fakeHSA) copyFakes() map[string]any {
 func (f *fakeHSA) vmemFakes() map[string]any {
 	return map[string]any{
 		"hsa_amd_vmem_address_reserve": func(va *uintptr, size, addr, flags uint64) uint32 {
-			*va = 0x7f0000000000
+			if f.nextVA == 0 {
+				f.nextVA = 0x7f0000000000
+			}
+			*va = f.nextVA
+			f.nextVA += uintptr(size+0xfffff) &^ 0xfffff
 			return statusSuccess
 		},
 		"hsa_amd_vmem_handle_create": func(pool, size uint64, typ uint32, flags uint64, out *uint64) uint32 {
@@ -295,6 +356,9 @@ func (f *fakeHSA) vmemFakes() map[string]any {
 		"hsa_amd_vmem_map": func(va uintptr, size, off, h, flags uint64) uint32 { return statusSuccess },
 		"hsa_amd_vmem_set_access": func(va uintptr, size uint64, d *accessDesc, n uint64) uint32 {
 			f.access = append(f.access, append([]accessDesc(nil), unsafe.Slice(d, n)...))
+			for _, x := range unsafe.Slice(d, n) {
+				f.grants = append(f.grants, fakeGrant{va, uintptr(size), x.Agent})
+			}
 			return statusSuccess
 		},
 		"hsa_amd_vmem_export_shareable_handle": func(fd *int32, h, flags uint64) uint32 {
@@ -445,10 +509,14 @@ func TestROCmLibDirs(t *testing.T) {
 	}
 }
 
-// TestCopyNamesTheOwners (issue 30, N1): a copy into or out of a peer's
-// imported buffer passes the peer's agent for that side, so ROCr runs an
-// SDMA engine and not the same-agent blit kernel, and the method says
-// which engine ran. On a44624c both agents were the rank's own (0x300).
+// TestCopyNamesTheOwners (issue 30, N1; issue 40, P1): a push into a
+// peer's imported buffer passes the peer as dst_agent and this rank's
+// agent as src_agent, so ROCr runs this GPU's SDMA engine, not the
+// same-agent blit kernel. A pull names this rank's agent twice (ROCr runs
+// a copy on src_agent, and only this agent maps the VAs) and, where an
+// engine is reported, is forced onto it. The method says which ran. On
+// a44624c both agents were the rank's own for a push too; at ce5f99b a
+// pull named the peer (0x400) as src_agent.
 func TestCopyNamesTheOwners(t *testing.T) {
 	f := mi300(t)
 	b, _ := openFake(t, f, 0)
@@ -471,9 +539,9 @@ func TestCopyNamesTheOwners(t *testing.T) {
 		want     [2]uint64
 		method   string
 	}{
-		{"write", peer, local, [2]uint64{0x400, 0x300}, "SDMA engine (node 2 → node 3)"},
-		{"read", local, peer, [2]uint64{0x300, 0x400}, "SDMA engine (node 3 → node 2)"},
-		{"local", local, local, [2]uint64{0x300, 0x300}, "blit kernel (one agent, node 2)"},
+		{"write", peer, local, [2]uint64{0x400, 0x300}, "SDMA engine of node 2 (node 2 → node 3)"},
+		{"read", local, peer, [2]uint64{0x300, 0x300}, "blit kernel (one agent, node 2; node 3 → node 2)"},
+		{"local", local, local, [2]uint64{0x300, 0x300}, "blit kernel (one agent, node 2; node 2 → node 2)"},
 	} {
 		f.copies = nil
 		res, err := b.Copy(c.dst, 0, c.src, 0, 1<<21)
@@ -493,15 +561,20 @@ func TestCopyNamesTheOwners(t *testing.T) {
 		t.Errorf("import from an unknown node: %v", err)
 	}
 	// Where the runtime reports free SDMA engines for the pair, the copy
-	// runs on the lowest one explicitly and the method names it; a local
-	// copy stays ROCr's (one agent: no engine asked).
+	// runs on the lowest one explicitly and the method names it; a pull is
+	// forced onto it; a local copy stays ROCr's (one agent: no engine asked).
 	f.engines, f.copies = 0x6, nil
 	res, err := b.Copy(peer, 0, local, 0, 1<<21)
-	if err != nil || len(f.onEngine) != 1 || f.onEngine[0] != 0x2 || f.copies[0] != [2]uint64{0x400, 0x300} ||
-		!strings.Contains(res.Method, "SDMA engine 0x2 (node 2 → node 3, hsa_amd_memory_async_copy_on_engine)") {
+	if err != nil || len(f.onEngine) != 1 || f.onEngine[0] != 0x2 || f.copies[0] != [2]uint64{0x400, 0x300} || f.forced[0] ||
+		!strings.Contains(res.Method, "SDMA engine 0x2 of node 2 (node 2 → node 3, hsa_amd_memory_async_copy_on_engine)") {
 		t.Errorf("explicit engine: %v, engines %v, agents %#x, method %q", err, f.onEngine, f.copies, res.Method)
 	}
-	if _, err := b.Copy(local, 0, local, 0, 1<<21); err != nil || len(f.onEngine) != 1 {
+	res, err = b.Copy(local, 0, peer, 0, 1<<21)
+	if err != nil || len(f.onEngine) != 2 || f.onEngine[1] != 0x2 || f.copies[1] != [2]uint64{0x300, 0x300} || !f.forced[1] ||
+		!strings.Contains(res.Method, "SDMA engine 0x2 of node 2 (node 3 → node 2, hsa_amd_memory_async_copy_on_engine)") {
+		t.Errorf("explicit engine, pull: %v, engines %v, forced %v, agents %#x, method %q", err, f.onEngine, f.forced, f.copies, res.Method)
+	}
+	if _, err := b.Copy(local, 0, local, 0, 1<<21); err != nil || len(f.onEngine) != 2 {
 		t.Errorf("a local copy asked for an engine: %v %v", err, f.onEngine)
 	}
 }
@@ -519,6 +592,8 @@ func TestPeerCapsFollowLinkInfo(t *testing.T) {
 	}{
 		{"xgmi", fakeLink{access: 1, hops: []linkInfo{{LinkType: linkTypeXGMI, Atomic32: true, Atomic64: true, Coherent: true}}}, true, true, "xgmi atomics32=true"},
 		{"pcie without atomics", fakeLink{access: 1, hops: []linkInfo{{LinkType: linkTypePCIe, Atomic32: true}}}, true, false, "pcie atomic_support_64bit=false"},
+		// Issue 40, P9: both bits set on PCIe speak of the root ports only.
+		{"pcie with atomics bits", fakeLink{access: 1, hops: []linkInfo{{LinkType: linkTypePCIe, Atomic32: true, Atomic64: true}}}, true, false, "root complex routes them peer to peer"},
 		{"no hops", fakeLink{access: 1}, false, false, "NUM_LINK_HOPS is 0"},
 		{"never allowed", fakeLink{access: poolAccessNeverAllowed, hops: []linkInfo{{LinkType: linkTypePCIe}}}, false, false, "NEVER_ALLOWED"},
 	} {
@@ -556,6 +631,19 @@ func TestInterruptsOffIsRefused(t *testing.T) {
 	openFake(t, mi300(t), 0)
 }
 
+// TestPCIeAtomicsRunWhenAsked (issue 40, P9): with
+// P2PAT_AMD_PCIE_P2P_ATOMICS=1 a PCIe link whose bits allow atomics is a
+// "yes", as ROCr reports it.
+func TestPCIeAtomicsRunWhenAsked(t *testing.T) {
+	t.Setenv("P2PAT_AMD_PCIE_P2P_ATOMICS", "1")
+	f := mi300(t)
+	f.links = map[[2]uint64]fakeLink{{0x300, 0x4003}: {access: 1, hops: []linkInfo{{LinkType: linkTypePCIe, Atomic32: true, Atomic64: true}}}}
+	_, info := openFake(t, f, 0)
+	if pr := info.Caps.Peer(0, 1); !pr.Atomics.OK {
+		t.Fatalf("PCIe atomics with the switch: %+v", pr.Atomics)
+	}
+}
+
 // TestNeedVmemIgnoresCopyEngine: a runtime without the optional
 // explicit-engine entry points still has the vmem API.
 func TestNeedVmemIgnoresCopyEngine(t *testing.T) {
@@ -566,5 +654,147 @@ func TestNeedVmemIgnoresCopyEngine(t *testing.T) {
 	l.missing["hsa_amd_vmem_map"] = minVmemROCm
 	if err := l.needVmem(); err == nil || !strings.Contains(err.Error(), "hsa_amd_vmem_map") {
 		t.Fatalf("vmem missing: %v", err)
+	}
+}
+
+// TestCopyRunsOnAGrantedAgent (issue 40, review 3 P1): ROCr runs a copy
+// on src_agent when it is a GPU, and a vmem VA is mapped only on the
+// agents granted, which is this rank's own alone. So every copy, a push
+// or a pull, with or without an explicit engine, must name an src_agent
+// that holds a grant on both VAs. At ce5f99b a pull named the peer as
+// src_agent: on hardware a VM fault on the peer's node, a false crash.
+func TestCopyRunsOnAGrantedAgent(t *testing.T) {
+	for _, engines := range []uint32{0, 0x6} {
+		f := mi300(t)
+		f.engines = engines
+		b, _ := openFake(t, f, 0)
+		local, exp, err := b.Alloc(kindFine, 1<<21)
+		if err != nil {
+			t.Fatal(err)
+		}
+		syscall.Close(exp.Fd)
+		var p [2]int
+		syscall.Pipe(p[:])
+		syscall.Close(p[1])
+		peer, err := b.Import(kindFine, backend.Export{Fd: p[0], Size: 1 << 21, Meta: map[string]string{"kind": kindFine, metaNode: "3"}}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name     string
+			dst, src backend.Buffer
+		}{{"push", peer, local}, {"pull", local, peer}, {"local", local, local}} {
+			f.unmapped = nil
+			if _, err := b.Copy(c.dst, 0, c.src, 0, 1<<21); err != nil {
+				t.Fatal(err)
+			}
+			if len(f.unmapped) > 0 {
+				t.Errorf("engines %#x, %s: %v", engines, c.name, f.unmapped)
+			}
+		}
+	}
+}
+
+// TestCopyErrorIsNamed (issue 40, review 3 P6): ROCr reports a failed
+// async copy by a negative completion signal (hsa_ext_amd.h); Copy returns
+// an error naming the copy and the value. At ce5f99b any value below 1 read
+// as done, and the case failed later on the destination's sum.
+func TestCopyErrorIsNamed(t *testing.T) {
+	f := mi300(t)
+	b, _ := openFake(t, f, 0)
+	local, exp, err := b.Alloc(kindFine, 1<<21)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(exp.Fd)
+	f.signal = -1
+	_, err = b.Copy(local, 0, local, 1<<20, 1<<20)
+	if err == nil || !strings.Contains(err.Error(), "hsa_amd_memory_async_copy") || !strings.Contains(err.Error(), "-1") {
+		t.Fatalf("a copy whose signal went negative: %v, want an error naming the copy and -1", err)
+	}
+	f.signal = 0
+	if _, err := b.Copy(local, 0, local, 1<<20, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCopyTakesThePreferredEngine (issue 40, review 3 P5): among the free
+// engines the copy takes the one get_preferred_copy_engine recommends (KFD's
+// per-peer xGMI engine, ROCr's own pick), for a push and a pull; a
+// recommendation that is not free falls back to the lowest free engine.
+// Under HSA_ENABLE_PEER_SDMA=0 no engine is named and the method says blit
+// kernel; a non-default HSA_FORCE_SDMA_SIZE moves the one-agent label. At
+// ce5f99b the copy took engine 0x4 (lowest free) and said SDMA under
+// HSA_ENABLE_PEER_SDMA=0.
+func TestCopyTakesThePreferredEngine(t *testing.T) {
+	f := mi300(t)
+	f.engines, f.preferred = 0x1c, 0x10
+	b, _ := openFake(t, f, 0)
+	local, exp, err := b.Alloc(kindFine, 1<<21)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(exp.Fd)
+	var p [2]int
+	syscall.Pipe(p[:])
+	syscall.Close(p[1])
+	peer, err := b.Import(kindFine, backend.Export{Fd: p[0], Size: 1 << 21, Meta: map[string]string{"kind": kindFine, metaNode: "3"}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyOn := func(dst, src backend.Buffer) (uint32, string) {
+		t.Helper()
+		f.onEngine = nil
+		res, err := b.Copy(dst, 0, src, 0, 1<<21)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(f.onEngine) == 0 {
+			return 0, res.Method
+		}
+		return f.onEngine[0], res.Method
+	}
+	for _, dir := range [][2]backend.Buffer{{peer, local}, {local, peer}} {
+		if eng, m := copyOn(dir[0], dir[1]); eng != 0x10 || !strings.Contains(m, "SDMA engine 0x10") {
+			t.Errorf("preferred 0x10 of free 0x1c: engine %#x, method %q", eng, m)
+		}
+	}
+	f.preferred = 0x1
+	if eng, _ := copyOn(peer, local); eng != 0x4 {
+		t.Errorf("preferred 0x1, not free: engine %#x, want the lowest free 0x4", eng)
+	}
+	t.Setenv("HSA_ENABLE_PEER_SDMA", "0")
+	if eng, m := copyOn(peer, local); eng != 0 || strings.Contains(m, "SDMA engine") || !strings.Contains(m, "blit kernel of node 2 (HSA_ENABLE_PEER_SDMA=0") {
+		t.Errorf("HSA_ENABLE_PEER_SDMA=0: engine %#x, method %q", eng, m)
+	}
+	t.Setenv("HSA_ENABLE_PEER_SDMA", "")
+	t.Setenv("HSA_FORCE_SDMA_SIZE", "4194304")
+	if _, m := copyOn(local, local); !strings.Contains(m, "under HSA_FORCE_SDMA_SIZE") {
+		t.Errorf("a 2 MiB local copy under HSA_FORCE_SDMA_SIZE=4 MiB: %q", m)
+	}
+	t.Setenv("HSA_FORCE_SDMA_SIZE", "4M")
+	if _, m := copyOn(local, local); !strings.Contains(m, `HSA_FORCE_SDMA_SIZE="4M" unread`) {
+		t.Errorf("an unreadable HSA_FORCE_SDMA_SIZE: %q", m)
+	}
+}
+
+// TestOpenPicksTheNearestCPU (review 3, D11): on a two-socket host the
+// kernarg and staging pools come from the CPU agent that
+// HSA_AMD_AGENT_INFO_NEAREST_CPU names for this GPU, not the first CPU;
+// where the runtime does not answer, the first CPU. At ce5f99b GPU 1 took
+// the first CPU (0x200) whatever the runtime said.
+func TestOpenPicksTheNearestCPU(t *testing.T) {
+	f := mi300(t)
+	f.agents = append(f.agents, fakeAgent{handle: 0x500, dev: deviceTypeCPU, node: 1, pools: map[uint64]uint32{
+		0x5001: globalFlagFineGrained | globalFlagKernargInit, 0x5002: globalFlagFineGrained}})
+	f.agents[3].nearCPU = 0x500 // GPU 1 (0x400) sits on the second socket
+	b, _ := openFake(t, f, 1)
+	if b.cpu == nil || b.cpu.handle != 0x500 {
+		t.Fatalf("GPU 1's CPU agent %+v, want 0x500 (its nearest)", b.cpu)
+	}
+	f.agents[3].nearCPU = 0
+	b, _ = openFake(t, f, 1)
+	if b.cpu == nil || b.cpu.handle != 0x200 {
+		t.Fatalf("no NEAREST_CPU answer: CPU agent %+v, want the first (0x200)", b.cpu)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"p2patomics/internal/device"
+	"p2patomics/internal/hsaabi"
 	"p2patomics/kernels"
 	"p2patomics/rank/backend"
 )
@@ -79,7 +81,8 @@ type Backend struct {
 	l       *lib
 	cfg     backend.Config
 	agents  []*agent // GPU agents in enumeration order (device ordinal = index)
-	cpu     *agent
+	cpu     *agent   // this GPU's nearest CPU agent (nearestCPU)
+	cpus    []*agent // CPU agents in enumeration order
 	self    *agent
 	tsFreq  uint64
 	queue   uintptr
@@ -157,6 +160,7 @@ func (b *Backend) open(l *lib, cfg backend.Config) (backend.DeviceInfo, error) {
 		return backend.DeviceInfo{}, fmt.Errorf("device %d out of range: %d GPU agents", cfg.Device, len(b.agents))
 	}
 	b.self = b.agents[cfg.Device]
+	b.cpu = b.nearestCPU()
 	if b.cpu == nil || b.cpu.kernarg == 0 || b.cpu.sysFine == 0 {
 		return backend.DeviceInfo{}, fmt.Errorf("no CPU agent with kernarg and fine-grained system pools")
 	}
@@ -265,13 +269,34 @@ func (b *Backend) discover() error {
 				}
 			}
 			b.agents = append(b.agents, a)
-		} else if a.cpu && b.cpu == nil {
-			// The first CPU agent; other non-GPU agents (AIE, DSP) have
-			// no kernarg pool and are skipped.
-			b.cpu = a
+		} else if a.cpu {
+			// Other non-GPU agents (AIE, DSP) have no kernarg pool and
+			// are skipped.
+			b.cpus = append(b.cpus, a)
 		}
 	}
 	return nil
+}
+
+// nearestCPU is the CPU agent whose kernarg and staging memory serve this
+// GPU: the one HSA_AMD_AGENT_INFO_NEAREST_CPU names (its NUMA node's, on a
+// dual-socket MI300X host), else the first CPU agent. The first CPU on the
+// other socket costs every launch's kernarg read and every staging copy a
+// socket crossing (review 3, D11).
+func (b *Backend) nearestCPU() *agent {
+	var h uint64
+	b.l.beginProbe() // an older runtime lacks the attribute: the first CPU
+	st := b.l.agentGetInfo(b.self.handle, amdAgentInfoNearestCPU, unsafe.Pointer(&h))
+	b.l.endProbe()
+	for _, c := range b.cpus {
+		if st.Code == statusSuccess && c.handle == h && c.kernarg != 0 && c.sysFine != 0 {
+			return c
+		}
+	}
+	if len(b.cpus) == 0 {
+		return nil
+	}
+	return b.cpus[0]
 }
 
 // target turns "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-" into
@@ -365,9 +390,11 @@ func (b *Backend) deviceInfo() backend.DeviceInfo {
 // PCIe link whose root port lacks the AtomicOp completer and never on xGMI
 // (kfd_topology.c kfd_set_iolink_no_atomics). So: no hops or
 // ACCESS = NEVER_ALLOWED → no peer access; a hop without 32- or 64-bit
-// atomics → no P2P atomics (the P2P cases use both widths). Where the
-// runtime does not answer, access is left to the import to refuse, as
-// before.
+// atomics → no P2P atomics (the P2P cases use both widths). A PCIe hop with
+// both bits set is still "no" unless P2PAT_AMD_PCIE_P2P_ATOMICS=1: those bits
+// speak of each GPU's root port, not of peer-to-peer routing
+// (hsaabi.PCIeAtomicsUnverified; issue 40, review 3 P9). Where the runtime
+// does not answer, access is left to the import to refuse, as before.
 func (b *Backend) link(a, peer *agent, pool uint64) (string, device.Peer) {
 	unknown := device.Yes("AMD: ROCr gave no link facts from node %d to node %d; access is granted at import, which fails there when the link lacks it", a.node, peer.node)
 	if pool == 0 {
@@ -396,7 +423,9 @@ func (b *Backend) link(a, peer *agent, pool uint64) (string, device.Peer) {
 		return fmt.Sprintf("hops=%d", hops), device.Peer{Access: acc, Atomics: unknown}
 	}
 	var parts, noAtomics []string
+	pcie := false
 	for _, li := range infos {
+		pcie = pcie || li.LinkType == linkTypePCIe
 		parts = append(parts, fmt.Sprintf("%s atomics32=%v atomics64=%v coherent=%v bw=%d", linkName(li.LinkType), li.Atomic32, li.Atomic64, li.Coherent, li.MaxBandwidth))
 		if !li.Atomic32 {
 			noAtomics = append(noAtomics, linkName(li.LinkType)+" atomic_support_32bit=false")
@@ -413,6 +442,8 @@ func (b *Backend) link(a, peer *agent, pool uint64) (string, device.Peer) {
 	if len(noAtomics) > 0 {
 		p.Atomics = device.No("AMD: HSA_AMD_AGENT_MEMORY_POOL_INFO_LINK_INFO from node %d to node %d says %s (KFD NoAtomics: the PCIe path lacks AtomicOp completion)",
 			a.node, peer.node, strings.Join(noAtomics, ", "))
+	} else if pcie && os.Getenv(hsaabi.PCIeAtomicsEnv) != "1" {
+		p.Atomics = device.No("AMD: %s from node %d to node %d; %s", desc, a.node, peer.node, hsaabi.PCIeAtomicsUnverified)
 	}
 	return desc, p
 }
@@ -711,7 +742,10 @@ func (b *Backend) Launch(k kernels.Kernel, grid, block uint32, args []uint64) (b
 }
 
 // wait waits for sig < 1 in short slices so that a fault recorded by the
-// event handler (which suppresses ROCr's abort) ends the wait promptly.
+// event handler (which suppresses ROCr's abort) ends the wait promptly. A
+// negative value is ROCr's report of a failed async operation
+// (hsa_ext_amd.h, hsa_amd_memory_async_copy's completion_signal): an error
+// naming it, not done.
 func (b *Backend) wait(sig uint64, what string) error {
 	slice := uint64(10 * time.Millisecond)
 	if b.tsFreq > 0 {
@@ -719,7 +753,12 @@ func (b *Backend) wait(sig uint64, what string) error {
 	}
 	deadline := time.Now().Add(launchTimeout)
 	for {
-		if v := b.l.signalWaitScacq(sig, signalConditionLT, 1, slice, waitStateBlocked); v < 1 {
+		if v := b.l.signalWaitScacq(sig, signalConditionLT, 1, slice, waitStateBlocked); v < 0 {
+			if f := takeFault(); f != nil {
+				return f
+			}
+			return fmt.Errorf("%s failed: ROCr set its completion signal to %d", what, v)
+		} else if v == 0 {
 			return nil
 		}
 		if f := takeFault(); f != nil {
@@ -783,13 +822,21 @@ func (b *Backend) transfer(bb backend.Buffer, off uint64, p []byte, write bool) 
 }
 
 // Copy uses hsa_amd_memory_async_copy with a completion signal; timing is
-// the wall clock around it. The agents passed are the buffers' owners: ROCr
-// picks the engine from them (core/runtime/amd_gpu_agent.cpp GetBlitObject):
-// two different GPUs get an SDMA engine (xGMI or PCIe), while one agent for
-// both sides, as a vmem VA reads to ROCr's own lookup, always gets the blit
-// kernel for copies of 1 MiB and more. The method names which ran.
+// the wall clock around it. ROCr runs a copy on src_agent when that is a GPU
+// (rocr7 core/runtime/runtime.cpp CopyMemory, CopyMemoryOnEngine:
+// copy_agent = src_gpu ? src_agent : dst_agent), under this process's VM on
+// that GPU, and a vmem VA is mapped only on the agents set_access granted:
+// this rank's own agent alone (Alloc and Import grant b.self). So src_agent
+// is always this rank's agent (copyAgents). A push names the peer as
+// dst_agent, and ROCr takes this GPU's SDMA engine toward it
+// (amd_gpu_agent.cpp GetBlitObject). A pull names this agent twice: ROCr
+// would take the blit kernel for one agent at 1 MiB and more, so where the
+// explicit-engine entry points exist the copy is forced onto this GPU's
+// SDMA engine toward the peer (force_copy_on_sdma, which DmaCopyOnEngine
+// honours). Until issue 40 a pull named the peer as src_agent: the copy ran
+// on the peer, which maps neither VA, a VM fault. The method names which ran.
 func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, srcOff uint64, n uint64) (backend.LaunchResult, error) {
-	da, sa := b.copyAgent(dst), b.copyAgent(src)
+	da, sa, peer := b.copyAgents(dst, src)
 	var sig uint64
 	if err := b.l.check(b.l.signalCreate(1, 0, 0, &sig)); err != nil {
 		return backend.LaunchResult{}, err
@@ -797,14 +844,16 @@ func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, sr
 	defer b.l.signalDestroy(sig)
 	start := time.Now()
 	dp, sp := uintptr(dst.Addr()+dstOff), uintptr(src.Addr()+srcOff)
-	method := copyMethod(da, sa, n)
-	if eng := b.sdmaEngine(da, sa); eng != 0 {
-		// An explicit SDMA engine between two agents: the copy engine,
-		// named by its id, whatever ROCr's own pick would be.
-		if err := b.l.check(b.l.copyOnEngine(dp, da.handle, sp, sa.handle, n, 0, 0, sig, eng, false)); err != nil {
+	from, to := b.copyAgent(src).node, b.copyAgent(dst).node
+	method := copyMethod(da, sa, from, to, n)
+	if eng := b.sdmaEngine(peer); eng != 0 {
+		// An explicit SDMA engine of this GPU toward the peer, named by
+		// its id, whatever ROCr's own pick would be; forced for a pull,
+		// whose two agents are one.
+		if err := b.l.check(b.l.copyOnEngine(dp, da.handle, sp, sa.handle, n, 0, 0, sig, eng, da == sa)); err != nil {
 			return backend.LaunchResult{}, err
 		}
-		method = fmt.Sprintf("hsa-signal, SDMA engine %#x (node %d → node %d, hsa_amd_memory_async_copy_on_engine)", eng, sa.node, da.node)
+		method = fmt.Sprintf("hsa-signal, SDMA engine %#x of node %d (node %d → node %d, hsa_amd_memory_async_copy_on_engine)", eng, sa.node, from, to)
 	} else if err := b.l.check(b.l.asyncCopy(dp, da.handle, sp, sa.handle, n, 0, 0, sig)); err != nil {
 		return backend.LaunchResult{}, err
 	}
@@ -814,22 +863,44 @@ func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, sr
 	return backend.LaunchResult{Elapsed: time.Since(start), Method: method}, nil
 }
 
-// sdmaEngine is the SDMA engine (one bit of hsa_amd_sdma_engine_id_t) for
-// a copy between two different agents: the lowest free one that
-// hsa_amd_memory_copy_engine_status reports, or 0 where the runtime lacks
-// the entry points, reports none, the agents are one, or HSA_ENABLE_SDMA=0.
-func (b *Backend) sdmaEngine(da, sa *agent) uint32 {
-	if da == sa || b.l.copyOnEngine == nil || b.l.copyEngineStatus == nil || os.Getenv("HSA_ENABLE_SDMA") == "0" {
+// copyAgents gives the (dst_agent, src_agent) pair for a copy and the peer
+// GPU it crosses to (nil for a local copy). src_agent is always this rank's
+// agent, the one agent granted on every VA this rank holds; dst_agent is the
+// destination's owner for a push, else this rank's agent too.
+func (b *Backend) copyAgents(dst, src backend.Buffer) (da, sa, peer *agent) {
+	da, sa = b.self, b.self
+	if o := b.copyAgent(dst); o != b.self {
+		da, peer = o, o
+	} else if o := b.copyAgent(src); o != b.self {
+		peer = o
+	}
+	return da, sa, peer
+}
+
+// sdmaEngine is the SDMA engine (one bit of hsa_amd_sdma_engine_id_t) of
+// this GPU toward peer, among the free ones
+// hsa_amd_memory_copy_engine_status(dst=peer, src=self) reports: the
+// lowest of those hsa_amd_memory_get_preferred_copy_engine recommends
+// (KFD's per-peer xGMI engine, the one ROCr's own
+// hsa_amd_memory_async_copy takes on gfx9.4: amd_gpu_agent.cpp), else the
+// lowest free one. 0 (ROCr's own pick) for a local copy, where the runtime
+// lacks the entry points or reports none, under HSA_ENABLE_SDMA=0, and
+// under HSA_ENABLE_PEER_SDMA=0 (DmaCopyOnEngine then runs the blit kernel
+// whatever engine is named).
+func (b *Backend) sdmaEngine(peer *agent) uint32 {
+	if peer == nil || b.l.copyOnEngine == nil || b.l.copyEngineStatus == nil || os.Getenv("HSA_ENABLE_SDMA") == "0" || os.Getenv("HSA_ENABLE_PEER_SDMA") == "0" {
 		return 0
 	}
-	var mask uint32
+	var free, pref uint32
 	b.l.beginProbe() // no engine is an answer: fall back to ROCr's pick
-	st := b.l.copyEngineStatus(da.handle, sa.handle, &mask)
-	b.l.endProbe()
-	if st.Code != statusSuccess {
+	defer b.l.endProbe()
+	if b.l.copyEngineStatus(peer.handle, b.self.handle, &free).Code != statusSuccess {
 		return 0
 	}
-	return mask & -mask
+	if b.l.preferredEngine != nil && b.l.preferredEngine(peer.handle, b.self.handle, &pref).Code == statusSuccess && pref&free != 0 {
+		free &= pref
+	}
+	return free & -free
 }
 
 // copyAgent is the agent that owns bb's memory (this rank's when unknown).
@@ -840,22 +911,36 @@ func (b *Backend) copyAgent(bb backend.Buffer) *agent {
 	return b.self
 }
 
-// sdmaMinBytes is ROCr's HSA_FORCE_SDMA_SIZE default (core/util/flag.h):
-// a same-agent copy at or above it runs the blit kernel.
-const sdmaMinBytes = 1 << 20
+// sdmaMinBytes is ROCr's HSA_FORCE_SDMA_SIZE (core/util/flag.h, default
+// 1 MiB): a same-agent copy at or above it runs the blit kernel. ok is
+// false when the variable is set but not a decimal byte count.
+func sdmaMinBytes() (n uint64, ok bool) {
+	v := os.Getenv("HSA_FORCE_SDMA_SIZE")
+	if v == "" {
+		return 1 << 20, true
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	return n, err == nil
+}
 
-// copyMethod names the engine ROCr runs for a copy between agents da and sa
-// (docs/AMD.md, "Which engine a copy ran on").
-func copyMethod(da, sa *agent, n uint64) string {
+// copyMethod names the engine ROCr runs for a copy between agents da and
+// sa, moving data from node from to node to (docs/AMD.md, "Which engine a
+// copy ran on").
+func copyMethod(da, sa *agent, from, to uint32, n uint64) string {
+	floor, ok := sdmaMinBytes()
 	switch {
 	case os.Getenv("HSA_ENABLE_SDMA") == "0":
 		return "hsa-signal, blit kernel (HSA_ENABLE_SDMA=0)"
-	case da == sa && n >= sdmaMinBytes:
-		return fmt.Sprintf("hsa-signal, blit kernel (one agent, node %d)", da.node)
-	case da == sa:
-		return fmt.Sprintf("hsa-signal, SDMA engine or blit kernel (one agent, node %d, under HSA_FORCE_SDMA_SIZE)", da.node)
+	case da != sa && os.Getenv("HSA_ENABLE_PEER_SDMA") == "0":
+		return fmt.Sprintf("hsa-signal, blit kernel of node %d (HSA_ENABLE_PEER_SDMA=0; node %d → node %d)", sa.node, from, to)
+	case da != sa:
+		return fmt.Sprintf("hsa-signal, SDMA engine of node %d (node %d → node %d)", sa.node, from, to)
+	case !ok:
+		return fmt.Sprintf("hsa-signal, SDMA engine or blit kernel (one agent, node %d, HSA_FORCE_SDMA_SIZE=%q unread; node %d → node %d)", sa.node, os.Getenv("HSA_FORCE_SDMA_SIZE"), from, to)
+	case n >= floor:
+		return fmt.Sprintf("hsa-signal, blit kernel (one agent, node %d; node %d → node %d)", sa.node, from, to)
 	}
-	return fmt.Sprintf("hsa-signal, SDMA engine (node %d → node %d)", sa.node, da.node)
+	return fmt.Sprintf("hsa-signal, SDMA engine or blit kernel (one agent, node %d, under HSA_FORCE_SDMA_SIZE; node %d → node %d)", sa.node, from, to)
 }
 
 // MemInfo: total is the agent's coarse VRAM pool size; free comes from

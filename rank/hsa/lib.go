@@ -57,6 +57,9 @@ var optionalSymbols = map[string]string{
 	// owner agents to hsa_amd_memory_async_copy and ROCr picks the engine.
 	"hsa_amd_memory_async_copy_on_engine": "6.0",
 	"hsa_amd_memory_copy_engine_status":   "6.0",
+	// The KFD-recommended engine per peer (AMD extension 1.8): absent in
+	// 6.4.3, present in 7.2.4. Absent, Copy takes the lowest free engine.
+	"hsa_amd_memory_get_preferred_copy_engine": "7.0",
 }
 
 // lib is the one choke point into libhsa-runtime64: every call goes through
@@ -89,6 +92,7 @@ type lib struct {
 	asyncCopy            func(dst uintptr, dstAgent uint64, src uintptr, srcAgent uint64, size uint64, ndeps uint32, deps uintptr, completion uint64) status
 	copyOnEngine         func(dst uintptr, dstAgent uint64, src uintptr, srcAgent uint64, size uint64, ndeps uint32, deps uintptr, completion uint64, engine uint32, forceSDMA bool) status
 	copyEngineStatus     func(dstAgent, srcAgent uint64, mask *uint32) status
+	preferredEngine      func(dstAgent, srcAgent uint64, mask *uint32) status
 	signalCreate         func(initial int64, nconsumers uint32, consumers uintptr, out *uint64) status
 	signalDestroy        func(sig uint64) status
 	signalStoreScrel     func(sig uint64, v int64)
@@ -181,6 +185,7 @@ func (l *lib) symbols() []binding.Symbol {
 		binding.Sym8(&l.asyncCopy, l.end, "dst:x dst_agent:x src:x src_agent:x size num_dep_signals dep_signals:x completion_signal:x", "hsa_amd_memory_async_copy"),
 		binding.Sym10(&l.copyOnEngine, l.end, "dst:x dst_agent:x src:x src_agent:x size num_dep_signals dep_signals:x completion_signal:x engine_id:x force_copy_on_sdma", "hsa_amd_memory_async_copy_on_engine"),
 		binding.Sym3(&l.copyEngineStatus, l.end, "dst_agent:x src_agent:x >engine_ids_mask:x", "hsa_amd_memory_copy_engine_status"),
+		binding.Sym3(&l.preferredEngine, l.end, "dst_agent:x src_agent:x >recommended_ids_mask:x", "hsa_amd_memory_get_preferred_copy_engine"),
 		binding.Sym4(&l.signalCreate, l.end, "initial_value num_consumers consumers:x >signal:x", "hsa_signal_create"),
 		binding.Sym1(&l.signalDestroy, l.end, "signal:x", "hsa_signal_destroy"),
 		binding.Void2(&l.signalStoreScrel, "signal:x value", "hsa_signal_store_screlease"),
