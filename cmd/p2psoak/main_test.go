@@ -118,3 +118,18 @@ func TestHelp(t *testing.T) {
 		t.Errorf("--nope: exit %d, want 2", code)
 	}
 }
+
+// Seed 6254717298444517536 (make soak-sweep): disk-fills-mid-run's filler
+// took the disk before the suite started; the suite's refusal is full-out's
+// promise, not a failure of the mid-run one. Anything else is still judged.
+func TestFillBeforeTheStartIsNotApplied(t *testing.T) {
+	mid := scenario{name: "disk-fills-mid-run", fill: true, fillLater: true}
+	refusal := "p2patomics: --out=/x/o has 0 KiB free; the record of 63 cases needs at least 142 KiB\n"
+	if !fillBeatTheSuite(mid, 2, refusal) {
+		t.Error("a refusal for a full disk before the start is judged as a mid-run fill")
+	}
+	if fillBeatTheSuite(mid, 2, "p2patomics: --case: no such case\n") || fillBeatTheSuite(mid, 1, refusal) ||
+		fillBeatTheSuite(scenario{name: "full-out", fill: true}, 2, refusal) {
+		t.Error("a run that is not the fill's early refusal is not judged")
+	}
+}
