@@ -400,6 +400,10 @@ func (s *soak) checkResults(e ended) *report.Report {
 			}
 		}
 	}
+	if e.code == 3 && rep.Summary != nil && rep.Summary.ExitStatus != 3 {
+		// Issue 38 item 7: an exit-3 run recorded exit_status 0, PASS.
+		s.fail(e.tag, "exit 3, but results.json says exit_status %d (%s)", rep.Summary.ExitStatus, rep.Summary.Line)
+	}
 	if !e.signalled && !e.sc.fill && len(rep.Results) == 0 {
 		s.fail(e.tag, "results.json holds no case after a run that was not interrupted")
 	}

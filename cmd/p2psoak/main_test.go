@@ -21,7 +21,7 @@ func ownerDiesRun(t *testing.T, sc scenario, rankPid int) ended {
 	}
 	var keep []report.Result
 	for _, r := range rep.Results {
-		if strings.HasSuffix(r.ID(), "lifetime.owner_dies") {
+		if r.Spec == "lifetime" && r.Variant == "owner_dies" {
 			keep = append(keep, r)
 		}
 	}
