@@ -49,9 +49,15 @@ build: bin/specs.test
 # The default suite on every GPU backend that loads, else the host backend.
 # out/ is marked as the suite's, so the run moves an older out/ aside to
 # out.prev/ instead of refusing a folder that is not a run (docs/FAULTS.md).
+# make exits 2 for any failing recipe, so the suite's own status (0 PASS,
+# 1 FAIL, 2 usage, 3 reports not written, 4 INTERRUPTED) is the last line
+# and out/exit_status; scripts/run passes it through as its own.
 run: bin/specs.test
-	@mkdir -p $(OUT) && touch $(OUT)/.p2patomics-out
-	./bin/specs.test --backend=auto --out=$(OUT) $(ARGS)
+	@mkdir -p "$(OUT)" && touch "$(OUT)/.p2patomics-out"
+	@rc=0; ./bin/specs.test --backend=auto --out="$(OUT)" $(ARGS) || rc=$$?; \
+	 mkdir -p "$(OUT)" && echo $$rc >"$(OUT)/exit_status"; \
+	 echo "make run: the suite exited $$rc (in $(OUT)/exit_status; make itself exits 2 for any non-zero status, scripts/run passes it through)"; \
+	 exit $$rc
 
 # Debian packages the checks need: the pinned clang-19 for the kernel
 # rebuild check, the ROCm headers/libraries for the AMD ABI checks, and
