@@ -684,6 +684,7 @@ func stopPeerAfterOwnerDies(s *soak, pid int) injection {
 	if r1 == 0 {
 		return notApplied("rank 1 never seen")
 	}
+	r0 := rankPid(pid, 0, time.Second)
 	for i := 0; i < 10000; i++ {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", r1))
 		if err != nil {
@@ -691,6 +692,15 @@ func stopPeerAfterOwnerDies(s *soak, pid int) injection {
 		}
 		if bytes.Contains(b, []byte("/memfd:p2patomics (deleted)")) {
 			syscall.Kill(r1, syscall.SIGSTOP)
+			// The stop counts only if it landed before the owner died:
+			// rank 1's read comes after rank 0's death, so a rank 0 alive
+			// now means the read is still ahead. A stop after the death
+			// may come after the read and the case's end (seed
+			// 9031879348456974386: the case passed, rightly), so such a
+			// run is not judged.
+			if r0 == 0 || !alive(r0) {
+				return notApplied("rank 1 stopped only after the owner died: its read may have been answered before")
+			}
 			return applied(fmt.Sprintf("SIGSTOP to rank 1 (pid %d) once it mapped the owner's memory", r1), false, r1)
 		}
 		time.Sleep(time.Millisecond)
