@@ -53,6 +53,16 @@ case $last in "p2patomics: FAIL — 4 unexpected ("*"1 new-flake"*) ;; *) fail "
 f=$(grep -o '<testsuites[^>]*' "$out/planted/junit.xml")
 case $f in *'failures="4" errors="0"'*) ;; *) fail "junit.xml of the planted gate: $f (want 4 failures)";; esac
 echo "ok:   $last"
+# A gate failure's repro.sh carries its baseline (an absolute path) and so
+# reproduces the verdict, run from another directory: exit 1, the
+# regression (issue 38 item 5: without it the case met its spec, PASS, 0).
+rs=$out/planted/cases/host.memfd.planted.racy_u64_plain_sys/repro.sh root=$PWD
+grep -q -- "--expectations=$root/expectations/host-amd64-verdicts " "$rs" || fail "repro.sh lacks the gate's baseline: $(grep -- --case= "$rs")"
+(cd / && P2PAT_OUT="$out/planted-repro" sh "$rs" >"$out/planted-repro.log" 2>&1); rc=$?
+last=$(tail -n 1 "$out/planted-repro.log")
+[ $rc = 1 ] && case $last in "p2patomics: FAIL — 1 regression: host.memfd.planted.racy_u64_plain_sys"*) true;; *) false;; esac \
+  || fail "the planted regression's repro.sh: exit $rc, last line $last (want the regression, exit 1)"
+echo "ok:   repro.sh of the planted regression, from /: exit 1, $last"
 # --allow-new-flakes: the planted flake is reported (flake), not gating (the
 # run still fails on the planted unexpected pass and missing case).
 P2PAT_INTERNAL_FLAKY=1 "$bin" --backend=host --expectations=expectations/host-amd64-verdicts --allow-new-flakes \
