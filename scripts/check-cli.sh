@@ -164,6 +164,8 @@ rm -rf "$ko" "$ko.prev"
 # --help describes every flag on stdout and exits 0; --list prints ids.
 help=$("$bin" --help 2>/dev/null); rc=$?
 [ $rc = 0 ] && printf '%s\n' "$help" | grep -q -- '--backend=auto  *auto|host' || { echo "FAIL: --help exit $rc: $help"; fail=1; }
+# Every exit status the suite gives, 4 (INTERRUPTED) included (issue 38 item 9).
+printf '%s\n' "$help" | grep -q 'Exit 0 PASS, 1 FAIL, 2 usage error, 3 reports not written, 4 INTERRUPTED' || { echo "FAIL: --help does not list exits 0-4: $(printf '%s\n' "$help" | grep Exit)"; fail=1; }
 ids=$("$bin" --backend=host --list 2>/dev/null); rc=$?
 if [ $rc = 0 ] && printf '%s\n' "$ids" | grep -qx 'host.memfd.counter.add_u64_relaxed_sys' && ! printf '%s\n' "$ids" | grep -qv '^[a-z0-9._-]*$'; then
   echo "ok:   --list -> $(printf '%s\n' "$ids" | grep -c '') ids, one a line"
