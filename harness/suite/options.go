@@ -363,9 +363,8 @@ func (o *Options) Validate() error {
 	if o.Case != "" && !report.ValidID(o.Case) {
 		return usagef("--case=%s: case ids are lowercase [a-z0-9._-]", quote(o.Case))
 	}
-	o.Expectations = resolvePaths(o.Expectations) // go tool ginkgo runs in specs/
-	if o.UpdateExpectations && o.Expectations == "" {
-		return usagef("--update-expectations needs --expectations=DIR to write into")
+	if err := o.checkExpectations(); err != nil {
+		return err
 	}
 	if err := o.validatePerfRuns(); err != nil {
 		return err
