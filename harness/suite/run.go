@@ -42,6 +42,7 @@ type Run struct {
 	current    string
 	finished   bool
 	signal     string // the signal that interrupted the run ("" when none)
+	ginkgoErr  error  // Ginkgo's own reports not written (GinkgoReportsNotWritten)
 	startFds   int
 	gate       *expect.Set
 	finishOnce sync.Once
@@ -458,6 +459,7 @@ func (r *Run) finish() int {
 	if c := r.writeOutputs(rep, events); c != 0 {
 		code = c // reports not written override the verdict's status
 	}
+	r.noteGinkgoReports(rep, code)
 	r.printEnd(rep, events, timing)
 	return code
 }
