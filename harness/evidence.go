@@ -27,6 +27,11 @@ type Evidence struct {
 	// Binary is the suite binary's absolute path: repro.sh runs it from
 	// any directory ("" keeps the repro line as it is).
 	Binary string
+	// Gate is the gated run's flags as shell words: --expectations with
+	// absolute paths, and the gate's --allow-* flags ("" ungated).
+	// repro.sh passes them, so a gate failure's repro reproduces the
+	// verdict, not just the outcome.
+	Gate string
 	// Room, when set, says whether --out still has the space results.json
 	// keeps for itself: a case folder is written only while it does, and
 	// removed again when writing it took that space (nil: always room).
@@ -225,6 +230,9 @@ func (r *Runner) reproScript(c *Case) string {
 		// gone when they end: say so in one line instead of sh's 127.
 		repro += "[ -x " + shellQuote(r.Evidence.Binary) + " ] || { echo \"repro: \"" + shellQuote(r.Evidence.Binary) +
 			"\" is gone (a go test or ginkgo build); build bin/specs.test (make build) and run it with the flags below\" >&2; exit 2; }\n"
+	}
+	if r.Evidence.Gate != "" {
+		line += " " + r.Evidence.Gate
 	}
 	repro += line + " --out=\"${P2PAT_OUT:-" + outDir + "}\" \"$@\"\n"
 	if r.Evidence.MakeForm != nil {

@@ -164,6 +164,8 @@ rm -rf "$ko" "$ko.prev"
 # --help describes every flag on stdout and exits 0; --list prints ids.
 help=$("$bin" --help 2>/dev/null); rc=$?
 [ $rc = 0 ] && printf '%s\n' "$help" | grep -q -- '--backend=auto  *auto|host' || { echo "FAIL: --help exit $rc: $help"; fail=1; }
+# Every exit status the suite gives, 4 (INTERRUPTED) included (issue 38 item 9).
+printf '%s\n' "$help" | grep -q 'Exit 0 PASS, 1 FAIL, 2 usage error, 3 reports not written, 4 INTERRUPTED' || { echo "FAIL: --help does not list exits 0-4: $(printf '%s\n' "$help" | grep Exit)"; fail=1; }
 ids=$("$bin" --backend=host --list 2>/dev/null); rc=$?
 if [ $rc = 0 ] && printf '%s\n' "$ids" | grep -qx 'host.memfd.counter.add_u64_relaxed_sys' && ! printf '%s\n' "$ids" | grep -qv '^[a-z0-9._-]*$'; then
   echo "ok:   --list -> $(printf '%s\n' "$ids" | grep -c '') ids, one a line"
@@ -187,6 +189,22 @@ rm -rf "$fo" "$fo.log"
 for f in $(printf '%s\n' "$help" | grep -o -- '^  --[a-z-]*' | grep -v -- '--help'); do
   grep -q -- "\`$f\`" "$(dirname "$0")/../docs/FLAGS.md" || { echo "FAIL: $f is not in docs/FLAGS.md"; fail=1; }
 done
+# make run's status gets through (issue 38 item 4): make exits 2 for any
+# failing recipe, so the suite's own status is stdout's last line and
+# OUT/exit_status, and scripts/run exits with it.
+root=$(cd "$(dirname "$0")/.." && pwd)
+mo=/tmp/p2pat-cli-$$-run
+for c in "0 --backend=host --case=host.memfd.counter.add_u64_relaxed_sys" "2 --backend=host --case=no.such.case"; do
+  want=${c%% *} args=${c#* }
+  log=$(make -s --no-print-directory -C "$root" run OUT="$mo" ARGS="$args" 2>/dev/null); mrc=$?
+  st=$(cat "$mo/exit_status" 2>/dev/null)
+  [ "$st" = "$want" ] && [ "$(printf '%s\n' "$log" | tail -n 1)" = "make run: the suite exited $want (in $mo/exit_status; make itself exits 2 for any non-zero status, scripts/run passes it through)" ] \
+    || { echo "FAIL: make run ARGS='$args' -> make $mrc, exit_status '$st', want $want; last line: $(printf '%s\n' "$log" | tail -n 1)"; fail=1; }
+  rc=0; OUT=$mo "$root/scripts/run" $args >/dev/null 2>&1 || rc=$?
+  [ $rc = "$want" ] || { echo "FAIL: scripts/run $args -> exit $rc, want $want"; fail=1; }
+  [ $fail = 0 ] && echo "ok:   make run ARGS='$args' -> out/exit_status $st, make $mrc; scripts/run exit $rc"
+done
+rm -rf "$mo" "$mo.prev"
 rm -rf /tmp/p2pat-cli-$$ /tmp/p2pat-cli-$$.prev
 [ $fail = 0 ] && echo "cli: every bad input was one line and exit 2"
 exit $fail

@@ -15,7 +15,12 @@
 #      FAILED 2:0; a usage error writes no results.json (it is refused before
 #      --out is touched), so p2pfleet says "no result" and "suite exit status 2", exit 1;
 #   4. a node without the binary (exit 127, no results.json): "no result".
-# Every daemon is stopped by its pid on exit. Only 127.0.0.1 is used.
+# Every daemon is stopped by its pid on exit. Only 127.0.0.1 is used, on
+# ports found free at the start (two runs on one machine do not collide).
+# munged runs as the munge user, which cannot reach a checkout under a
+# private (0700) folder such as root's home: its files live in a mktemp
+# folder under /tmp owned by munge, removed on exit. The Slurm daemons and
+# jobs run as root and keep theirs under WORKDIR.
 #
 #   scripts/check-fleet-slurm.sh BIN/specs.test WORKDIR
 set -euo pipefail
@@ -41,29 +46,50 @@ rm -rf "$w"
 mkdir -p "$w"
 w=$(realpath "$w")
 pids=()
+mg=
 cleanup() {
   local p
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  if [ -s "$w/munge/munged.pid" ]; then kill "$(cat "$w/munge/munged.pid")" 2>/dev/null || true; fi
+  if [ -n "$mg" ] && [ -s "$mg/munged.pid" ]; then kill "$(cat "$mg/munged.pid")" 2>/dev/null || true; fi
   for p in "${pids[@]}"; do
     for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$p" 2>/dev/null || true
   done
+  # munged's log is the first thing to read when it did not start: keep a
+  # copy in the work folder, then remove its /tmp folder.
+  if [ -n "$mg" ]; then
+    cp "$mg/munged.log" "$w/munged.log" 2>/dev/null || true
+    rm -rf "$mg"
+  fi
 }
 trap cleanup EXIT
 
-# munge: its own key, socket and files under the work folder, run as the
-# munge user (munged refuses root-owned keys it cannot trust).
-mkdir -p "$w/munge"
-dd if=/dev/urandom of="$w/munge/munge.key" bs=1024 count=1 status=none
-chown -R munge:munge "$w/munge"
-chmod 0755 "$w/munge"
-chmod 0400 "$w/munge/munge.key"
-chmod 0755 "$w"
-runuser -u munge -- munged --key-file="$w/munge/munge.key" --socket="$w/munge/sock" \
-  --pid-file="$w/munge/munged.pid" --log-file="$w/munge/munged.log" --seed-file="$w/munge/seed"
-for _ in $(seq 100); do [ -S "$w/munge/sock" ] && break; sleep 0.1; done
-[ -S "$w/munge/sock" ] || fail "munged did not start: $(tail -3 "$w/munge/munged.log" 2>/dev/null)"
+# munge: its own key, socket and files, run as the munge user (munged
+# refuses root-owned keys it cannot trust), in a folder that user can reach
+# wherever the checkout is (/tmp, not WORKDIR: issue 38 item 1).
+mg=$(mktemp -d /tmp/p2pat-munge.XXXXXX)
+dd if=/dev/urandom of="$mg/munge.key" bs=1024 count=1 status=none
+chown -R munge:munge "$mg"
+chmod 0755 "$mg"
+chmod 0400 "$mg/munge.key"
+runuser -u munge -- munged --key-file="$mg/munge.key" --socket="$mg/sock" \
+  --pid-file="$mg/munged.pid" --log-file="$mg/munged.log" --seed-file="$mg/seed"
+for _ in $(seq 100); do [ -S "$mg/sock" ] && break; sleep 0.1; done
+[ -S "$mg/sock" ] || fail "munged did not start: $(tail -3 "$mg/munged.log" 2>/dev/null)"
+
+# free_ports N: N TCP ports on 127.0.0.1 that nothing listens on, from a
+# random start (a second make fleet-slurm on this machine picks others).
+free_ports() {
+  local want=$1 p=$((20000 + RANDOM % 30000)) got=()
+  while [ ${#got[@]} -lt "$want" ] && [ $p -lt 65000 ]; do
+    # A connect that succeeds: something listens there.
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then got+=("$p"); fi
+    p=$((p + 1))
+  done
+  [ ${#got[@]} = "$want" ] || fail "no $want free ports on 127.0.0.1"
+  echo "${got[*]}"
+}
+read -r ctld_port n1_port n2_port n3_port < <(free_ports 4)
 
 # Two stand-in GPU device files per node: a gres.conf line without File=
 # registers 0 GPUs and the node goes INVAL.
@@ -73,9 +99,9 @@ export SLURM_CONF=$w/slurm.conf
 cat >"$SLURM_CONF" <<EOF
 ClusterName=p2pci
 SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort=16817
+SlurmctldPort=$ctld_port
 AuthType=auth/munge
-AuthInfo=socket=$w/munge/sock
+AuthInfo=socket=$mg/sock
 CredType=cred/munge
 SlurmUser=root
 SlurmdUser=root
@@ -98,9 +124,9 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 MinJobAge=600
 KillWait=10
-NodeName=n1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=17001 CPUs=2 Gres=gpu:2 State=UNKNOWN
-NodeName=n2 NodeHostname=localhost NodeAddr=127.0.0.1 Port=17002 CPUs=2 Gres=gpu:2 State=UNKNOWN
-NodeName=n3 NodeHostname=localhost NodeAddr=127.0.0.1 Port=17003 CPUs=2 Gres=gpu:2 State=UNKNOWN
+NodeName=n1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$n1_port CPUs=2 Gres=gpu:2 State=UNKNOWN
+NodeName=n2 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$n2_port CPUs=2 Gres=gpu:2 State=UNKNOWN
+NodeName=n3 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$n3_port CPUs=2 Gres=gpu:2 State=UNKNOWN
 PartitionName=ci Nodes=n1,n2,n3 Default=YES MaxTime=10 State=UP
 EOF
 cat >"$w/gres.conf" <<EOF
@@ -119,7 +145,7 @@ for _ in $(seq 300); do
   sleep 0.2
 done
 [ "$idle" = 3 ] || { sinfo -N 2>&1; tail -5 "$w"/slurmctld.log "$w"/slurmd.*.log 2>&1; fail "three idle nodes did not come up"; }
-step "slurmctld and 3 slurmd up: $(sinfo -h -N -o '%N:%T' | paste -sd' ')"
+step "slurmctld (port $ctld_port) and 3 slurmd (ports $n1_port $n2_port $n3_port) up: $(sinfo -h -N -o '%N:%T' | paste -sd' ')"
 
 # bin/ as the recipe's P2PAT_BIN; a planted baseline (the committed host
 # baseline with one passing case listed as failing).

@@ -53,6 +53,16 @@ case $last in "p2patomics: FAIL — 4 unexpected ("*"1 new-flake"*) ;; *) fail "
 f=$(grep -o '<testsuites[^>]*' "$out/planted/junit.xml")
 case $f in *'failures="4" errors="0"'*) ;; *) fail "junit.xml of the planted gate: $f (want 4 failures)";; esac
 echo "ok:   $last"
+# A gate failure's repro.sh carries its baseline (an absolute path) and so
+# reproduces the verdict, run from another directory: exit 1, the
+# regression (issue 38 item 5: without it the case met its spec, PASS, 0).
+rs=$out/planted/cases/host.memfd.planted.racy_u64_plain_sys/repro.sh root=$PWD
+grep -q -- "--expectations=$root/expectations/host-amd64-verdicts " "$rs" || fail "repro.sh lacks the gate's baseline: $(grep -- --case= "$rs")"
+(cd / && P2PAT_OUT="$out/planted-repro" sh "$rs" >"$out/planted-repro.log" 2>&1); rc=$?
+last=$(tail -n 1 "$out/planted-repro.log")
+[ $rc = 1 ] && case $last in "p2patomics: FAIL — 1 regression: host.memfd.planted.racy_u64_plain_sys"*) true;; *) false;; esac \
+  || fail "the planted regression's repro.sh: exit $rc, last line $last (want the regression, exit 1)"
+echo "ok:   repro.sh of the planted regression, from /: exit 1, $last"
 # --allow-new-flakes: the planted flake is reported (flake), not gating (the
 # run still fails on the planted unexpected pass and missing case).
 P2PAT_INTERNAL_FLAKY=1 "$bin" --backend=host --expectations=expectations/host-amd64-verdicts --allow-new-flakes \
@@ -130,14 +140,16 @@ last=$(tail -n 1 "$out/kill-known.log")
 echo "ok:   $last"
 
 # SIGINT mid-run: INTERRUPTED, exit 4; the cases it did not finish are not
-# run (junit <skipped>, no error), not regressions.
+# run (junit <skipped>), not regressions; the run itself is junit's one
+# <error> (p2patomics.run: a CI page must not read an interrupted run green).
 P2PAT_INTERNAL_SLEEP_CASE=1 "$bin" --backend=host --expectations="$out/base-sleep" --out="$out/int" >"$out/int.log" 2>&1 & pid=$!
 for i in $(seq 1 600); do grep -q '^\[ *5/' "$out/int.log" && break; sleep 0.05; done
 kill -INT $pid; wait $pid; rc=$?
 last=$(tail -n 1 "$out/int.log")
 f=$(grep -o '<testsuites[^>]*' "$out/int/junit.xml")
 [ $rc = 4 ] && case $last in "p2patomics: INTERRUPTED — "*" of "*" cases ran, 0 unexpected so far (SIGINT"*) true;; *) false;; esac \
-  && case $f in *'failures="0" errors="0"'*) true;; *) false;; esac \
+  && case $f in *'failures="0" errors="1"'*) true;; *) false;; esac \
+  && grep -q '<error message="interrupted: exit 4" type="interrupted">' "$out/int/junit.xml" \
   && grep -q '"not_run": \[' "$out/int/results.json" && ! grep -q '"verdict": "regression"' "$out/int/results.json" \
   || { tail -5 "$out/int.log"; fail "SIGINT mid-run: exit $rc, last line: $last, junit $f"; }
 echo "ok:   $last"

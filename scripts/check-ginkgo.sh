@@ -39,6 +39,16 @@ else
 	echo "FAIL: go tool ginkgo --focus: exit $rc, cases: $(printf '%s' "$got" | paste -sd' '); $(tail -n 3 "$out/focus.log")"; fail=1
 fi
 
+# A relative --expectations typed at the checkout's root, as README shows
+# it: the CLI runs the binary in its own folder, so the suite takes the
+# path from the root when it is not found there (issue 38 item 6).
+$go tool ginkgo "$bin" -- --backend=host --case=host.memfd.counter.add_u64_relaxed_sys --expectations=expectations/host-amd64 --out="$out/gated" >"$out/gated.log" 2>&1; rc=$?
+if [ $rc = 0 ] && grep -q "^p2patomics: PASS — 1 case, 0 unexpected (gate $PWD/expectations/host-amd64)" "$out/gated.log"; then
+	echo "ok:   go tool ginkgo -- --expectations=expectations/host-amd64 -> $(grep '^p2patomics: PASS' "$out/gated.log")"
+else
+	echo "FAIL: go tool ginkgo -- --expectations=expectations/host-amd64: exit $rc; $(grep -m 2 'p2patomics' "$out/gated.log" | paste -sd' ')"; fail=1
+fi
+
 $go tool ginkgo -p --procs=2 "$bin" -- --backend=host --out="$out/p" >"$out/p.log" 2>&1; rc=$?
 said=$(grep -c 'p2patomics: ginkgo -p is refused' "$out/p.log")
 if [ $rc != 0 ] && [ "$said" = 1 ] && [ ! -e "$out/p/results.json" ]; then

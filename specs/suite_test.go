@@ -143,6 +143,9 @@ func TestMain(m *testing.M) {
 	}
 	m.Run()
 	run.RerunPending() // the gate's flake checks, one fresh world per kind
+	// Ginkgo's own reports were written as its run ended: one not written
+	// is exit 3, which Finish records in results.json and the last line.
+	run.GinkgoReportsNotWritten(ginkgoReportsErr)
 	os.Exit(suite.ExitWithGinkgoReports(run.Finish(), ginkgoReportsErr))
 }
 

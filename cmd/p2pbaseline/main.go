@@ -29,7 +29,10 @@ import (
 	"p2patomics/harness/expect"
 	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
+	"p2patomics/internal/cli"
 )
+
+const usage = "usage: p2pbaseline [--force] [--reason 'REGEXP=text']... DIR results.json [results.json...]"
 
 type reasons []string
 
@@ -40,15 +43,20 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("p2pbaseline", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	var rs reasons
 	fs.Var(&rs, "reason", "REGEXP=text: the reason comment for failing cases whose id matches")
 	force := fs.Bool("force", false, "record even into another stack's folder, after a backend fallback, or over a regression")
-	if err := fs.Parse(args); err != nil || fs.NArg() < 2 {
-		fmt.Fprintln(stderr, "usage: p2pbaseline [--force] [--reason 'REGEXP=text']... DIR results.json [results.json...]")
+	// internal/cli: --help is the usage on stdout and exit 0, a bad flag
+	// one line and exit 2, like every p2p* command.
+	pos, code, done := cli.Parse(fs, args, usage, stdout, stderr)
+	if done {
+		return code
+	}
+	if len(pos) < 2 {
+		fmt.Fprintf(stderr, "p2pbaseline: need DIR and a results.json (%s)\n", usage)
 		return 2
 	}
-	rep, err := report.Read(fs.Arg(1))
+	rep, err := report.Read(pos[1])
 	if err != nil {
 		fmt.Fprintf(stderr, "p2pbaseline: %v\n", err)
 		return 2
@@ -56,7 +64,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := rep.NoPlan(); err != nil {
 		// A record of no run (a refused or killed suite's) is no result:
 		// never 0 cases passed.
-		fmt.Fprintf(stderr, "p2pbaseline: %s: %v\n", fs.Arg(1), err)
+		fmt.Fprintf(stderr, "p2pbaseline: %s: %v\n", pos[1], err)
 		return report.ExitNoResult
 	}
 	why := map[string]string{}
@@ -74,13 +82,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if rep.Summary != nil && rep.Summary.Interrupted != "" && !*force {
-		fmt.Fprintf(stderr, "p2pbaseline: %s: the run was interrupted (%s): half a run is not a baseline; pass --force to record it anyway\n", fs.Arg(1), rep.Summary.Interrupted)
+		fmt.Fprintf(stderr, "p2pbaseline: %s: the run was interrupted (%s): half a run is not a baseline; pass --force to record it anyway\n", pos[1], rep.Summary.Interrupted)
 		return 2
 	}
 	// One rule with --update-expectations: the same refusals, the same diff.
-	u, err := expect.PlanUpdate(fs.Arg(0), rep, *force)
+	u, err := expect.PlanUpdate(pos[0], rep, *force)
 	if u != nil && !u.New {
-		fmt.Fprintf(stdout, "%d change(s) to %s\n", len(u.Changes), fs.Arg(0))
+		fmt.Fprintf(stdout, "%d change(s) to %s\n", len(u.Changes), pos[0])
 		for _, c := range u.Changes {
 			fmt.Fprintln(stdout, "  "+c)
 		}
@@ -94,12 +102,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// report.Read has validated rep (ids [a-z0-9._-], known outcomes), and
 	// WriteBaseline refuses an invalid report itself.
-	if err := expect.WriteBaseline(fs.Arg(0), rep, why); err != nil {
+	if err := expect.WriteBaseline(pos[0], rep, why); err != nil {
 		fmt.Fprintf(stderr, "p2pbaseline: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "baseline of %d cases written to %s\n", len(rep.Results), fs.Arg(0))
-	return recordPerf(fs.Arg(0), rep, fs.Args()[2:], fs.Arg(1), stdout, stderr)
+	fmt.Fprintf(stdout, "baseline of %d cases written to %s\n", len(rep.Results), pos[0])
+	return recordPerf(pos[0], rep, pos[2:], pos[1], stdout, stderr)
 }
 
 // recordPerf writes DIR/perf.txt from first and the other runs; with

@@ -127,3 +127,17 @@ func TestBaselineRefusesWhatUpdateRefuses(t *testing.T) {
 		})
 	}
 }
+
+// Issue 38 item 9: --help is the usage on stdout and exit 0 (it was exit 2
+// with the usage on stderr); a bad flag stays one line, exit 2.
+func TestHelpExitsZero(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"--help"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "usage: p2pbaseline") || errb.Len() != 0 {
+		t.Errorf("--help: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"--nope", "a", "b"}, &out, &errb); code != 2 || strings.Count(strings.TrimSpace(errb.String()), "\n") != 0 {
+		t.Errorf("--nope: exit %d, stderr %q", code, errb.String())
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"strings"
 
 	"p2patomics/harness/report"
+	"p2patomics/internal/cli"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -55,19 +56,21 @@ type pidOwner struct {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("p2pcensus", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	kmsgPath := fs.String("kmsg", "", "the machine's kernel log over the census (dmesg output)")
 	beforePath := fs.String("kmsg-before", "", "the kernel log read before the census (its lines are not the census's)")
 	outPath := fs.String("out", "", "also write the table here")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	// internal/cli: --help on stdout, exit 0; a bad flag one line, exit 2.
+	const usage = "usage: p2pcensus [--kmsg=FILE] [--kmsg-before=FILE] [--out=FILE] results.json..."
+	files, code, done := cli.Parse(fs, args, usage, stdout, stderr)
+	if done {
+		return code
 	}
-	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "p2pcensus: no results.json given (usage: p2pcensus [--kmsg=FILE] [--out=FILE] results.json...)")
+	if len(files) == 0 {
+		fmt.Fprintf(stderr, "p2pcensus: no results.json given (%s)\n", usage)
 		return 2
 	}
 	c := &census{cases: map[string]*tally{}, pids: map[int]pidOwner{}, verdict: map[string]int{}, owned: map[string]int{}}
-	for _, p := range fs.Args() {
+	for _, p := range files {
 		r, err := report.Read(p)
 		if err != nil {
 			fmt.Fprintf(stderr, "p2pcensus: %v\n", err)

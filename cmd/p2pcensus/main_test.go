@@ -89,3 +89,12 @@ func tail(s string) string {
 	}
 	return s
 }
+
+// Issue 38 item 9: --help is the usage on stdout and exit 0 (it was Go's
+// flag dump on stderr, exit 2).
+func TestHelpExitsZero(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"--help"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "usage: p2pcensus") || errb.Len() != 0 {
+		t.Errorf("--help: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}

@@ -218,6 +218,21 @@ func judgeNode(n Node) (NodeSummary, []report.Result) {
 	return ns, res
 }
 
+// ranCases counts the cases a node's run planned: a gated run's results
+// also list its baseline's ids that it did not run (verdict missing), which
+// are no case of it: counted, a two-node tie between a gated node missing
+// one id and a healthy node broke toward the larger count and failed the
+// healthy node (issue 38 item 12).
+func ranCases(rs []report.Result) int {
+	n := 0
+	for _, r := range rs {
+		if r.Verdict != report.Missing {
+			n++
+		}
+	}
+	return n
+}
+
 // judgeRun fills ns from a node's run: its shape, its outcomes, and its
 // verdict by the verdict's rule (expect.JudgeRun, as the suite and
 // p2preport judge: report.Unexpected, so a not-supported capability is
@@ -226,7 +241,7 @@ func judgeNode(n Node) (NodeSummary, []report.Result) {
 // say, is only in them.
 func judgeRun(ns *NodeSummary, rep *report.Report, fail func(string, ...any)) []report.Result {
 	ns.Stack = stackOf(rep.Environment)
-	ns.Cases = len(rep.Results)
+	ns.Cases = ranCases(rep.Results)
 	ns.Backend = backendOf(rep.Results)
 	ns.GPUs = gpuCount(rep.Environment)
 	ns.Ranks = flagRanks(rep.Environment)

@@ -501,6 +501,28 @@ func TestShapeChecks(t *testing.T) {
 	}
 }
 
+// Issue 38 item 12: two nodes, one gated against a baseline that lists an
+// id it did not run (a missing entry in its results.json). The tie of
+// case counts broke toward the gated node's larger count and failed the
+// healthy node; the missing id is the gated node's own failure.
+func TestTwoNodeTieCountsNoMissingID(t *testing.T) {
+	base := filepath.Join("..", "..", "results", "h200x2-580.159.04", "results.json")
+	gated := load(t, base)
+	ghost := report.Result{Case: report.ParseCase("cuda.vmm.counter.ghost_u64_relaxed_sys", nil), Labels: []string{}, Outcome: report.Skip,
+		Expected: report.Pass, Verdict: report.Missing, Ranks: []report.Rank{}, Detail: "in the baseline, not run"}
+	gated.Results = append(gated.Results, ghost)
+	f := Merge([]Node{{Name: "healthy", Report: load(t, base)}, {Name: "gated", Report: gated}})
+	fl := nodeFailures(f)
+	if fl["healthy"] != nil {
+		t.Errorf("the healthy node failed: %q", fl["healthy"])
+	}
+	for _, n := range f.Nodes {
+		if n.Name == "gated" && n.Cases != len(gated.Results)-1 {
+			t.Errorf("the gated node counts %d cases, want %d (its missing id is no case it ran)", n.Cases, len(gated.Results)-1)
+		}
+	}
+}
+
 // TestNotSupportedBesideAPass: the verdict's rule, not outcome == expected:
 // a node that skips a case as not supported (its device lacks the
 // capability) beside one that passes it does not fail the fleet; the case

@@ -105,6 +105,10 @@ func JUnit(rep *Report, stamp time.Time) ([]byte, error) {
 		total += r.Duration
 		s.Cases = append(s.Cases, c)
 	}
+	if c, ok := runCase(rep.Summary); ok {
+		s.Errors++
+		s.Cases = append(s.Cases, c)
+	}
 	s.Tests = len(s.Cases)
 	var evs []string
 	for _, e := range rep.WorldEvents {
@@ -171,6 +175,32 @@ func junitCaseOf(r Result) junitCase {
 	}
 	c.SystemOut = out
 	return c
+}
+
+// runCase is the run's own testcase ("p2patomics.run") when the run as a
+// whole did not end well though no case says so: interrupted (its
+// unfinished cases are only <skipped>), no case recorded, or reports not
+// written (exit 3). Its <error> makes a CI page red for every ending whose
+// exit status is not 0 or 1.
+func runCase(s *Summary) (junitCase, bool) {
+	if s == nil {
+		return junitCase{}, false
+	}
+	var typ string
+	switch {
+	case s.Interrupted != "" || s.ExitStatus == ExitInterrupted:
+		typ = "interrupted"
+	case s.Verdict == NoResult:
+		typ = "no-result"
+	case s.ExitStatus == ExitNoResult:
+		typ = "reports-not-written"
+	default:
+		return junitCase{}, false
+	}
+	msg := fmt.Sprintf("%s: exit %d", typ, s.ExitStatus)
+	return junitCase{Name: "p2patomics.run", Classname: "p2patomics", Time: "0.000",
+		Error:     &junitProblem{Message: msg, Type: typ, Text: s.Line},
+		SystemOut: s.Line}, true
 }
 
 // WriteJUnit writes JUnit(rep, stamp) to path.

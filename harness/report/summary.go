@@ -257,6 +257,15 @@ const (
 	ExitNoResult = 3
 )
 
+// ReportsNotWritten marks a run whose reports could not all be written
+// (what names them): its exit status is 3 and its line says so first, so
+// results.json never records exit_status 0, nor stdout ends on a PASS line,
+// for a run that exits 3. Verdict stays the cases' verdict.
+func (s *Summary) ReportsNotWritten(what string) {
+	s.ExitStatus = ExitNoResult
+	s.Line = fmt.Sprintf("p2patomics: REPORTS NOT WRITTEN (exit 3: %s); the cases: %s", what, strings.TrimPrefix(s.Line, "p2patomics: "))
+}
+
 // Err is ErrNoPlan for a NO RESULT summary, else nil.
 func (s Summary) Err() error {
 	if s.Verdict == NoResult {

@@ -445,7 +445,33 @@ func TestFlakesAndInterruptOnTheVerdict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), `failures="0" errors="0" skipped="2"`) || !strings.Contains(string(b), `<property name="verdict" value="INTERRUPTED">`) {
+	// Issue 38 item 7: an interrupted run's junit.xml read green
+	// (errors="0"); the run's own testcase carries the <error>.
+	if !strings.Contains(string(b), `failures="0" errors="1" skipped="2"`) || !strings.Contains(string(b), `<property name="verdict" value="INTERRUPTED">`) ||
+		!strings.Contains(string(b), `<error message="interrupted: exit 4" type="interrupted">`) {
 		t.Errorf("junit of an interrupted run:\n%s", b)
+	}
+	if _, e, _, err := checkJUnit(b); err != nil || e != 1 {
+		t.Errorf("junit of an interrupted run: %d errors (%v), want 1", e, err)
+	}
+}
+
+// Issue 38 item 7: a run whose reports were not all written (exit 3)
+// never records exit_status 0 nor ends on a PASS line, and its junit.xml,
+// where written, carries an <error>; a PASS run has no run testcase.
+func TestReportsNotWrittenIsNotAPass(t *testing.T) {
+	pass := report.Result{Case: report.ParseCase("cuda.vmm.counter.add", nil), Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected}
+	rep := judged(pass)
+	if b, _ := report.JUnit(rep, time.Unix(0, 0)); bytes.Contains(b, []byte("p2patomics.run")) {
+		t.Errorf("a PASS run has a run testcase:\n%s", b)
+	}
+	rep.Summary.ReportsNotWritten("heatmaps: no space left on device")
+	if s := rep.Summary; s.ExitStatus != 3 || strings.HasPrefix(s.Line, "p2patomics: PASS") ||
+		s.Line != "p2patomics: REPORTS NOT WRITTEN (exit 3: heatmaps: no space left on device); the cases: PASS — 1 case, 0 unexpected (gate expectations/nvidia-sm_90-580)" {
+		t.Errorf("reports not written: exit %d, line %q", s.ExitStatus, s.Line)
+	}
+	b, _ := report.JUnit(rep, time.Unix(0, 0))
+	if _, e, _, err := checkJUnit(b); err != nil || e != 1 || !bytes.Contains(b, []byte(`type="reports-not-written"`)) {
+		t.Errorf("junit of an exit-3 run: %d errors (%v), want 1 reports-not-written\n%s", e, err, b)
 	}
 }

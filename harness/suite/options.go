@@ -306,7 +306,7 @@ func envDefaults(shadow *flag.FlagSet) error {
 // Help describes every flag from the flag table (what --help prints).
 func Help(w io.Writer) {
 	fmt.Fprintln(w, "usage: specs.test [flags]   (through go tool ginkgo: ginkgo ./specs -- [flags])")
-	fmt.Fprintln(w, "Runs the p2patomics suite; the last line of stdout is the verdict. Exit 0 PASS, 1 FAIL, 2 usage error, 3 reports not written.")
+	fmt.Fprintln(w, "Runs the p2patomics suite; the last line of stdout is the verdict. Exit 0 PASS, 1 FAIL, 2 usage error, 3 reports not written, 4 INTERRUPTED (SIGINT, SIGTERM, SIGHUP).")
 	fmt.Fprintln(w, "\nflags (each also as env P2PAT_<NAME>):")
 	for _, d := range FlagTable {
 		name := "--" + d.Name
@@ -363,8 +363,8 @@ func (o *Options) Validate() error {
 	if o.Case != "" && !report.ValidID(o.Case) {
 		return usagef("--case=%s: case ids are lowercase [a-z0-9._-]", quote(o.Case))
 	}
-	if o.UpdateExpectations && o.Expectations == "" {
-		return usagef("--update-expectations needs --expectations=DIR to write into")
+	if err := o.checkExpectations(); err != nil {
+		return err
 	}
 	if err := o.validatePerfRuns(); err != nil {
 		return err

@@ -364,19 +364,65 @@ func quoteControls(s string) string {
 // directory is in (go tool ginkgo runs the binary in specs/, make run in
 // the root), else ./out.
 func DefaultOut() string {
+	if root, ok := checkoutRoot(); ok {
+		return filepath.Join(root, "out")
+	}
+	return "./out"
+}
+
+// checkoutRoot is the root of the p2patomics checkout the working
+// directory is in: the nearest folder up with a go.mod, when that go.mod
+// is p2patomics'.
+func checkoutRoot() (string, bool) {
 	dir, err := os.Getwd()
 	if err != nil {
-		return "./out"
+		return "", false
 	}
 	for d := dir; ; d = filepath.Dir(d) {
 		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil {
-			if strings.HasPrefix(strings.TrimSpace(string(b)), "module p2patomics") {
-				return filepath.Join(d, "out")
-			}
-			return "./out"
+			return d, strings.HasPrefix(strings.TrimSpace(string(b)), "module p2patomics")
 		}
 		if filepath.Dir(d) == d {
-			return "./out"
+			return "", false
 		}
 	}
+}
+
+// checkExpectations resolves --expectations as the user typed it
+// (resolvePaths: go tool ginkgo runs in specs/) and refuses an update
+// with no folder to write into.
+func (o *Options) checkExpectations() error {
+	o.Expectations = resolvePaths(o.Expectations)
+	if o.UpdateExpectations && o.Expectations == "" {
+		return usagef("--update-expectations needs --expectations=DIR to write into")
+	}
+	return nil
+}
+
+// resolvePaths resolves --expectations' comma-separated paths as the user
+// typed them. go tool ginkgo runs the suite binary in the package's folder
+// (specs/) and passes on no trace of the folder it was run from (Ginkgo's
+// ginkgo/internal/run.go sets cmd.Dir = suite.Path; the child's PWD is that
+// folder too), so a relative path that does not exist from the working
+// directory but does from the checkout's root is taken from the root, the
+// folder README's commands run from. Any other path is left as typed.
+func resolvePaths(list string) string {
+	root, ok := checkoutRoot()
+	if !ok || list == "" {
+		return list
+	}
+	parts := strings.Split(list, ",")
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" || filepath.IsAbs(p) {
+			continue
+		}
+		if _, err := os.Stat(p); err == nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(root, p)); err == nil {
+			parts[i] = filepath.Join(root, p)
+		}
+	}
+	return strings.Join(parts, ",")
 }

@@ -57,10 +57,55 @@ func (r *Run) writeOutputs(rep *report.Report, events []string) int {
 		fmt.Fprintf(r.stdout(), "heatmaps: %s\n", filepath.Join(out, "heatmaps", "index.html"))
 	}
 	if len(notWritten) > 0 {
-		fmt.Fprintf(os.Stderr, "p2patomics: reports not written: %s\n", oneLine(strings.Join(notWritten, "; ")))
+		what := oneLine(strings.Join(notWritten, "; "))
+		fmt.Fprintf(os.Stderr, "p2patomics: reports not written: %s\n", what)
 		code = ExitNoReport
 	}
+	if code == ExitNoReport && rep.Summary != nil {
+		r.recordNotWritten(rep, notWritten)
+	}
 	return code
+}
+
+// GinkgoReportsNotWritten tells the run, before Finish, that Ginkgo's own
+// reports (--ginkgo.json-report, ...; written when Ginkgo's run ends) could
+// not be written: the run then exits 3 (ExitWithGinkgoReports), and
+// Finish records that in the summary, results.json and junit.xml.
+func (r *Run) GinkgoReportsNotWritten(err error) {
+	r.mu.Lock()
+	r.ginkgoErr = err
+	r.mu.Unlock()
+}
+
+// noteGinkgoReports: a run whose Ginkgo reports were not written exits 3
+// (an interrupted one stays 4, ExitWithGinkgoReports), so its last line and
+// reports must not say PASS, exit 0 (issue 38 item 7).
+func (r *Run) noteGinkgoReports(rep *report.Report, code int) {
+	r.mu.Lock()
+	err := r.ginkgoErr
+	r.mu.Unlock()
+	if err == nil || code == ExitInterrupted || code == ExitNoReport || rep.Summary == nil {
+		return
+	}
+	r.recordNotWritten(rep, []string{err.Error()})
+}
+
+// recordNotWritten makes the reports that were written say exit 3: the
+// summary (stdout's last line), results.json and junit.xml again, each as
+// far as --out has room (a full disk may refuse the rewrite: the line on
+// stderr and the exit status still say it).
+func (r *Run) recordNotWritten(rep *report.Report, notWritten []string) {
+	what := "results.json"
+	if len(notWritten) > 0 {
+		what = strings.Join(notWritten, "; ")
+	}
+	rep.Summary.ReportsNotWritten(oneLine(what))
+	if _, err := os.Stat(filepath.Join(r.Opts.Out, "results.json")); err == nil {
+		_ = r.writeRecord(filepath.Join(r.Opts.Out, "results.json"), rep)
+	}
+	if _, err := os.Stat(filepath.Join(r.Opts.Out, "junit.xml")); err == nil {
+		_ = report.WriteJUnit(filepath.Join(r.Opts.Out, "junit.xml"), rep, r.t0)
+	}
 }
 
 // printEnd prints the run's last lines: the world events a person must

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -41,6 +42,7 @@ type Run struct {
 	current    string
 	finished   bool
 	signal     string // the signal that interrupted the run ("" when none)
+	ginkgoErr  error  // Ginkgo's own reports not written (GinkgoReportsNotWritten)
 	startFds   int
 	gate       *expect.Set
 	finishOnce sync.Once
@@ -173,14 +175,47 @@ func (r *Run) runner(backend string) *harness.Runner {
 			Out: r.Opts.Out, TraceAll: r.Opts.Trace,
 			Env:    func() map[string]any { return environment(r.Opts, [][]device.Info{rn.Infos}).Object() },
 			Binary: suiteBinary(),
+			Gate:   r.reproGate(),
 			Room:   r.room,
 			MakeForm: func(repro string) string {
-				return "make run ARGS='" + strings.TrimPrefix(repro, ReproBinary()+" ") + "'"
+				args := strings.TrimPrefix(repro, ReproBinary()+" ")
+				if g := r.reproGate(); g != "" && !strings.Contains(g, "'") {
+					args += " " + g
+				}
+				return "make run ARGS='" + args + "'"
 			},
 		}
 		r.runners[backend] = rn
 	}
 	return rn
+}
+
+// reproGate is the gate's flags a case's repro.sh passes: --expectations
+// with its paths made absolute (repro.sh runs from any directory) and the
+// --allow-* flags that changed the verdict; "" for a run that is not gated
+// (ungated, or recording a baseline).
+func (r *Run) reproGate() string {
+	if r.gate == nil || r.Opts.UpdateExpectations {
+		return ""
+	}
+	var abs []string
+	for _, p := range strings.Split(r.Opts.Expectations, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if a, err := filepath.Abs(p); err == nil {
+			p = a
+		}
+		abs = append(abs, p)
+	}
+	flags := "--expectations=" + shellWord(strings.Join(abs, ","))
+	if r.Opts.AllowStackMismatch {
+		flags += " --allow-stack-mismatch"
+	}
+	if r.Opts.AllowNewFlakes {
+		flags += " --allow-new-flakes"
+	}
+	return flags
 }
 
 // SpecTimeout is Ginkgo's outer bound for a case: the harness's own
@@ -424,6 +459,7 @@ func (r *Run) finish() int {
 	if c := r.writeOutputs(rep, events); c != 0 {
 		code = c // reports not written override the verdict's status
 	}
+	r.noteGinkgoReports(rep, code)
 	r.printEnd(rep, events, timing)
 	return code
 }
