@@ -3,10 +3,10 @@ package harness
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 
+	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
 	"p2patomics/internal/device"
 )
@@ -216,7 +216,7 @@ func (c *Ctx) belowFloor() error {
 		if m.Ceiling == nil || m.Ceiling.Value <= 0 || len(m.Samples) < FloorMinSamples {
 			continue
 		}
-		med := median(m.Samples)
+		med := perf.Median(m.Samples)
 		if frac := med / m.Ceiling.Value; frac < FloorFraction {
 			low = append(low, fmt.Sprintf("%s %.1f %s is %.1f%% of its %.1f %s ceiling (%s): below the %.0f%% physics floor",
 				name, med, m.Unit, 100*frac, m.Ceiling.Value, m.Unit, m.Ceiling.Basis, 100*FloorFraction))
@@ -226,16 +226,6 @@ func (c *Ctx) belowFloor() error {
 		return nil
 	}
 	return Failf("%s", strings.Join(low, "; "))
-}
-
-// median is the median of samples, as summarize records it.
-func median(samples []float64) float64 {
-	s := slices.Clone(samples)
-	sort.Float64s(s)
-	if len(s)%2 == 0 {
-		return (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return s[len(s)/2]
 }
 
 // FloorCheck is the body's result with the physics floor applied: a body

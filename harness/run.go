@@ -13,6 +13,7 @@ import (
 
 	"p2patomics/harness/backends"
 	"p2patomics/harness/health"
+	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
 	"p2patomics/internal/device"
 	"p2patomics/wire"
@@ -893,7 +894,7 @@ func summarize(ms map[string]Metric) map[string]report.Metric {
 		}
 		s := slices.Clone(m.Samples)
 		sort.Float64s(s)
-		med := median(s)                         // the median the physics floor judges (ceiling.go)
+		med := perf.Median(s)                    // the median the physics floor judges (ceiling.go)
 		taken := make([]float64, len(m.Samples)) // in the order taken, for p2pcompare's U test
 		for i, v := range m.Samples {
 			taken[i] = round(v)

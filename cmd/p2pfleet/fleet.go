@@ -611,12 +611,12 @@ func judge(d *MetricDist) {
 		meds[i] = v.Median
 		halves[i] = (v.Max - v.Min) / 2
 	}
-	d.Median = median(meds)
+	d.Median = perf.Median(meds)
 	dev := make([]float64, len(meds))
 	for i, m := range meds {
 		dev[i] = math.Abs(m - d.Median)
 	}
-	d.Scale = math.Max(1.4826*median(dev), median(halves))
+	d.Scale = math.Max(1.4826*perf.Median(dev), perf.Median(halves))
 	d.Min, d.Max = slicesMin(meds), slicesMax(meds)
 	if len(d.Nodes) < 3 {
 		// Two nodes have no majority to stand out from.
@@ -654,18 +654,6 @@ func judge(d *MetricDist) {
 // oneSample: the node measured the metric once (n 1, or an older file
 // without n whose range is a point).
 func oneSample(v NodeValue) bool { return v.N == 1 || v.N == 0 && v.Min == v.Max }
-
-func median(s []float64) float64 {
-	if len(s) == 0 {
-		return 0
-	}
-	c := append([]float64(nil), s...)
-	sort.Float64s(c)
-	if len(c)%2 == 1 {
-		return c[len(c)/2]
-	}
-	return (c[len(c)/2-1] + c[len(c)/2]) / 2
-}
 
 func slicesMin(s []float64) float64 {
 	m := math.Inf(1)

@@ -94,7 +94,7 @@ func judgeOne(l Line, m report.Metric, rr []float64) (report.PerfFinding, bool) 
 	if len(rr) > 0 {
 		fd.Reruns = rr
 		all := append([]float64{m.Median}, rr...)
-		if mid := median(all); worse(mid) {
+		if mid := Median(all); worse(mid) {
 			fd.Verdict, fd.Confirmed = report.PerfRegression, true
 			fd.Detail = fmt.Sprintf("%s; median of this run and %d reruns in fresh worlds %s is past the limit", band, len(rr), num(mid))
 		} else {
@@ -128,7 +128,12 @@ func missing(l Line, m report.Metric, has bool) report.PerfFinding {
 	return fd
 }
 
-func median(xs []float64) float64 {
+// Median is the median of xs (0 for none): the one rule every recorded
+// metric, the physics floor, the perf gate and p2pfleet use.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
 	s := slices.Clone(xs)
 	sort.Float64s(s)
 	n := len(s)
