@@ -133,9 +133,15 @@ func (*FailError) weight() int             { return weightPlain }
 type TimeoutError struct {
 	Rank int
 	What string
+	// Watchdog is the rank's watchdog's report when it, not the deadline,
+	// ended the wait (internal/watchdog): a call wedged with its work done.
+	Watchdog string
 }
 
 func (e *TimeoutError) Error() string {
+	if e.Watchdog != "" {
+		return fmt.Sprintf("rank %d did not answer %s: its watchdog found %s", e.Rank, e.What, e.Watchdog)
+	}
 	return fmt.Sprintf("rank %d did not answer %s before the deadline", e.Rank, e.What)
 }
 

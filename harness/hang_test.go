@@ -128,3 +128,40 @@ func TestBudgetFromBaseline(t *testing.T) {
 		}
 	}
 }
+
+// Issue 37 item 4, the rank-side watchdog (internal/watchdog): a wait on
+// the device that is still in flight when its work is done is reported by
+// the rank, and the case ends then, not at its deadline. With the 2nd
+// synchronize of every rank process never returning (fillCase launches one
+// kernel on rank 0), every other case times out, and its detail is the
+// watchdog's, naming the call and the rule; the deadline's own wording
+// ("before the deadline") would mean the watchdog never spoke.
+func TestWatchdogEndsAWedgedWait(t *testing.T) {
+	set := wire.DefaultSettings
+	set.Inject = []string{"hang-at:synchronize=3"}
+	r := harness.NewRunner(backends.HostName, set, 1)
+	defer r.Close()
+	timeouts := 0
+	for i := range 4 {
+		res := r.Run(fillCase(fmt.Sprintf("sync_%d", i)))
+		switch res.Outcome {
+		case report.Pass:
+		case report.Timeout:
+			timeouts++
+			t.Logf("case %d: %s", i, res.Detail)
+			for _, want := range []string{"its watchdog found synchronize wedged", "its work done", "0 of 64 kernel threads running", "stuck in synchronize", "hang-at:synchronize=3"} {
+				if !strings.Contains(res.Detail, want) {
+					t.Errorf("case %d: timeout detail does not say %q: %s", i, want, res.Detail)
+				}
+			}
+			if strings.Contains(res.Detail, "before the deadline") {
+				t.Errorf("case %d: ended by the deadline, not the watchdog: %s", i, res.Detail)
+			}
+		default:
+			t.Errorf("case %d: %s, want pass or timeout: %s", i, res.Outcome, res.Detail)
+		}
+	}
+	if timeouts != 2 {
+		t.Errorf("%d of 4 cases timed out; the 3rd launch of each of 2 worlds wedges: want 2", timeouts)
+	}
+}

@@ -119,6 +119,10 @@ type Proc struct {
 	// it as it goes, so the parent can read it after any ending, SIGKILL
 	// included.
 	Trace *os.File
+	// world is every rank of this one's world (NewWorld), whose watchdogs
+	// a wait for this rank's reply also reads: a peer wedged in a call can
+	// be what this rank's request waits on.
+	world []*Proc
 }
 
 // spawnReq asks the spawner thread to start a rank.

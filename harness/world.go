@@ -19,6 +19,7 @@ import (
 	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/internal/device"
+	"p2patomics/trace"
 	"p2patomics/wire"
 )
 
@@ -69,16 +70,19 @@ func (p *Proc) call(t wire.Type, body any, deadline time.Time, res any, fds ...i
 // await receives the reply to request seq: a hang, a hang-up or a
 // malformed message is the rank's typed error.
 func (p *Proc) await(seq uint32, what string, deadline time.Time) (wire.Msg, error) {
-	m, err := wire.Recv(p.sock, deadline)
+	m, err := p.recv(deadline)
 	// A reply to an earlier request that missed its deadline may still be
 	// queued: drop it rather than take it for this one's.
 	for err == nil && m.Type == wire.TReply && m.Seq < seq {
 		m.CloseFds()
-		m, err = wire.Recv(p.sock, deadline)
+		m, err = p.recv(deadline)
 	}
+	var wedged *wedgedError
 	switch {
+	case errors.As(err, &wedged):
+		return wire.Msg{}, &TimeoutError{Rank: wedged.rank, What: what, Watchdog: wedged.report}
 	case errors.Is(err, wire.ErrDeadline):
-		return wire.Msg{}, &TimeoutError{p.Rank, what}
+		return wire.Msg{}, &TimeoutError{Rank: p.Rank, What: what}
 	case errors.Is(err, wire.ErrClosed):
 		p.WaitExit(2 * time.Second)
 		return wire.Msg{}, &DeadError{p.Rank, what}
@@ -90,6 +94,67 @@ func (p *Proc) await(seq uint32, what string, deadline time.Time) (wire.Msg, err
 		return wire.Msg{}, &ProtocolError{p.Rank, fmt.Errorf("%w: wanted reply %d to %s, got %s %d", wire.ErrMalformed, seq, what, m.Type, m.Seq)}
 	}
 	return m, nil
+}
+
+// watchPoll is how often a wait for a reply looks at the rank's watchdog
+// word (one pread of its trace ring's header).
+const watchPoll = 25 * time.Millisecond
+
+// wedgedError: the rank's watchdog found a call wedged (internal/watchdog)
+// before the reply's deadline; report is its record.
+type wedgedError struct {
+	rank   int
+	report string
+}
+
+func (e *wedgedError) Error() string { return "wedged: " + e.report }
+
+// recv is wire.Recv until deadline, in slices of watchPoll between which
+// the rank's watchdog word is read: a rank wedged in a vendor call whose
+// work is done gets its timeout now, not at the deadline.
+func (p *Proc) recv(deadline time.Time) (wire.Msg, error) {
+	for {
+		slice := time.Now().Add(watchPoll)
+		if !deadline.IsZero() && deadline.Before(slice) {
+			slice = deadline
+		}
+		m, err := wire.Recv(p.sock, slice)
+		if !errors.Is(err, wire.ErrDeadline) || !slice.Before(deadline) && !deadline.IsZero() {
+			return m, err
+		}
+		for _, q := range p.watched() {
+			if report := wedgeReport(q.Trace); report != "" {
+				return wire.Msg{}, &wedgedError{q.Rank, report}
+			}
+		}
+	}
+}
+
+// watched is the ranks whose watchdogs a wait on p reads: its world's, or
+// p alone outside one.
+func (p *Proc) watched() []*Proc {
+	if p.world == nil {
+		return []*Proc{p}
+	}
+	return p.world
+}
+
+// wedgeReport is the watchdog's record in a rank's shared ring, "" while
+// it has written none.
+func wedgeReport(f *os.File) string {
+	seq, err := trace.SharedWedged(f)
+	if err != nil || seq == 0 {
+		return ""
+	}
+	recs, err := trace.ReadShared(f, seq-1)
+	if err == nil {
+		for _, r := range recs {
+			if r.Seq == seq && r.Name == trace.WedgeName {
+				return r.Args
+			}
+		}
+	}
+	return fmt.Sprintf("record #%d (overwritten)", seq)
 }
 
 // decode reads the reply m to a request of type t: an error reply is a
@@ -135,6 +200,9 @@ func NewWorld(backendName string, n int, set wire.Settings, deadline time.Time) 
 		}
 		w.Procs = append(w.Procs, p)
 		w.Infos = append(w.Infos, device.Info{})
+	}
+	for _, p := range w.Procs {
+		p.world = w.Procs
 	}
 	// Rank 0 first: its device count decides where the others go
 	// (rank r on device r mod count).

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"p2patomics/internal/inject"
+	"p2patomics/internal/watchdog"
 	"p2patomics/rank/backend"
 	"p2patomics/trace"
 	"p2patomics/wire"
@@ -89,6 +90,10 @@ func Main() int {
 	// start so the hello is traced too; the hello's settings may turn it off.
 	if err := trace.AttachShared(TraceFd); err == nil {
 		trace.On()
+		// The watchdog on the device waits reports into the shared ring,
+		// which the parent polls while it waits for a reply
+		// (internal/watchdog); without a shared ring nobody could read it.
+		watchdog.Start()
 	}
 	s := &server{sock: SockFd, bufs: map[int]backend.Buffer{}, next: 1, rank: r}
 	return s.serve()

@@ -19,6 +19,10 @@
 #                               whose kernel was dropped is control lost
 # Each rule must have fired (environment.inject_fired); a rule that cannot
 # fire must be named "never fired", and an unknown symbol is exit 2.
+#   hang-at:synchronize=40      the 40th kernel synchronize of every rank
+#                               process never returns: each such case is a
+#                               timeout, and every one is the rank watchdog's
+#                               (a wait whose work is done), never a deadline's
 #   corrupt-read:0              every device-to-host read comes back with bit 0
 #                               of its first byte flipped: every read is
 #                               verified, so the three case families a flip
@@ -31,7 +35,7 @@ bin=${1:?usage: gate-selftest.sh specs.test OUTDIR}; out=${2:?}
 base=${P2PAT_SELFTEST_BASELINE:-expectations/host-amd64}
 rm -rf "$out"; mkdir -p "$out"
 fail=0
-for rule in drop:tally_u32_relaxed_dev fail:dup=95 fail-every:mmap=5/3 noop:mprotect noop:munmap drop:racy_u64_plain_sys corrupt-read:0; do
+for rule in drop:tally_u32_relaxed_dev fail:dup=95 fail-every:mmap=5/3 noop:mprotect noop:munmap drop:racy_u64_plain_sys hang-at:synchronize=40 corrupt-read:0; do
   name=$(printf '%s' "$rule" | tr ':=/' '___')
   t0=$(date +%s.%N)
   "$bin" --backend=host --expectations="$base" --internal-inject="$rule" --out="$out/$name" >"$out/$name.log" 2>&1; rc=$?
@@ -60,6 +64,11 @@ if rule.startswith("fail:dup"):
     # canaries kill ranks on purpose (a world each); everything else shares one.
     if worlds > 12: bad.append("%d worlds started for an export that always fails (want at most 12)" % worlds)
     if len(judged) < 50: bad.append("only %d cases judged from the first failure" % len(judged))
+if rule.startswith("hang-at"):
+    tmo = [x for x in ran if x["outcome"] == "timeout"]
+    if not tmo: bad.append("no case timed out under a wedged synchronize")
+    slow = [x["id"] for x in tmo if "its watchdog found synchronize wedged" not in x["detail"]]
+    if slow: bad.append("%d timeout(s) not the watchdog's (a deadline's), e.g. %s" % (len(slow), slow[0]))
 if rule.startswith("corrupt-read"):
     fam = ("litmus.sb_u32_seqcst_sys", "litmus.iriw_u32_seqcst_sys.r3", "lifetime.owner_frees")
     seen = [x for x in r["results"] if x["id"].endswith(fam)]

@@ -19,7 +19,7 @@ const (
 	Slots              = 4096                        // records kept
 	SlotSize           = 512                         // bytes per record
 	SharedSize         = headerSize + Slots*SlotSize // bytes of a shared ring (2 MiB + 64)
-	headerSize         = 64                          // magic[8] slots u32 slotSize u32 pad[8] lastSeq u64 pid u32
+	headerSize         = 64                          // magic[8] slots u32 slotSize u32 pad[8] lastSeq u64 pid u32 pad[4] wedged u64
 	magic              = "P2PTRC01"                  //
 	nameMax            = 48                          // bytes kept of Name
 	codeMax            = 40                          // bytes kept of CodeName
@@ -37,6 +37,7 @@ const (
 	offArgs            = offCode2 + codeMax          // [argsMax]
 	hdrLastSeq         = 24                          // u64
 	hdrPid             = 32                          // u32
+	hdrWedged          = 40                          // u64: the watchdog's record (Wedge), 0 for none
 	flagInFlight uint8 = 1
 	flagErr      uint8 = 2
 )
@@ -214,6 +215,18 @@ func ReadShared(f *os.File, since uint64) ([]Record, error) {
 	}
 	recs, _, err := Decode(mem, since)
 	return recs, err
+}
+
+// SharedWedged reads the sequence number of the record a rank's watchdog
+// wrote when it found a call wedged (Wedge), 0 while it has found none: one
+// pread, cheap enough for the parent to ask every few tens of milliseconds
+// while it waits for the rank's reply.
+func SharedWedged(f *os.File) (uint64, error) {
+	var b [8]byte
+	if _, err := f.ReadAt(b[:], hdrWedged); err != nil {
+		return 0, fmt.Errorf("trace: read shared ring: %w", err)
+	}
+	return le.Uint64(b[:]), nil
 }
 
 // SharedSeq reads the last sequence number a rank handed out, from its

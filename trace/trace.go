@@ -161,6 +161,26 @@ func (s Span) end(code int64, codeName string, failed bool, out func() string) {
 	putSeq(ring.mem, ring.next)
 }
 
+// Wedge records that a call is wedged: a record named WedgeName holding
+// what (which call, since when, what showed its work done), marked as an
+// error, and its sequence number in the ring's header, where the parent
+// polls for it (SharedWedged). It writes whether tracing is on or not: it
+// is the watchdog's report, not a trace of a call.
+func Wedge(what string) uint64 {
+	now := time.Now()
+	ring.mu.Lock()
+	defer ring.mu.Unlock()
+	ring.next++
+	seq := ring.next
+	writeSlot(ring.mem, seq, now.UnixNano(), 0, 0, WedgeName, what, "wedged", flagErr)
+	putSeq(ring.mem, seq)
+	le.PutUint64(ring.mem[hdrWedged:], seq)
+	return seq
+}
+
+// WedgeName names the watchdog's record (Wedge) in the ring.
+const WedgeName = "watchdog"
+
 // Seq returns the last sequence number handed out: records with a larger
 // Seq were begun later. A rank notes it when a case starts and later calls
 // Since with it.

@@ -64,7 +64,7 @@ var (
 		"hsa_amd_vmem_map", "hsa_amd_vmem_unmap", "hsa_amd_vmem_set_access",
 		"hsa_amd_vmem_export_shareable_handle", "hsa_amd_vmem_import_shareable_handle",
 	}
-	HostSymbols = []string{"memfd_create", "ftruncate", "dup", "fstat", "mmap", "mprotect", "munmap", "memcpy_htod"}
+	HostSymbols = []string{"memfd_create", "ftruncate", "dup", "fstat", "mmap", "mprotect", "munmap", "memcpy_htod", "synchronize"}
 )
 
 // CheckSymbols refuses a fail, noop, fail-every or hang rule whose symbol

@@ -37,22 +37,25 @@ const (
 // concurrent use: the rank server makes every call from one goroutine locked
 // to its OS thread.
 type Backend struct {
-	d       *driver
-	cfg     backend.Config
-	dev     int32   // CUdevice of cfg.Device
-	devs    []int32 // CUdevice of every visible ordinal
-	ctx     uintptr // retained primary context (0 when not retained)
-	mod     uintptr
-	modErr  error // why no module is loaded (Launch reports it)
-	funcs   map[string]uintptr
-	stream  uintptr
-	evStart uintptr
-	evStop  uintptr
-	arena   []byte // kernel parameters and JIT logs: memory outside the Go heap
-	spin    uint64 // a stretch rule's spin words (speed.go; 0: none)
-	info    backend.DeviceInfo
-	bufs    map[*buffer]struct{}
-	opened  bool
+	d      *driver
+	cfg    backend.Config
+	dev    int32   // CUdevice of cfg.Device
+	devs   []int32 // CUdevice of every visible ordinal
+	ctx    uintptr // retained primary context (0 when not retained)
+	mod    uintptr
+	modErr error // why no module is loaded (Launch reports it)
+	funcs  map[string]uintptr
+	stream uintptr
+	// watchCtx: the context is current on the watchdog's thread (watch.go;
+	// read and written only there).
+	watchCtx bool
+	evStart  uintptr
+	evStop   uintptr
+	arena    []byte // kernel parameters and JIT logs: memory outside the Go heap
+	spin     uint64 // a stretch rule's spin words (speed.go; 0: none)
+	info     backend.DeviceInfo
+	bufs     map[*buffer]struct{}
+	opened   bool
 	// NVML handle of this device for the clock sampler (0: none; nvmlErr
 	// says why).
 	nvmlOnce sync.Once
@@ -769,7 +772,7 @@ func (b *Backend) Launch(k kernels.Kernel, grid, block uint32, args []uint64) (b
 	if err := d.check(d.cuEventRecord(b.evStop, b.stream)); err != nil {
 		return res, err
 	}
-	if err := d.check(d.cuStreamSynchronize(b.stream)); err != nil {
+	if err := d.check(b.syncStream(b.stream)); err != nil {
 		return res, annotate(err, "kernel "+k.Name)
 	}
 	return b.elapsed()
@@ -874,7 +877,7 @@ func (b *Backend) Write(x backend.Buffer, off uint64, p []byte) error {
 	// waits for nothing of ours. Without this synchronize an H200 lost
 	// rank 1's allreduce contribution 4 of 60 times and page-faulted
 	// (Xid 31) in owner_frees 10 of 20; with it, 0 and 0.
-	return annotate(d.check(d.cuCtxSynchronize()), "write")
+	return annotate(d.check(b.syncCtx()), "write")
 }
 
 // Copy implements backend.Backend: cuMemcpyDtoDAsync on the rank's stream
@@ -911,7 +914,7 @@ func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, sr
 	if err := d.check(d.cuEventRecord(b.evStop, b.stream)); err != nil {
 		return res, err
 	}
-	if err := d.check(d.cuStreamSynchronize(b.stream)); err != nil {
+	if err := d.check(b.syncStream(b.stream)); err != nil {
 		return res, annotate(err, "copy")
 	}
 	// A device-to-device cuMemcpy between two GPUs runs on a copy engine

@@ -12,7 +12,8 @@ import "p2patomics/trace"
 //
 // Not traced: cuGetErrorName and cuGetErrorString, which only name a result
 // for the trace and for errors (tracing them would put a lookup after every
-// failure), and dlsym. cuIpcOpenMemHandle_v2 is traced in ipcOpenMemHandle,
+// failure), cuStreamQuery, the watchdog's look at a stream every 20 ms of a
+// long wait (watch.go: an observer no planted fault may perturb), and dlsym. cuIpcOpenMemHandle_v2 is traced in ipcOpenMemHandle,
 // its one caller, where the handle is still one 64-byte value.
 
 // end closes a traced call: the CUresult and its name, and the outputs after

@@ -101,7 +101,8 @@ func TestProbeNotMarked(t *testing.T) {
 // the few left untraced on purpose).
 func TestEveryEntryPointTraced(t *testing.T) {
 	d := &driver{bound: map[string]string{}, missing: map[string]error{}}
-	untraced := map[string]bool{"cuGetErrorName": true, "cuGetErrorString": true, "cuIpcOpenMemHandle_v2": true}
+	untraced := map[string]bool{"cuGetErrorName": true, "cuGetErrorString": true, "cuIpcOpenMemHandle_v2": true,
+		"cuStreamQuery": true} // the watchdog's look (watch.go): an observer, outside the trace and the injector
 	syms := d.symbols()
 	if err := binding.Validate(syms); err != nil {
 		t.Fatal(err)

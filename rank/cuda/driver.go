@@ -117,11 +117,15 @@ type driver struct {
 
 	cuStreamCreate      func(s *uintptr, flags uint32) status
 	cuStreamSynchronize func(s uintptr) status
-	cuStreamDestroy     func(s uintptr) status
-	cuEventCreate       func(e *uintptr, flags uint32) status
-	cuEventRecord       func(e, s uintptr) status
-	cuEventDestroy      func(e uintptr) status
-	cuEventElapsedTime  func(ms *float32, start, end uintptr) status
+	// cuStreamQuery is the watchdog's look at a stream (watch.go), bound
+	// outside the trace and the injector: an observer, queried every 20 ms
+	// of a long wait, that no planted fault may perturb.
+	cuStreamQuery      func(s uintptr) cuResult
+	cuStreamDestroy    func(s uintptr) status
+	cuEventCreate      func(e *uintptr, flags uint32) status
+	cuEventRecord      func(e, s uintptr) status
+	cuEventDestroy     func(e uintptr) status
+	cuEventElapsedTime func(ms *float32, start, end uintptr) status
 
 	cuMemcpyDtoH      func(dst unsafe.Pointer, src, n uint64) status
 	cuMemcpyHtoD      func(dst uint64, src unsafe.Pointer, n uint64) status
@@ -175,6 +179,7 @@ func (d *driver) symbols() []binding.Symbol {
 		binding.Launch(&d.cuLaunchKernel, d.end, "shmem", "params", "cuLaunchKernel"),
 		binding.Sym2(&d.cuStreamCreate, d.end, ">stream:x flags:x", "cuStreamCreate"),
 		binding.Sym1(&d.cuStreamSynchronize, d.end, "stream:x", "cuStreamSynchronize"),
+		binding.Untraced(&d.cuStreamQuery, "cuStreamQuery"),
 		binding.Sym1(&d.cuStreamDestroy, d.end, "stream:x", "cuStreamDestroy_v2"),
 		binding.Sym2(&d.cuEventCreate, d.end, ">event:x flags:x", "cuEventCreate"),
 		binding.Sym2(&d.cuEventRecord, d.end, "event:x stream:x", "cuEventRecord"),

@@ -84,7 +84,7 @@ func (b *Backend) stretch(kernel string) error {
 	if err := d.check(d.cuEventRecord(b.evStop, b.stream)); err != nil {
 		return err
 	}
-	if err := d.check(d.cuStreamSynchronize(b.stream)); err != nil {
+	if err := d.check(b.syncStream(b.stream)); err != nil {
 		return annotate(err, "kernel "+kernel)
 	}
 	el, err := b.elapsed()

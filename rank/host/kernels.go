@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"p2patomics/internal/watchdog"
 	"p2patomics/kernels"
 	"p2patomics/rank/backend"
 	"p2patomics/trace"
@@ -147,11 +148,25 @@ func (h *Backend) Launch(k kernels.Kernel, grid, block uint32, args []uint64) (b
 	sp := trace.Begin("launch", func() string { return fmt.Sprintf("kernel=%s grid=%d block=%d", k.Name, grid, block) })
 	t0 := time.Now()
 	var wg sync.WaitGroup
+	var left atomic.Int64 // kernel threads still running: what synchronize waits for
+	left.Store(int64(n))
 	for g := uint64(0); g < n; g++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); body(g) }()
+		go func() { defer wg.Done(); defer left.Add(-1); body(g) }()
 	}
-	wg.Wait()
+	// The host's stream synchronize, through the choke point (so a hang
+	// rule can wedge it, as hang-at:cuStreamSynchronize does on a GPU) and
+	// under the watchdog, whose query is the count of threads still running.
+	done := func() (bool, string) {
+		l := left.Load()
+		return l == 0, fmt.Sprintf("%d of %d kernel threads running", l, n)
+	}
+	if err := watchdog.Wait("synchronize", done, func() error {
+		return sys("synchronize", func() string { return "kernel=" + k.Name }, func() error { wg.Wait(); return nil })
+	}); err != nil {
+		sp.EndErr(err, nil)
+		return backend.LaunchResult{}, fmt.Errorf("host: kernel %s: synchronize: %w", k.Name, err)
+	}
 	el := stretchLaunch(k.Name, t0, time.Since(t0))
 	sp.End(0, "ok", nil)
 	return backend.LaunchResult{Elapsed: el, Method: "wall"}, nil

@@ -21,6 +21,7 @@ import (
 //	mprotect      the access grant (cuMemSetAccess, hsa_amd_vmem_set_access)
 //	munmap        unmap
 //	memcpy_htod   Write's copy into the mapping (cuMemcpyHtoD, hipMemcpyHtoD)
+//	synchronize   a launch's wait for its kernel threads (cuStreamSynchronize)
 //
 // The list is internal/inject's static one, which the suite checks rules
 // against; TestSymbols checks it names exactly the calls sys is given.
