@@ -14,7 +14,8 @@
 # a batch too long for one device command is split across two. The issue 37
 # runs: every device-to-host read with bit 0 flipped (corrupt-read:0) and the
 # 50th stream synchronize of each rank process never returning
-# (hang-at:cuStreamSynchronize=50), each ungated and gated.
+# (hang-at:cuStreamSynchronize=50), each ungated and gated; gated-again is
+# the healthy gated run once more, last.
 # When the gated run is not PASS and a second binary is given (FALLBACK, an
 # earlier head), that one runs gated too, so one lease tells a broken head
 # from a broken machine.
@@ -61,4 +62,7 @@ run cr-ungated 120 --backend=auto --internal-inject=corrupt-read:0
 run cr-gated 120 --backend=auto --internal-inject=corrupt-read:0 --expectations="$base"
 run hang-gated 200 --backend=auto --internal-inject=hang-at:cuStreamSynchronize=50 --expectations="$base"
 run hang-ungated 200 --backend=auto --internal-inject=hang-at:cuStreamSynchronize=50
+# The healthy gated run once more, after the faulted ones: the watchdog
+# must never end a healthy wait.
+run gated-again 120 --backend=auto --expectations="$base"
 cat "$w/summary.txt"
