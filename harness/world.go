@@ -70,17 +70,17 @@ func (p *Proc) call(t wire.Type, body any, deadline time.Time, res any, fds ...i
 // await receives the reply to request seq: a hang, a hang-up or a
 // malformed message is the rank's typed error.
 func (p *Proc) await(seq uint32, what string, deadline time.Time) (wire.Msg, error) {
-	m, err := p.recv(deadline)
+	m, err := p.recv(deadline, what)
 	// A reply to an earlier request that missed its deadline may still be
 	// queued: drop it rather than take it for this one's.
 	for err == nil && m.Type == wire.TReply && m.Seq < seq {
 		m.CloseFds()
-		m, err = p.recv(deadline)
+		m, err = p.recv(deadline, what)
 	}
-	var wedged *wedgedError
+	var wedged *TimeoutError
 	switch {
 	case errors.As(err, &wedged):
-		return wire.Msg{}, &TimeoutError{Rank: wedged.rank, What: what, Watchdog: wedged.report}
+		return wire.Msg{}, wedged
 	case errors.Is(err, wire.ErrDeadline):
 		return wire.Msg{}, &TimeoutError{Rank: p.Rank, What: what}
 	case errors.Is(err, wire.ErrClosed):
@@ -100,19 +100,11 @@ func (p *Proc) await(seq uint32, what string, deadline time.Time) (wire.Msg, err
 // word (one pread of its trace ring's header).
 const watchPoll = 25 * time.Millisecond
 
-// wedgedError: the rank's watchdog found a call wedged (internal/watchdog)
-// before the reply's deadline; report is its record.
-type wedgedError struct {
-	rank   int
-	report string
-}
-
-func (e *wedgedError) Error() string { return "wedged: " + e.report }
-
 // recv is wire.Recv until deadline, in slices of watchPoll between which
-// the rank's watchdog word is read: a rank wedged in a vendor call whose
-// work is done gets its timeout now, not at the deadline.
-func (p *Proc) recv(deadline time.Time) (wire.Msg, error) {
+// the watchdog words of p's world are read: a rank wedged in a vendor call
+// whose work is done ends the wait for what now, as a TimeoutError naming
+// that rank and the watchdog's report, not at the deadline.
+func (p *Proc) recv(deadline time.Time, what string) (wire.Msg, error) {
 	for {
 		slice := time.Now().Add(watchPoll)
 		if !deadline.IsZero() && deadline.Before(slice) {
@@ -124,7 +116,7 @@ func (p *Proc) recv(deadline time.Time) (wire.Msg, error) {
 		}
 		for _, q := range p.watched() {
 			if report := wedgeReport(q.Trace); report != "" {
-				return wire.Msg{}, &wedgedError{q.Rank, report}
+				return wire.Msg{}, &TimeoutError{Rank: q.Rank, What: what, Watchdog: report}
 			}
 		}
 	}
