@@ -42,13 +42,18 @@ func Judge(f *File, results []report.Result, reruns map[string][]float64, baseli
 		if !ran {
 			continue
 		}
+		if r.Outcome != report.Pass {
+			// Left to the correctness verdict, which already fails it (the
+			// physics floor makes a too-slow copy a fail): judged for speed
+			// too it read "unconfirmed: no re-measurement recorded" beside
+			// "rerun fail", as if nothing had been re-measured.
+			continue
+		}
 		m, has := r.Metrics[l.Metric]
 		if !has || m.Unit != l.Unit {
-			if r.Outcome == report.Pass {
-				p.Gated++
-				p.Findings = append(p.Findings, missing(l, m, has))
-				p.Bands = append(p.Bands, bandOf(l, 0, report.PerfMissing))
-			}
+			p.Gated++
+			p.Findings = append(p.Findings, missing(l, m, has))
+			p.Bands = append(p.Bands, bandOf(l, 0, report.PerfMissing))
 			continue
 		}
 		p.Gated++
