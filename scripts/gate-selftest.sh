@@ -67,8 +67,15 @@ if rule.startswith("fail:dup"):
 if rule.startswith("hang-at"):
     tmo = [x for x in ran if x["outcome"] == "timeout"]
     if not tmo: bad.append("no case timed out under a wedged synchronize")
-    slow = [x["id"] for x in tmo if "its watchdog found synchronize wedged" not in x["detail"]]
-    if slow: bad.append("%d timeout(s) not the watchdog's (a deadline's), e.g. %s" % (len(slow), slow[0]))
+    # The planted wedge must be the watchdog's; the cases that expect a
+    # timeout (a kernel spinning on a flag nobody sets: its threads still
+    # run, so the watchdog rightly stays silent) keep their deadline.
+    wedged = [x for x in tmo if "injected " + rule in x["detail"]]
+    if not wedged: bad.append("no timeout names the planted rule")
+    slow = [x["id"] for x in wedged if "its watchdog found synchronize wedged" not in x["detail"]]
+    if slow: bad.append("%d wedged synchronize(s) ended by a deadline, not the watchdog, e.g. %s" % (len(slow), slow[0]))
+    other = [x["id"] for x in tmo if x not in wedged and x.get("expected") != "timeout"]
+    if other: bad.append("%d timeout(s) neither planted nor expected, e.g. %s" % (len(other), other[0]))
 if rule.startswith("corrupt-read"):
     fam = ("litmus.sb_u32_seqcst_sys", "litmus.iriw_u32_seqcst_sys.r3", "lifetime.owner_frees")
     seen = [x for x in r["results"] if x["id"].endswith(fam)]
