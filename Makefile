@@ -100,8 +100,9 @@ cli: bin/specs.test
 	bash scripts/check-cli.sh ./bin/specs.test
 
 # The case counts README.md and docs/ state about today's catalogue are
-# generated from --list (bash scripts/docs-numbers.sh bin/specs.test
-# rewrites them); a stale one fails here.
+# generated from --list, and the exit statuses their tables and examples
+# state from the Exit* constants (bash scripts/docs-numbers.sh
+# bin/specs.test rewrites them); a stale one fails here.
 docs: bin/specs.test
 	bash scripts/docs-numbers.sh --check ./bin/specs.test
 

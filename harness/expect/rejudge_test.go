@@ -104,3 +104,24 @@ func TestPlanUpdateRefusals(t *testing.T) {
 		t.Errorf("crash regression, --force: %v", err)
 	}
 }
+
+// Issue 38 item 8: every surface shows report.Was (the baseline's outcome
+// when gated) as a case's expected outcome, so a run re-judged against
+// another baseline must not keep the recorded run's baseline outcome: the
+// case below was judged against a fail entry; the new baseline has none,
+// so it is judged against, and shows, the spec's pass.
+func TestJudgeReportDropsTheOldBaseline(t *testing.T) {
+	host := map[string]any{"vendor": backends.HostName, "goarch": "amd64"}
+	id := "host.memfd.a.b"
+	res := report.Result{Case: report.ParseCase(id, nil), Outcome: report.Pass, Expected: report.Pass, Verdict: report.UnexpectedPass, Baseline: report.Fail}
+	rep := &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(host), Results: []report.Result{res}}
+	s := NewSet()
+	s.Cases[id] = true
+	if err := JudgeReport(rep, Rejudge{Set: s, Gate: "new"}); err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Results[0]
+	if r.Baseline != "" || report.Was(r) != report.Pass || r.Verdict != report.Expected {
+		t.Errorf("re-judged against a baseline without the entry: baseline %q, judged against %s, verdict %s; want none, pass, expected", r.Baseline, report.Was(r), r.Verdict)
+	}
+}

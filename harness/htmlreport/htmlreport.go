@@ -185,6 +185,8 @@ func writeUnexpected(b *strings.Builder, rep *report.Report, outDir string) {
 	if len(unmet) == 0 {
 		b.WriteString("<p>None: every case met its expected outcome.</p>\n")
 	} else {
+		// "expected" is what the verdict was judged against (report.Was:
+		// the baseline's outcome when gated), as on stdout's lines.
 		b.WriteString("<table><tr><th>case</th><th>outcome</th><th>expected</th><th>detail</th><th>repro</th></tr>\n")
 		for _, r := range unmet {
 			cell := fmt.Sprintf("<a href=\"%s\">%s</a>", e("cases/"+r.ID()+"/"), e(r.ID()))
@@ -198,7 +200,7 @@ func writeUnexpected(b *strings.Builder, rep *report.Report, outDir string) {
 				outcome += " (" + string(r.Verdict) + ")"
 			}
 			fmt.Fprintf(b, "<tr class=\"unmet\"><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td><code>%s</code></td></tr>\n",
-				cell, e(outcome), e(string(r.Expected)), e(firstLine(r.Detail)), e(r.Repro))
+				cell, e(outcome), e(string(report.Was(r))), e(firstLine(r.Detail)), e(r.Repro))
 		}
 		b.WriteString("</table>\n")
 	}

@@ -142,7 +142,9 @@ func junitCaseOf(r Result) junitCase {
 		cls = r.Backend + "." + r.Kind
 	}
 	c := junitCase{Name: r.ID(), Classname: cls, Time: seconds(r.Duration)}
-	out := fmt.Sprintf("outcome=%s expected=%s", Shown(r), r.Expected)
+	// expected= is what the verdict was judged against (Was: the
+	// baseline's outcome when gated), as on every other surface.
+	out := fmt.Sprintf("outcome=%s expected=%s", Shown(r), Was(r))
 	if r.Verdict != "" {
 		out += " verdict=" + string(r.Verdict)
 	}
@@ -223,7 +225,7 @@ func verdictOf(r Result) Verdict {
 	if r.Verdict != "" {
 		return r.Verdict
 	}
-	if r.Outcome.Severity() < r.Expected.Severity() {
+	if r.Outcome.Severity() < Was(r).Severity() {
 		return UnexpectedPass
 	}
 	return Regression

@@ -37,7 +37,10 @@ func Shown(r Result) string {
 
 // LiveLine is the line printed as case n of total finishes: count, id,
 // outcome, expected outcome, time, and the verdict when it is not
-// "expected".
+// "expected". The expected outcome is Was(r), the one the verdict was
+// judged against (the baseline's when gated), as in summary.txt,
+// report.html and junit.xml: a line that said "expected pass" beside a
+// verdict judged against a baseline's fail would contradict itself.
 func LiveLine(st Style, n, total int, r Result) string {
 	w := len(fmt.Sprint(total))
 	mark := st.paint("32", "ok  ")
@@ -47,7 +50,7 @@ func LiveLine(st Style, n, total int, r Result) string {
 	case r.NotSupported != "":
 		mark = st.paint("33", "n/s ")
 	}
-	line := fmt.Sprintf("[%*d/%d] %s %-10s expected %-10s %7.3fs  %s", w, n, total, mark, Shown(r), r.Expected, r.Duration, r.ID())
+	line := fmt.Sprintf("[%*d/%d] %s %-10s expected %-10s %7.3fs  %s", w, n, total, mark, Shown(r), Was(r), r.Duration, r.ID())
 	if r.Verdict != "" && r.Verdict != Expected {
 		line += "  (" + string(r.Verdict) + ")"
 	}
@@ -248,7 +251,9 @@ func WriteTable(w io.Writer, rep *Report, events []string) {
 		if r.NotSupported != "" {
 			v += " (not-supported)"
 		}
-		fmt.Fprintf(w, "%-*s  %-10s %-10s %-22s %8.3fs  %s\n", idw, r.ID(), Shown(r), r.Expected, v, r.Duration, detail)
+		// EXPECTED is what the verdict was judged against (Was), the
+		// stdout line's "expected" (issue 38 item 8).
+		fmt.Fprintf(w, "%-*s  %-10s %-10s %-22s %8.3fs  %s\n", idw, r.ID(), Shown(r), Was(r), v, r.Duration, detail)
 		if r.NotSupported != "" {
 			fmt.Fprintf(w, "%-*s  not supported: %s\n", idw, "", reasonKey(r.NotSupported))
 		}

@@ -21,7 +21,13 @@ func (r *Run) live(res report.Result) {
 	if r.gate != nil {
 		// Gated, "expected" is what the baseline recorded, the outcome the
 		// verdict is judged against, not the spec's own expectation.
-		res.Expected = r.gate.Baseline(res)
+		// JudgeOne has set Baseline on every result the run prints; set
+		// here too so a result that reaches live unjudged shows it.
+		// Expected stays the spec's: results.json keeps both, and a
+		// re-judge against another baseline needs the spec's.
+		if b := r.gate.Baseline(res); b != res.Expected {
+			res.Baseline = b
+		}
 	}
 	fmt.Fprintln(r.stdout(), report.LiveLine(r.Style, n, len(r.planned), res))
 }
