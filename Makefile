@@ -1,4 +1,5 @@
-# p2patomics: `make run` runs the suite, `make test` runs every check CI runs.
+# p2patomics: `make run` runs the suite, `make test` runs every check CI runs
+# but fleet-kube (.ci/run runs it after make test: see its target).
 # Both need Go >= 1.26 on PATH; as root they install missing Debian packages,
 # otherwise they print the apt-get line.
 SHELL := /bin/bash
@@ -185,9 +186,11 @@ fleet-slurm: bin/specs.test
 	bash scripts/check-fleet-slurm.sh ./bin/specs.test $(CHECKS)/fleet-slurm
 
 # The Kubernetes recipe without a cluster: the manifests through the API
-# server's create path (a cold build of minutes, so not in make test) and
-# the Job's container started as a kubelet would (podman), merged from its
-# kubectl logs form (docs/FLEET.md "Checked in CI").
+# server's create path and the Job's container started as a kubelet would
+# (podman), merged from its kubectl logs form (docs/FLEET.md "Checked in
+# CI"). Not in make test: the validator's cold build (k8s.io/kubernetes,
+# about 1000 packages) takes 4-5 min on two cores; .ci/run runs it as its
+# own step after make test. Warm, about 20 s.
 fleet-kube: bin/specs.test
 	bash scripts/check-fleet-kube.sh ./bin/specs.test $(CHECKS)/fleet-kube
 

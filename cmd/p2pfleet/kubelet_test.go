@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -92,8 +96,13 @@ func parsePod(t *testing.T, text, node string) podSpec {
 // as fleet/<node>/exit_status (containerStatuses' terminated exitCode).
 // There is no GPU here, so the command's --backend=cuda --ranks=8 become
 // --backend=host --ranks=2 --atomics; nothing else is changed. Nodes: two
-// clean ones, one broken (P2PAT_CASE=no.such.case in its env: exit 2, a
-// results.json with no case) and one whose pod never ran (empty logs).
+// clean ones, one broken and one whose pod never ran (empty logs). The
+// broken one has P2PAT_CASE=no.such.case in its env: a usage error, which
+// the suite refuses before --out is touched (docs/FLAGS.md: one line on
+// stderr, exit 2, no results.json), so the pod exits 2, its run.log names
+// the case and its logs hold no JSON; the merge names it "no result" with
+// its exit status. (Before issue 26's refusals a usage error wrote a
+// results.json with no case, which this test went on expecting.)
 //
 // Run by make fleet-kube (scripts/check-fleet-kube.sh), which builds the
 // image and sets P2PAT_PODMAN (the podman command line) and
@@ -135,12 +144,19 @@ func TestKubeletStartsTheJob(t *testing.T) {
 					t.Fatalf("the command no longer holds --backend=cuda --ranks=8: update this test\n%s", script)
 				}
 				args = append(args, "--entrypoint", p.command[0], image, p.command[1], script)
+				t0 := time.Now()
 				id := podmanOut(t, podman[0], args...)
 				defer podmanOut(t, podman[0], append(append([]string{}, podman[1:]...), "rm", "-f", id)...)
 				var c int
 				fmt.Sscan(podmanOut(t, podman[0], append(append([]string{}, podman[1:]...), "wait", id)...), &c)
+				// A line per pod, so that make fleet-kube shows where it is
+				// (the time is said, never judged).
+				t.Logf("%s: pod exited %d after %.1f s", node, c, time.Since(t0).Seconds())
+				// kubectl logs gives the container's stdout and stderr as one
+				// stream (the CRI log file holds both); podman logs splits
+				// them, so both are taken.
 				logs := exec.Command(podman[0], append(append([]string{}, podman[1:]...), "logs", id)...)
-				out, err := logs.Output()
+				out, err := logs.CombinedOutput()
 				if err != nil {
 					t.Fatalf("podman logs: %v", err)
 				}
@@ -169,7 +185,24 @@ func TestKubeletStartsTheJob(t *testing.T) {
 			}
 			out, code := run("node-3", "P2PAT_CASE=no.such.case")
 			if code != 2 {
-				t.Errorf("node-3 (P2PAT_CASE=no.such.case): pod exit %d, want 2", code)
+				t.Errorf("node-3 (P2PAT_CASE=no.such.case): pod exit %d, want 2\n%s", code, out)
+			}
+			if json.Valid(bytes.TrimSpace(out)) {
+				t.Errorf("node-3: a usage error, yet its logs are JSON:\n%s", out)
+			}
+			if !parsePod(t, text, "node-3").emptyDir {
+				// On the shared volume: the status and the log, and no
+				// results.json (the suite never touched --out).
+				nd := filepath.Join(volume, "node-3")
+				if st, err := os.ReadFile(filepath.Join(nd, "exit_status")); err != nil || strings.TrimSpace(string(st)) != "2" {
+					t.Errorf("node-3: exit_status on the volume %q (%v), want 2", st, err)
+				}
+				if log, err := os.ReadFile(filepath.Join(nd, "run.log")); err != nil || !strings.Contains(string(log), "no.such.case") {
+					t.Errorf("node-3: run.log on the volume does not name the usage error (%v):\n%s", err, log)
+				}
+				if _, err := os.Stat(filepath.Join(nd, "results.json")); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("node-3: a results.json after a usage error (%v)", err)
+				}
 			}
 			collect("node-3", out, code)
 			// A pod that never ran: kubectl logs gives nothing.
@@ -180,7 +213,7 @@ func TestKubeletStartsTheJob(t *testing.T) {
 			if code != 1 {
 				t.Errorf("with a broken and a never-run pod: p2pfleet --gate exit %d, want 1", code)
 			}
-			for _, want := range []string{"node node-3: no result: results.json holds no case", "node node-3: suite exit status 2",
+			for _, want := range []string{"node node-3: no result: ", "node node-3: suite exit status 2",
 				"node node-4: no result: results.json is empty", "scontrol update nodename=node-3", "scontrol update nodename=node-4"} {
 				if !strings.Contains(rep, want) {
 					t.Errorf("the merge lacks %q:\n%s", want, rep)
