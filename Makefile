@@ -84,8 +84,13 @@ runner: check-go
 # + scope proofs; AMD: header ABI) and the specs package, which is the host
 # suite on a machine without a GPU (its folder: out-checks/gotest). -timeout=30m:
 # the kernels package took 317 s of go test's default 10 min at load 20-35.
+# go test prints a package's line only when the package ends, so a start
+# line says what the long ones are, and progress.sh says "still running"
+# whenever it has been quiet for 25 s (issue 38 item 10: the kernels
+# package was ~30 s of nothing).
 unit: check-go
-	P2PAT_AMD_ABI=$(ABI) P2PAT_OUT=$(CHECKS)/gotest $(GO) test -count=1 -timeout=30m ./...
+	@echo "unit: go test ./...: start (the long packages: kernels, ~30 s on two cores: the kernel rebuild with clang-19 and the planted scope bugs; specs: the host suite; each package's line comes when it ends)"
+	P2PAT_AMD_ABI=$(ABI) P2PAT_OUT=$(CHECKS)/gotest bash scripts/progress.sh "unit: go test ./..." $(GO) test -count=1 -timeout=30m ./...
 
 # The whole host suite, canaries and planted bugs included: exit 0 means
 # every case met its expected outcome. (make ginkgo runs it through the
@@ -170,8 +175,11 @@ soak-sweep: bin/specs.test
 
 # The verification mutation score (docs/FAULTS.md): every passing case, run
 # again with each kernel it launches dropped by the injector, must not pass.
+# p2pmutate says when its healthy run starts and as each mutated run ends;
+# progress.sh covers the go run build before it.
 mutate: bin/specs.test
-	$(GO) run ./cmd/p2pmutate --specs=./bin/specs.test --out=$(CHECKS)/mutate
+	@echo "mutate: p2pmutate on the host backend: start (go run builds it, then a healthy --trace run and the mutated runs)"
+	bash scripts/progress.sh "mutate" $(GO) run ./cmd/p2pmutate --specs=./bin/specs.test --out=$(CHECKS)/mutate
 
 # A short run of each fuzz target (the wire decoder, the rank's request
 # handling), $(FUZZ_N) inputs each; `go test -fuzz` keeps what it finds

@@ -90,6 +90,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	t0 := time.Now()
+	// Progress lines on stderr (the healthy run's start, the plan, each
+	// mutated run's end), so that a sweep of minutes on a GPU (15 s on the
+	// host) is never silent; the times are said, never judged.
+	if o.healthy == "" {
+		fmt.Fprintf(stderr, "p2pmutate: healthy run with --trace (the plan): start\n")
+	}
 	plan, err := o.plan(stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "p2pmutate: healthy run: %v\n", err)
@@ -105,15 +111,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// starts), not CPU: a few at once cut the sweep's wall clock.
 		jobs = max(o.jobs, 1)
 	}
+	fmt.Fprintf(stderr, "p2pmutate: plan after %.1f s: %d passing cases launch a kernel; %d mutated runs, %d at once\n",
+		time.Since(t0).Seconds(), len(plan.Kernels), len(groups), min(len(groups), jobs))
 	sem := make(chan struct{}, jobs)
 	var wg sync.WaitGroup
+	var mu sync.Mutex // done and the progress lines
+	done := 0
 	for i, g := range groups {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			ts := time.Now()
 			results[i], errs[i] = o.mutated(i, g, plan, stderr)
+			mu.Lock()
+			done++
+			// A group can hold dozens of kernels: a short line names few.
+			what := strings.Join(g, ",")
+			if len(g) > 3 {
+				what = fmt.Sprintf("%d kernels: %s, ...", len(g), strings.Join(g[:2], ","))
+			}
+			fmt.Fprintf(stderr, "p2pmutate: [%d/%d] drop-%02d (%s; %d cases reported) ended after %.1f s\n",
+				done, len(groups), i, what, len(results[i]), time.Since(ts).Seconds())
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()

@@ -124,6 +124,14 @@ exit 1
 		if _, err := os.Stat(filepath.Join(dir, "out", "mutate.json")); err != nil {
 			t.Fatal(err)
 		}
+		// The progress lines make mutate says as it goes (issue 38 item 10).
+		for _, want := range []string{"p2pmutate: healthy run with --trace (the plan): start\n",
+			"p2pmutate: plan after ", ": 1 passing cases launch a kernel; 1 mutated runs, 1 at once\n",
+			"p2pmutate: [1/1] drop-00 (tally_u32_relaxed_dev; 1 cases reported) ended after "} {
+			if !strings.Contains(errb.String(), want) {
+				t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+			}
+		}
 	}
 }
 
