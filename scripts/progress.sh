@@ -9,6 +9,10 @@
 set -uo pipefail
 label=${1:?usage: progress.sh LABEL CMD...}; shift
 quiet=${P2PAT_QUIET_S:-25}
+# A progress.sh inside CMD (a make recipe's own, under make test's) says
+# its more specific line 5 s sooner, which resets this one's clock: one
+# line per quiet spell, not one from each.
+if ((quiet > 10)); then export P2PAT_QUIET_S=$((quiet - 5)); fi
 rcf=$(mktemp)
 trap 'rm -f "$rcf"' EXIT
 exec 3< <("$@" 2>&1; echo $? >"$rcf")
