@@ -19,6 +19,7 @@ import (
 	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/internal/device"
+	"p2patomics/kernels"
 	"p2patomics/trace"
 	"p2patomics/wire"
 )
@@ -196,25 +197,8 @@ func NewWorld(backendName string, n int, set wire.Settings, deadline time.Time) 
 	for _, p := range w.Procs {
 		p.world = w.Procs
 	}
-	// Rank 0 first: its device count decides where the others go
-	// (rank r on device r mod count).
-	if err := w.hello(0, 0, deadline); err != nil {
+	if err := w.handshake(deadline); err != nil {
 		return nil, w.startFailed(err)
-	}
-	count := max(w.Infos[0].Count, 1)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for r := 1; r < n; r++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[r] = w.hello(r, r%count, deadline) }()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, e := range errs {
-			if e != nil {
-				return nil, w.startFailed(e)
-			}
-		}
 	}
 	if backends.IsGPU(backendName) {
 		if err := w.lockDevices(deadline); err != nil {
@@ -223,6 +207,71 @@ func NewWorld(backendName string, n int, set wire.Settings, deadline time.Time) 
 		}
 	}
 	return w, nil
+}
+
+// handshake says hello to every rank, placing each on a device. Rank 0
+// goes first: a GPU backend's rank 0 opens the first device with a code
+// object (device.AnyDevice) and lists every device it sees; the others go
+// on the usable ones in order (placement). The ranks' Infos then name the
+// devices left out.
+func (w *World) handshake(deadline time.Time) error {
+	first := 0
+	if backends.IsGPU(w.Backend) {
+		first = device.AnyDevice
+	}
+	if err := w.hello(0, first, deadline); err != nil {
+		return err
+	}
+	devs, left, err := placement(w.N, w.Infos[0])
+	if err != nil {
+		return err
+	}
+	errs := make([]error, w.N)
+	var wg sync.WaitGroup
+	for r := 1; r < w.N; r++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[r] = w.hello(r, devs[r], deadline) }()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	for r := range w.Infos {
+		w.Infos[r].LeftOut = left
+	}
+	return nil
+}
+
+// placement is the device of each of n ranks, from rank 0's hello: with
+// the backend's device list (info.Devices), rank r goes on the r-th usable
+// device, cycling (device.Place: an architecture without a code object,
+// a Ryzen iGPU before the dGPUs, takes no rank; left names each device
+// left out and why); without one (host, one device), rank r on device r
+// mod count. Rank 0 already opened a device: one other than the first
+// usable is the rank's protocol error, since both sides place by one rule.
+// No usable device is a skip naming the architectures found and shipped.
+func placement(n int, info device.Info) (devs []int, left []string, err error) {
+	devs = make([]int, n)
+	if len(info.Devices) == 0 {
+		count := max(info.Count, 1)
+		for r := range devs {
+			devs[r] = r % count
+		}
+		return devs, nil, nil
+	}
+	p, err := device.Place(info.Devices, kernels.Usable, kernels.Shipped())
+	if err != nil {
+		return nil, nil, &SkipError{err.Error()}
+	}
+	for r := range devs {
+		devs[r] = p.On(r)
+	}
+	if info.Ordinal != devs[0] {
+		return nil, nil, &ProtocolError{0, fmt.Errorf("%w: rank 0 opened device %d, the first usable device is %d (%v)", wire.ErrMalformed, info.Ordinal, devs[0], info.Devices)}
+	}
+	return devs, p.LeftOut, nil
 }
 
 func (w *World) hello(r, dev int, deadline time.Time) error {
@@ -250,6 +299,10 @@ func (w *World) hello(r, dev int, deadline time.Time) error {
 		return &ProtocolError{r, fmt.Errorf("backend %s offers kinds %v, the suite's matrix says %v", w.Backend, hr.Kinds, want)}
 	}
 	w.Infos[r] = hr.Info
+	if dev == device.AnyDevice {
+		// The backend chose (the first device with a code object).
+		p.Device = hr.Info.Ordinal
+	}
 	return nil
 }
 

@@ -151,3 +151,12 @@ func load(s shipped) (Object, error) {
 	}
 	return Object{Target: s.target, Format: s.format, Data: b}, nil
 }
+
+// Usable reports whether a device of architecture arch can run the
+// kernels: nil when ForArch finds an object for it, else ForArch's error
+// (wrapping ErrNoObject, naming the targets shipped). Placement asks it of
+// every visible device (device.Place), the parent and the rank alike.
+func Usable(arch string) error {
+	_, err := ForArch(arch)
+	return err
+}

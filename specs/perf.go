@@ -591,13 +591,29 @@ func (x *bidir) both() ([]harness.Window, error) {
 // rank 0 alone (local), rank 1 alone through its mapping (peer), or every
 // rank at once (all). The count is checked after every sample.
 func runAtomicRate(c *harness.Ctx, k kernels.Kernel, where string) error {
-	if err := c.NeedPeer(true); err != nil {
-		return err
-	}
 	sz := sizing(c, k.Op)
-	m, err := c.Shared(0, max(sz.threads()*8, 4096), true)
-	if err != nil {
-		return err
+	size := max(sz.threads()*8, 4096)
+	// bufs[r] is rank r's id of the counters.
+	var bufs []int
+	if where == LabelLocal {
+		// Rank 0 on its own memory asks nothing of any link: a PCIe pair
+		// without P2P atomics (or without peer access) still has a working
+		// local path to measure, and a shared allocation would import into
+		// ranks that never touch it (issue 40, review 3 P9).
+		buf, err := c.Local(0, size)
+		if err != nil {
+			return err
+		}
+		bufs = []int{buf}
+	} else {
+		if err := c.NeedPeer(true); err != nil {
+			return err
+		}
+		m, err := c.Shared(0, size, true)
+		if err != nil {
+			return err
+		}
+		bufs = m.Bufs
 	}
 	ranks := []int{0}
 	switch where {
@@ -631,20 +647,20 @@ func runAtomicRate(c *harness.Ctx, k kernels.Kernel, where string) error {
 		}
 	}
 	for sample := 0; sample < 6; sample++ {
-		if err := c.Zero(0, m.Bufs[0], 0, sz.threads()*8); err != nil {
+		if err := c.Zero(0, bufs[0], 0, sz.threads()*8); err != nil {
 			return err
 		}
 		var ls []harness.Launch
 		run := sz
 		run.iters = iters
 		for _, r := range ranks {
-			ls = append(ls, counterLaunch(r, k, run, harness.P(m.Bufs[r], 0), 1))
+			ls = append(ls, counterLaunch(r, k, run, harness.P(bufs[r], 0), 1))
 		}
 		els, wins, err := c.RunTimed(ls...)
 		if err != nil {
 			return err
 		}
-		sum, err := c.Sum(0, m.Bufs[0], 0, sz.threads(), 64)
+		sum, err := c.Sum(0, bufs[0], 0, sz.threads(), 64)
 		if err != nil {
 			return err
 		}

@@ -41,6 +41,14 @@ type Info struct {
 	// Rank is the rank that opened the device (set by the rank server,
 	// not the backend).
 	Rank int `json:"rank"`
+	// Devices are every device the backend sees, in ordinal order, with
+	// their architectures: the parent places ranks only on those with a
+	// code object (Place). Empty where the backend has one device to offer
+	// (host): ranks then go on device r mod Count.
+	Devices []Visible `json:"devices,omitempty"`
+	// LeftOut names the visible devices no rank went on, each with why
+	// (set by the parent from Place, so results.json says it).
+	LeftOut []string `json:"left_out,omitempty"`
 }
 
 // Caps are the backend's answers to the questions a case asks before it

@@ -31,9 +31,37 @@ type Fault = device.Fault
 
 // Config is what a rank knows when it opens its backend.
 type Config struct {
-	Rank   int
-	Ranks  int
-	Device int // device ordinal this rank uses (rank mod device count)
+	Rank  int
+	Ranks int
+	// Device is the ordinal this rank opens, or device.AnyDevice: the
+	// first device Place finds usable (rank 0; the parent places the
+	// others on the usable devices its Info.Devices lists).
+	Device int
+}
+
+// Place decides which of devs ranks may go on: those whose architecture
+// has an embedded code object (device.Place with kernels.Usable). A GPU
+// backend's Open resolves device.AnyDevice with it, the same rule the
+// parent places the other ranks by.
+func Place(devs []device.Visible) (device.Placement, error) {
+	p, err := device.Place(devs, kernels.Usable, kernels.Shipped())
+	if err != nil {
+		return p, NotSupportedf("%v", err)
+	}
+	return p, nil
+}
+
+// Resolve is the ordinal a backend opens for cfg.Device over devs: the
+// first usable one for device.AnyDevice, else cfg.Device as asked.
+func Resolve(cfg Config, devs []device.Visible) (int, error) {
+	if cfg.Device != device.AnyDevice {
+		return cfg.Device, nil
+	}
+	p, err := Place(devs)
+	if err != nil {
+		return 0, err
+	}
+	return p.On(0), nil
 }
 
 // DeviceInfo describes the rank's device and answers its capabilities

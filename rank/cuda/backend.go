@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"p2patomics/internal/device"
 	"p2patomics/kernels"
 	"p2patomics/rank/backend"
 )
@@ -37,15 +38,16 @@ const (
 // concurrent use: the rank server makes every call from one goroutine locked
 // to its OS thread.
 type Backend struct {
-	d      *driver
-	cfg    backend.Config
-	dev    int32   // CUdevice of cfg.Device
-	devs   []int32 // CUdevice of every visible ordinal
-	ctx    uintptr // retained primary context (0 when not retained)
-	mod    uintptr
-	modErr error // why no module is loaded (Launch reports it)
-	funcs  map[string]uintptr
-	stream uintptr
+	d       *driver
+	cfg     backend.Config
+	dev     int32            // CUdevice of cfg.Device
+	devs    []int32          // CUdevice of every visible ordinal
+	visible []device.Visible // every device as placement sees it (listDevices)
+	ctx     uintptr          // retained primary context (0 when not retained)
+	mod     uintptr
+	modErr  error // why no module is loaded (Launch reports it)
+	funcs   map[string]uintptr
+	stream  uintptr
 	// watchCtx: the context is current on the watchdog's thread (watch.go;
 	// read and written only there).
 	watchCtx bool
@@ -144,16 +146,26 @@ func (b *Backend) open() error {
 	if n == 0 {
 		return backend.NotSupportedf("cuda: no device (cuDeviceGetCount = 0)")
 	}
-	if b.cfg.Device < 0 || b.cfg.Device >= int(n) {
-		return fmt.Errorf("cuda: device ordinal %d out of range: %d devices visible", b.cfg.Device, n)
-	}
 	b.devs = make([]int32, n)
 	for i := range b.devs {
 		if err := d.check(d.cuDeviceGet(&b.devs[i], int32(i))); err != nil {
 			return err
 		}
 	}
-	b.dev = b.devs[b.cfg.Device]
+	vs, err := b.listDevices()
+	if err != nil {
+		return err
+	}
+	b.visible = vs
+	dev, err := backend.Resolve(b.cfg, vs)
+	if err != nil {
+		return err
+	}
+	if dev < 0 || dev >= int(n) {
+		return fmt.Errorf("cuda: device ordinal %d out of range: %d devices visible", dev, n)
+	}
+	b.cfg.Device = dev
+	b.dev = b.devs[dev]
 	var ctx uintptr
 	if err := d.check(d.cuDevicePrimaryCtxRetain(&ctx, b.dev)); err != nil {
 		return err
@@ -190,6 +202,41 @@ func (b *Backend) open() error {
 	return err
 }
 
+// listDevices is every device as placement sees it: its ordinal, its
+// compute capability as sm_XY and its name.
+func (b *Backend) listDevices() ([]device.Visible, error) {
+	var vs []device.Visible
+	for i, dv := range b.devs {
+		name, err := b.name(dv)
+		if err != nil {
+			return nil, err
+		}
+		major, err := b.attr(attrComputeCapabilityMajor, dv)
+		if err != nil {
+			return nil, err
+		}
+		minor, err := b.attr(attrComputeCapabilityMinor, dv)
+		if err != nil {
+			return nil, err
+		}
+		vs = append(vs, device.Visible{Ordinal: i, Arch: fmt.Sprintf("sm_%d%d", major, minor), Name: name})
+	}
+	return vs, nil
+}
+
+// name is cuDeviceGetName's answer for dv.
+func (b *Backend) name(dv int32) (string, error) {
+	var nameBuf [256]byte
+	if err := b.d.check(b.d.cuDeviceGetName(&nameBuf[0], int32(len(nameBuf)), dv)); err != nil {
+		return "", err
+	}
+	name := string(nameBuf[:]) // NUL-terminated
+	if i := strings.IndexByte(name, 0); i >= 0 {
+		name = name[:i]
+	}
+	return name, nil
+}
+
 // bind makes this backend's context current on the calling thread.
 func (b *Backend) bind() error {
 	if !b.opened {
@@ -213,13 +260,9 @@ func (b *Backend) attr(a int32, dev int32) (int, error) {
 // describe fills b.info.
 func (b *Backend) describe() error {
 	d := b.d
-	var nameBuf [256]byte
-	if err := d.check(d.cuDeviceGetName(&nameBuf[0], int32(len(nameBuf)), b.dev)); err != nil {
+	name, err := b.name(b.dev)
+	if err != nil {
 		return err
-	}
-	name := string(nameBuf[:]) // NUL-terminated
-	if i := strings.IndexByte(name, 0); i >= 0 {
-		name = name[:i]
 	}
 	major, err := b.attr(attrComputeCapabilityMajor, b.dev)
 	if err != nil {
@@ -251,6 +294,7 @@ func (b *Backend) describe() error {
 		Units:    sms,
 		Driver:   driverVersionString(int(ver)),
 		Attrs:    map[string]string{},
+		Devices:  b.visible,
 	}
 	// From here on a failed query is an answer (recorded in Attrs), not an
 	// error: the trace records it unmarked.

@@ -78,6 +78,7 @@ func importModeFor(v int32) importMode {
 type Backend struct {
 	l         *lib
 	cfg       backend.Config
+	visible   []device.Visible // every HIP device as placement sees it (listDevices)
 	version   int32
 	mode      importMode
 	module    uintptr
@@ -138,9 +139,16 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 		return backend.DeviceInfo{}, backend.NotSupportedf("HIP %s (%s): HIP VMem shareable-handle export needs ROCm >= 6.2%s", versionString(b.version), l.name, l.shadowed())
 	}
 	b.mode = importModeFor(b.version)
-	if cfg.Device < 0 || int(cfg.Device) >= int(n) {
-		return backend.DeviceInfo{}, fmt.Errorf("device %d out of range: %d HIP devices", cfg.Device, n)
+	b.visible = b.listDevices(int(n))
+	dev, err := backend.Resolve(cfg, b.visible)
+	if err != nil {
+		return backend.DeviceInfo{}, err
 	}
+	if dev < 0 || dev >= int(n) {
+		return backend.DeviceInfo{}, fmt.Errorf("device %d out of range: %d HIP devices", dev, n)
+	}
+	cfg.Device = dev
+	b.cfg.Device = dev
 	if err := l.check(l.setDevice(int32(cfg.Device))); err != nil {
 		return backend.DeviceInfo{}, err
 	}
@@ -208,23 +216,54 @@ func kfdWhy() string {
 	return fmt.Sprintf("/dev/kfd exists but cannot be opened (%v)", err)
 }
 
-func (b *Backend) deviceInfo(count int) backend.DeviceInfo {
+// props are what hipGetDeviceProperties says of one device; uuid is nil
+// where only the old struct answered (it has none).
+type props struct {
+	name, gcn string
+	total     uint64
+	mp        int32
+	uuid      []byte
+}
+
+// props reads device dev's properties: the R0600 struct first, else the
+// old one; zero where neither answers.
+func (b *Backend) props(dev int32) props {
 	buf := make([]byte, propBufSize)
-	name, gcn, total, mp := "", "", uint64(0), int32(0)
-	var uuid string
-	b.l.beginProbe() // the R0600 struct first, else the old one
-	okR0600 := b.l.propsR0600 != nil && b.l.propsR0600(unsafe.Pointer(&buf[0]), int32(b.cfg.Device)).Code == errSuccess
+	var p props
+	b.l.beginProbe()
+	okR0600 := b.l.propsR0600 != nil && b.l.propsR0600(unsafe.Pointer(&buf[0]), dev).Code == errSuccess
 	b.l.endProbe()
 	if okR0600 {
-		name, gcn = cstr(buf[propR0600Name:]), cstr(buf[propR0600GcnArch:])
-		total = binary.LittleEndian.Uint64(buf[propR0600TotalMem:])
-		mp = int32(binary.LittleEndian.Uint32(buf[propR0600MPCount:]))
-		uuid = fmt.Sprintf("GPU-%x", buf[propR0600UUID:propR0600UUID+16])
-		copy(b.uuid[:], buf[propR0600UUID:])
-	} else if b.l.propsOld(unsafe.Pointer(&buf[0]), int32(b.cfg.Device)).Code == errSuccess {
-		name, gcn = cstr(buf[propR0000Name:]), cstr(buf[propR0000GcnArch:])
-		total = binary.LittleEndian.Uint64(buf[propR0000TotalMem:])
-		mp = int32(binary.LittleEndian.Uint32(buf[propR0000MPCount:]))
+		p.name, p.gcn = cstr(buf[propR0600Name:]), cstr(buf[propR0600GcnArch:])
+		p.total = binary.LittleEndian.Uint64(buf[propR0600TotalMem:])
+		p.mp = int32(binary.LittleEndian.Uint32(buf[propR0600MPCount:]))
+		p.uuid = buf[propR0600UUID : propR0600UUID+16]
+	} else if b.l.propsOld(unsafe.Pointer(&buf[0]), dev).Code == errSuccess {
+		p.name, p.gcn = cstr(buf[propR0000Name:]), cstr(buf[propR0000GcnArch:])
+		p.total = binary.LittleEndian.Uint64(buf[propR0000TotalMem:])
+		p.mp = int32(binary.LittleEndian.Uint32(buf[propR0000MPCount:]))
+	}
+	return p
+}
+
+// listDevices is every HIP device as placement sees it: its ordinal,
+// gcnArchName and name.
+func (b *Backend) listDevices(count int) []device.Visible {
+	var vs []device.Visible
+	for i := 0; i < count; i++ {
+		p := b.props(int32(i))
+		vs = append(vs, device.Visible{Ordinal: i, Arch: p.gcn, Name: p.name})
+	}
+	return vs
+}
+
+func (b *Backend) deviceInfo(count int) backend.DeviceInfo {
+	p := b.props(int32(b.cfg.Device))
+	name, gcn, total, mp := p.name, p.gcn, p.total, p.mp
+	var uuid string
+	if p.uuid != nil {
+		uuid = fmt.Sprintf("GPU-%x", p.uuid)
+		copy(b.uuid[:], p.uuid)
 	}
 	var drv int32
 	b.l.driverVersion(&drv)
@@ -243,7 +282,7 @@ func (b *Backend) deviceInfo(count int) backend.DeviceInfo {
 		Vendor: "amd", Name: name, Arch: a, UUID: uuid, Ordinal: b.cfg.Device, Count: count,
 		MemBytes: total, Units: int(mp), Driver: fmt.Sprint(drv),
 		Runtime: "hip " + versionString(b.version), Attrs: attrs,
-		Caps: caps,
+		Caps: caps, Devices: b.visible,
 	}
 }
 

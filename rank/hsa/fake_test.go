@@ -13,6 +13,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"p2patomics/internal/binding"
+	"p2patomics/internal/device"
 	"p2patomics/kernels"
 	"p2patomics/rank/backend"
 )
@@ -796,5 +797,32 @@ func TestOpenPicksTheNearestCPU(t *testing.T) {
 	b, _ = openFake(t, f, 1)
 	if b.cpu == nil || b.cpu.handle != 0x200 {
 		t.Fatalf("no NEAREST_CPU answer: CPU agent %+v, want the first (0x200)", b.cpu)
+	}
+}
+
+// Issue 40, review 3 P10: rank 0's hello asks for any device
+// (device.AnyDevice), and Open takes the first GPU agent whose ISA has a
+// code object: an enabled Ryzen iGPU (gfx1036, no object ships) listed
+// before the MI300s is passed over, and every agent is listed for the
+// parent's placement. With the iGPU alone, Open is a not-supported naming
+// its ISA and the targets shipped.
+func TestOpenAnyDevicePassesOverAnIGPU(t *testing.T) {
+	f := mi300(t)
+	igpu := fakeAgent{handle: 0x250, dev: deviceTypeGPU, node: 1, isa: "amdgcn-amd-amdhsa--gfx1036", pools: map[uint64]uint32{0x2501: globalFlagCoarseGrained}}
+	f.agents = append(f.agents[:2], append([]fakeAgent{igpu}, f.agents[2:]...)...)
+	b, info := openFake(t, f, device.AnyDevice)
+	if b.self.handle != 0x300 || info.Ordinal != 1 || info.Arch != "gfx942" {
+		t.Errorf("any device: opened agent %#x as ordinal %d (%s), want 0x300, the first gfx942, as 1", b.self.handle, info.Ordinal, info.Arch)
+	}
+	if len(info.Devices) != 3 || info.Devices[0].Arch != "gfx1036" || info.Devices[2].Arch != "gfx942:sramecc+:xnack-" {
+		t.Errorf("devices listed: %+v, want the iGPU then both MI300s", info.Devices)
+	}
+
+	alone := &fakeHSA{t: t, agents: append([]fakeAgent{f.agents[1]}, igpu)}
+	initOnce, initErr = sync.Once{}, nil
+	t.Cleanup(func() { initOnce, initErr = sync.Once{}, nil })
+	_, err := (&Backend{}).open(alone.lib(), backend.Config{Ranks: 2, Device: device.AnyDevice})
+	if !errors.Is(err, backend.ErrNotSupported) || !strings.Contains(err.Error(), "gfx1036") || !strings.Contains(err.Error(), "gfx942") {
+		t.Errorf("the iGPU alone: want a not-supported naming gfx1036 and the targets shipped, got %v", err)
 	}
 }

@@ -80,9 +80,10 @@ func callbacks() {
 type Backend struct {
 	l       *lib
 	cfg     backend.Config
-	agents  []*agent // GPU agents in enumeration order (device ordinal = index)
-	cpu     *agent   // this GPU's nearest CPU agent (nearestCPU)
-	cpus    []*agent // CPU agents in enumeration order
+	agents  []*agent         // GPU agents in enumeration order (device ordinal = index)
+	visible []device.Visible // agents as placement sees them (listAgents)
+	cpu     *agent           // this GPU's nearest CPU agent (nearestCPU)
+	cpus    []*agent         // CPU agents in enumeration order
 	self    *agent
 	tsFreq  uint64
 	queue   uintptr
@@ -156,10 +157,16 @@ func (b *Backend) open(l *lib, cfg backend.Config) (backend.DeviceInfo, error) {
 	if len(b.agents) == 0 {
 		return backend.DeviceInfo{}, backend.NotSupportedf("HSA found no GPU agent")
 	}
-	if cfg.Device < 0 || cfg.Device >= len(b.agents) {
-		return backend.DeviceInfo{}, fmt.Errorf("device %d out of range: %d GPU agents", cfg.Device, len(b.agents))
+	b.visible = b.listAgents()
+	dev, err := backend.Resolve(cfg, b.visible)
+	if err != nil {
+		return backend.DeviceInfo{}, err
 	}
-	b.self = b.agents[cfg.Device]
+	if dev < 0 || dev >= len(b.agents) {
+		return backend.DeviceInfo{}, fmt.Errorf("device %d out of range: %d GPU agents", dev, len(b.agents))
+	}
+	b.cfg.Device = dev
+	b.self = b.agents[dev]
 	b.cpu = b.nearestCPU()
 	if b.cpu == nil || b.cpu.kernarg == 0 || b.cpu.sysFine == 0 {
 		return backend.DeviceInfo{}, fmt.Errorf("no CPU agent with kernarg and fine-grained system pools")
@@ -278,6 +285,20 @@ func (b *Backend) discover() error {
 	return nil
 }
 
+// listAgents is every GPU agent as placement sees it: its ordinal, ISA
+// target and product name.
+func (b *Backend) listAgents() []device.Visible {
+	var vs []device.Visible
+	for i, a := range b.agents {
+		name := b.agentString(a.handle, amdAgentInfoProductName)
+		if name == "" {
+			name = b.agentString(a.handle, agentInfoName)
+		}
+		vs = append(vs, device.Visible{Ordinal: i, Arch: target(a.isa), Name: name})
+	}
+	return vs
+}
+
 // nearestCPU is the CPU agent whose kernarg and staging memory serve this
 // GPU: the one HSA_AMD_AGENT_INFO_NEAREST_CPU names (its NUMA node's, on a
 // dual-socket MI300X host), else the first CPU agent. The first CPU on the
@@ -379,6 +400,7 @@ func (b *Backend) deviceInfo() backend.DeviceInfo {
 		Runtime:  fmt.Sprintf("hsa %d.%d amd-ext %d.%d rocr %s", maj, min, emaj, emin, cString(build, 128)),
 		Attrs:    attrs,
 		Caps:     caps,
+		Devices:  b.visible,
 	}
 }
 
