@@ -90,16 +90,16 @@ runner: check-go
 # package was ~30 s of nothing).
 unit: check-go
 	@echo "unit: go test ./...: start (the long packages: kernels, ~30 s on two cores: the kernel rebuild with clang-19 and the planted scope bugs; specs: the host suite; each package's line comes when it ends)"
-	P2PAT_AMD_ABI=$(ABI) P2PAT_OUT=$(CHECKS)/gotest bash scripts/progress.sh "unit: go test ./..." $(GO) test -count=1 -timeout=30m ./...
+	P2PAT_AMD_ABI="$(ABI)" P2PAT_OUT="$(CHECKS)/gotest" bash scripts/progress.sh "unit: go test ./..." $(GO) test -count=1 -timeout=30m ./...
 
 # The whole host suite, canaries and planted bugs included: exit 0 means
 # every case met its expected outcome. (make ginkgo runs it through the
 # Ginkgo CLI too; its repro.sh files would name the CLI's temporary build.)
 suite: bin/specs.test
-	rm -rf $(CHECKS)/host
-	./bin/specs.test --backend=host --out=$(CHECKS)/host
-	P2PAT_RESULTS=$(CHECKS)/host/results.json $(GO) test -count=1 -run Schema ./harness/report
-	bash scripts/check-evidence.sh ./bin/specs.test $(CHECKS)/host
+	rm -rf "$(CHECKS)/host"
+	./bin/specs.test --backend=host --out="$(CHECKS)/host"
+	P2PAT_RESULTS="$(CHECKS)/host/results.json" $(GO) test -count=1 -run Schema ./harness/report
+	bash scripts/check-evidence.sh ./bin/specs.test "$(CHECKS)/host"
 
 # Every bad input is one line on stderr and exit 2.
 cli: bin/specs.test
@@ -116,36 +116,36 @@ docs: bin/specs.test
 # ./specs -- --backend=host, the whole suite), and the CLI's own flags:
 # --label-filter and --focus narrow the plan, -p is refused in one line.
 ginkgo: check-go
-	bash scripts/check-ginkgo.sh $(CHECKS)/ginkgo
+	bash scripts/check-ginkgo.sh "$(CHECKS)/ginkgo"
 
 # Gate the host run against the committed host baseline, and show that a
 # planted regression fails the gate.
 gate: bin/specs.test
-	bash scripts/check-gate.sh ./bin/specs.test $(CHECKS)/gate
+	bash scripts/check-gate.sh ./bin/specs.test "$(CHECKS)/gate"
 
 # The gate against injected driver faults: each rule kind must FAIL it
 # (scripts/gate-selftest.sh, docs/FAULTS.md).
 .PHONY: gate-selftest
 gate-selftest: bin/specs.test
-	bash scripts/gate-selftest.sh ./bin/specs.test $(CHECKS)/gate-selftest
+	bash scripts/gate-selftest.sh ./bin/specs.test "$(CHECKS)/gate-selftest"
 
 # The AMD first-run script's logic, on the host backend with a fake
 # rocminfo (scripts/check-amd-first-run.sh).
 firstrun: bin/specs.test
-	bash scripts/check-amd-first-run.sh ./bin/specs.test $(CHECKS)/firstrun
+	bash scripts/check-amd-first-run.sh ./bin/specs.test "$(CHECKS)/firstrun"
 
 # On an AMD machine: the first run, everything the project needs in one
 # archive to send back (docs/AMD.md, "The first run").
 amd-first-run: bin/specs.test
-	P2PAT_SPECS=$(CURDIR)/bin/specs.test bash scripts/amd-first-run.sh $(ARGS)
+	P2PAT_SPECS="$(CURDIR)/bin/specs.test" bash scripts/amd-first-run.sh $(ARGS)
 
 # Schema check of every committed device run too.
 schema: check-go
-	P2PAT_RESULTS=$$(ls $(CURDIR)/results/*/results.json | paste -sd:) $(GO) test -count=1 -run Schema ./harness/report
+	P2PAT_RESULTS=$$(ls "$(CURDIR)"/results/*/results.json | paste -sd:) $(GO) test -count=1 -run Schema ./harness/report
 
 # Per-pair cases in rounds give the verdicts of one pair at a time (8 ranks).
 rounds: bin/specs.test
-	bash scripts/check-rounds.sh ./bin/specs.test $(CHECKS)/rounds
+	bash scripts/check-rounds.sh ./bin/specs.test "$(CHECKS)/rounds"
 
 
 # The fault-injection soak (docs/FAULTS.md): host runs, each with a rank or
@@ -161,7 +161,7 @@ SOAK_SEEDS ?= 1796284658885865006 1
 SOAK_RUNS  ?= 9
 soak: bin/specs.test
 	@for seed in $(SOAK_SEEDS); do \
-	  $(GO) run ./cmd/p2psoak --specs=./bin/specs.test --out=$(CHECKS)/soak/$$seed --seed=$$seed --runs=$(SOAK_RUNS) || exit 1; \
+	  $(GO) run ./cmd/p2psoak --specs=./bin/specs.test --out="$(CHECKS)/soak/$$seed" --seed=$$seed --runs=$(SOAK_RUNS) || exit 1; \
 	done
 
 # The soak over SEEDS random seeds (not in make test: about 15-45 s a seed
@@ -171,7 +171,7 @@ SEEDS ?= 20
 SWEEP_RUNS ?= 12
 .PHONY: soak-sweep
 soak-sweep: bin/specs.test
-	bash scripts/soak-sweep.sh ./bin/specs.test $(CHECKS)/soak-sweep $(SEEDS) $(SWEEP_RUNS)
+	bash scripts/soak-sweep.sh ./bin/specs.test "$(CHECKS)/soak-sweep" $(SEEDS) $(SWEEP_RUNS)
 
 # The verification mutation score (docs/FAULTS.md): every passing case, run
 # again with each kernel it launches dropped by the injector, must not pass.
@@ -179,7 +179,7 @@ soak-sweep: bin/specs.test
 # progress.sh covers the go run build before it.
 mutate: bin/specs.test
 	@echo "mutate: p2pmutate on the host backend: start (go run builds it, then a healthy --trace run and the mutated runs)"
-	bash scripts/progress.sh "mutate" $(GO) run ./cmd/p2pmutate --specs=./bin/specs.test --out=$(CHECKS)/mutate
+	bash scripts/progress.sh "mutate" $(GO) run ./cmd/p2pmutate --specs=./bin/specs.test --out="$(CHECKS)/mutate"
 
 # A short run of each fuzz target (the wire decoder, the rank's request
 # handling), $(FUZZ_N) inputs each; `go test -fuzz` keeps what it finds
@@ -191,7 +191,7 @@ fuzz: check-go
 # The Slurm fleet recipe on a live one-host Slurm cluster (installs
 # slurm-wlm and munge as root; docs/FLEET.md "Checked in CI").
 fleet-slurm: bin/specs.test
-	bash scripts/check-fleet-slurm.sh ./bin/specs.test $(CHECKS)/fleet-slurm
+	bash scripts/check-fleet-slurm.sh ./bin/specs.test "$(CHECKS)/fleet-slurm"
 
 # The Kubernetes recipe without a cluster: the manifests through the API
 # server's create path and the Job's container started as a kubelet would
@@ -200,7 +200,7 @@ fleet-slurm: bin/specs.test
 # about 1000 packages) takes 4-5 min on two cores; .ci/run runs it as its
 # own step after make test. Warm, about 20 s.
 fleet-kube: bin/specs.test
-	bash scripts/check-fleet-kube.sh ./bin/specs.test $(CHECKS)/fleet-kube
+	bash scripts/check-fleet-kube.sh ./bin/specs.test "$(CHECKS)/fleet-kube"
 
 bench: check-go
 	$(GO) test -run '^$$' -bench . -benchtime=20x ./harness ./wire ./rank/host ./trace
