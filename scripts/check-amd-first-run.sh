@@ -67,8 +67,8 @@ machine() {
     for a in $agents; do printf 'echo "  Name:                    %s (fake rocminfo for the check)"\n' "$a"; done
   } >"$out/fakebin-$gfx/rocminfo"
   chmod +x "$out/fakebin-$gfx/rocminfo"
-  env -u ROCM_PATH PATH=$out/fakebin-$gfx:$out/fakebin:$PATH P2PAT_SPECS=$bin P2PAT_FIRST_RUN_BACKEND=host P2PAT_FIRST_RUN_ARGS=$sel \
-    P2PAT_FIRST_RUN_ROOT=$r bash scripts/amd-first-run.sh "$out/$gfx" >"$out/$gfx.log" 2>&1
+  env -u ROCM_PATH "PATH=$out/fakebin-$gfx:$out/fakebin:$PATH" "P2PAT_SPECS=$bin" P2PAT_FIRST_RUN_BACKEND=host "P2PAT_FIRST_RUN_ARGS=$sel" \
+    "P2PAT_FIRST_RUN_ROOT=$r" bash scripts/amd-first-run.sh "$out/$gfx" >"$out/$gfx.log" 2>&1
 }
 
 for gfx in gfx1201 gfx942; do
@@ -147,7 +147,7 @@ PATH=$out/fakebin-gfx942:$out/fakebin:$PATH P2PAT_SPECS=$bin P2PAT_FIRST_RUN_ROO
 [ $rc = 2 ] && [ "$(wc -l <"$out/nogpu.err")" = 1 ] && [ ! -s "$out/nogpu.out" ] && [ ! -e "$out/nogpu" ] \
   && grep -q '/dev/kfd does not exist; rocminfo lists gfx942' "$out/nogpu.err" \
   || fail "no /dev/kfd: exit $rc, stderr $(cat "$out/nogpu.err"), stdout $(head -c 300 "$out/nogpu.out")"
-env -i PATH=/usr/bin:/bin HOME="$HOME" P2PAT_SPECS=$bin P2PAT_FIRST_RUN_ROOT=$out/empty-root bash scripts/amd-first-run.sh "$out/nogpu" >/dev/null 2>"$out/nogpu.err"; rc=$?
+env -i PATH=/usr/bin:/bin HOME="$HOME" "P2PAT_SPECS=$bin" "P2PAT_FIRST_RUN_ROOT=$out/empty-root" bash scripts/amd-first-run.sh "$out/nogpu" >/dev/null 2>"$out/nogpu.err"; rc=$?
 if ! command -v rocminfo >/dev/null; then
   [ $rc = 2 ] && grep -q 'rocminfo not installed' "$out/nogpu.err" || fail "no rocminfo, no /dev/kfd: exit $rc, $(cat "$out/nogpu.err")"
 fi

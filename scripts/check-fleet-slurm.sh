@@ -47,6 +47,7 @@ mkdir -p "$w"
 w=$(realpath "$w")
 pids=()
 mg=
+sw=
 cleanup() {
   local p
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -61,6 +62,7 @@ cleanup() {
     cp "$mg/munged.log" "$w/munged.log" 2>/dev/null || true
     rm -rf "$mg"
   fi
+  if [ -n "$sw" ]; then rm -f "$sw"; fi
 }
 trap cleanup EXIT
 
@@ -95,7 +97,11 @@ read -r ctld_port n1_port n2_port n3_port < <(free_ports 4)
 # registers 0 GPUs and the node goes INVAL.
 mkdir -p "$w/dev" "$w/state" "$w/spool"
 for i in 0 1; do mknod "$w/dev/gpu$i" c 1 3; done
-export SLURM_CONF=$w/slurm.conf
+# Slurm's config splits a value at a space: a checkout under "p2p atomics"
+# reaches the work folder through a space-free link under /tmp.
+sw=$(mktemp -u /tmp/p2pat-slurm.XXXXXX)
+ln -s "$w" "$sw"
+export SLURM_CONF=$sw/slurm.conf
 cat >"$SLURM_CONF" <<EOF
 ClusterName=p2pci
 SlurmctldHost=localhost(127.0.0.1)
@@ -105,12 +111,12 @@ AuthInfo=socket=$mg/sock
 CredType=cred/munge
 SlurmUser=root
 SlurmdUser=root
-StateSaveLocation=$w/state
-SlurmdSpoolDir=$w/spool/%n
-SlurmctldPidFile=$w/slurmctld.pid
-SlurmdPidFile=$w/slurmd.%n.pid
-SlurmctldLogFile=$w/slurmctld.log
-SlurmdLogFile=$w/slurmd.%n.log
+StateSaveLocation=$sw/state
+SlurmdSpoolDir=$sw/spool/%n
+SlurmctldPidFile=$sw/slurmctld.pid
+SlurmdPidFile=$sw/slurmd.%n.pid
+SlurmctldLogFile=$sw/slurmctld.log
+SlurmdLogFile=$sw/slurmd.%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
@@ -119,7 +125,7 @@ GresTypes=gpu
 ReturnToService=2
 MpiDefault=none
 JobCompType=jobcomp/filetxt
-JobCompLoc=$w/jobcomp.txt
+JobCompLoc=$sw/jobcomp.txt
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 MinJobAge=600
@@ -130,7 +136,7 @@ NodeName=n3 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$n3_port CPUs=2 Gres=
 PartitionName=ci Nodes=n1,n2,n3 Default=YES MaxTime=10 State=UP
 EOF
 cat >"$w/gres.conf" <<EOF
-NodeName=n[1-3] Name=gpu File=$w/dev/gpu[0-1]
+NodeName=n[1-3] Name=gpu File=$sw/dev/gpu[0-1]
 EOF
 slurmctld -D -i -f "$SLURM_CONF" >"$w/slurmctld.out" 2>&1 &
 pids+=($!)

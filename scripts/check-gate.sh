@@ -57,7 +57,7 @@ echo "ok:   $last"
 # reproduces the verdict, run from another directory: exit 1, the
 # regression (issue 38 item 5: without it the case met its spec, PASS, 0).
 rs=$out/planted/cases/host.memfd.planted.racy_u64_plain_sys/repro.sh root=$PWD
-grep -q -- "--expectations=$root/expectations/host-amd64-verdicts " "$rs" || fail "repro.sh lacks the gate's baseline: $(grep -- --case= "$rs")"
+grep -qF -e "--expectations=$root/expectations/host-amd64-verdicts " -e "--expectations='$root/expectations/host-amd64-verdicts' " "$rs" || fail "repro.sh lacks the gate's baseline: $(grep -- --case= "$rs")"
 (cd / && P2PAT_OUT="$out/planted-repro" sh "$rs" >"$out/planted-repro.log" 2>&1); rc=$?
 last=$(tail -n 1 "$out/planted-repro.log")
 [ $rc = 1 ] && case $last in "p2patomics: FAIL — 1 regression: host.memfd.planted.racy_u64_plain_sys"*) true;; *) false;; esac \
