@@ -253,12 +253,6 @@ func (r *Runner) caseKernelLog(res *report.Result) string {
 	return "# the kernel log was read; it has no GPU driver line (NVRM, amdgpu, Xid, ...) from this case\n"
 }
 
-// shellQuote quotes s for sh when it holds anything but safe characters.
-func shellQuote(s string) string {
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:=,", r)) {
-			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-		}
-	}
-	return s
-}
+// shellQuote quotes s for sh when it holds anything but safe characters
+// (report.ShellQuote, the one rule).
+func shellQuote(s string) string { return report.ShellQuote(s) }

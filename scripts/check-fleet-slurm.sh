@@ -221,7 +221,7 @@ planted() {
   cp -r "$clean/n1" "$clean/n2" "$dir/"
 }
 planted failing; planted broken; planted nobin
-jf=$(submit "$w/failing" n3 "--expectations=$w/planted")
+jf=$(submit "$w/failing" n3 "--expectations=$sw/planted")
 jb=$(submit "$w/broken" n3 "--case=no.such.case")
 jn=$(submit "$w/nobin" n3 "" "$w/no-such-bin")
 await "$jf" "$jb" "$jn"

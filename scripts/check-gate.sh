@@ -192,11 +192,11 @@ fi
 # results.json (absolute binary path) and stdout's "repro: sh …/repro.sh".
 repro=$(awk -F'"' '/^ *"id": "host.memfd.planted.racy_u64_plain_sys"/ {f=1} f && /^ *"repro":/ {print $4; exit}' "$out/planted/results.json")
 case $repro in /*|"'/"*) ;; *) fail "repro in results.json is not absolute: $repro";; esac
-(cd / && eval "$repro --out=$out/repro1") >"$out/repro1.log" 2>&1
+(cd / && eval "$repro --out=$(printf %q "$out/repro1")") >"$out/repro1.log" 2>&1
 grep -q '"id": "host.memfd.planted.racy_u64_plain_sys"' "$out/repro1/results.json" || fail "the repro line did not run from /: $repro"
-sh_line=$(grep -m1 -o 'repro: sh /[^ ]*/repro.sh' "$out/kill-new.log" | sed 's/^repro: //')
+sh_line=$(grep -m1 -o "repro: sh '\?/.*/repro\.sh'\?" "$out/kill-new.log" | sed 's/^repro: //')
 [ -n "$sh_line" ] || fail "no absolute 'repro: sh …/repro.sh' line on stdout"
-(cd / && P2PAT_INTERNAL_SLEEP_CASE=1 timeout 120 $sh_line --out="$out/repro2") >"$out/repro2.log" 2>&1
+(cd / && eval "P2PAT_INTERNAL_SLEEP_CASE=1 timeout 120 $sh_line --out=$(printf %q "$out/repro2")") >"$out/repro2.log" 2>&1
 grep -q '"id": "host.memfd.canary.sleep"' "$out/repro2/results.json" || fail "'$sh_line' did not run from /"
 echo "ok:   repro lines run from /: $repro; $sh_line"
 echo "gate: every decision checked"

@@ -112,7 +112,7 @@ func writeUnexpected(w io.Writer, st Style, rep *Report) {
 		switch {
 		case u.Folder != "":
 			// Absolute, so the line runs as printed from anywhere.
-			fmt.Fprintf(w, "      repro: sh %s\n", absPath(filepath.Join(u.Folder, "repro.sh")))
+			fmt.Fprintf(w, "      repro: sh %s\n", ShellQuote(absPath(filepath.Join(u.Folder, "repro.sh"))))
 		case r.Repro != "":
 			fmt.Fprintf(w, "      repro: %s\n", r.Repro)
 		}
@@ -358,4 +358,16 @@ func absPath(p string) string {
 		return a
 	}
 	return p
+}
+
+// ShellQuote quotes s for sh when it holds anything but safe characters,
+// so a printed command runs as printed from a checkout whose path holds a
+// space ("p2p atomics"). The one rule for every command the suite prints.
+func ShellQuote(s string) string {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:=,", r)) {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
 }
