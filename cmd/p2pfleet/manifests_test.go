@@ -312,11 +312,11 @@ func TestFleetManifestChecksFire(t *testing.T) {
 		{"#SBATCH --exclusive\n", "", "exclusive"},
 		{"#SBATCH --no-requeue\n", "", "no-requeue"},
 		{"--ranks=$gpus", "--ranks=8", "allocation"},
-		{"--backend='\"$backend\"'", "--backend=auto", "never auto"},
+		{"--backend='\"$qbackend\"'", "--backend=auto", "never auto"},
 		{"node=${SLURMD_NODENAME", "node=$(hostname -s) #", "Slurm node name"},
 		{"--kill-on-bad-exit=0 --export=NONE", "--kill-on-bad-exit=0", "--export=NONE"},
 		{"\nexit $rc\n'", "\n'", "reach Slurm"},
-		{"log='\"$shared\"'/$node.run.log", "log=$(mktemp)", "node-local"},
+		{"log='\"$qshared\"'/$node.run.log", "log=$(mktemp)", "node-local"},
 	}
 	for _, c := range sbCases {
 		if !strings.Contains(sb, c.old) {
