@@ -106,8 +106,15 @@ cat >"$w/containers.conf" <<'CONF'
 default_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]
 CONF
 export CONTAINERS_CONF=$w/containers.conf
-P="podman --root $w/storage --runroot $w/run --storage-driver=vfs --runtime=runc"
-cleanup() { $P rm -af >/dev/null 2>&1 || true; $P rmi -af >/dev/null 2>&1 || true; }
+# podman's storage lives in a space-free directory of its own: the command
+# line travels as one word-split string (here and in P2PAT_PODMAN, which the
+# test splits on blanks), and a clone may sit under a path with a space.
+ps=$(mktemp -d /tmp/p2pat-podman.XXXXXX)
+P="podman --root $ps/storage --runroot $ps/run --storage-driver=vfs --runtime=runc"
+cleanup() {
+  $P rm -af >/dev/null 2>&1 || true; $P rmi -af >/dev/null 2>&1 || true
+  rm -rf "$ps" 2>/dev/null || true
+}
 trap cleanup EXIT
 step "the image from scripts/fleet/Dockerfile, on a stand-in debian:bookworm-slim"
 mkdir -p "$w/rootfs"/{bin,etc,tmp,proc,sys,dev,results}
