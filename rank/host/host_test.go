@@ -55,14 +55,21 @@ func TestRacyLosesAtomicDoesNot(t *testing.T) {
 	if got := counts[len(counts)-1]; got >= 40000 {
 		t.Fatalf("racy counter counted %v of 40000 in %d tries: the planted race lost nothing", counts, len(counts))
 	}
-	h.Write(b, 0, make([]byte, 8))
+	// The atomic half has no barrier to make its threads overlap, so it
+	// gives a lost update many chances instead: four threads, 200000 adds
+	// each, three launches, every one exact. A load+store planted in the
+	// add loses updates in one of them (a two-thread, 20000-add launch
+	// caught that plant in only 2 of 8 runs).
 	add := kernels.MustLookup("add_u64_relaxed_sys")
-	if _, err := h.Launch(add, 1, 2, []uint64{b.Addr(), 0, 1, 20000, 2, 0}); err != nil {
-		t.Fatal(err)
-	}
-	h.Read(b, 0, p)
-	if got := le(p); got != 40000 {
-		t.Fatalf("atomic add counted %d, want 40000", got)
+	for try := 0; try < 3; try++ {
+		h.Write(b, 0, make([]byte, 8))
+		if _, err := h.Launch(add, 1, 4, []uint64{b.Addr(), 0, 1, 200000, 4, 0}); err != nil {
+			t.Fatal(err)
+		}
+		h.Read(b, 0, p)
+		if got := le(p); got != 800000 {
+			t.Fatalf("atomic add counted %d in launch %d, want 800000 (4 threads × 200000)", got, try)
+		}
 	}
 }
 
