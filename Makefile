@@ -74,6 +74,7 @@ kernels: check-go
 vet: check-go
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad" >&2; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run ./internal/binding/genarity -check
 
 # make test's own machinery: the phase lines, the closing line, a failing
 # check named, and no relink of bin/specs.test when nothing changed.

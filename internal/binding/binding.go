@@ -82,121 +82,13 @@ func status[R, F any](names []string, fn *F, mk func(raw *R, name string) F) Sym
 	return Symbol{Names: names, Raw: raw, Fn: fn, Bind: func(bound string) { *fn = mk(raw, bound) }, Injected: true}
 }
 
-// Sym0 … Sym8 are the table entries of status-returning entry points with N
-// arguments. spec is the trace.ArgSpec of the arguments; end names the
-// status the vendor's way and says whether it is a failure.
-
-func Sym0[C Code](fn *func() Status[C], end trace.Ender[C], names ...string) Symbol {
-	return status(names, fn, func(raw *func() C, name string) func() Status[C] {
-		trace.Wrap0(raw, name, end)
-		f := *raw
-		return func() Status[C] {
-			if st, skip := injected(names, name, end); skip {
-				return st
-			}
-			return Status[C]{name, f()}
-		}
-	})
-}
-
-func Sym1[A any, C Code](fn *func(A) Status[C], end trace.Ender[C], spec string, names ...string) Symbol {
-	p := trace.ParseArgs(spec)
-	return status(names, fn, func(raw *func(A) C, name string) func(A) Status[C] {
-		trace.Wrap1(raw, name, p, end)
-		f := *raw
-		return func(a A) Status[C] {
-			if st, skip := injected(names, name, end); skip {
-				return st
-			}
-			return Status[C]{name, f(a)}
-		}
-	})
-}
-
-func Sym2[A, B any, C Code](fn *func(A, B) Status[C], end trace.Ender[C], spec string, names ...string) Symbol {
-	p := trace.ParseArgs(spec)
-	return status(names, fn, func(raw *func(A, B) C, name string) func(A, B) Status[C] {
-		trace.Wrap2(raw, name, p, end)
-		f := *raw
-		return func(a A, b B) Status[C] {
-			if st, skip := injected(names, name, end); skip {
-				return st
-			}
-			return Status[C]{name, f(a, b)}
-		}
-	})
-}
-
-func Sym3[A, B, D any, C Code](fn *func(A, B, D) Status[C], end trace.Ender[C], spec string, names ...string) Symbol {
-	p := trace.ParseArgs(spec)
-	return status(names, fn, func(raw *func(A, B, D) C, name string) func(A, B, D) Status[C] {
-		trace.Wrap3(raw, name, p, end)
-		f := *raw
-		return func(a A, b B, d D) Status[C] {
-			if st, skip := injected(names, name, end); skip {
-				return st
-			}
-			return Status[C]{name, f(a, b, d)}
-		}
-	})
-}
-
-func Sym4[A, B, D, E any, C Code](fn *func(A, B, D, E) Status[C], end trace.Ender[C], spec string, names ...string) Symbol {
-	p := trace.ParseArgs(spec)
-	return status(names, fn, func(raw *func(A, B, D, E) C, name string) func(A, B, D, E) Status[C] {
-		trace.Wrap4(raw, name, p, end)
-		f := *raw
-		return func(a A, b B, d D, e E) Status[C] {
-			if st, skip := injected(names, name, end); skip {
-				return st
-			}
-			return Status[C]{name, f(a, b, d, e)}
-		}
-	})
-}
-
-func Sym5[A, B, D, E, F any, C Code](fn *func(A, B, D, E, F) Status[C], end trace.Ender[C], spec string, names ...string) Symbol {
-	p := trace.ParseArgs(spec)
-	return status(names, fn, func(raw *func(A, B, D, E, F) C, name string) func(A, B, D, E, F) Status[C] {
-		trace.Wrap5(raw, name, p, end)
-		f := *raw
-		return func(a A, b B, d D, e E, f5 F) Status[C] {
-			if st, skip := injected(names, name, end); skip {
-				return st
-			}
-			return Status[C]{name, f(a, b, d, e, f5)}
-		}
-	})
-}
-
-func Sym8[A, B, D, E, F, G, H, I any, C Code](fn *func(A, B, D, E, F, G, H, I) Status[C], end trace.Ender[C], spec string, names ...string) Symbol {
-	p := trace.ParseArgs(spec)
-	return status(names, fn, func(raw *func(A, B, D, E, F, G, H, I) C, name string) func(A, B, D, E, F, G, H, I) Status[C] {
-		trace.Wrap8(raw, name, p, end)
-		f := *raw
-		return func(a A, b B, d D, e E, f5 F, g G, h H, i I) Status[C] {
-			if st, skip := injected(names, name, end); skip {
-				return st
-			}
-			return Status[C]{name, f(a, b, d, e, f5, g, h, i)}
-		}
-	})
-}
-
-// Sym10 is Sym8 for ten arguments.
-func Sym10[A, B, D, E, F, G, H, I, J, K any, C Code](fn *func(A, B, D, E, F, G, H, I, J, K) Status[C], end trace.Ender[C], spec string, names ...string) Symbol {
-	p := trace.ParseArgs(spec)
-	return status(names, fn, func(raw *func(A, B, D, E, F, G, H, I, J, K) C, name string) func(A, B, D, E, F, G, H, I, J, K) Status[C] {
-		trace.Wrap10(raw, name, p, end)
-		f := *raw
-		return func(a A, b B, d D, e E, f5 F, g G, h H, i I, j J, k K) Status[C] {
-			if st, skip := injected(names, name, end); skip {
-				return st
-			}
-			return Status[C]{name, f(a, b, d, e, f5, g, h, i, j, k)}
-		}
-	})
-}
+// The arity families (Sym0…Sym10, Value1…5, Void1…2) are generated into
+// zz_arity.go by genarity from one template, with a test over every arity
+// (zz_arity_test.go): a change that crosses every arity, as the injector's
+// guard did, is made there once. Launch below is the one hand-written
+// status entry: its trace shows the grid and block as triples.
+//
+//go:generate go run ./genarity -root ../..
 
 // Launch is the entry of a kernel launch with the CUDA/HIP shape (function,
 // grid and block triples, shared bytes, stream, params, extra): the trace
@@ -259,56 +151,9 @@ func value[F any](fn *F, names []string, mk func(f F, name string) F) Symbol {
 	return Symbol{Names: names, Raw: fn, Fn: fn, Bind: func(bound string) { *fn = mk(*fn, bound) }}
 }
 
-// Value1, Value2 and Value5 record the returned value after the inputs as
-// "returned=N"; the record's code is 0.
-
-func Value1[A any, R int64 | uint64](fn *func(A) R, spec string, names ...string) Symbol {
-	p := trace.ParseArgs(spec)
-	return value(fn, names, func(f func(A) R, name string) func(A) R {
-		return func(a A) R {
-			sp := trace.Begin(name, func() string { return p.Format(false, a) })
-			v := f(a)
-			sp.End(0, "", func() string { return "returned=" + fmt.Sprint(v) })
-			return v
-		}
-	})
-}
-
-func Value2[A, B any, R int64 | uint64](fn *func(A, B) R, spec string, names ...string) Symbol {
-	p := trace.ParseArgs(spec)
-	return value(fn, names, func(f func(A, B) R, name string) func(A, B) R {
-		return func(a A, b B) R {
-			sp := trace.Begin(name, func() string { return p.Format(false, a, b) })
-			v := f(a, b)
-			sp.End(0, "", func() string { return "returned=" + fmt.Sprint(v) })
-			return v
-		}
-	})
-}
-
-func Value5[A, B, C, D, E any, R int64 | uint64](fn *func(A, B, C, D, E) R, spec string, names ...string) Symbol {
-	p := trace.ParseArgs(spec)
-	return value(fn, names, func(f func(A, B, C, D, E) R, name string) func(A, B, C, D, E) R {
-		return func(a A, b B, c C, d D, e E) R {
-			sp := trace.Begin(name, func() string { return p.Format(false, a, b, c, d, e) })
-			v := f(a, b, c, d, e)
-			sp.End(0, "", func() string { return "returned=" + fmt.Sprint(v) })
-			return v
-		}
-	})
-}
-
-// Void2 is for a function without a result (hsa_signal_store_*).
-func Void2[A, B any](fn *func(A, B), spec string, names ...string) Symbol {
-	p := trace.ParseArgs(spec)
-	return value(fn, names, func(f func(A, B), name string) func(A, B) {
-		return func(a A, b B) {
-			sp := trace.Begin(name, func() string { return p.Format(false, a, b) })
-			f(a, b)
-			sp.End(0, "", nil)
-		}
-	})
-}
+// returned is how a value entry's record shows its result: "returned=N",
+// after the inputs (the record's code stays 0).
+func returned[R int64 | uint64](v R) string { return "returned=" + fmt.Sprint(v) }
 
 // Dlopen opens path with the trace recording the attempt. lastTry says
 // whether a failure ends the search (earlier candidates are probes: their
