@@ -53,7 +53,7 @@ func sharedGPU(w *World, a, b int) bool {
 	if a == b {
 		return false
 	}
-	if v := w.Infos[a].Vendor; v == backends.Host.Vendor || v == "" {
+	if v := w.Infos[a].Vendor; v == "" || backends.Driverless(v) {
 		return false
 	}
 	return deviceKey(w, a) == deviceKey(w, b)

@@ -74,7 +74,7 @@ func (b *builder) add(s Spec) *harness.Case {
 	// Locals of the old parameters' names, so the rules below read as before.
 	spec, variant, ranks, expected, labels, timeout, run := s.Name, s.Variant, s.Ranks, s.Expected, s.Labels, s.Timeout, s.Run
 	id := b.fullID(spec, variant, ranks)
-	if b.backend == backends.CUDAName && (backends.KindSpecOf(b.backend, b.kind).HostMemory && slices.Contains(labels, LabelAtomics) || spec == "cpugpu") {
+	if row := backends.Lookup(b.backend); row != nil && row.HostAtomicsVary && (backends.KindSpecOf(b.backend, b.kind).HostMemory && slices.Contains(labels, LabelAtomics) || spec == "cpugpu") {
 		// Atomics on host memory are atomic across GPUs and with the CPU
 		// only where the device says so (Caps.HostAtomics); where it says
 		// no (PCIe H200) a fail of this case is not-supported, its loss

@@ -26,7 +26,7 @@ const hipVmemKind = "hsa-fine"
 // repeats hsa.fine's memory or hip's dispatch (docs/AMD.md, "HIP on HSA
 // vmem"). The seed reports it working: expected pass.
 func (b *builder) hipVmem() {
-	if b.backend != backends.HIPName || b.kind != harness.Matrix[b.backend][0] {
+	if row := backends.Lookup(b.backend); row == nil || !row.HSAVmemCase || b.kind != harness.Matrix[b.backend][0] {
 		return
 	}
 	k := kernels.MustLookup(kernels.Name(kernels.OpAdd, kernels.F32, kernels.AcqRel, kernels.Sys))

@@ -226,7 +226,7 @@ func knownFlake(set *expect.Set, o report.Result) (string, bool) {
 // gated: metric changes of this case can regress the comparison.
 func gated(o, n report.Result) bool {
 	perf := slices.Contains(o.Labels, "perf") || slices.Contains(n.Labels, "perf")
-	return perf && n.Backend != backends.HostName
+	return perf && backends.IsGPU(n.Backend)
 }
 
 // Judge compares one metric of the two runs (see Compare).

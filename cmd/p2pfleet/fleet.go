@@ -342,7 +342,7 @@ func (f *Fleet) metricReasons(byName map[string]*NodeSummary) {
 func poolChecks(ns []NodeSummary) {
 	anyGPU := false
 	for _, n := range ns {
-		if n.Verdict != NoResult && n.Backend != descriptors.HostName {
+		if n.Verdict != NoResult && descriptors.IsGPU(n.Backend) {
 			anyGPU = true
 		}
 	}
@@ -362,7 +362,7 @@ func poolChecks(ns []NodeSummary) {
 		if n.Verdict == NoResult {
 			continue
 		}
-		if anyGPU && n.Backend == descriptors.HostName {
+		if anyGPU && descriptors.RunsOnCPU(n.Backend) {
 			n.Failures = append(n.Failures, "ran the host backend beside GPU nodes (a GPU node whose driver did not load?)")
 			n.Verdict = "fail"
 			continue
@@ -419,7 +419,7 @@ func poolChecks(ns []NodeSummary) {
 func modeString(m map[string]int) string {
 	best, bn := "", -1
 	for k, c := range m {
-		if c > bn || c == bn && (best == descriptors.HostName || k != descriptors.HostName && k < best) {
+		if c > bn || c == bn && (descriptors.RunsOnCPU(best) || !descriptors.RunsOnCPU(k) && k < best) {
 			best, bn = k, c
 		}
 	}

@@ -106,7 +106,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	results := make([]map[string]report.Outcome, len(groups))
 	errs := make([]error, len(groups))
 	jobs := 1
-	if o.backend == backends.HostName {
+	if backends.RunsOnCPU(o.backend) {
 		// Most of a mutated host run is waiting (litmus budgets, world
 		// starts), not CPU: a few at once cut the sweep's wall clock.
 		jobs = max(o.jobs, 1)
@@ -212,7 +212,7 @@ func (o options) suite(dir string, stderr io.Writer, extra ...string) (*report.R
 	defer log.Close()
 	cmd := exec.Command(o.specs, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	if o.backend == backends.HostName {
+	if backends.RunsOnCPU(o.backend) {
 		// The host backend's "device" locks only keep two suites off one
 		// GPU; here they would serialise this sweep's runs against each
 		// other (and any other host suite on the machine). Each run gets

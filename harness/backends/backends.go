@@ -94,6 +94,18 @@ type Backend struct {
 	LargeMappings bool
 	// FaultParsers read its runtime's fault lines from a rank's stderr.
 	FaultParsers []FaultParser
+	// NoDriver: its stack has no driver or runtime version (the CPU): a
+	// stack header, a baseline's folder and a stack check are its vendor
+	// and arch only, and two of its ranks never share a GPU.
+	NoDriver bool
+	// HostAtomicsVary: whether atomics on its host memory work depends on
+	// the device (Caps.HostAtomics says; no on a PCIe H200), so its cases
+	// of atomics on host memory, and its CPU/GPU cases, carry
+	// needs=host_atomics (a fail where the device says no is not-supported).
+	HostAtomicsVary bool
+	// HSAVmemCase: its first kind also gets the hipvmem case, HIP's dispatch
+	// on HSA fine-grained vmem memory (docs/AMD.md, "HIP on HSA vmem").
+	HSAVmemCase bool
 }
 
 // All is the one list of backends, filled by each row's file (register):
@@ -189,6 +201,25 @@ func InjectSymbols(name string) []string {
 		all = append(all, b.InjectSymbols...)
 	}
 	return all
+}
+
+// RunsOnCPU says whether the named backend is a backend without a GPU (the
+// host backend; false for a name no backend has).
+func RunsOnCPU(name string) bool {
+	b := Lookup(name)
+	return b != nil && !b.GPU
+}
+
+// Driverless says whether vendor (a device.Info.Vendor, a stack's vendor)
+// is a backend's whose stack has no driver (Backend.NoDriver): its stack is
+// vendor and arch only.
+func Driverless(vendor string) bool {
+	for _, b := range All {
+		if b.NoDriver && b.Vendor == vendor {
+			return true
+		}
+	}
+	return false
 }
 
 // IsGPU says whether the named backend drives a GPU (false for host and

@@ -22,6 +22,7 @@ const (
 // CUDA is libcuda.so.1's row.
 var CUDA = Backend{
 	Name: CUDAName, GPU: true, Probe: 1, SpeedRules: true, InjectSymbols: inject.CUDASymbols, Vendor: "nvidia", LargeMappings: true,
+	HostAtomicsVary: true,
 	Kinds: []KindSpec{
 		{Name: VMM, DeviceMemory: true},
 		{Name: VMMHost, HostMemory: true},

@@ -22,7 +22,7 @@ const (
 // lines are its too. P2PAT_HIP_IMPORT overrides the HIP 7.0/7.1 import
 // convention probe where it cannot run.
 var HIP = Backend{
-	Name: HIPName, GPU: true, Probe: 3, Vendor: "amd",
+	Name: HIPName, GPU: true, Probe: 3, Vendor: "amd", HSAVmemCase: true,
 	Kinds: []KindSpec{
 		{Name: Pinned, DeviceMemory: true},
 		{Name: Uncached, DeviceMemory: true},

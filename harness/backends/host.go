@@ -13,7 +13,7 @@ const Memfd Kind = "memfd"
 // Host is the CPU backend's row: no GPU, no runtime to pass variables to,
 // no device node, no fault lines of a runtime (a host rank's faults are Go's).
 var Host = Backend{
-	Name: HostName, GPU: false, Vendor: HostName, SpeedRules: true, InjectSymbols: inject.HostSymbols,
+	Name: HostName, GPU: false, Vendor: HostName, NoDriver: true, SpeedRules: true, InjectSymbols: inject.HostSymbols,
 	Kinds: []KindSpec{{Name: Memfd, DeviceMemory: true}},
 }
 

@@ -100,7 +100,7 @@ func loadDir(dir string) (*Set, error) {
 func stackHeader(env report.Environment) (string, error) {
 	st := env.Stack()
 	hdr := map[string]string{"vendor": st["vendor"], "arch": st["arch"]}
-	if st["vendor"] != backends.Host.Vendor && st["driver"] != "" {
+	if !backends.Driverless(st["vendor"]) && st["driver"] != "" {
 		hdr["driver"] = fingerprint.DriverLine(st["vendor"], st["driver"])
 	}
 	for k, v := range hdr {

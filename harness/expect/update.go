@@ -63,7 +63,7 @@ func Fallback(env report.Environment) string {
 		return ""
 	}
 	for _, p := range env.Probes() {
-		if p.Backend == backends.HostName && p.Used {
+		if backends.RunsOnCPU(p.Backend) && p.Used {
 			return "--backend=auto fell back to the host backend (" + p.Why + ")"
 		}
 	}

@@ -285,7 +285,7 @@ func CheckStack(stack map[string]string, env report.Environment, allowMismatch b
 		return nil
 	}
 	cur := env.Stack()
-	host := strings.EqualFold(stack["vendor"], backends.Host.Vendor) || (stack["vendor"] == "" && cur["vendor"] == backends.Host.Vendor)
+	host := backends.Driverless(strings.ToLower(stack["vendor"])) || (stack["vendor"] == "" && backends.Driverless(cur["vendor"]))
 	var bad []string
 	keys := make([]string, 0, len(stack))
 	for k := range stack {

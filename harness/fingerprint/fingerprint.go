@@ -137,7 +137,7 @@ func gpuDrivers(env map[string]any, root string, rd func(string) (string, bool))
 	}
 	if amd := amdgpu(root, rd); len(amd) > 0 {
 		env["amdgpu"] = amd
-		if vendor == backends.Host.Vendor {
+		if backends.Driverless(vendor) {
 			if _, ok := amd["nodes"]; ok {
 				vendor = "amd"
 			} else if _, ok := amd["loaded"]; ok {
@@ -505,7 +505,7 @@ func sharing(env map[string]any, gpus []map[string]any, mpsOf []device.Cap) {
 	mps := map[string]bool{}
 	gpuStack := false
 	for i, g := range gpus {
-		if v := str(g["vendor"]); v == "" || v == backends.Host.Vendor {
+		if v := str(g["vendor"]); v == "" || backends.Driverless(v) {
 			continue
 		}
 		gpuStack = true

@@ -27,7 +27,7 @@ func Stack(env map[string]any) map[string]string {
 		vendor = "unknown"
 	}
 	st["vendor"] = vendor
-	if vendor == backends.Host.Vendor {
+	if backends.Driverless(vendor) {
 		if a := str(e["goarch"]); a != "" {
 			st["arch"] = a
 		}
@@ -105,7 +105,7 @@ var unsafeRe = regexp.MustCompile(`[^a-z0-9._+-]+`)
 // become "_".
 func Folder(stack map[string]string) string {
 	parts := []string{stack["vendor"], stack["arch"]}
-	if stack["vendor"] != backends.Host.Vendor && stack["driver"] != "" {
+	if !backends.Driverless(stack["vendor"]) && stack["driver"] != "" {
 		parts = append(parts, DriverLine(stack["vendor"], stack["driver"]))
 	}
 	var out []string

@@ -88,9 +88,9 @@ var probeFunc = probe
 // is a usage error with a hint. Either way, before any case runs.
 func (r *Run) resolveBackends() ([]string, error) {
 	o := r.Opts
-	if o.Backend == backends.HostName {
-		r.Probes = []BackendProbe{{Probe: report.Probe{Backend: backends.HostName, Loaded: true, Used: true, Why: "chosen with --backend=" + backends.HostName}}}
-		return []string{backends.HostName}, nil
+	if backends.RunsOnCPU(o.Backend) {
+		r.Probes = []BackendProbe{{Probe: report.Probe{Backend: o.Backend, Loaded: true, Used: true, Why: "chosen with --backend=" + o.Backend}}}
+		return []string{o.Backend}, nil
 	}
 	if o.Backend != "auto" && o.List {
 		// The ids come from the catalogue: listing the CUDA cases (for
