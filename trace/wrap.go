@@ -1,5 +1,10 @@
 package trace
 
+// go generate ./trace runs the one generator that writes internal/binding's
+// arities too, so Wrap and Sym change together.
+//
+//go:generate go run ../internal/binding/genarity -root ..
+
 // Wrap0 … Wrap10 (generated into zz_wrap.go by internal/binding/genarity,
 // one template for every arity) put a bound C function value behind the
 // trace point: each replaces *fn with a function that opens a span under name, records the

@@ -11,7 +11,8 @@ import (
 
 // checkArity is the body of TestEverySymArity's subtests (generated in
 // zz_arity_test.go): call makes the call and returns what the fake got.
-// Its entry's names are <bound>_v2 (absent) and bound (the one found).
+// Its entry's names are <bound>_v2 (absent), bound (the one found) and
+// <bound>_v1 (never tried).
 func checkArity(t *testing.T, bound string, call func() (Status[code], []int32), code0 code, want []int32, args string) {
 	t.Helper()
 	trace.On()
