@@ -17,10 +17,10 @@ import (
 // under testdata/typed were written by the map path (collect into a
 // map[string]any, Merge, report.EnvironmentOf) at 77cf458, before it was
 // removed: <case>.env.json is results.json's environment,
-// <case>.evidence.json a case folder's env.json (MarshalIndent of the map
-// Environment.Object() gave), <case>.case.json the per-case environment
-// (Merge into an empty map), <case>.stack.json the stacks and folder
-// read from them.
+// <case>.evidence.json a case folder's environment.json (MarshalIndent
+// of the map Environment.Object() gave), <case>.case.json the per-case
+// environment (Merge into an empty map), <case>.stack.json the stacks
+// and folder read from them.
 func TestTypedBuildKeepsTheBytes(t *testing.T) {
 	for _, c := range typedCases(t) {
 		e := fingerprint.WithRun(fingerprint.CollectAt(c.root, c.getenv), c.run, c.infos, "node1")
