@@ -20,9 +20,9 @@ import (
 
 // Evidence configures what a runner keeps for a bug report.
 type Evidence struct {
-	Out      string                // results folder; cases go to Out/cases/<id>/
-	TraceAll bool                  // --trace: keep traces for passing cases too
-	Env      func() map[string]any // the run's fingerprint, for each case folder
+	Out      string                    // results folder; cases go to Out/cases/<id>/
+	TraceAll bool                      // --trace: keep traces for passing cases too
+	Env      func() report.Environment // the run's fingerprint, for each case folder
 	MakeForm func(repro string) string
 	// Binary is the suite binary's absolute path: repro.sh runs it from
 	// any directory ("" keeps the repro line as it is).

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"p2patomics/harness/backends"
-	"p2patomics/harness/fingerprint"
 	"p2patomics/harness/report"
 )
 
@@ -22,7 +21,7 @@ const DefaultReason = "recorded by --update-expectations; explain why and link t
 // (root/<vendor>-<arch>-<driverline>, e.g. expectations/nvidia-sm_90-580,
 // expectations/host-amd64).
 func Dir(root string, env report.Environment) string {
-	return filepath.Join(root, fingerprint.Folder(env.Stack()))
+	return filepath.Join(root, report.Folder(env.Stack()))
 }
 
 // WriteBaseline records rep as the baseline in dir (--update-expectations):
@@ -101,7 +100,7 @@ func stackHeader(env report.Environment) (string, error) {
 	st := env.Stack()
 	hdr := map[string]string{"vendor": st["vendor"], "arch": st["arch"]}
 	if !backends.Driverless(st["vendor"]) && st["driver"] != "" {
-		hdr["driver"] = fingerprint.DriverLine(st["vendor"], st["driver"])
+		hdr["driver"] = report.DriverLine(st["vendor"], st["driver"])
 	}
 	for k, v := range hdr {
 		if v == "" {

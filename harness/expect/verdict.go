@@ -275,7 +275,7 @@ func regressionReason(r report.Result, b report.Outcome) string {
 }
 
 // CheckStack compares a "# stack:" header with this run's fingerprint.
-// Every key of the header must match env.Stack() (fingerprint.Stack); "driver"
+// Every key of the header must match env.Stack() (report's Stack); "driver"
 // matches the exact version or a driver line that prefixes it ("580"
 // matches "580.159.04"). For the host backend's vendor only vendor and arch take part,
 // so an OS or kernel upgrade does not trip it. An empty header always

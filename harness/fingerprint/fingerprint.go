@@ -5,13 +5,15 @@
 // environment and Go's build info: the suite process never loads a GPU
 // library (docs/ARCHITECTURE.md, Contracts: the parent never loads a vendor GPU library). Device facts that need a
 // runtime (name, arch, UUID, memory, runtime version, per-peer attributes)
-// come from the ranks and are folded in with Merge. A file that is missing
+// come from the ranks and are folded in with WithDevices. Both build a
+// report.Environment typed: the results model is report's, and this
+// package only fills it in. A file that is missing
 // or unreadable is simply an absent key.
 //
 // Top-level keys (all optional except vendor, goarch, goos, harness):
 //
 //	vendor   "nvidia", "amd" or the host backend's (host): detected from the loaded kernel
-//	         driver; Merge replaces it with the vendor of the devices the
+//	         driver; WithDevices replaces it with the vendor of the devices the
 //	         ranks opened (so --backend=host on a GPU machine says host)
 //	goarch, goos
 //	harness  {version, commit, go, module}
@@ -22,15 +24,15 @@
 //	         gfx_target_version, simd_count, ...}], links:[...]}
 //	iommu    {devices:[...], groups:N, cmdline:[...]}
 //	settings {HSA_XNACK, CUDA_VISIBLE_DEVICES, ...} (fault-relevant env)
-//	gpus     [...] device facts from the ranks (Merge)
+//	gpus     [...] device facts from the ranks (WithDevices)
 package fingerprint
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"p2patomics/harness/backends"
+	"p2patomics/harness/report"
 	"p2patomics/internal/device"
 	"path/filepath"
 	"regexp"
@@ -50,7 +52,7 @@ var (
 )
 
 // Collect fingerprints this machine from the real filesystem and env.
-func Collect() map[string]any {
+func Collect() report.Environment {
 	return collect("/", os.Getenv)
 }
 
@@ -75,7 +77,7 @@ var kfdProps = []string{
 }
 
 // collect is Collect over a filesystem rooted at root (tests use a tree).
-func collect(root string, getenv func(string) string) map[string]any {
+func collect(root string, getenv func(string) string) report.Environment {
 	rd := func(p string) (string, bool) {
 		b, err := os.ReadFile(filepath.Join(root, p))
 		if err != nil {
@@ -83,60 +85,61 @@ func collect(root string, getenv func(string) string) map[string]any {
 		}
 		return strings.TrimSpace(string(b)), true
 	}
-	env := map[string]any{
-		"goarch":  runtime.GOARCH,
-		"goos":    runtime.GOOS,
-		"harness": harness(),
-	}
-
-	if osm := osFacts(rd); len(osm) > 0 {
-		env["os"] = osm
-	}
-	env["vendor"] = gpuDrivers(env, root, rd)
-	if iommu := iommuFacts(root, rd); len(iommu) > 0 {
-		env["iommu"] = iommu
-	}
-	settings := map[string]any{}
+	h := harness()
+	env := report.Environment{GOARCH: runtime.GOARCH, GOOS: runtime.GOOS, Harness: &h, OS: osFacts(rd)}
+	env.Vendor = gpuDrivers(&env, root, rd)
+	env.IOMMU = iommuFacts(root, rd)
+	settings := map[string]string{}
 	for _, k := range settingsEnv {
 		if v := getenv(k); v != "" {
 			settings[k] = v
 		}
 	}
 	if len(settings) > 0 {
-		env["settings"] = settings
+		env.Settings = settings
 	}
 	return env
 }
 
-// osFacts: the kernel's release and version, the distribution's name.
-func osFacts(rd func(string) (string, bool)) map[string]any {
-	osm := map[string]any{}
+// osFacts: the kernel's release and version, the distribution's name;
+// nil when none could be read (an os key read empty still records os).
+func osFacts(rd func(string) (string, bool)) *report.OS {
+	var o report.OS
+	read := false
 	if v, ok := rd("proc/sys/kernel/osrelease"); ok {
-		osm["kernel"] = v
+		o.Kernel, read = v, true
 	}
 	if v, ok := rd("proc/sys/kernel/version"); ok {
-		osm["kernel_version"] = v
+		o.KernelVersion, read = v, true
 	}
 	if v, ok := rd("etc/os-release"); ok {
 		if pn := osRelease(v)["PRETTY_NAME"]; pn != "" {
-			osm["release"] = pn
+			o.Release, read = pn, true
 		}
 	}
-	return osm
+	if !read {
+		return nil
+	}
+	return &o
 }
 
-// gpuDrivers records the NVIDIA and AMD drivers' facts in env and says
-// the vendor their loaded kernel driver names (the host backend's for neither).
-func gpuDrivers(env map[string]any, root string, rd func(string) (string, bool)) string {
+// gpuDrivers records the NVIDIA and AMD drivers' facts in env's vendor
+// sections and says the vendor their loaded kernel driver names (the
+// host backend's for neither). The sections stay open maps: each holds
+// what its driver exposes (report.Environment.Sections says why). They
+// are built in the shape JSON reads back (lists []any, numbers float64),
+// so a section reads the same in memory as from a results.json.
+func gpuDrivers(env *report.Environment, root string, rd func(string) (string, bool)) string {
+	env.Sections = map[string]any{}
 	vendor := backends.Host.Vendor
 	if nv := nvidia(root, rd); len(nv) > 0 {
-		env["nvidia"] = nv
+		env.Sections["nvidia"] = nv
 		if _, ok := nv["driver"]; ok {
 			vendor = "nvidia"
 		}
 	}
 	if amd := amdgpu(root, rd); len(amd) > 0 {
-		env["amdgpu"] = amd
+		env.Sections["amdgpu"] = amd
 		if backends.Driverless(vendor) {
 			if _, ok := amd["nodes"]; ok {
 				vendor = "amd"
@@ -145,22 +148,25 @@ func gpuDrivers(env map[string]any, root string, rd func(string) (string, bool))
 			}
 		}
 	}
+	if len(env.Sections) == 0 {
+		env.Sections = nil
+	}
 	return vendor
 }
 
 // iommuFacts: the IOMMUs, the number of groups, and the kernel command
-// line's IOMMU, GPU driver, PCI and NUMA balancing settings.
-func iommuFacts(root string, rd func(string) (string, bool)) map[string]any {
-	iommu := map[string]any{}
+// line's IOMMU, GPU driver, PCI and NUMA balancing settings; nil when
+// none of the three was found.
+func iommuFacts(root string, rd func(string) (string, bool)) *report.IOMMU {
+	var iommu report.IOMMU
 	if ents, err := os.ReadDir(filepath.Join(root, "sys/class/iommu")); err == nil && len(ents) > 0 {
-		var names []string
 		for _, e := range ents {
-			names = append(names, e.Name())
+			iommu.Devices = append(iommu.Devices, e.Name())
 		}
-		iommu["devices"] = names
 	}
 	if ents, err := os.ReadDir(filepath.Join(root, "sys/kernel/iommu_groups")); err == nil {
-		iommu["groups"] = len(ents)
+		n := len(ents)
+		iommu.Groups = &n
 	}
 	if v, ok := rd("proc/cmdline"); ok {
 		var keep []string
@@ -172,20 +178,21 @@ func iommuFacts(root string, rd func(string) (string, bool)) map[string]any {
 				}
 			}
 		}
-		if len(keep) > 0 {
-			iommu["cmdline"] = keep
-		}
+		iommu.Cmdline = keep
 	}
-	return iommu
+	if iommu.Devices == nil && iommu.Groups == nil && iommu.Cmdline == nil {
+		return nil
+	}
+	return &iommu
 }
 
-func harness() map[string]any {
-	h := map[string]any{"version": Version, "go": runtime.Version()}
+// harness is the harness that makes the record: its version, the Go that
+// built it, its module and commit (Commit, else the build's VCS revision).
+func harness() report.Harness {
+	h := report.Harness{Version: Version, Go: runtime.Version()}
 	commit := Commit
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Path != "" {
-			h["module"] = bi.Main.Path
-		}
+		h.Module = bi.Main.Path
 		var rev, modified string
 		for _, s := range bi.Settings {
 			switch s.Key {
@@ -202,9 +209,7 @@ func harness() map[string]any {
 			}
 		}
 	}
-	if commit != "" {
-		h["commit"] = commit
-	}
+	h.Commit = commit
 	return h
 }
 
@@ -248,7 +253,7 @@ func nvidia(root string, rd func(string) (string, bool)) map[string]any {
 	}
 	dirs, _ := filepath.Glob(filepath.Join(root, "proc/driver/nvidia/gpus/*/information"))
 	sort.Strings(dirs)
-	var gpus []map[string]any
+	var gpus []any
 	for _, p := range dirs {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -271,7 +276,7 @@ func nvidia(root string, rd func(string) (string, bool)) map[string]any {
 	if len(gpus) > 0 {
 		m["gpus"] = gpus
 	}
-	var mods []string
+	var mods []any
 	for _, mod := range []string{"nvidia", "nvidia_uvm", "nvidia_peermem", "nvidia_drm", "nvidia_modeset"} {
 		if _, err := os.Stat(filepath.Join(root, "sys/module", mod)); err == nil {
 			mods = append(mods, mod)
@@ -304,7 +309,7 @@ func amdgpu(root string, rd func(string) (string, bool)) map[string]any {
 	}
 	nodeDirs, _ := filepath.Glob(filepath.Join(root, "sys/class/kfd/kfd/topology/nodes/*"))
 	sort.Slice(nodeDirs, func(i, j int) bool { return natLess(filepath.Base(nodeDirs[i]), filepath.Base(nodeDirs[j])) })
-	var nodes, links []map[string]any
+	var nodes, links []any
 	for _, d := range nodeDirs {
 		if n := kfdNode(d); n != nil {
 			nodes = append(nodes, n)
@@ -347,8 +352,8 @@ func kfdNode(d string) map[string]any {
 }
 
 // kfdLinks is a node's io_links and p2p_links, every property of each.
-func kfdLinks(d string) []map[string]any {
-	var links []map[string]any
+func kfdLinks(d string) []any {
+	var links []any
 	for _, kind := range []string{"io_links", "p2p_links"} {
 		ls, _ := filepath.Glob(filepath.Join(d, kind, "*", "properties"))
 		sort.Strings(ls)
@@ -367,10 +372,15 @@ func kfdLinks(d string) []map[string]any {
 	return links
 }
 
-// number is a sysfs value as an integer when it is one, else the text.
+// number is a sysfs value as a JSON number when it is an integer, else
+// the text. The number is a float64, as every results.json has held it
+// (the environment used to pass through a JSON object before it was
+// written): an integer past 2^53 (an AMD node's unique_id) keeps the
+// rounding records have always had, so the same machine writes the same
+// bytes. Recording it exactly is a change of results.json of its own.
 func number(v string) any {
 	if i, err := strconv.ParseInt(v, 10, 64); err == nil {
-		return i
+		return float64(i)
 	}
 	return v
 }
@@ -423,18 +433,14 @@ func natLess(a, b string) bool {
 	return a < b
 }
 
-// Merge folds the device facts the ranks reported into env["gpus"], one
-// entry per distinct device (by UUID, else vendor+ordinal; several ranks on
-// one device give one entry, whose "ranks" lists them), sorted by ordinal.
-// When the facts name a vendor, env's "vendor" becomes it (sorted,
-// "+"-joined if they differ): the stack is the one the ranks actually
-// opened. The facts arrive typed; env is the report's JSON document, so each
-// entry is stored in its JSON shape (what results.json holds and what Stack
-// reads back from a file).
-func Merge(env map[string]any, infos []device.Info) {
-	if env == nil {
-		return
-	}
+// WithDevices is env with the device facts the ranks reported folded
+// into its GPUs, one entry per distinct device (by UUID, else
+// vendor+ordinal; several ranks on one device give one entry, whose Ranks
+// lists them), sorted by ordinal. When the facts name a vendor, Vendor
+// becomes it (sorted, "+"-joined if they differ): the stack is the one
+// the ranks actually opened. The facts stay typed from the ranks to
+// results.json.
+func WithDevices(env report.Environment, infos []device.Info) report.Environment {
 	var keys []string
 	devs := map[string]device.Info{}
 	ranks := map[string][]int{}
@@ -454,22 +460,17 @@ func Merge(env map[string]any, infos []device.Info) {
 		}
 	}
 	sort.SliceStable(keys, func(i, j int) bool { return devs[keys[i]].Ordinal < devs[keys[j]].Ordinal })
-	var gpus []map[string]any
-	var mps []device.Cap
+	var gpus []report.GPU
 	for _, k := range keys {
-		m := jsonShape(devs[k])
-		delete(m, "rank")
-		m["ranks"] = ranks[k]
-		gpus = append(gpus, m)
-		mps = append(mps, devs[k].Caps.MPS)
+		in := devs[k]
+		in.Rank = 0 // one rank's own, not written: the entry lists them all
+		gpus = append(gpus, report.GPU{Info: in, Ranks: ranks[k]})
 	}
-	sharing(env, gpus, mps)
+	if s := sharing(gpus); s != nil {
+		env.Sharing = s
+	}
 	if len(gpus) > 0 {
-		arr := make([]any, len(gpus))
-		for i, g := range gpus {
-			arr[i] = g
-		}
-		env["gpus"] = arr
+		env.GPUs = gpus
 	}
 	if len(vendors) > 0 {
 		var vs []string
@@ -477,8 +478,9 @@ func Merge(env map[string]any, infos []device.Info) {
 			vs = append(vs, v)
 		}
 		sort.Strings(vs)
-		env["vendor"] = strings.Join(vs, "+")
+		env.Vendor = strings.Join(vs, "+")
 	}
+	return env
 }
 
 // addRank adds r to a GPU's rank list once (two backends of one stack,
@@ -494,29 +496,24 @@ func addRank(rs []int, r int) []int {
 	return rs
 }
 
-// sharing records, for GPU stacks, which ranks share a device and whether
-// CUDA MPS serves them (mps[i] is gpus[i]'s device.Caps.MPS, the ranks'
-// answer; the suite never starts or stops MPS): env["device_sharing"] =
-// {"shared": [{"uuid"/"ordinal", "ranks"}], "mps": "on"|"off"|"unknown"}.
+// sharing says, for GPU stacks, which ranks share a device and whether
+// CUDA MPS serves them (each device's Caps.MPS, the ranks' answer; the
+// suite never starts or stops MPS); nil for a stack without a GPU.
 // Ranks on one GPU have their kernels time-sliced unless MPS runs, which
 // decides what the perf and litmus cases can mean there.
-func sharing(env map[string]any, gpus []map[string]any, mpsOf []device.Cap) {
-	shared := []any{}
+func sharing(gpus []report.GPU) *report.Sharing {
+	shared := []report.SharedGPU{}
 	mps := map[string]bool{}
 	gpuStack := false
-	for i, g := range gpus {
-		if v := str(g["vendor"]); v == "" || backends.Driverless(v) {
+	for _, g := range gpus {
+		if v := g.Vendor; v == "" || backends.Driverless(v) {
 			continue
 		}
 		gpuStack = true
-		if rs, _ := g["ranks"].([]int); len(rs) > 1 {
-			e := map[string]any{"ranks": rs, "ordinal": g["ordinal"]}
-			if id := str(g["uuid"]); id != "" {
-				e["uuid"] = id
-			}
-			shared = append(shared, e)
+		if len(g.Ranks) > 1 {
+			shared = append(shared, report.SharedGPU{Ordinal: g.Ordinal, Ranks: g.Ranks, UUID: g.UUID})
 		}
-		switch m := mpsOf[i]; {
+		switch m := g.Caps.MPS; {
 		case !m.Known():
 			mps["unknown"] = true
 		case m.OK:
@@ -526,7 +523,7 @@ func sharing(env map[string]any, gpus []map[string]any, mpsOf []device.Cap) {
 		}
 	}
 	if !gpuStack {
-		return
+		return nil
 	}
 	state := "unknown"
 	switch {
@@ -537,25 +534,5 @@ func sharing(env map[string]any, gpus []map[string]any, mpsOf []device.Cap) {
 	case mps["on"]:
 		state = "mixed"
 	}
-	env["device_sharing"] = map[string]any{"shared": shared, "mps": state}
-}
-
-// jsonShape is d as results.json holds it.
-func jsonShape(d device.Info) map[string]any {
-	b, err := json.Marshal(d)
-	var m map[string]any
-	if err == nil {
-		err = json.Unmarshal(b, &m)
-	}
-	if err != nil { // strings, numbers and maps of strings: cannot fail
-		return map[string]any{"error": err.Error()}
-	}
-	return m
-}
-
-func str(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return ""
+	return &report.Sharing{MPS: state, Shared: shared}
 }

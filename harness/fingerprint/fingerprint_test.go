@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"p2patomics/harness/backends"
+	"p2patomics/harness/report"
 	"p2patomics/internal/device"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -54,36 +56,34 @@ func TestCollectNvidia(t *testing.T) {
 		}
 		return ""
 	})
-	if env["vendor"] != "nvidia" || env["goarch"] != runtime.GOARCH {
-		t.Errorf("vendor/goarch: %v %v", env["vendor"], env["goarch"])
+	if env.Vendor != "nvidia" || env.GOARCH != runtime.GOARCH {
+		t.Errorf("vendor/goarch: %v %v", env.Vendor, env.GOARCH)
 	}
-	osm := env["os"].(map[string]any)
-	if osm["kernel"] != "6.8.0-49-generic" || osm["release"] != "Ubuntu 24.04.1 LTS" {
+	if osm := env.OS; osm == nil || osm.Kernel != "6.8.0-49-generic" || osm.Release != "Ubuntu 24.04.1 LTS" {
 		t.Errorf("os = %v", osm)
 	}
-	nv := env["nvidia"].(map[string]any)
+	nv := env.Section("nvidia")
 	if nv["driver"] != "580.159.04" {
 		t.Errorf("driver = %v", nv["driver"])
 	}
-	gpus := nv["gpus"].([]map[string]any)
-	if len(gpus) != 2 || gpus[0]["model"] != "NVIDIA H200" || gpus[0]["gpu_uuid"] != "GPU-3d9a" || gpus[0]["gpu_firmware"] != "580.159.04" || gpus[0]["bus"] != "0000:18:00.0" {
+	gpus := nv["gpus"].([]any)
+	if len(gpus) != 2 || gpus[0].(map[string]any)["model"] != "NVIDIA H200" || gpus[0].(map[string]any)["gpu_uuid"] != "GPU-3d9a" || gpus[0].(map[string]any)["gpu_firmware"] != "580.159.04" || gpus[0].(map[string]any)["bus"] != "0000:18:00.0" {
 		t.Errorf("gpus = %v", gpus)
 	}
-	if !reflect.DeepEqual(nv["modules"], []string{"nvidia", "nvidia_uvm"}) {
+	if !reflect.DeepEqual(nv["modules"], []any{"nvidia", "nvidia_uvm"}) {
 		t.Errorf("modules = %v", nv["modules"])
 	}
-	io := env["iommu"].(map[string]any)
-	if !reflect.DeepEqual(io["devices"], []string{"dmar0"}) || io["groups"] != 2 || !reflect.DeepEqual(io["cmdline"], []string{"intel_iommu=on", "iommu=pt"}) {
-		t.Errorf("iommu = %v", io)
+	io := env.IOMMU
+	if io == nil || !reflect.DeepEqual(io.Devices, []string{"dmar0"}) || io.Groups == nil || *io.Groups != 2 || !reflect.DeepEqual(io.Cmdline, []string{"intel_iommu=on", "iommu=pt"}) {
+		t.Errorf("iommu = %+v", io)
 	}
-	if env["settings"].(map[string]any)["CUDA_VISIBLE_DEVICES"] != "0,1" {
-		t.Errorf("settings = %v", env["settings"])
+	if env.Settings["CUDA_VISIBLE_DEVICES"] != "0,1" {
+		t.Errorf("settings = %v", env.Settings)
 	}
-	if _, ok := env["amdgpu"]; ok {
+	if _, ok := env.Sections["amdgpu"]; ok {
 		t.Error("amdgpu key on an NVIDIA machine")
 	}
-	h := env["harness"].(map[string]any)
-	if h["version"] != Version || h["go"] != runtime.Version() {
+	if h := env.Harness; h == nil || h.Version != Version || h.Go != runtime.Version() {
 		t.Errorf("harness = %v", h)
 	}
 	if _, err := json.Marshal(env); err != nil {
@@ -95,29 +95,31 @@ func TestCollectNvidia(t *testing.T) {
 // checkMergedStack: the ranks' facts (two ranks on each of two GPUs)
 // merge into one entry per GPU, and the stack read from them is the same
 // before and after a JSON round trip.
-func checkMergedStack(t *testing.T, env map[string]any) {
+func checkMergedStack(t *testing.T, env report.Environment) {
 	t.Helper()
 	dev := func(uuid string, ordinal int) device.Info {
 		return device.Info{Vendor: "nvidia", Name: "NVIDIA H200", Arch: "sm_90", UUID: uuid, Ordinal: ordinal}
 	}
-	Merge(env, []device.Info{dev("GPU-77aa", 1), dev("GPU-3d9a", 0), dev("GPU-77aa", 1)})
-	g := env["gpus"].([]any)
-	if len(g) != 2 || g[0].(map[string]any)["uuid"] != "GPU-3d9a" {
+	env = WithDevices(env, []device.Info{dev("GPU-77aa", 1), dev("GPU-3d9a", 0), dev("GPU-77aa", 1)})
+	g := env.GPUs
+	if len(g) != 2 || g[0].UUID != "GPU-3d9a" {
 		t.Errorf("merged gpus = %v", g)
 	}
-	st := Stack(env)
+	st := env.Stack()
 	if !reflect.DeepEqual(st, map[string]string{"vendor": "nvidia", "arch": "sm_90", "driver": "580.159.04"}) {
 		t.Errorf("Stack = %v", st)
 	}
-	if Folder(st) != "nvidia-sm_90-580" {
-		t.Errorf("Folder = %s", Folder(st))
+	if report.Folder(st) != "nvidia-sm_90-580" {
+		t.Errorf("Folder = %s", report.Folder(st))
 	}
 	// Read back from JSON, the stack is the same.
 	b, _ := json.Marshal(env)
-	var back map[string]any
-	json.Unmarshal(b, &back)
-	if !reflect.DeepEqual(Stack(back), st) {
-		t.Errorf("Stack after JSON = %v", Stack(back))
+	var back report.Environment
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Stack(), st) {
+		t.Errorf("Stack after JSON = %v", back.Stack())
 	}
 }
 
@@ -137,48 +139,54 @@ func TestCollectAMD(t *testing.T) {
 		}
 		return ""
 	})
-	if env["vendor"] != "amd" {
-		t.Errorf("vendor = %v", env["vendor"])
+	if env.Vendor != "amd" {
+		t.Errorf("vendor = %v", env.Vendor)
 	}
-	amd := env["amdgpu"].(map[string]any)
+	amd := env.Section("amdgpu")
 	if amd["parameters"].(map[string]any)["noretry"] != "1" {
 		t.Errorf("params = %v", amd["parameters"])
 	}
-	nodes := amd["nodes"].([]map[string]any)
-	if len(nodes) != 2 || nodes[0]["gfx"] != "gfx942" || nodes[0]["simd_count"] != int64(1216) || nodes[1]["gfx"] != "gfx90a" || nodes[1]["node"] != "10" {
+	nodes := amd["nodes"].([]any)
+	n0, n1 := nodes[0].(map[string]any), nodes[len(nodes)-1].(map[string]any)
+	if len(nodes) != 2 || n0["gfx"] != "gfx942" || n0["simd_count"] != float64(1216) || n1["gfx"] != "gfx90a" || n1["node"] != "10" {
 		t.Errorf("nodes = %v", nodes)
 	}
-	links := amd["links"].([]map[string]any)
-	if len(links) != 1 || links[0]["node_to"] != int64(2) || links[0]["kind"] != "io_links" {
+	links := amd["links"].([]any)
+	if len(links) != 1 || links[0].(map[string]any)["node_to"] != float64(2) || links[0].(map[string]any)["kind"] != "io_links" {
 		t.Errorf("links = %v", links)
 	}
-	if env["settings"].(map[string]any)["HSA_XNACK"] != "1" {
-		t.Errorf("settings = %v", env["settings"])
+	if env.Settings["HSA_XNACK"] != "1" {
+		t.Errorf("settings = %v", env.Settings)
 	}
-	st := Stack(env)
+	st := env.Stack()
 	if !reflect.DeepEqual(st, map[string]string{"vendor": "amd", "arch": "gfx90a+gfx942", "driver": "6.1.0-28-amd64"}) {
 		t.Errorf("Stack = %v", st)
 	}
-	if Folder(st) != "amd-gfx90a+gfx942-6.1" {
-		t.Errorf("Folder = %s", Folder(st))
+	if report.Folder(st) != "amd-gfx90a+gfx942-6.1" {
+		t.Errorf("Folder = %s", report.Folder(st))
 	}
 }
 
 func TestCollectBare(t *testing.T) {
 	env := collect(t.TempDir(), noenv)
+	b, _ := json.Marshal(env)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
 	for _, k := range []string{"os", "nvidia", "amdgpu", "iommu", "settings", "gpus"} {
-		if _, ok := env[k]; ok {
+		if _, ok := m[k]; ok {
 			t.Errorf("key %s present on an empty tree", k)
 		}
 	}
-	if env["vendor"] != backends.HostName {
-		t.Errorf("vendor = %v", env["vendor"])
+	if env.Vendor != backends.HostName {
+		t.Errorf("vendor = %v", env.Vendor)
 	}
-	// Running the host backend on any machine: Merge makes the vendor host.
-	Merge(env, []device.Info{{Vendor: backends.HostName, Arch: runtime.GOARCH}})
-	st := Stack(env)
-	if !reflect.DeepEqual(st, map[string]string{"vendor": backends.HostName, "arch": runtime.GOARCH}) || Folder(st) != "host-"+runtime.GOARCH {
-		t.Errorf("Stack = %v, Folder = %s", st, Folder(st))
+	// Running the host backend on any machine: WithDevices makes the vendor host.
+	env = WithDevices(env, []device.Info{{Vendor: backends.HostName, Arch: runtime.GOARCH}})
+	st := env.Stack()
+	if !reflect.DeepEqual(st, map[string]string{"vendor": backends.HostName, "arch": runtime.GOARCH}) || report.Folder(st) != "host-"+runtime.GOARCH {
+		t.Errorf("Stack = %v, Folder = %s", st, report.Folder(st))
 	}
 }
 
@@ -187,8 +195,8 @@ func TestCollectReal(t *testing.T) {
 	if _, err := json.Marshal(env); err != nil {
 		t.Fatal(err)
 	}
-	if env["goarch"] != runtime.GOARCH {
-		t.Errorf("goarch = %v", env["goarch"])
+	if env.GOARCH != runtime.GOARCH {
+		t.Errorf("goarch = %v", env.GOARCH)
 	}
 }
 
@@ -196,30 +204,16 @@ func TestCommitLdflags(t *testing.T) {
 	old := Commit
 	defer func() { Commit = old }()
 	Commit = "abc123"
-	if harness()["commit"] != "abc123" {
-		t.Errorf("commit = %v", harness()["commit"])
+	if harness().Commit != "abc123" {
+		t.Errorf("commit = %v", harness().Commit)
 	}
 }
 
-func TestGfxNameAndDriverLine(t *testing.T) {
+func TestGfxName(t *testing.T) {
 	for v, want := range map[int]string{90402: "gfx942", 90010: "gfx90a", 110000: "gfx1100", 100300: "gfx1030", 0: ""} {
 		if got := GfxName(v); got != want {
 			t.Errorf("GfxName(%d) = %s, want %s", v, got, want)
 		}
-	}
-	for _, c := range [][3]string{
-		{"nvidia", "580.159.04", "580"},
-		{"nvidia", "580", "580"},
-		{"amd", "6.8.5", "6.8"},
-		{"amd", "6.1.0-28-amd64", "6.1"},
-		{"amd", "weird", "weird"},
-	} {
-		if got := DriverLine(c[0], c[1]); got != c[2] {
-			t.Errorf("DriverLine(%s, %s) = %s, want %s", c[0], c[1], got, c[2])
-		}
-	}
-	if got := Folder(map[string]string{"vendor": "nvidia", "arch": "NVIDIA H200/x"}); got != "nvidia-nvidia_h200_x" {
-		t.Errorf("Folder sanitising = %s", got)
 	}
 }
 
@@ -238,37 +232,32 @@ func TestMergeSharing(t *testing.T) {
 		}
 		return in
 	}
-	env := map[string]any{}
-	Merge(env, []device.Info{gpu("GPU-a", 0, 0, "0"), gpu("GPU-b", 1, 1, "0"), gpu("GPU-a", 0, 2, "0")})
-	ds, _ := env["device_sharing"].(map[string]any)
-	if ds == nil || ds["mps"] != "off" {
-		t.Fatalf("device_sharing = %v, want mps off", env["device_sharing"])
+	env := WithDevices(report.Environment{}, []device.Info{gpu("GPU-a", 0, 0, "0"), gpu("GPU-b", 1, 1, "0"), gpu("GPU-a", 0, 2, "0")})
+	ds := env.Sharing
+	if ds == nil || ds.MPS != "off" {
+		t.Fatalf("device_sharing = %v, want mps off", env.Sharing)
 	}
-	sh, _ := ds["shared"].([]any)
-	if len(sh) != 1 || sh[0].(map[string]any)["uuid"] != "GPU-a" || !reflect.DeepEqual(sh[0].(map[string]any)["ranks"], []int{0, 2}) {
+	if sh := ds.Shared; len(sh) != 1 || sh[0].UUID != "GPU-a" || !reflect.DeepEqual(sh[0].Ranks, []int{0, 2}) {
 		t.Errorf("shared = %v, want GPU-a with ranks 0 and 2", sh)
 	}
-	for _, g := range env["gpus"].([]any) {
-		if _, ok := g.(map[string]any)["rank"]; ok {
-			t.Errorf("a gpu entry keeps one rank's own field: %v", g)
+	for _, g := range env.GPUs {
+		if b, _ := json.Marshal(g); strings.Contains(string(b), `"rank":`) || g.Rank != 0 {
+			t.Errorf("a gpu entry keeps one rank's own field: %s", b)
 		}
 	}
-	env = map[string]any{}
-	Merge(env, []device.Info{gpu("GPU-a", 0, 0, "1"), gpu("GPU-b", 1, 1, "1")})
-	if ds := env["device_sharing"].(map[string]any); ds["mps"] != "on" || len(ds["shared"].([]any)) != 0 {
+	env = WithDevices(report.Environment{}, []device.Info{gpu("GPU-a", 0, 0, "1"), gpu("GPU-b", 1, 1, "1")})
+	if ds := env.Sharing; ds.MPS != "on" || ds.Shared == nil || len(ds.Shared) != 0 {
 		t.Errorf("two GPUs under MPS: %v", ds)
 	}
-	env = map[string]any{}
 	raw := gpu("GPU-c", 2, 2, "")
 	raw.Attrs = map[string]string{"mps_enabled": "1"} // the attribute alone decides nothing
-	Merge(env, []device.Info{gpu("GPU-a", 0, 0, "1"), raw})
-	if ds := env["device_sharing"].(map[string]any); ds["mps"] != "mixed" {
+	env = WithDevices(report.Environment{}, []device.Info{gpu("GPU-a", 0, 0, "1"), raw})
+	if ds := env.Sharing; ds.MPS != "mixed" {
 		t.Errorf("one GPU under MPS, one unanswered: %v, want mixed", ds)
 	}
-	env = map[string]any{}
-	Merge(env, []device.Info{{Vendor: backends.HostName, Rank: 0}, {Vendor: backends.HostName, Rank: 1}})
-	if _, ok := env["device_sharing"]; ok {
-		t.Errorf("host backend has no GPU to share: %v", env["device_sharing"])
+	env = WithDevices(report.Environment{}, []device.Info{{Vendor: backends.HostName, Rank: 0}, {Vendor: backends.HostName, Rank: 1}})
+	if env.Sharing != nil {
+		t.Errorf("host backend has no GPU to share: %v", env.Sharing)
 	}
 }
 
@@ -277,21 +266,21 @@ func TestMergeSharing(t *testing.T) {
 // a run without rules or variables records neither key.
 func TestEnvironment(t *testing.T) {
 	infos := [][]device.Info{{{Vendor: backends.HostName, Name: "cpu", Rank: 0}, {Vendor: backends.HostName, Name: "cpu", Rank: 1}}}
-	env := Environment(Run{Backend: backends.HostName, Alloc: "memfd", Ranks: 2, Seed: 7, Inject: []string{"fail:x"}, FlagsEnv: map[string]any{"P2PAT_RANKS": "2"}}, infos)
-	if !reflect.DeepEqual(env["flags"], map[string]any{"backend": backends.HostName, "alloc": "memfd", "ranks": 2, "seed": int64(7)}) {
-		t.Errorf("flags = %#v", env["flags"])
+	env := Environment(Run{Backend: backends.HostName, Alloc: "memfd", Ranks: 2, Seed: 7, Inject: []string{"fail:x"}, FlagsEnv: map[string]string{"P2PAT_RANKS": "2"}}, infos)
+	if !reflect.DeepEqual(env.Flags, &report.Flags{Backend: backends.HostName, Alloc: "memfd", Ranks: 2, Seed: 7}) {
+		t.Errorf("flags = %#v", env.Flags)
 	}
-	if !reflect.DeepEqual(env["inject"], []string{"fail:x"}) || env["flags_env"].(map[string]any)["P2PAT_RANKS"] != "2" {
-		t.Errorf("inject %v, flags_env %v", env["inject"], env["flags_env"])
+	if !reflect.DeepEqual(env.Inject, []string{"fail:x"}) || env.FlagsEnv["P2PAT_RANKS"] != "2" {
+		t.Errorf("inject %v, flags_env %v", env.Inject, env.FlagsEnv)
 	}
-	if h, _ := os.Hostname(); env["hostname"] != h || env["vendor"] != backends.HostName || len(env["gpus"].([]any)) != 1 {
-		t.Errorf("hostname %v, vendor %v, gpus %v", env["hostname"], env["vendor"], env["gpus"])
+	if h, _ := os.Hostname(); env.Hostname != h || env.Vendor != backends.HostName || len(env.GPUs) != 1 {
+		t.Errorf("hostname %v, vendor %v, gpus %v", env.Hostname, env.Vendor, env.GPUs)
 	}
 	plain := Environment(Run{Backend: backends.HostName}, nil)
-	if _, ok := plain["inject"]; ok {
+	if plain.Inject != nil {
 		t.Error("inject recorded without rules")
 	}
-	if _, ok := plain["flags_env"]; ok {
+	if plain.FlagsEnv != nil {
 		t.Error("flags_env recorded without variables")
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"p2patomics/harness/fingerprint"
 	"p2patomics/internal/device"
 )
 
@@ -209,21 +208,6 @@ func (g *GPU) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &g.Info)
 }
 
-// Object is the environment as the JSON object results.json holds
-// (typed parts in their JSON shape), for readers that walk that shape:
-// fingerprint.Stack, which report imports and so cannot take this type.
-func (e Environment) Object() map[string]any {
-	b, err := json.Marshal(e)
-	var m map[string]any
-	if err == nil {
-		err = json.Unmarshal(b, &m)
-	}
-	if err != nil || m == nil {
-		return map[string]any{}
-	}
-	return m
-}
-
 // MarshalJSON writes one object: Sections plus each typed part that is
 // set, under the key the fingerprint has always used.
 func (e Environment) MarshalJSON() ([]byte, error) {
@@ -345,10 +329,6 @@ func (e Environment) Probes() []Probe {
 	return *e.Backends
 }
 
-// Stack is the stack expectation folders are matched on
-// (fingerprint.Stack: vendor, arch, driver).
-func (e Environment) Stack() map[string]string { return fingerprint.Stack(e.Object()) }
-
 // NodeName is the machine's name; "unknown" for a results.json from
 // before the suite recorded it.
 func (e Environment) NodeName() string {
@@ -453,11 +433,12 @@ func (e Environment) GPUList() []string {
 	return out
 }
 
-// EnvironmentOf types an environment built as a JSON-shaped object (what
-// package fingerprint builds: report imports fingerprint for Stack, so
-// fingerprint cannot return this type). Its values are strings, numbers,
-// maps and device facts, which JSON always holds; were one not, the
-// record keeps the error under "error" rather than losing the run.
+// EnvironmentOf types an environment held as a JSON-shaped object (a
+// test's literal, a tool's hand-made record); the run's own environment
+// is built typed by package fingerprint and never takes this path. Its
+// values are strings, numbers, maps and device facts, which JSON always
+// holds; were one not, the record keeps the error under "error" rather
+// than losing the run.
 func EnvironmentOf(m map[string]any) Environment {
 	var e Environment
 	b, err := json.Marshal(m)

@@ -85,9 +85,7 @@ func (r *Run) preEnv() report.Environment {
 // caseEnv is what judging one case needs: the vendor and the device
 // attributes the backend's ranks reported.
 func caseEnv(rn *harness.Runner) report.Environment {
-	env := map[string]any{}
-	fingerprint.Merge(env, rn.Infos)
-	return report.EnvironmentOf(env)
+	return fingerprint.WithDevices(report.Environment{}, rn.Infos)
 }
 
 // updateBaseline records the run as the baseline in the first

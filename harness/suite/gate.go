@@ -9,15 +9,15 @@ import (
 	"p2patomics/internal/device"
 )
 
-// environment is the fingerprint (fingerprint.Environment) of this run, typed.
+// environment is the fingerprint (fingerprint.Environment) of this run.
 func environment(o *Options, infos [][]device.Info) report.Environment {
-	return report.EnvironmentOf(fingerprint.Environment(fingerprint.Run{Backend: o.Backend, Alloc: o.Alloc, Ranks: o.Ranks, Seed: o.Seed, Inject: o.InjectRules(), FlagsEnv: flagsFromEnv()}, infos))
+	return fingerprint.Environment(fingerprint.Run{Backend: o.Backend, Alloc: o.Alloc, Ranks: o.Ranks, Seed: o.Seed, Inject: o.InjectRules(), FlagsEnv: flagsFromEnv()}, infos)
 }
 
 // flagsFromEnv is every P2PAT_<FLAG> variable set, flags and --<kind>
 // shorthands alike, as Parse reads them.
-func flagsFromEnv() map[string]any {
-	fe := map[string]any{}
+func flagsFromEnv() map[string]string {
+	fe := map[string]string{}
 	names := append([]string{}, allKinds()...)
 	for _, d := range FlagTable {
 		names = append(names, d.Name)

@@ -173,7 +173,7 @@ func (r *Run) runner(backend string) *harness.Runner {
 		}
 		rn.Evidence = &harness.Evidence{
 			Out: r.Opts.Out, TraceAll: r.Opts.Trace,
-			Env:    func() map[string]any { return environment(r.Opts, [][]device.Info{rn.Infos}).Object() },
+			Env:    func() report.Environment { return environment(r.Opts, [][]device.Info{rn.Infos}) },
 			Binary: suiteBinary(),
 			Gate:   r.reproGate(),
 			Room:   r.room,
