@@ -49,7 +49,7 @@ func perfRun(t *testing.T, line string, plant func(n int, us []float64) []float6
 				if plant != nil {
 					us = plant(n, us)
 				}
-				c.Metric("alloc_us", "us", "wall clock around Shared", us...)
+				c.Metric(report.MetricKind{Name: "alloc_us", Unit: "us", Better: report.Lower}, "wall clock around Shared", us...)
 				return nil
 			}}}
 	}
