@@ -162,15 +162,15 @@ func (rt *route) tightest() *report.Ceiling {
 	return best
 }
 
-// Bandwidth records a bandwidth sample (GB/s) under name with the
-// ceiling; a sample above the ceiling is a measurement error: the metric
+// Bandwidth records a bandwidth sample under name with the ceiling: a
+// bandwidth is declared in GB/s, higher is better; a sample above the ceiling is a measurement error: the metric
 // is dropped from the case and the case ends with the error.
 func (c *Ctx) Bandwidth(name, method string, ceil *report.Ceiling, v float64) error {
 	if ceil != nil && v > ceil.Value {
 		delete(c.Metrics, name)
 		return fmt.Errorf("measurement error: %s read %.1f GB/s, above the physical ceiling of %.1f GB/s (%s); the timing does not measure what ran", name, v, ceil.Value, ceil.Basis)
 	}
-	c.Metric(name, "GB/s", method, v)
+	c.Metric(report.MetricKind{Name: name, Unit: "GB/s", Better: report.Higher}, method, v)
 	if ceil != nil {
 		m := c.Metrics[name]
 		m.Ceiling = ceil

@@ -47,6 +47,7 @@ type owned struct{ rank, buf int }
 // Metric is one measurement a case reports (report.Metric's input).
 type Metric struct {
 	Unit    string
+	Better  report.Direction // declared with the metric (report.MetricKind)
 	Samples []float64
 	Method  string
 	Clock   *report.Clock // the device clocks seen in the case so far
@@ -508,13 +509,16 @@ func (c *Ctx) FreeBuf(r, buf int) error {
 	return err
 }
 
-// Metric records samples for a named metric.
-func (c *Ctx) Metric(name, unit, method string, samples ...float64) {
+// Metric records samples for the metric k declares: its name, unit and
+// the direction every judge reads (report.Metric.Better), declared here
+// and nowhere else.
+func (c *Ctx) Metric(k report.MetricKind, method string, samples ...float64) {
+	name := k.Name
 	if c.Metrics == nil {
 		c.Metrics = map[string]Metric{}
 	}
 	m := c.Metrics[name]
-	m.Unit, m.Method = unit, method
+	m.Unit, m.Better, m.Method = k.Unit, k.Better, method
 	m.Samples = append(m.Samples, samples...)
 	c.mu.Lock()
 	if c.clock != nil {

@@ -26,6 +26,12 @@ const perfCase = "host.memfd.perf.timed_alloc"
 // status, stdout and how many times the case ran.
 func perfRun(t *testing.T, line string, plant func(n int, us []float64) []float64) (*report.Report, int, string, int) {
 	t.Helper()
+	return perfRunAs(t, report.MetricKind{Name: "alloc_us", Unit: "us", Better: report.Lower}, line, plant)
+}
+
+// perfRunAs is perfRun with the timings recorded as mk.
+func perfRunAs(t *testing.T, mk report.MetricKind, line string, plant func(n int, us []float64) []float64) (*report.Report, int, string, int) {
+	t.Helper()
 	base := t.TempDir()
 	out := filepath.Join(t.TempDir(), "out")
 	stack := "# stack: vendor=host arch=" + runtime.GOARCH + "\n"
@@ -49,7 +55,7 @@ func perfRun(t *testing.T, line string, plant func(n int, us []float64) []float6
 				if plant != nil {
 					us = plant(n, us)
 				}
-				c.Metric("alloc_us", "us", "wall clock around Shared", us...)
+				c.Metric(mk, "wall clock around Shared", us...)
 				return nil
 			}}}
 	}
@@ -139,5 +145,27 @@ func TestPerfNoiseIsReportedNotFailed(t *testing.T) {
 	_, code, stdout, runs = perfRun(t, line, nil)
 	if code != 0 || runs != 1 {
 		t.Fatalf("in band: exit %d after %d executions, want 0 after 1\n%s", code, runs, stdout)
+	}
+}
+
+// The suite's gate reads a metric's direction from its declaration, not
+// its unit: allocation time per second of wall clock, in a unit the old
+// unit rule called a rate ("us/s", higher is better), declared lower is
+// better. Against a limit no allocation can meet it is re-measured and
+// FAILs as a confirmed perf-regression, and results.json records the
+// declaration. Under the unit rule the perf.txt line itself was refused
+// ("us/s is higher better, so its limit is >=").
+func TestPerfGateJudgesTheDeclaredDirection(t *testing.T) {
+	kind := report.MetricKind{Name: "alloc_us_per_s", Unit: "us/s", Better: report.Lower}
+	rep, code, stdout, runs := perfRunAs(t, kind, perfCase+" alloc_us_per_s <= 1e-06 us/s | band 1e-06..1e-06 runs=3 tol=8% family=other", nil)
+	if code != 1 || runs != 1+suite.PerfReruns {
+		t.Fatalf("exit %d after %d executions, want 1 after %d\n%s", code, runs, 1+suite.PerfReruns, stdout)
+	}
+	fs := rep.Summary.Perf.Failing()
+	if len(fs) != 1 || fs[0].Verdict != report.PerfRegression || !fs[0].Confirmed {
+		t.Fatalf("perf findings %+v, want one confirmed perf-regression", rep.Summary.Perf.Findings)
+	}
+	if got := rep.Results[0].Metrics["alloc_us_per_s"].Better; got != report.Lower {
+		t.Errorf("results.json records the metric's direction as %q, want lower", got)
 	}
 }

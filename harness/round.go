@@ -44,14 +44,14 @@ type Part struct {
 }
 
 // Metric records a member's metric samples (Ctx.Metric's arguments).
-func (p *Part) Metric(name, unit, method string, samples ...float64) {
+func (p *Part) Metric(k report.MetricKind, method string, samples ...float64) {
 	if p.metrics == nil {
 		p.metrics = map[string]Metric{}
 	}
-	m := p.metrics[name]
-	m.Unit, m.Method = unit, method
+	m := p.metrics[k.Name]
+	m.Unit, m.Better, m.Method = k.Unit, k.Better, method
 	m.Samples = append(m.Samples, samples...)
-	p.metrics[name] = m
+	p.metrics[k.Name] = m
 }
 
 // Note adds a line to the member's detail.
@@ -120,7 +120,7 @@ func (r *Round) Take(c *Ctx, id string) error {
 // replay records the share on the member's own case.
 func (p *Part) replay(c *Ctx) error {
 	for name, m := range p.metrics {
-		c.Metric(name, m.Unit, m.Method, m.Samples...)
+		c.Metric(report.MetricKind{Name: name, Unit: m.Unit, Better: m.Better}, m.Method, m.Samples...)
 	}
 	for _, n := range p.notes {
 		c.Note("%s", n)

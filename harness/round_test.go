@@ -68,7 +68,7 @@ func TestRoundShares(t *testing.T) {
 			return c.Canary(1, "panic")
 		}
 		for i, p := range parts {
-			p.Metric("rate", "Mops/s", "test", float64(10*(i+1)))
+			p.Metric(report.MetricKind{Name: "rate", Unit: "Mops/s", Better: report.Higher}, "test", float64(10*(i+1)))
 			p.Note("%s ran with %d others", p.ID, len(parts)-1)
 		}
 		parts[1].Err = harness.Failf("lost 3 updates")

@@ -899,7 +899,7 @@ func summarize(ms map[string]Metric) map[string]report.Metric {
 		for i, v := range m.Samples {
 			taken[i] = round(v)
 		}
-		out[name] = report.Metric{Unit: m.Unit, Median: round(med), Min: round(s[0]), Max: round(s[len(s)-1]), N: len(s), Method: m.Method, Clock: m.Clock, Ceiling: m.Ceiling.At(round(med)), Samples: taken}
+		out[name] = report.Metric{Unit: m.Unit, Median: round(med), Min: round(s[0]), Max: round(s[len(s)-1]), N: len(s), Method: m.Method, Better: m.Better, Clock: m.Clock, Ceiling: m.Ceiling.At(round(med)), Samples: taken}
 	}
 	return out
 }

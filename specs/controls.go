@@ -52,7 +52,7 @@ func (b *builder) controls() {
 				return err
 			}
 			want := uint64(c.N()) * sz.threads() * sz.iters
-			c.Metric("lost_updates", "count", "expected - counted", float64(want-got))
+			c.Metric(report.MetricKind{Name: "lost_updates", Unit: "count"}, "expected - counted", float64(want-got))
 			if got == want {
 				c.Note("no update was lost: the planted race did not show")
 				return nil

@@ -102,8 +102,8 @@ func runMP(c *harness.Ctx, k kernels.Kernel) error {
 			return err
 		}
 	}
-	c.Metric("outcome.fresh", "count", "message-passing rounds whose data read was the value written", float64(n)-float64(bad))
-	c.Metric("outcome.stale", "count", "message-passing rounds that saw the flag but stale data", float64(bad))
+	c.Metric(report.MetricKind{Name: "outcome.fresh", Unit: "count"}, "message-passing rounds whose data read was the value written", float64(n)-float64(bad))
+	c.Metric(report.MetricKind{Name: "outcome.stale", Unit: "count"}, "message-passing rounds that saw the flag but stale data", float64(bad))
 	if bad > 0 {
 		return harness.Failf("forbidden outcome: %d of %d reads saw the flag but stale data", bad, n)
 	}
@@ -168,7 +168,7 @@ func runSB(c *harness.Ctx, sb kernels.Kernel) error {
 	forbidden, both := hist[0][0], hist[1][1]
 	for a := range 2 {
 		for b := range 2 {
-			c.Metric(fmt.Sprintf("outcome.%d_%d", a, b), "count", "store-buffering rounds whose (rank 0, rank 1) loads read this", float64(hist[a][b]))
+			c.Metric(report.MetricKind{Name: fmt.Sprintf("outcome.%d_%d", a, b), Unit: "count"}, "store-buffering rounds whose (rank 0, rank 1) loads read this", float64(hist[a][b]))
 		}
 	}
 	c.Note("%d store-buffering rounds, %d saw both stores, %d forbidden; histogram (r0,r1) (0,0)=%d (0,1)=%d (1,0)=%d (1,1)=%d",
@@ -248,7 +248,7 @@ func runIRIW(c *harness.Ctx, iriw kernels.Kernel) error {
 	}
 	for a := range 2 {
 		for b := range 2 {
-			c.Metric(fmt.Sprintf("outcome.%d_%d", a, b), "count", "IRIW rounds whose readers' second loads read this", float64(hist[a][b]))
+			c.Metric(report.MetricKind{Name: fmt.Sprintf("outcome.%d_%d", a, b), Unit: "count"}, "IRIW rounds whose readers' second loads read this", float64(hist[a][b]))
 		}
 	}
 	c.Note("%d IRIW rounds on 3 ranks, %d forbidden, %d waits timed out", n, forbidden, lost)

@@ -308,12 +308,12 @@ func (e *litmusEnv) params() string {
 // metric records the run's rate and instances, and its histogram: one
 // metric per outcome seen, outcome.<a>_<b> (the two result slots).
 func (e *litmusEnv) metric(prefix string, r envRun) {
-	e.c.Metric(prefix+"weak_per_million", "1/M", "tally", r.perMillion())
-	e.c.Metric(prefix+"instances", "count", "tally", float64(r.instances))
+	e.c.Metric(report.MetricKind{Name: prefix + "weak_per_million", Unit: "1/M"}, "tally", r.perMillion())
+	e.c.Metric(report.MetricKind{Name: prefix + "instances", Unit: "count"}, "tally", float64(r.instances))
 	for a := uint64(0); a < 6; a++ {
 		for b := uint64(0); b < 6; b++ {
 			if n := r.hist[kernels.TallyBin(a, b)]; n != 0 {
-				e.c.Metric(fmt.Sprintf("%soutcome.%d_%d", prefix, a, b), "count", "tally histogram (result slots: 1 + what each role read)", float64(n))
+				e.c.Metric(report.MetricKind{Name: fmt.Sprintf("%soutcome.%d_%d", prefix, a, b), Unit: "count"}, "tally histogram (result slots: 1 + what each role read)", float64(n))
 			}
 		}
 	}

@@ -196,7 +196,7 @@ func runPairRound(c *harness.Ctx, k kernels.Kernel, name string, ordered [][2]in
 			p := parts[i]
 			p.Note("%s: %d pairs at once", name, half)
 			if j := 2 * (i - lo); el[j] > 0 && !planted[ordered[i]] {
-				p.Metric("pair_atomic_rate", "Mops/s", fmt.Sprintf("rank %d's launch elapsed, both ranks' ops (one word of rank %d's memory), %d pairs at once", s, d, half),
+				p.Metric(pairAtomicRate, fmt.Sprintf("rank %d's launch elapsed, both ranks' ops (one word of rank %d's memory), %d pairs at once", s, d, half),
 					float64(2*sz.threads()*sz.iters)/el[j].Seconds()/1e6)
 			}
 			for _, r := range []int{d, s} {
@@ -238,7 +238,7 @@ func runPair(c *harness.Ctx, k kernels.Kernel, s, d int) error {
 		return err
 	}
 	if el[0] > 0 {
-		c.Metric("pair_atomic_rate", "Mops/s", fmt.Sprintf("rank %d's launch elapsed, both ranks' ops (one word of rank %d's memory)", s, d),
+		c.Metric(pairAtomicRate, fmt.Sprintf("rank %d's launch elapsed, both ranks' ops (one word of rank %d's memory)", s, d),
 			float64(2*sz.threads()*sz.iters)/el[0].Seconds()/1e6)
 	}
 	want := counterExpect(k, 2, sz.threads(), sz.iters)
@@ -343,7 +343,7 @@ func runAllToAllStress(c *harness.Ctx, k kernels.Kernel) error {
 		// One clock for every rank: the step lasts from the first launch's
 		// start to the last one's end.
 		if span, ok := harness.Span(wins...); ok && span > 0 {
-			c.Metric("alltoall_atomic_rate", "Mops/s", fmt.Sprintf("every rank's ops in one step (%d ordered pairs at once) / (last end - first start), CLOCK_MONOTONIC", n),
+			c.Metric(report.MetricKind{Name: "alltoall_atomic_rate", Unit: "Mops/s", Better: report.Higher}, fmt.Sprintf("every rank's ops in one step (%d ordered pairs at once) / (last end - first start), CLOCK_MONOTONIC", n),
 				float64(uint64(n)*sz.threads()*sz.iters)/span.Seconds()/1e6)
 		}
 	}

@@ -10,6 +10,15 @@ import (
 	"p2patomics/specs/sampling"
 )
 
+// Metrics measured by more than one spec, declared once: their name,
+// unit and the direction every judge reads (report.MetricKind). A metric
+// measured in one place declares its kind at its Ctx.Metric call; a
+// bandwidth is declared by Ctx.Bandwidth.
+var (
+	atomicRate     = report.MetricKind{Name: "atomic_rate", Unit: "Mops/s", Better: report.Higher}
+	pairAtomicRate = report.MetricKind{Name: "pair_atomic_rate", Unit: "Mops/s", Better: report.Higher}
+)
+
 // perf cases measure what a path is worth: copy bandwidth with the copy
 // engine and with a copy kernel, both directions, per ordered rank pair, and
 // the round-trip latency of a dependent chain of system-scope atomics.
@@ -191,7 +200,7 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 		if sample == 0 {
 			continue // warm-up
 		}
-		c.Metric("rtt_"+string(pp.Scope)+"_us", "us",
+		c.Metric(report.MetricKind{Name: "rtt_" + string(pp.Scope) + "_us", Unit: "us", Better: report.Lower},
 			fmt.Sprintf("side 0 kernel elapsed / rounds (dependent acquire/release chain, local polls, posted stores), %d rounds at each of %d flag placements in one launch, unbounded polls after a bounded warm-up", rounds, sampling.Placements),
 			el[0].Seconds()*1e6/float64(total))
 	}
@@ -265,7 +274,7 @@ func sharedPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int, f0, f1 *harness
 		if err != nil {
 			return err
 		}
-		c.Metric("rtt_"+string(pp.Scope)+"_shared_gpu_us", "us",
+		c.Metric(report.MetricKind{Name: "rtt_" + string(pp.Scope) + "_shared_gpu_us", Unit: "us", Better: report.Lower},
 			fmt.Sprintf("shared-gpu (%s): side 0 kernel elapsed / rounds, %d rounds at one flag placement, every poll bounded by %v", mps, rounds, sharedPollBound),
 			el.Seconds()*1e6/float64(rounds))
 	}
@@ -688,7 +697,7 @@ func runAtomicRate(c *harness.Ctx, k kernels.Kernel, where string) error {
 			continue
 		}
 		if slowest > 0 {
-			c.Metric("atomic_rate", "Mops/s", method, float64(ops)/slowest.Seconds()/1e6)
+			c.Metric(atomicRate, method, float64(ops)/slowest.Seconds()/1e6)
 		}
 	}
 	return nil

@@ -3,13 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
-
-	"golang.org/x/perf/benchmath"
 
 	"p2patomics/harness/backends"
 	"p2patomics/harness/expect"
@@ -34,7 +31,7 @@ type MetricChange struct {
 	Old    float64 `json:"old"` // medians
 	New    float64 `json:"new"`
 	Rel    float64 `json:"rel"`    // (new-old)/|old|; 0 when old is 0
-	Better string  `json:"better"` // "higher", "lower" or "unknown"
+	Better string  `json:"better"` // the declared direction (report.Metric.Direction): "higher", "lower" or "unknown"
 	// Judged says how: "u-test" (Mann-Whitney U on both runs' samples,
 	// as benchstat does), "ranges" (a run without samples: a change
 	// counts only when the two min–max ranges do not overlap) or
@@ -47,6 +44,9 @@ type MetricChange struct {
 	// n=5+5)", "~ (no samples)".
 	Delta string `json:"delta"`
 	Note  string `json:"note,omitempty"`
+	// verdict is perf.CompareRuns's: perf-regression or perf-improvement
+	// by the metric's declared direction, "" for none.
+	verdict string
 }
 
 // Options are p2pcompare's judgement settings.
@@ -229,45 +229,13 @@ func gated(o, n report.Result) bool {
 	return perf && backends.IsGPU(n.Backend)
 }
 
-// Judge compares one metric of the two runs (see Compare).
+// Judge compares one metric of the two runs (see Compare) by the perf
+// judge's two-run mode (perf.CompareRuns): p2pcompare has no perf.txt to
+// judge a median against, only the other run's samples.
 func Judge(o, n report.Metric, opt Options) MetricChange {
-	mc := MetricChange{Unit: n.Unit, Old: o.Median, New: n.Median}
-	if o.Median != 0 {
-		mc.Rel = (n.Median - o.Median) / math.Abs(o.Median)
-	}
-	big := math.Abs(mc.Rel) > opt.Threshold
-	pct := fmt.Sprintf("%+.1f%%", mc.Rel*100)
-	if len(o.Samples) >= 2 && len(n.Samples) >= 2 {
-		th := benchmath.DefaultThresholds
-		th.CompareAlpha = opt.Alpha
-		cmp := benchmath.AssumeNothing.Compare(benchmath.NewSample(o.Samples, &th), benchmath.NewSample(n.Samples, &th))
-		mc.Judged, mc.P, mc.N1, mc.N2 = "u-test", cmp.P, cmp.N1, cmp.N2
-		stat := fmt.Sprintf("p=%.3f, n=%d+%d", cmp.P, cmp.N1, cmp.N2)
-		if cmp.P < opt.Alpha && big {
-			mc.Delta = pct + " (" + stat + ")"
-		} else {
-			mc.Delta = "~ (" + stat + ")"
-			if cmp.P < opt.Alpha {
-				mc.Delta = fmt.Sprintf("~ (%s; %s is within %.0f%%)", stat, pct, opt.Threshold*100)
-			}
-		}
-		return mc
-	}
-	if o.N < 2 || n.N < 2 {
-		// One sample has no spread to judge a change against.
-		mc.Judged, mc.N1, mc.N2 = "too-few", o.N, n.N
-		mc.Delta = fmt.Sprintf("~ (n=%d+%d: too few samples to judge)", o.N, n.N)
-		return mc
-	}
-	mc.Judged = "ranges"
-	apart := n.Max < o.Min || n.Min > o.Max
-	if apart && big && o.Median != 0 {
-		mc.Delta = fmt.Sprintf("%s (no samples; ranges %s–%s and %s–%s do not overlap)", pct,
-			pairs.Format(o.Min), pairs.Format(o.Max), pairs.Format(n.Min), pairs.Format(n.Max))
-	} else {
-		mc.Delta = "~ (no samples)"
-	}
-	return mc
+	rc := perf.CompareRuns(o, n, opt.Threshold, opt.Alpha)
+	return MetricChange{Unit: n.Unit, Old: o.Median, New: n.Median, Rel: rc.Rel, Better: n.Direction().Words(),
+		Judged: rc.Judged, P: rc.P, N1: rc.N1, N2: rc.N2, Delta: rc.Delta, verdict: rc.Verdict}
 }
 
 // Significant reports whether Judge found a change that counts.
@@ -297,7 +265,11 @@ func (c *Comparison) compareMetrics(id string, o, n report.Result, opt Options) 
 		if !inNew {
 			unit = ov.Unit
 		}
-		dir, better := perf.Direction(unit), perf.Better(unit)
+		// A metric gone from the new run reads its declaration from the old.
+		better := nv.Direction().Words()
+		if !inNew {
+			better = ov.Direction().Words()
+		}
 		switch {
 		case !inOld:
 			c.MetricChanges = append(c.MetricChanges, MetricChange{ID: id, Metric: k, Unit: unit, New: nv.Median, Better: better, Note: "new metric", Delta: "new"})
@@ -311,14 +283,15 @@ func (c *Comparison) compareMetrics(id string, o, n report.Result, opt Options) 
 			continue
 		}
 		mc := Judge(ov, nv, opt)
-		mc.ID, mc.Metric, mc.Better = id, k, better
+		mc.ID, mc.Metric = id, k
 		switch {
 		case ov.Median == 0 && nv.Median != 0:
 			mc.Note, mc.Delta = "was 0", "was 0"
 			c.MetricChanges = append(c.MetricChanges, mc)
 		case !mc.Significant():
 			c.MetricsUnchanged++
-		case dir == 0:
+		case mc.verdict == "":
+			// An undeclared direction (a count): a change, neither way.
 			c.MetricChanges = append(c.MetricChanges, mc)
 		case !isGated && opt.Bands != nil:
 			mc.Note = "informational: judged by the band"
@@ -326,7 +299,7 @@ func (c *Comparison) compareMetrics(id string, o, n report.Result, opt Options) 
 		case !isGated:
 			mc.Note = "informational: not a perf case of a GPU backend"
 			c.MetricChanges = append(c.MetricChanges, mc)
-		case float64(dir)*mc.Rel < 0:
+		case mc.verdict == report.PerfRegression:
 			c.MetricRegressions = append(c.MetricRegressions, mc)
 		default:
 			c.MetricImprovements = append(c.MetricImprovements, mc)

@@ -25,8 +25,12 @@
 // p < alpha and the median moved by more than the threshold, printed as
 // "+5.1% (p=0.008, n=5+5)", else "~". A run written before samples were
 // kept is judged from its min–max range: "~ (no samples)" unless the two
-// ranges do not overlap. A counted change on a perf case of a GPU backend
-// is a metric regression or improvement; anything else is informational.
+// ranges do not overlap. This is the perf judge's two-run mode
+// (perf.CompareRuns): without a perf.txt there is no limit to judge a
+// median against, only the other run's samples. A counted change on a
+// perf case of a GPU backend is a metric regression or improvement by the
+// metric's declared direction (report.Metric.Direction, the gate's
+// perf.Worse); anything else is informational.
 // With one run a side a metric regression is "unconfirmed": listed, never
 // REGRESSED (two worlds cannot tell a change from placement noise). With
 // --expectations holding a perf.txt, or at least 3 old runs (comma

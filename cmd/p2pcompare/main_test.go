@@ -325,3 +325,33 @@ func TestFirstLineHasNoControls(t *testing.T) {
 		t.Fatalf("firstLine kept control bytes: %q", got)
 	}
 }
+
+// A perf case's GB/s metric declared lower-is-better (bytes re-sent per
+// second) that doubled is a metric regression, and its "better" column
+// says lower; the same rise of a metric recorded without a declaration (a
+// run from before metrics declared one) is read by the unit rule, as
+// then: an improvement. The unit rule alone called both improvements.
+func TestCompareReadsTheDeclaredDirection(t *testing.T) {
+	for _, c := range []struct {
+		better report.Direction
+		words  string
+		regr   bool
+	}{{report.Lower, "lower", true}, {"", "higher", false}} {
+		pair := func(v float64) *report.Report {
+			mm := samples(v, 0.2, 5)
+			mm.Better = c.better
+			res := r("cuda.vmm.perf.resent.r0r1", report.Pass, report.Pass, map[string]report.Metric{"resent_gbps": mm})
+			res.Labels = []string{"cuda", "perf"}
+			return &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(env("580.159.04")), Results: []report.Result{res}}
+		}
+		cmp := Compare(pair(10), pair(20), Options{Threshold: 0.1})
+		list := cmp.MetricImprovements
+		if c.regr {
+			list = cmp.MetricRegressions
+		}
+		if len(list) != 1 || list[0].Metric != "resent_gbps" || list[0].Better != c.words {
+			t.Errorf("declared %q, 10 → 20 GB/s: regressions %s, improvements %s; want it a %s with better=%s",
+				c.better, metrics(cmp.MetricRegressions), metrics(cmp.MetricImprovements), map[bool]string{true: "regression", false: "improvement"}[c.regr], c.words)
+		}
+	}
+}

@@ -106,7 +106,7 @@ type MetricDist struct {
 	Case   string      `json:"case"`
 	Metric string      `json:"metric"`
 	Unit   string      `json:"unit"`
-	Better string      `json:"better"` // higher, lower or unknown
+	Better string      `json:"better"` // the metric's declared direction (report.Metric.Direction): higher, lower or unknown
 	Nodes  []NodeValue `json:"nodes"`
 	Median float64     `json:"fleet_median"`
 	// Scale is the larger of the robust spread across node medians
@@ -121,25 +121,9 @@ type MetricDist struct {
 	Gating bool `json:"gating"`
 }
 
-// NodeValue is one node's value of a metric.
-type NodeValue struct {
-	Node    string  `json:"node"`
-	Median  float64 `json:"median"`
-	Min     float64 `json:"min"`
-	Max     float64 `json:"max"`
-	N       int     `json:"n"`
-	Z       float64 `json:"z"`                 // (median − fleet median) / scale
-	Outlier string  `json:"outlier,omitempty"` // "low" or "high"
-	Bad     bool    `json:"bad,omitempty"`     // the outlier is on the metric's bad side
-}
-
-// outlierZ is how many scales from the fleet median a node must sit.
-const outlierZ = 3
-
-// outlierRel is how far from the fleet median, relative to it, a node must
-// also sit: the scale of a handful of nodes can be tiny by chance, and a
-// difference of a few percent is no reason to stop a rollout.
-const outlierRel = 0.10
+// NodeValue is one node's value of a metric: the perf judge's fleet mode
+// (perf.Outliers) sets its z and outlier flag.
+type NodeValue = perf.NodeValue
 
 // Merge builds the fleet report. Every node is judged by the run's one
 // verdict function (expect.JudgeRun, as the suite and p2preport do), so a
@@ -554,16 +538,11 @@ func inconsistent(nodes []Node, judged [][]report.Result, sums []NodeSummary) []
 	return out
 }
 
-// better says which way a metric should go, from its unit: rates up,
-// times down, anything else unknown (never a bad outlier).
-// better is the metric direction in words, by the one rule (perf.Better):
-// p2pfleet once had its own, which called "ps" higher and "cycles" unknown.
-func better(unit string) string { return perf.Better(unit) }
-
 func distributions(nodes []Node) []MetricDist {
 	type key struct{ c, m string }
 	vals := map[key][]NodeValue{}
 	units := map[key]string{}
+	dirs := map[key]report.Direction{}
 	// gating: the perf gate's metric set (perf.Gated: a perf case of a GPU
 	// backend, a direction, >= 3 samples). counter.* rates from two
 	// launches (the first sometimes 3x slower) and one-sample copies are
@@ -581,7 +560,7 @@ func distributions(nodes []Node) []MetricDist {
 				gating[k] = gating[k] || perf.Gated(r, m)
 				if _, ok := vals[k]; !ok {
 					keys = append(keys, k)
-					units[k] = m.Unit
+					units[k], dirs[k] = m.Unit, m.Direction()
 				}
 				vals[k] = append(vals[k], NodeValue{Node: n.Name, Median: m.Median, Min: m.Min, Max: m.Max, N: m.N})
 			}
@@ -595,83 +574,20 @@ func distributions(nodes []Node) []MetricDist {
 	})
 	out := []MetricDist{}
 	for _, k := range keys {
-		d := MetricDist{Case: k.c, Metric: k.m, Unit: units[k], Better: better(units[k]), Nodes: vals[k], Gating: gating[k]}
+		d := MetricDist{Case: k.c, Metric: k.m, Unit: units[k], Better: dirs[k].Words(), Nodes: vals[k], Gating: gating[k]}
 		judge(&d)
 		out = append(out, d)
 	}
 	return out
 }
 
-// judge sets the fleet median, the scale and each node's z and outlier
-// flag (see the package comment).
+// judge is the perf judge's fleet mode (perf.Outliers) on d: the fleet
+// median, the scale and each node's z and outlier flag (see the package
+// comment), bad by the metric's declared direction.
 func judge(d *MetricDist) {
-	meds := make([]float64, len(d.Nodes))
-	halves := make([]float64, len(d.Nodes))
-	for i, v := range d.Nodes {
-		meds[i] = v.Median
-		halves[i] = (v.Max - v.Min) / 2
-	}
-	d.Median = perf.Median(meds)
-	dev := make([]float64, len(meds))
-	for i, m := range meds {
-		dev[i] = math.Abs(m - d.Median)
-	}
-	d.Scale = math.Max(1.4826*perf.Median(dev), perf.Median(halves))
-	d.Min, d.Max = slicesMin(meds), slicesMax(meds)
-	if len(d.Nodes) < 3 {
-		// Two nodes have no majority to stand out from.
-		return
-	}
-	for i := range d.Nodes {
-		v := &d.Nodes[i]
-		if d.Scale > 0 {
-			v.Z = round3((v.Median - d.Median) / d.Scale)
-		}
-		reaches := v.Min <= d.Median && d.Median <= v.Max
-		if reaches || d.Scale == 0 && v.Median == d.Median {
-			continue
-		}
-		// One sample has no spread of its own: the scale is then only the
-		// spread of a few nodes' single values, near zero by chance (three
-		// healthy nodes' pair rates were flagged so). Shown, not judged.
-		if oneSample(*v) {
-			continue
-		}
-		if math.Abs(v.Median-d.Median) <= relFloor(d)*math.Abs(d.Median) {
-			continue
-		}
-		if d.Scale == 0 || math.Abs(v.Median-d.Median) > outlierZ*d.Scale {
-			v.Outlier = "high"
-			if v.Median < d.Median {
-				v.Outlier = "low"
-			}
-			v.Bad = (d.Better == "higher" && v.Outlier == "low") || (d.Better == "lower" && v.Outlier == "high")
-			d.Outliers++
-		}
-	}
+	sp := perf.Outliers(d.Nodes, report.Direction(d.Better), relFloor(d))
+	d.Median, d.Scale, d.Min, d.Max, d.Outliers = sp.Median, sp.Scale, sp.Min, sp.Max, sp.Outliers
 }
-
-// oneSample: the node measured the metric once (n 1, or an older file
-// without n whose range is a point).
-func oneSample(v NodeValue) bool { return v.N == 1 || v.N == 0 && v.Min == v.Max }
-
-func slicesMin(s []float64) float64 {
-	m := math.Inf(1)
-	for _, v := range s {
-		m = math.Min(m, v)
-	}
-	return m
-}
-
-func slicesMax(s []float64) float64 {
-	m := math.Inf(-1)
-	for _, v := range s {
-		m = math.Max(m, v)
-	}
-	return m
-}
-
-func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 
 // WriteJSON writes the report as one JSON document.
 func (f *Fleet) WriteJSON(w io.Writer) error {
@@ -771,12 +687,12 @@ func sortedKeys[V any](m map[string]V) []string {
 // must sit to be an outlier: the metric's perf family floor
 // (perf.Classify; spread atomics and the one-launch round trip 40 %,
 // their placement modes move them 23-33 % between healthy GPUs), never
-// below outlierRel for a metric the perf gate does not judge.
+// below perf.OutlierRel for a metric the perf gate does not judge.
 func relFloor(d *MetricDist) float64 {
 	if !d.Gating {
-		return outlierRel
+		return perf.OutlierRel
 	}
-	return math.Max(outlierRel, perf.Classify(d.Case, d.Metric).Floor)
+	return math.Max(perf.OutlierRel, perf.Classify(d.Case, d.Metric).Floor)
 }
 
 // judgeBands judges every node's run by perf.Judge against bands' perf.txt

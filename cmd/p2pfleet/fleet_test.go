@@ -579,3 +579,59 @@ func TestMixedFleetNeedsCapability(t *testing.T) {
 		t.Errorf("a real loss on a capable device: pass %v, reasons %q", f.Pass, f.Reasons)
 	}
 }
+
+// A metric declared lower-is-better in a unit the old unit rule called a
+// rate: the committed 2-GPU run's copy-engine bandwidth, re-declared
+// lower in every node's results.json (written and read back, so the
+// "better" field travels). A node at half the fleet is then a low outlier
+// on the good side and the fleet's metrics do not fail it; a node at
+// twice is a high outlier on the bad side and does. The unit rule
+// flagged the halved node bad and passed the doubled one.
+func TestFleetReadsTheDeclaredDirection(t *testing.T) {
+	base := filepath.Join("..", "..", "results", "h200x2-580.159.04", "results.json")
+	const id, metric = "cuda.vmm.perf.copy_ce_write.r0r1", "bw_ce_write_gbps"
+	declared := func() *report.Report {
+		rep := load(t, base)
+		for i := range rep.Results {
+			if m, ok := rep.Results[i].Metrics[metric]; ok {
+				m.Better = report.Lower
+				rep.Results[i].Metrics[metric] = m
+			}
+		}
+		return rep
+	}
+	for _, c := range []struct {
+		f        float64
+		side     string
+		bad      bool
+		reasoned bool
+	}{{0.5, "low", false, false}, {2, "high", true, true}} {
+		dir := t.TempDir()
+		var ns []Node
+		for _, n := range []string{"gpu-01", "gpu-02", "gpu-03", "gpu-04"} {
+			rep := declared()
+			if n == "gpu-04" {
+				scaleMetric(rep, id, metric, c.f)
+			}
+			p := writeNode(t, dir, n, rep)
+			ns = append(ns, Node{Name: n, File: p, Report: load(t, filepath.Join(p, "results.json"))})
+		}
+		f := Merge(ns)
+		var got *NodeValue
+		for i, m := range f.Metrics {
+			if m.Case == id && m.Metric == metric {
+				if m.Better != "lower" {
+					t.Errorf("×%v: better %q, want lower (declared)", c.f, m.Better)
+				}
+				got = &f.Metrics[i].Nodes[3]
+			}
+		}
+		if got == nil {
+			t.Fatalf("×%v: no %s %s in the fleet's metrics", c.f, id, metric)
+		}
+		reasoned := strings.Contains(strings.Join(f.Reasons, "\n"), "metric "+id+" "+metric+": node gpu-04")
+		if got.Outlier != c.side || got.Bad != c.bad || reasoned != c.reasoned {
+			t.Errorf("×%v: gpu-04 %+v, a fleet reason %v; want a %s outlier, bad=%v, reason %v\n%s", c.f, *got, reasoned, c.side, c.bad, c.reasoned, strings.Join(f.Reasons, "\n"))
+		}
+	}
+}

@@ -22,7 +22,11 @@
 // median absolute deviation) and the typical spread within a node (the
 // median over nodes of half the min–max range of its samples). A node is
 // an outlier when its median sits more than 3 scales from the centre and
-// its own samples' range does not reach the centre.
+// its own samples' range does not reach the centre. This is the perf
+// judge's fleet mode (perf.Outliers): the rule differs from the suite's
+// gate only because a fleet has no perf.txt, just its nodes; which side
+// is bad is the metric's declared direction (report.Metric.Direction),
+// by the gate's own rule (perf.Worse).
 //
 // Only the perf gate's metrics gate (perf.Gated: perf cases of GPU
 // backends, >= 3 samples), and the relative distance is the metric's perf
@@ -44,8 +48,9 @@
 // validation).
 //
 // Exit status: 0 (with --gate: every node has a result and passes, no
-// case is met on some nodes and missed on others and no gating rate is a
-// low outlier nor a time a high one), 1 when --gate finds any of those,
+// case is met on some nodes and missed on others and no gating metric is
+// an outlier on its bad side: low for one declared higher-is-better, high
+// for one declared lower), 1 when --gate finds any of those,
 // and also without --gate when a node has no result (the report is not
 // the fleet's); 2 usage error (one line on stderr).
 package main

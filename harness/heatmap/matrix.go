@@ -67,7 +67,7 @@ func (p *matrixPic) captions(subtitle string) {
 	if unit == "" {
 		unit = "no unit"
 	}
-	better := map[int]string{1: "higher is better", -1: "lower is better", 0: "direction unknown"}[pairs.Direction(m.Unit)]
+	better := map[int]string{1: "higher is better", -1: "lower is better", 0: "direction unknown"}[m.Better.Sign()]
 	p.title = fmt.Sprintf("%s (%s)", m.Metric, unit)
 	p.sub = m.Family
 	if subtitle != "" {

@@ -24,13 +24,8 @@ import (
 	"strings"
 
 	"p2patomics/harness/backends"
-	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
 )
-
-// Direction says which way a unit is better: +1 higher, -1 lower, 0
-// unknown. The rule is perf.Direction's, declared there once for every tool.
-func Direction(unit string) int { return perf.Direction(unit) }
 
 // Cell is one measured pair.
 type Cell struct {
@@ -46,6 +41,9 @@ type Matrix struct {
 	Metric string // metric name
 	Family string // case family (see package doc)
 	Unit   string
+	// Better is the metric's declared direction (report.Metric.Direction,
+	// of the first cell found: one metric name is one declaration).
+	Better report.Direction
 	Size   int // max(GPU index)+1
 	Cells  map[[2]int]Cell
 	File   string // file name WriteAll uses: <family>.<metric>.svg
@@ -108,7 +106,7 @@ func Matrices(results []report.Result) []*Matrix {
 			k := [2]string{name, fam}
 			mx := byKey[k]
 			if mx == nil {
-				mx = &Matrix{Metric: name, Family: fam, Unit: m.Unit, Cells: map[[2]int]Cell{}}
+				mx = &Matrix{Metric: name, Family: fam, Unit: m.Unit, Better: m.Direction(), Cells: map[[2]int]Cell{}}
 				byKey[k] = mx
 			}
 			mx.Cells[[2]int{src, dst}] = Cell{Src: src, Dst: dst, Metric: m, Case: r.ID(), Outcome: r.Outcome, State: Classify(r)}

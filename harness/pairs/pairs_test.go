@@ -59,14 +59,6 @@ func TestPairAndFamily(t *testing.T) {
 	}
 }
 
-func TestDirection(t *testing.T) {
-	for u, want := range map[string]int{"GB/s": 1, "Mops/s": 1, "gbps": 1, "us": -1, "µs": -1, "ns": -1, "ns/op": -1, "bytes": 0, "": 0} {
-		if got := Direction(u); got != want {
-			t.Errorf("Direction(%q) = %d, want %d", u, got, want)
-		}
-	}
-}
-
 func TestMatrices(t *testing.T) {
 	ms := Matrices(sample())
 	var files []string

@@ -63,11 +63,12 @@ func Classify(id, name string) Family {
 }
 
 // Gated says whether a metric of r takes part in the perf gate: a perf
-// case of a GPU backend, a direction, and at least MinSamples samples
+// case of a GPU backend, a declared direction (report.Metric.Direction),
+// and at least MinSamples samples
 // (counter.* rates from two launches and one-shot all-to-all copies stay
 // informational).
 func Gated(r report.Result, m report.Metric) bool {
-	return slices.Contains(r.Labels, "perf") && backends.IsGPU(r.Backend) && Direction(m.Unit) != 0 && m.N >= MinSamples
+	return slices.Contains(r.Labels, "perf") && backends.IsGPU(r.Backend) && m.Direction().Sign() != 0 && m.N >= MinSamples
 }
 
 // MinSamples is the least number of timed samples a gated metric has.

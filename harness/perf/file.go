@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"p2patomics/harness/report"
 )
 
 // FileName is the perf baseline's name in an expectation folder; a single
@@ -31,6 +33,15 @@ type Line struct {
 	Family     string
 	Reason     string // the comment block above the line
 	At         string // file:line
+}
+
+// Better is the direction the line was recorded with (its op): the
+// metric's declared one when it was recorded.
+func (l Line) Better() report.Direction {
+	if l.Op == ">=" {
+		return report.Higher
+	}
+	return report.Lower
 }
 
 // Key is the metric's identity, "case-id metric".
@@ -136,12 +147,13 @@ func parseLine(at, text string) (Line, error) {
 	}
 	l.Limit, l.Lo, l.Hi, l.Tol = nums[0], nums[1], nums[2], nums[3]/100
 	l.Runs, _ = strconv.Atoi(m[8])
-	want := map[int]string{+1: ">=", -1: "<="}[Direction(l.Unit)]
+	// The op is the metric's declared direction, recorded (Record): the
+	// unit says nothing about it, so a line is checked against its own
+	// band instead — a limit on the far side of it was written by hand the
+	// wrong way round.
 	switch {
-	case want == "":
-		return Line{}, fmt.Errorf("%s: unit %q has no direction (perf.Direction): it cannot be gated", at, l.Unit)
-	case want != l.Op:
-		return Line{}, fmt.Errorf("%s: %s %s is %s better, so its limit is %s, not %s", at, l.Metric, l.Unit, Better(l.Unit), want, l.Op)
+	case l.Op == ">=" && l.Limit > l.Lo, l.Op == "<=" && l.Limit < l.Hi:
+		return Line{}, fmt.Errorf("%s: %s %s %s is on the wrong side of its band %v..%v (%s is better, so the limit lies %s)", at, l.Metric, l.Op, m[4], l.Lo, l.Hi, l.Better().Words(), map[string]string{">=": "below it", "<=": "above it"}[l.Op])
 	case l.Lo > l.Hi:
 		return Line{}, fmt.Errorf("%s: band %v..%v is upside down", at, l.Lo, l.Hi)
 	case l.Runs < MinRuns:

@@ -1,3 +1,11 @@
+// Package perf holds the performance gate: the perf.txt baseline (a limit
+// per metric recorded from several runs in fresh worlds, Record, Parse,
+// Format), the decision that judges a run's medians against it (Judge),
+// and its two offline modes (CompareRuns: two runs' samples, p2pcompare;
+// Outlier: one node among many, p2pfleet). Which way a metric is better
+// is never decided here: it is declared with the metric
+// (report.MetricKind) and read from report.Metric.Direction.
+// docs/GATING.md ("The perf gate") is its user's view.
 package perf
 
 import (
@@ -28,8 +36,10 @@ import (
 //     would be no gate.
 //
 // A metric better than the band's far edge by more than its tolerance is
-// perf-improvement (the baseline is stale; reported). A line whose case
-// passed without the metric (or with another unit) is perf-missing. A
+// perf-improvement (the baseline is stale; reported). Better and worse
+// are the line's op, which recorded the metric's declared direction; the
+// unit is never read for it. A line whose case passed without the metric
+// (or with another unit, or declared the other way now) is perf-missing. A
 // line whose case did not pass is left to the correctness verdict.
 func Judge(f *File, results []report.Result, reruns map[string][]float64, baseline string) *report.PerfSummary {
 	last := map[string]report.Result{}
@@ -50,7 +60,7 @@ func Judge(f *File, results []report.Result, reruns map[string][]float64, baseli
 			continue
 		}
 		m, has := r.Metrics[l.Metric]
-		if !has || m.Unit != l.Unit {
+		if !has || m.Unit != l.Unit || m.Direction() != l.Better() {
 			p.Gated++
 			p.Findings = append(p.Findings, missing(l, m, has))
 			p.Bands = append(p.Bands, bandOf(l, 0, report.PerfMissing))
@@ -74,8 +84,8 @@ func Judge(f *File, results []report.Result, reruns map[string][]float64, baseli
 
 // judgeOne is one line's finding; false when the metric is in band.
 func judgeOne(l Line, m report.Metric, rr []float64) (report.PerfFinding, bool) {
-	dir := float64(Direction(l.Unit))
-	worse := func(v float64) bool { return dir*(v-l.Limit) < 0 }
+	dir := float64(l.Better().Sign())
+	worse := func(v float64) bool { return Worse(l.Better(), v, l.Limit) }
 	was := l.Lo
 	if dir < 0 {
 		was = l.Hi
@@ -127,8 +137,11 @@ func judgeOne(l Line, m report.Metric, rr []float64) (report.PerfFinding, bool) 
 func missing(l Line, m report.Metric, has bool) report.PerfFinding {
 	fd := report.PerfFinding{ID: l.ID, Metric: l.Metric, Verdict: report.PerfMissing, Unit: l.Unit, Op: l.Op, Limit: l.Limit, Lo: l.Lo, Hi: l.Hi}
 	fd.Detail = "the case passed without this metric"
-	if has {
+	switch {
+	case has && m.Unit != l.Unit:
 		fd.Detail = fmt.Sprintf("the metric is in %s now, %s in the baseline", m.Unit, l.Unit)
+	case has:
+		fd.Detail = fmt.Sprintf("the metric is declared %s-is-better now, %s-is-better in the baseline: re-record it", m.Direction().Words(), l.Better().Words())
 	}
 	return fd
 }

@@ -19,8 +19,8 @@ var ErrTooFewRuns = fmt.Errorf("a perf baseline needs at least %d runs in fresh 
 // stack is the header the correctness files carry. Each gated metric
 // (Gated) whose case passed in at least MinRuns of them gets a line: band
 // = the least and greatest run median, tol = min(Cap, max(family floor,
-// 4 × between-run CV)), limit = lo·(1−tol) for rates, hi·(1+tol) for
-// times. Refused: fewer than MinRuns runs, an injected or interrupted run,
+// 4 × between-run CV)), limit = lo·(1−tol) for a metric declared higher-is-better,
+// hi·(1+tol) for lower (report.Metric.Direction: the op records it). Refused: fewer than MinRuns runs, an injected or interrupted run,
 // or runs on GPUs of different names (no scope holds them).
 func Record(runs []*report.Report, names []string, stack string) (*File, error) {
 	return Recording{}.Record(runs, names, stack)
@@ -102,14 +102,14 @@ func gatedKeys(runs []*report.Report, gated func(report.Result, report.Metric) b
 // with the metric in the same unit; false with fewer than MinRuns.
 func lineFor(k key, runs []*report.Report, gated func(report.Result, report.Metric) bool) (Line, bool) {
 	var meds []float64
-	unit := ""
+	unit, dir := "", report.Direction("")
 	for _, rep := range runs {
 		r, ok := find(rep, k.id)
 		m, has := r.Metrics[k.metric]
-		if !ok || !has || r.Outcome != report.Pass || !gated(r, m) || (unit != "" && m.Unit != unit) {
+		if !ok || !has || r.Outcome != report.Pass || !gated(r, m) || (unit != "" && (m.Unit != unit || m.Direction() != dir)) {
 			continue
 		}
-		unit = m.Unit
+		unit, dir = m.Unit, m.Direction()
 		meds = append(meds, m.Median)
 	}
 	if len(meds) < MinRuns {
@@ -120,7 +120,7 @@ func lineFor(k key, runs []*report.Report, gated func(report.Result, report.Metr
 	tol := math.Min(Cap, math.Max(fam.Floor, 4*cv(meds)))
 	tol = math.Round(tol*1000) / 1000
 	l := Line{ID: k.id, Metric: k.metric, Unit: unit, Lo: lo, Hi: hi, Runs: len(meds), Tol: tol, Family: fam.Name}
-	if Direction(unit) > 0 {
+	if dir == report.Higher {
 		l.Op, l.Limit = ">=", lo*(1-tol)
 	} else {
 		l.Op, l.Limit = "<=", hi*(1+tol)

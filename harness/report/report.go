@@ -136,6 +136,10 @@ type Metric struct {
 	Max    float64 `json:"max"`
 	N      int     `json:"n"`
 	Method string  `json:"method"`
+	// Better is the direction the metric was declared with (Direction;
+	// absent in runs recorded before metrics declared one, and for a
+	// count).
+	Better Direction `json:"better,omitempty"`
 	// Clock is what the devices' core clocks did while the case measured
 	// (perf cases on backends that can sample them).
 	Clock *Clock `json:"clock,omitempty"`

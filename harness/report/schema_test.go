@@ -232,7 +232,7 @@ func goodReport() *report.Report {
 				Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected, Detail: "13500000 adds summed exactly",
 				Duration: 0.0123,
 				Ranks:    []report.Rank{{Rank: 0, Pid: 100, Device: 0, ExitCode: nil, GoDump: false}, {Rank: 1, Pid: 101, Device: 0, ExitCode: &zero}},
-				Metrics:  map[string]report.Metric{"bw_copy_gbps": {Unit: "GB/s", Median: 12.5, Min: 12, Max: 13, N: 5, Method: "wall", Samples: []float64{12.5, 13, 12, 12.5, 12.6}}},
+				Metrics:  map[string]report.Metric{"bw_copy_gbps": {Unit: "GB/s", Median: 12.5, Min: 12, Max: 13, N: 5, Method: "wall", Better: report.Higher, Samples: []float64{12.5, 13, 12, 12.5, 12.6}}},
 				Repro:    "./specs.test --backend=host --case=host.memfd.counter.add_u64_relaxed_sys",
 			},
 			{
@@ -290,6 +290,7 @@ func TestSchemaRejectsPlanted(t *testing.T) {
 		{"exit code string", func(m map[string]any) { rank(m)["exit_code"] = "0" }, `/results/0/ranks/1/exit_code: type string, want integer or null`},
 		{"negative duration", func(m map[string]any) { res(m)["duration_s"] = -1 }, `/results/0/duration_s: -1 < minimum 0`},
 		{"metric n fraction", func(m map[string]any) { metric(m)["n"] = 2.5 }, `/results/0/metrics/bw_copy_gbps/n: type number, want integer`},
+		{"better unknown", func(m map[string]any) { metric(m)["better"] = "up" }, `/results/0/metrics/bw_copy_gbps/better: "up" not in enum`},
 		{"metric without unit", func(m map[string]any) { delete(metric(m), "unit") }, `missing required "unit"`},
 		{"schema 2", func(m map[string]any) { m["schema"] = 2 }, `/schema: 2, want const 1`},
 		{"fault code string", func(m map[string]any) {

@@ -86,7 +86,7 @@ func recordRun(t *testing.T, n, failOn int) (string, int, string, *report.Report
 					return errors.New("planted failure of this execution")
 				}
 				v := float64(10 * k)
-				c.Metric("alloc_us", "us", "planted: 10 × the execution's number", v, v, v)
+				c.Metric(report.MetricKind{Name: "alloc_us", Unit: "us", Better: report.Lower}, "planted: 10 × the execution's number", v, v, v)
 				return nil
 			}}}
 	}
@@ -138,7 +138,7 @@ func TestPerfRunsHostIsNotGated(t *testing.T) {
 // baseline is the main pass's (the failed extra pass is not in fails.txt).
 func TestPerfRunsRecordsFromFreshPasses(t *testing.T) {
 	defer suite.SetRecording(perf.Recording{Gated: func(r report.Result, m report.Metric) bool {
-		return slices.Contains(r.Labels, "perf") && perf.Direction(m.Unit) != 0 && m.N >= perf.MinSamples
+		return slices.Contains(r.Labels, "perf") && m.Direction().Sign() != 0 && m.N >= perf.MinSamples
 	}, Scope: "sku none"})()
 	dir, code, stdout, rep, runs := recordRun(t, 4, 4)
 	if code != 0 || runs != 4 || len(rep.Timing.Worlds) != 4 {
