@@ -430,6 +430,7 @@ func addLitmusEnvs() {
 		mutants = append(mutants, dev)
 		add(Kernel{Name: strong, Op: sh.op, Type: U32, Order: sh.strong, Scope: Sys, Args: LitmusEnvArgs, Spins: true,
 			Mutants: mutants, Doc: envDoc + sh.doc})
+		litmusEnvs = append(litmusEnvs, strong)
 		if sh.strong != Relaxed {
 			add(Kernel{Name: relaxed, Op: sh.op, Type: U32, Order: Relaxed, Scope: Sys, Args: LitmusEnvArgs, Spins: true, Info: true,
 				Mutation: sh.relax, Doc: "mutant of " + strong + ": " + sh.relax})
@@ -441,6 +442,21 @@ func addLitmusEnvs() {
 		Args: []Arg{p("res"), p("out"), v("n"), v("block"), v("nthreads"), p("wit"), v("nonce")}, Witness: true,
 		Doc: "the outcome histogram: for i = g; i < n; i += nthreads: out[TallyBin(res[2i], res[2i+1])] += 1 " +
 			"(TallyBins u64 words, relaxed device adds); witness: instances read"})
+}
+
+// litmusEnvs are the strong kernels of the parallel testing environments,
+// in the order addLitmusEnvs declares their shapes.
+var litmusEnvs []string
+
+// LitmusEnvs returns the strong kernel of each parallel-testing-environment
+// shape, in declaration order: the catalogue's litmus cases (specs) and
+// docs/LITMUS.md's table (TestLitmusTableMatchesManifest) derive from it.
+func LitmusEnvs() []Kernel {
+	out := make([]Kernel, len(litmusEnvs))
+	for i, n := range litmusEnvs {
+		out[i] = byName[n]
+	}
+	return out
 }
 
 // All returns every manifest entry, sorted by name.

@@ -657,10 +657,10 @@ func (f *Fleet) WriteText(w io.Writer) {
 	}
 }
 
-// WriteDrain prints one Slurm drain command per failing node, the reason
-// its first failure (Slurm keeps a short free-text reason; the report has
-// the rest).
-func (f *Fleet) WriteDrain(w io.Writer) {
+// WriteDrain prints one drain command of engine e per failing node, the
+// reason its first failure (Slurm keeps a short free-text reason; the
+// report has the rest).
+func (f *Fleet) WriteDrain(w io.Writer, e Engine) {
 	for _, n := range f.Nodes {
 		if len(n.Failures) == 0 {
 			continue
@@ -670,7 +670,7 @@ func (f *Fleet) WriteDrain(w io.Writer) {
 			why += fmt.Sprintf(" (+%d more)", len(n.Failures)-1)
 		}
 		why = strings.NewReplacer(`"`, "'", `\`, "/", "$", "", "`", "'").Replace(trunc(why, 160))
-		fmt.Fprintf(w, "scontrol update nodename=%s state=drain reason=\"p2patomics: %s\"\n", n.Name, why)
+		fmt.Fprintf(w, e.Drain+"\n", n.Name, why)
 	}
 }
 

@@ -5,7 +5,7 @@
 // outlying nodes flagged, and the cases that fail on some nodes and pass
 // on others.
 //
-//	p2pfleet [--json=FILE] [--html=FILE] [--gate] [--drain] [--expectations=PATH] NODE... (a results.json, or a folder holding one)
+//	p2pfleet [--json=FILE] [--html=FILE] [--gate] [--drain[=ENGINE]] [--expectations=PATH] NODE... (a results.json, or a folder holding one)
 //
 // A node is named by the folder its results.json is in (the scripts under
 // scripts/fleet write <shared>/<node>/results.json, and the suite's exit
@@ -45,7 +45,8 @@
 // --drain prints, after the report, one `scontrol update nodename=N
 // state=drain reason="p2patomics: ..."` line per failing node, for the
 // scheduler's admin to run (the drain pattern of NHC and DCGM's cluster
-// validation).
+// validation); --drain=ENGINE prints that engine's line instead (the rows
+// of engines.go: slurm, kubernetes).
 //
 // Exit status: 0 (with --gate: every node has a result and passes, no
 // case is met on some nodes and missed on others and no gating metric is
@@ -71,7 +72,7 @@ import (
 	"p2patomics/internal/cli"
 )
 
-const usage = "usage: p2pfleet [--json=FILE] [--html=FILE] [--gate] [--drain] [--expectations=PATH] NODE/results.json|NODE/ ..."
+const usage = "usage: p2pfleet [--json=FILE] [--html=FILE] [--gate] [--drain[=ENGINE]] [--expectations=PATH] NODE/results.json|NODE/ ..."
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -81,7 +82,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	htmlOut := fs.String("html", "", "write the fleet report as one HTML page to this file (- for stdout)")
 	gate := fs.Bool("gate", false, "exit 1 on any failing node, node without a result, inconsistent case or bad outlier")
 	exps := fs.String("expectations", "", "an expectation folder or perf.txt whose perf bands judge every node (perf.Judge, as the suite's perf gate)")
-	drain := fs.Bool("drain", false, "after the report, print a Slurm `scontrol update nodename=... state=drain` line per failing node")
+	var drain drainFlag
+	fs.Var(&drain, "drain", "after the report, print a drain line per failing node for the engine named ("+engineNames()+"; bare: a Slurm `scontrol update nodename=... state=drain` line)")
 	pos, code, done := cli.Parse(fs, args, usage, stdout, stderr)
 	if done {
 		return code
@@ -90,7 +92,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "p2pfleet: --json=- and --html=- both want stdout; give one a file\n")
 		return 2
 	}
-	if *drain && (*jsonOut == "-" || *htmlOut == "-") {
+	if drain.engine != nil && (*jsonOut == "-" || *htmlOut == "-") {
 		fmt.Fprintf(stderr, "p2pfleet: --drain prints to stdout, where --json=- or --html=- writes its document; give that a file\n")
 		return 2
 	}
@@ -152,8 +154,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	if *drain {
-		f.WriteDrain(stdout)
+	if drain.engine != nil {
+		f.WriteDrain(stdout, *drain.engine)
 	}
 	if *gate && !f.Pass {
 		return 1

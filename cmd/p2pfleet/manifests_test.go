@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -247,31 +249,103 @@ func readText(t *testing.T, p string) string {
 	return string(b)
 }
 
+// engineChecks are the engine-specific checks of a manifest (one Job per
+// node, one task per node...); an engine without one still has its suite
+// flags compared with every other's.
+var engineChecks = map[string]func(text string) (problems, flags []string){
+	"slurm":      checkSbatch,
+	"kubernetes": checkJob,
+}
+
+// engineFlags returns, per manifest of every row of Engines, its problems
+// and the suite flags it passes (suiteFlags' form).
+func engineFlags(t *testing.T, engines []Engine) (problems []string, flags map[string][]string) {
+	t.Helper()
+	flags = map[string][]string{}
+	for _, e := range engines {
+		for _, m := range e.Manifests {
+			path := filepath.Join(e.Folder, m)
+			if !filepath.IsAbs(e.Folder) {
+				path = filepath.Join("../../scripts/fleet", e.Folder, m)
+			}
+			text := readText(t, path)
+			check := engineChecks[e.Name]
+			if check == nil {
+				check = func(text string) ([]string, []string) {
+					f, _, _, err := suiteFlags(text)
+					if err != nil {
+						return []string{err.Error()}, nil
+					}
+					return nil, f
+				}
+			}
+			ps, fs := check(text)
+			for _, p := range ps {
+				problems = append(problems, e.Folder+"/"+m+": "+p)
+			}
+			flags[e.Folder+"/"+m] = fs
+		}
+	}
+	return problems, flags
+}
+
+// differentFlags names the manifests whose suite flags differ from the
+// first's.
+func differentFlags(engines []Engine, flags map[string][]string) []string {
+	var first string
+	var diff []string
+	for _, e := range engines {
+		for _, m := range e.Manifests {
+			k := e.Folder + "/" + m
+			if first == "" {
+				first = k
+			} else if strings.Join(flags[k], " ") != strings.Join(flags[first], " ") {
+				diff = append(diff, fmt.Sprintf("%s runs the suite with %v, %s with %v", k, flags[k], first, flags[first]))
+			}
+		}
+	}
+	return diff
+}
+
 func TestFleetManifests(t *testing.T) {
-	job, sb := readText(t, jobPath), readText(t, sbatchPth)
-	jp, jf := checkJob(job)
-	sp, sf := checkSbatch(sb)
-	for _, p := range jp {
-		t.Errorf("kubernetes/job.yaml: %s", p)
+	if len(Engines) < 2 {
+		t.Fatalf("%d engines: the recipes have Slurm and Kubernetes", len(Engines))
 	}
-	for _, p := range sp {
-		t.Errorf("slurm/p2patomics.sbatch: %s", p)
+	problems, flags := engineFlags(t, Engines)
+	for _, p := range problems {
+		t.Error(p)
 	}
-	if strings.Join(jf, " ") != strings.Join(sf, " ") {
-		t.Errorf("the two schedulers run the suite with different flags: kubernetes %v, slurm %v", jf, sf)
+	for _, d := range differentFlags(Engines, flags) {
+		t.Errorf("the schedulers run the suite with different flags: %s", d)
 	}
 	// The emptyDir variant is the same Job but for its volume.
-	ed := readText(t, emptyDirPath)
-	ep, _ := checkJob(ed)
-	for _, p := range ep {
-		t.Errorf("kubernetes/job-emptydir.yaml: %s", p)
-	}
+	job, ed := readText(t, jobPath), readText(t, emptyDirPath)
 	jobDoc := job[strings.Index(job, "apiVersion: batch/v1") : strings.Index(job, "\n---\n")+1]
 	jobDoc = strings.Replace(jobDoc, "        - name: results\n          persistentVolumeClaim:\n            claimName: p2patomics-results\n", "", 1)
 	edDoc := ed[strings.Index(ed, "apiVersion: batch/v1"):]
 	edDoc = regexp.MustCompile(`(?s)        # No claim:.*emptyDir: \{\}\n`).ReplaceAllString(edDoc, "")
 	if jobDoc != edDoc {
 		t.Errorf("job-emptydir.yaml's Job differs from job.yaml's in more than its volume")
+	}
+}
+
+// TestFleetManifestsIterateTheRows plants an engine row (its folder a
+// copy of Slurm's with one flag more) and requires TestFleetManifests'
+// comparison to find it: a new engine is checked by being a row, not by
+// an edit here.
+func TestFleetManifestsIterateTheRows(t *testing.T) {
+	dir := t.TempDir()
+	sb := strings.Replace(readText(t, sbatchPth), "--ranks=$gpus", "--ranks=$gpus --perf", 1)
+	if err := os.WriteFile(dir+"/run.sh", []byte(sb), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	planted := append(slices.Clone(Engines), Engine{Name: "flux", Folder: dir, Manifests: []string{"run.sh"}})
+	_, flags := engineFlags(t, planted)
+	if f := flags[dir+"/run.sh"]; !slices.Contains(f, "--perf") {
+		t.Errorf("a planted row's manifest was not read: its flags %q", f)
+	}
+	if d := differentFlags(planted, flags); len(d) != 1 || !strings.Contains(d[0], "run.sh") {
+		t.Errorf("a planted row with a flag more was not reported alone: %q", d)
 	}
 }
 
