@@ -16,6 +16,7 @@ import (
 	"p2patomics/harness/expect"
 	"p2patomics/harness/pairs"
 	"p2patomics/harness/report"
+	"p2patomics/harness/stream"
 	"p2patomics/internal/device"
 	"p2patomics/internal/inject"
 )
@@ -56,7 +57,7 @@ type Run struct {
 	ckptSaid bool
 	ckptEnv  *report.Environment
 	ckptEnvN int
-	done     int // cases finished, for the live lines
+	line     *stream.Live // the live-line sink (outputs.go's live)
 	// Probes are the backends tried and what each said (environment.backends).
 	Probes []BackendProbe
 	// Style colours stdout (outputs.StdoutStyle); Stdout is where the live lines,
