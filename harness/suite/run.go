@@ -49,12 +49,9 @@ type Run struct {
 	finishOnce sync.Once
 	exitCode   int
 	t0         time.Time // when the run was planned: the suite's wall clock starts here
-	// checkpoint state (lifecycle.go): when results.json was last
-	// rewritten, what that cost, the fingerprint it used.
-	ckptMu   sync.Mutex
-	ckptLast time.Time
-	ckptCost time.Duration
-	ckptSaid bool
+	// ckpt is the checkpoint sink (lifecycle.go); ckptEnv the
+	// fingerprint the checkpoints use, with the device count it knew.
+	ckpt     *stream.Checkpoint
 	ckptEnv  *report.Environment
 	ckptEnvN int
 	line     *stream.Live // the live-line sink (outputs.go's live)
