@@ -155,7 +155,7 @@ func (r *Run) stop(what, why, by string) {
 	// file renamed), and none starts after: os.Exit below would leave its
 	// temporary file in --out, or a late one would overwrite the final
 	// results.json.
-	r.checkpoints().Handle(stream.Interrupted{Signal: by})
+	r.emit(stream.Interrupted{Signal: by})
 	for _, rn := range runners {
 		rn.KillAll()
 	}
@@ -188,6 +188,11 @@ func (r *Run) checkpoint() {
 func (r *Run) checkpoints() *stream.Checkpoint {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.checkpointSink()
+}
+
+// checkpointSink is checkpoints' sink; r.mu is held.
+func (r *Run) checkpointSink() *stream.Checkpoint {
 	if r.ckpt == nil {
 		r.ckpt = &stream.Checkpoint{Path: filepath.Join(r.Opts.Out, "results.json"), Snapshot: r.snapshot, Stderr: os.Stderr,
 			NoSpace: func(err error) bool {

@@ -13,22 +13,45 @@ import (
 )
 
 // live prints a case's line as it finishes, through the run's live-line
-// sink (stream.Live), built on the first line: a Run made by hand in a
-// test has no plan step to build it in.
+// sink alone: a case the run did not finish (an abort, admit's) is not
+// checkpointed at this moment.
 func (r *Run) live(res report.Result) {
 	r.mu.Lock()
+	line := r.liveSink()
+	r.mu.Unlock()
+	line.Handle(stream.CaseDone{Result: res})
+}
+
+// emit feeds e to the run's sinks, in one order for every event: the
+// checkpoint (results.json first: a parent killed after the line was
+// printed finds the case in it), then the live line. The sinks are made
+// on the first event: a Run made by hand in a test has no plan step.
+func (r *Run) emit(e stream.Event) {
+	r.mu.Lock()
+	if r.sinks == nil {
+		var sinks []stream.Sink
+		if r.Opts.Out != "" && prepared != nil {
+			sinks = append(sinks, r.checkpointSink())
+		}
+		r.sinks = stream.NewFanout(append(sinks, r.liveSink())...)
+	}
+	f := r.sinks
+	r.mu.Unlock()
+	f.Emit(e)
+}
+
+// liveSink is the live line (stream.Live); r.mu is held.
+func (r *Run) liveSink() *stream.Live {
 	if r.line == nil {
 		r.line = &stream.Live{W: r.stdout(), Style: r.Style, Total: len(r.planned)}
 		if r.gate != nil {
-			// JudgeOne has set Baseline on every result the run prints;
-			// the sink sets it too so a result that reaches it unjudged
-			// shows it.
+			// Gated, "expected" is the baseline's outcome. JudgeOne has
+			// set Baseline on every result the run prints; the sink sets
+			// it too so a result that reaches it unjudged shows it.
 			r.line.Baseline = r.gate.Baseline
 		}
 	}
-	line := r.line
-	r.mu.Unlock()
-	line.Handle(stream.CaseDone{Result: res})
+	return r.line
 }
 
 func (r *Run) stdout() io.Writer {

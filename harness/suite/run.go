@@ -54,7 +54,8 @@ type Run struct {
 	ckpt     *stream.Checkpoint
 	ckptEnv  *report.Environment
 	ckptEnvN int
-	line     *stream.Live // the live-line sink (outputs.go's live)
+	line     *stream.Live   // the live-line sink (outputs.go's live)
+	sinks    *stream.Fanout // every sink, fed in order (outputs.go's emit)
 	// Probes are the backends tried and what each said (environment.backends).
 	Probes []BackendProbe
 	// Style colours stdout (outputs.StdoutStyle); Stdout is where the live lines,
@@ -256,9 +257,9 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 	}
 	r.current = ""
 	r.mu.Unlock()
-	r.checkpoint()
 	if !late {
-		r.live(res)
+		// Late, the interrupt's final write is under way: no sink takes it.
+		r.emit(stream.CaseDone{Result: res})
 	}
 	return res
 }
