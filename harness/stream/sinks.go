@@ -85,3 +85,29 @@ func (r *Reports) Err() error {
 	}
 	return r.err
 }
+
+// RerunQueue is the gate's rerun queue (deqp-runner's rule: an unexpected
+// result gets one rerun in a fresh world): the first attempts of the
+// CaseDone events that carry one, in the order they finished.
+type RerunQueue struct {
+	mu     sync.Mutex
+	queued []report.Result
+}
+
+// Handle queues a CaseDone's First attempt.
+func (q *RerunQueue) Handle(e Event) {
+	if d, ok := e.(CaseDone); ok && d.First != nil {
+		q.mu.Lock()
+		q.queued = append(q.queued, *d.First)
+		q.mu.Unlock()
+	}
+}
+
+// Take empties the queue and returns what it held, in order.
+func (q *RerunQueue) Take() []report.Result {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.queued
+	q.queued = nil
+	return out
+}

@@ -20,8 +20,13 @@ type Event interface{ event() }
 // CaseStarted: a case was admitted and is about to run.
 type CaseStarted struct{ ID string }
 
-// CaseDone: a case finished with its (judged) result.
-type CaseDone struct{ Result report.Result }
+// CaseDone: a case finished with its (judged) result. First, when set, is
+// its first attempt as it ran (unjudged), which the gate calls a
+// regression: the case waits for its rerun in a fresh world (RerunQueue).
+type CaseDone struct {
+	Result report.Result
+	First  *report.Result
+}
 
 // WorldEvent is a line a world reported (a rank that died idle, a start).
 type WorldEvent struct{ Line string }

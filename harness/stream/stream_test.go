@@ -136,3 +136,23 @@ func fmtType(e stream.Event) string {
 	}
 	return "?"
 }
+
+// The rerun queue holds the first attempts of the cases the gate reruns,
+// in the order they finished, once: Take empties it.
+func TestRerunQueue(t *testing.T) {
+	q := &stream.RerunQueue{}
+	f := stream.NewFanout(q)
+	a := result("host.memfd.counter.a", report.Crash)
+	c := result("host.memfd.counter.c", report.Fail)
+	f.Emit(stream.CaseDone{Result: a, First: &a})
+	f.Emit(stream.CaseDone{Result: result("host.memfd.counter.b", report.Pass)})
+	f.Emit(stream.Interrupted{Signal: "SIGINT"})
+	f.Emit(stream.CaseDone{Result: c, First: &c})
+	got := q.Take()
+	if len(got) != 2 || got[0].ID() != a.ID() || got[1].ID() != c.ID() || got[1].Outcome != report.Fail {
+		t.Fatalf("queue: %+v, want a then c", got)
+	}
+	if again := q.Take(); len(again) != 0 {
+		t.Errorf("a second Take returned %d", len(again))
+	}
+}

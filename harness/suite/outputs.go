@@ -24,7 +24,7 @@ func (r *Run) live(res report.Result) {
 
 // emit feeds e to the run's sinks, in one order for every event: the
 // checkpoint (results.json first: a parent killed after the line was
-// printed finds the case in it), then the live line. The sinks are made
+// printed finds the case in it), the live line, the gate's rerun queue. The sinks are made
 // on the first event: a Run made by hand in a test has no plan step.
 func (r *Run) emit(e stream.Event) {
 	r.mu.Lock()
@@ -33,7 +33,7 @@ func (r *Run) emit(e stream.Event) {
 		if r.Opts.Out != "" && prepared != nil {
 			sinks = append(sinks, r.checkpointSink())
 		}
-		r.sinks = stream.NewFanout(append(sinks, r.liveSink())...)
+		r.sinks = stream.NewFanout(append(sinks, r.liveSink(), &r.reruns)...)
 	}
 	f := r.sinks
 	r.mu.Unlock()

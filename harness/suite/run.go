@@ -62,9 +62,10 @@ type Run struct {
 	// the conclusion and the verdict line go (nil: os.Stdout).
 	Style  report.Style
 	Stdout io.Writer
-	// pending are the cases waiting for their flake-check rerun, in the
-	// order they ran, with their first (unjudged) result.
-	pending []pendingRerun
+	// reruns is the gate's rerun queue sink: the cases waiting for their
+	// flake-check rerun, in the order they ran, with their first
+	// (unjudged) result.
+	reruns stream.RerunQueue
 	// perfPending are the passed perf cases with a metric past its
 	// perf.txt limit, waiting for their re-measurements (perfrerun.go).
 	perfPending []pendingPerf
@@ -92,10 +93,7 @@ type pendingRerun struct {
 // passes (PerfPasses; a recording run has no gate, so only one of the two
 // ever runs).
 func (r *Run) RerunPending() {
-	r.mu.Lock()
-	pending := r.pending
-	r.pending = nil
-	r.mu.Unlock()
+	pending := r.pendingReruns()
 	defer r.PerfPasses()
 	defer r.RemeasurePerf() // deferred last: runs before PerfPasses
 	if len(pending) == 0 {
@@ -116,6 +114,26 @@ func (r *Run) RerunPending() {
 	for _, ps := range byGroup { // a case outside the groups (never, but never lost)
 		r.rerunGroup(ps)
 	}
+}
+
+// pendingReruns takes the rerun queue, each first attempt with its case.
+func (r *Run) pendingReruns() []pendingRerun {
+	byID := map[string]*harness.Case{}
+	for _, g := range r.Groups {
+		for _, c := range g.Cases {
+			byID[c.ID] = c
+		}
+	}
+	for _, c := range r.planned {
+		byID[c.ID] = c
+	}
+	var ps []pendingRerun
+	for _, first := range r.reruns.Take() {
+		if c := byID[first.ID()]; c != nil {
+			ps = append(ps, pendingRerun{c: c, first: first})
+		}
+	}
+	return ps
 }
 
 func (r *Run) rerunGroup(ps []pendingRerun) {
@@ -231,6 +249,7 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 	}
 	rn := r.runner(c.Backend)
 	res := r.soak(c, rn)
+	var first *report.Result // the attempt the gate reruns, if it does
 	if r.gate != nil && res.Verdict == "" && !rn.JudgedFromSetup(c.ID) {
 		// deqp-runner's rule: an unexpected result gets one rerun in a
 		// fresh world; meeting the baseline then makes it a flake. The
@@ -238,9 +257,8 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 		// one per regressed case. A case judged from its kind's setup
 		// streak never ran, and is not rerun either.
 		if v := expect.Judge(res, r.gate, nil); expect.NeedsRerun(v) {
-			r.mu.Lock()
-			r.pending = append(r.pending, pendingRerun{c: c, first: res})
-			r.mu.Unlock()
+			unjudged := res
+			first = &unjudged
 		}
 		r.flagPerf(c, res)
 	}
@@ -259,7 +277,7 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 	r.mu.Unlock()
 	if !late {
 		// Late, the interrupt's final write is under way: no sink takes it.
-		r.emit(stream.CaseDone{Result: res})
+		r.emit(stream.CaseDone{Result: res, First: first})
 	}
 	return res
 }
