@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/harness/stream"
 )
@@ -31,7 +32,7 @@ func TestCheckpointCostModel(t *testing.T) {
 	clk := &clock{t: time.Unix(1000, 0), step: time.Millisecond}
 	c := &stream.Checkpoint{Path: path, Stderr: os.Stderr, Now: clk.now, Snapshot: func() *report.Report {
 		writes++
-		return &report.Report{Schema: report.Schema, State: report.StateRunning, Environment: report.EnvironmentOf(map[string]any{"vendor": "host"}), Results: results}
+		return &report.Report{Schema: report.Schema, State: report.StateRunning, Environment: report.EnvironmentOf(map[string]any{"vendor": backends.HostName}), Results: results}
 	}}
 	f := stream.NewFanout(c)
 	done := func(id string) {
@@ -77,7 +78,7 @@ func TestCheckpointFailures(t *testing.T) {
 	}
 	var stderr bytes.Buffer
 	var full []error
-	rep := &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(map[string]any{"vendor": "host"}), Results: []report.Result{}}
+	rep := &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(map[string]any{"vendor": backends.HostName}), Results: []report.Result{}}
 	c := &stream.Checkpoint{Path: blocked, Stderr: &stderr, Snapshot: func() *report.Report { return rep }}
 	c.Write()
 	c.Write()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/harness/stream"
 )
@@ -87,7 +88,7 @@ func TestLiveLine(t *testing.T) {
 func TestReportsSinkReplay(t *testing.T) {
 	rs := []report.Result{result("host.memfd.counter.add", report.Pass), result("host.memfd.counter.sub", report.Incomplete)}
 	sum := report.SummarizeRun(rs, "", "", "SIGTERM")
-	rep := &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(map[string]any{"vendor": "host"}), Results: rs, Summary: &sum}
+	rep := &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(map[string]any{"vendor": backends.HostName}), Results: rs, Summary: &sum}
 	dir := t.TempDir()
 	rec := &recorder{}
 	r := &stream.Reports{Dir: dir}

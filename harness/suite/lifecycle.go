@@ -183,6 +183,24 @@ func (r *Run) checkpoint() {
 	r.checkpoints().Write()
 }
 
+// emit feeds e to the run's sinks, in one order for every event: the
+// checkpoint (results.json first: a parent killed after the line was
+// printed finds the case in it), the live line, the gate's rerun queue. The sinks are made
+// on the first event: a Run made by hand in a test has no plan step.
+func (r *Run) emit(e stream.Event) {
+	r.mu.Lock()
+	if r.sinks == nil {
+		var sinks []stream.Sink
+		if r.Opts.Out != "" && prepared != nil {
+			sinks = append(sinks, r.checkpointSink())
+		}
+		r.sinks = stream.NewFanout(append(sinks, r.liveSink(), &r.reruns)...)
+	}
+	f := r.sinks
+	r.mu.Unlock()
+	f.Emit(e)
+}
+
 // checkpoints is the run's checkpoint sink, made on first use: a Run made
 // by hand in a test has no plan step to make it in.
 func (r *Run) checkpoints() *stream.Checkpoint {

@@ -55,7 +55,7 @@ type Run struct {
 	ckptEnv  *report.Environment
 	ckptEnvN int
 	line     *stream.Live   // the live-line sink (outputs.go's live)
-	sinks    *stream.Fanout // every sink, fed in order (outputs.go's emit)
+	sinks    *stream.Fanout // every sink, fed in order (lifecycle.go emit)
 	// Probes are the backends tried and what each said (environment.backends).
 	Probes []BackendProbe
 	// Style colours stdout (outputs.StdoutStyle); Stdout is where the live lines,
