@@ -1,5 +1,7 @@
 // Command p2preport re-renders a run's reports from its results.json: the
-// verdict (expect.JudgeRun, the function the suite itself uses), junit.xml,
+// verdict (expect.JudgeRun, the function the suite itself uses), then
+// replays the recorded results through the suite's report-writing sink
+// (harness/stream.Reports): junit.xml,
 // results.csv, failures.csv, summary.txt and one self-contained report.html
 // (verdict line, machine and stack, verdict matrix, unexpected cases with
 // links to their cases/<id>/ folders, pair verdicts, heatmaps, pair table;
@@ -37,6 +39,7 @@ import (
 	"p2patomics/harness/htmlreport"
 	"p2patomics/harness/outputs"
 	"p2patomics/harness/report"
+	"p2patomics/harness/stream"
 	"p2patomics/internal/cli"
 )
 
@@ -97,7 +100,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if t, err := time.Parse(time.RFC3339, rep.Environment.Started); err == nil {
 		stamp = t
 	}
-	if err := outputs.WriteReports(dir, rep, nil, stamp); err != nil {
+	// A replay: the recorded results go through the report-writing sink
+	// the suite writes its own reports through.
+	reports := &stream.Reports{Dir: dir}
+	stream.Replay(rep, stamp, reports)
+	if err := reports.Err(); err != nil {
 		fmt.Fprintf(stderr, "p2preport: %v\n", err)
 		return 3
 	}

@@ -12,6 +12,7 @@ import (
 
 	"p2patomics/harness"
 	"p2patomics/harness/report"
+	"p2patomics/harness/stream"
 	"p2patomics/internal/device"
 )
 
@@ -153,8 +154,8 @@ func (r *Run) stop(what, why, by string) {
 	// A checkpoint the main goroutine is writing finishes first (its temp
 	// file renamed), and none starts after: os.Exit below would leave its
 	// temporary file in --out, or a late one would overwrite the final
-	// results.json. The lock is never released; the process exits.
-	r.ckptMu.Lock()
+	// results.json.
+	r.emit(stream.Interrupted{Signal: by})
 	for _, rn := range runners {
 		rn.KillAll()
 	}
@@ -170,47 +171,73 @@ func sigName(sig os.Signal) string {
 	return sig.String()
 }
 
-// ckptCheap: a checkpoint that costs less is never skipped.
-const ckptCheap = 20 * time.Millisecond
-
-// checkpoint rewrites results.json as it would stand if the suite died now:
-// finished cases as they ended, the rest incomplete. It runs after every
-// case, except that once a rewrite costs more than ckptCheap (tens of
-// thousands of cases) rewriting is kept under a tenth of the run's time: a
-// checkpoint waits until ten times the last one's cost has passed, and a
-// parent killed then loses the cases finished since the last rewrite. A failure
-// is remembered and said once; Finish's own write decides the exit status.
+// checkpoint rewrites results.json as it would stand if the suite died now
+// (finished cases as they ended, the rest incomplete), through the run's
+// checkpoint sink (stream.Checkpoint: the cost model, the one line a
+// failure says). A disk that fills under the run stops the case folders
+// (markFull); Finish's own write decides the exit status.
 func (r *Run) checkpoint() {
 	if r.Opts.Out == "" || prepared == nil {
 		return
 	}
-	r.ckptMu.Lock()
-	defer r.ckptMu.Unlock()
+	r.checkpoints().Write()
+}
+
+// emit feeds e to the run's sinks, in one order for every event: the
+// checkpoint (results.json first: a parent killed after the line was
+// printed finds the case in it), the live line, the gate's rerun queue. The sinks are made
+// on the first event: a Run made by hand in a test has no plan step.
+func (r *Run) emit(e stream.Event) {
+	r.mu.Lock()
+	if r.sinks == nil {
+		var sinks []stream.Sink
+		if r.Opts.Out != "" && prepared != nil {
+			sinks = append(sinks, r.checkpointSink())
+		}
+		r.sinks = stream.NewFanout(append(sinks, r.liveSink(), &r.reruns)...)
+	}
+	f := r.sinks
+	r.mu.Unlock()
+	f.Emit(e)
+}
+
+// checkpoints is the run's checkpoint sink, made on first use: a Run made
+// by hand in a test has no plan step to make it in.
+func (r *Run) checkpoints() *stream.Checkpoint {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.checkpointSink()
+}
+
+// checkpointSink is checkpoints' sink; r.mu is held.
+func (r *Run) checkpointSink() *stream.Checkpoint {
+	if r.ckpt == nil {
+		r.ckpt = &stream.Checkpoint{Path: filepath.Join(r.Opts.Out, "results.json"), Snapshot: r.snapshot, Stderr: os.Stderr,
+			NoSpace: func(err error) bool {
+				if !noSpace(err) {
+					return false
+				}
+				// The disk filled under the run: case folders stop (the
+				// record keeps what is left), and markFull says so.
+				r.markFull("a checkpoint of results.json: " + err.Error())
+				return true
+			}}
+	}
+	return r.ckpt
+}
+
+// snapshot is the record a checkpoint writes; nil once the run finished
+// (Finish writes results.json now; a checkpoint would race it).
+func (r *Run) snapshot() *report.Report {
 	r.mu.Lock()
 	done := r.finished
-	r.mu.Unlock()
-	if done {
-		return // Finish writes results.json now; a checkpoint would race it
-	}
-	if r.ckptCost > ckptCheap && time.Since(r.ckptLast) < 10*r.ckptCost {
-		return
-	}
-	r.mu.Lock()
 	runners := r.runnerList()
 	r.mu.Unlock()
-	rep := &report.Report{Schema: report.Schema, State: report.StateRunning, Environment: r.envNow(), Results: r.Results(),
-		WorldEvents: worldEvents(runners)}
-	t0 := time.Now()
-	err := rep.Write(filepath.Join(r.Opts.Out, "results.json"))
-	if noSpace(err) {
-		// The disk filled under the run: case folders stop (the record
-		// keeps what is left), and markFull says so in one line.
-		r.markFull("a checkpoint of results.json: " + err.Error())
-	} else if err != nil && !r.ckptSaid {
-		r.ckptSaid = true
-		fmt.Fprintf(os.Stderr, "p2patomics: %v (results.json is rewritten at the end)\n", err)
+	if done {
+		return nil
 	}
-	r.ckptLast, r.ckptCost = time.Now(), time.Since(t0)
+	return &report.Report{Schema: report.Schema, State: report.StateRunning, Environment: r.envNow(), Results: r.Results(),
+		WorldEvents: worldEvents(runners)}
 }
 
 // envNow is the fingerprint with the device facts known so far, collected

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"p2patomics/harness"
 	"p2patomics/harness/backends"
@@ -30,21 +31,21 @@ func TestResultsWrittenFirstAndKeptCurrent(t *testing.T) {
 	a, b := mk("host.suite.t.a"), mk("host.suite.t.b")
 	r := &Run{Opts: o, runners: map[string]*harness.Runner{}, results: map[string]report.Result{}, startFds: -1,
 		planned: []*harness.Case{a, b}}
+	// A checkpoint that cost more than stream.CheapCheckpoint may be
+	// skipped by design (a loaded machine made one cost that much): this
+	// test is about what a checkpoint holds, so its clock stands still and
+	// every rewrite costs nothing.
+	r.checkpoints().Now = func() time.Time { return time.Unix(0, 0) }
 	r.WatchSignals()
 	defer active.Store(nil)
 	if rep, err = report.Read(path); err != nil || len(rep.Results) != 2 || rep.Results[0].Outcome != report.Incomplete || rep.State != report.StateRunning {
 		t.Fatalf("the plan's first checkpoint: %v %+v", err, rep)
 	}
-	// A checkpoint that cost more than ckptCheap may be skipped by design
-	// (a loaded machine made the first one cost that much): this test is
-	// about what a checkpoint holds, so each counts as cheap.
-	r.ckptCost = 0
 	r.Execute(a)
 	rep, err = report.Read(path)
 	if err != nil || rep.Results[0].Outcome != report.Pass || rep.Results[1].Outcome != report.Incomplete {
 		t.Fatalf("after the first case results.json says %+v (%v)", rep, err)
 	}
-	r.ckptCost = 0
 	r.Execute(b)
 	// A results.json that cannot be replaced (a non-empty folder in its
 	// place) is the reports-not-written exit status, and no temporary file

@@ -8,28 +8,32 @@ import (
 	"strings"
 
 	"p2patomics/harness/heatmap"
-	"p2patomics/harness/outputs"
 	"p2patomics/harness/report"
+	"p2patomics/harness/stream"
 )
 
-// live prints a case's line as it finishes.
+// live prints a case's line as it finishes, through the run's live-line
+// sink alone: a case the run did not finish (an abort, admit's) is not
+// checkpointed at this moment.
 func (r *Run) live(res report.Result) {
 	r.mu.Lock()
-	r.done++
-	n := r.done
+	line := r.liveSink()
 	r.mu.Unlock()
-	if r.gate != nil {
-		// Gated, "expected" is what the baseline recorded, the outcome the
-		// verdict is judged against, not the spec's own expectation.
-		// JudgeOne has set Baseline on every result the run prints; set
-		// here too so a result that reaches live unjudged shows it.
-		// Expected stays the spec's: results.json keeps both, and a
-		// re-judge against another baseline needs the spec's.
-		if b := r.gate.Baseline(res); b != res.Expected {
-			res.Baseline = b
+	line.Handle(stream.CaseDone{Result: res})
+}
+
+// liveSink is the live line (stream.Live); r.mu is held.
+func (r *Run) liveSink() *stream.Live {
+	if r.line == nil {
+		r.line = &stream.Live{W: r.stdout(), Style: r.Style, Total: len(r.planned)}
+		if r.gate != nil {
+			// Gated, "expected" is the baseline's outcome. JudgeOne has
+			// set Baseline on every result the run prints; the sink sets
+			// it too so a result that reaches it unjudged shows it.
+			r.line.Baseline = r.gate.Baseline
 		}
 	}
-	fmt.Fprintln(r.stdout(), report.LiveLine(r.Style, n, len(r.planned), res))
+	return r.line
 }
 
 func (r *Run) stdout() io.Writer {
@@ -54,7 +58,10 @@ func (r *Run) writeOutputs(rep *report.Report, events []string) int {
 		code = ExitNoReport
 	}
 	var notWritten []string
-	if err := outputs.WriteReports(out, rep, events, r.t0); err != nil {
+	// The derived reports go through the sink p2preport replays through.
+	reports := &stream.Reports{Dir: out}
+	reports.Handle(stream.RunDone{Report: rep, Events: events, Start: r.t0})
+	if err := reports.Err(); err != nil {
 		notWritten = append(notWritten, err.Error())
 	}
 	if files, err := heatmap.WriteAll(filepath.Join(out, "heatmaps"), rep); err != nil {

@@ -16,6 +16,7 @@ import (
 	"p2patomics/harness/expect"
 	"p2patomics/harness/pairs"
 	"p2patomics/harness/report"
+	"p2patomics/harness/stream"
 	"p2patomics/internal/device"
 	"p2patomics/internal/inject"
 )
@@ -48,24 +49,23 @@ type Run struct {
 	finishOnce sync.Once
 	exitCode   int
 	t0         time.Time // when the run was planned: the suite's wall clock starts here
-	// checkpoint state (lifecycle.go): when results.json was last
-	// rewritten, what that cost, the fingerprint it used.
-	ckptMu   sync.Mutex
-	ckptLast time.Time
-	ckptCost time.Duration
-	ckptSaid bool
+	// ckpt is the checkpoint sink (lifecycle.go); ckptEnv the
+	// fingerprint the checkpoints use, with the device count it knew.
+	ckpt     *stream.Checkpoint
 	ckptEnv  *report.Environment
 	ckptEnvN int
-	done     int // cases finished, for the live lines
+	line     *stream.Live   // the live-line sink (outputs.go's live)
+	sinks    *stream.Fanout // every sink, fed in order (lifecycle.go emit)
 	// Probes are the backends tried and what each said (environment.backends).
 	Probes []BackendProbe
 	// Style colours stdout (outputs.StdoutStyle); Stdout is where the live lines,
 	// the conclusion and the verdict line go (nil: os.Stdout).
 	Style  report.Style
 	Stdout io.Writer
-	// pending are the cases waiting for their flake-check rerun, in the
-	// order they ran, with their first (unjudged) result.
-	pending []pendingRerun
+	// reruns is the gate's rerun queue sink: the cases waiting for their
+	// flake-check rerun, in the order they ran, with their first
+	// (unjudged) result.
+	reruns stream.RerunQueue
 	// perfPending are the passed perf cases with a metric past its
 	// perf.txt limit, waiting for their re-measurements (perfrerun.go).
 	perfPending []pendingPerf
@@ -93,10 +93,7 @@ type pendingRerun struct {
 // passes (PerfPasses; a recording run has no gate, so only one of the two
 // ever runs).
 func (r *Run) RerunPending() {
-	r.mu.Lock()
-	pending := r.pending
-	r.pending = nil
-	r.mu.Unlock()
+	pending := r.pendingReruns()
 	defer r.PerfPasses()
 	defer r.RemeasurePerf() // deferred last: runs before PerfPasses
 	if len(pending) == 0 {
@@ -117,6 +114,26 @@ func (r *Run) RerunPending() {
 	for _, ps := range byGroup { // a case outside the groups (never, but never lost)
 		r.rerunGroup(ps)
 	}
+}
+
+// pendingReruns takes the rerun queue, each first attempt with its case.
+func (r *Run) pendingReruns() []pendingRerun {
+	byID := map[string]*harness.Case{}
+	for _, g := range r.Groups {
+		for _, c := range g.Cases {
+			byID[c.ID] = c
+		}
+	}
+	for _, c := range r.planned {
+		byID[c.ID] = c
+	}
+	var ps []pendingRerun
+	for _, first := range r.reruns.Take() {
+		if c := byID[first.ID()]; c != nil {
+			ps = append(ps, pendingRerun{c: c, first: first})
+		}
+	}
+	return ps
 }
 
 func (r *Run) rerunGroup(ps []pendingRerun) {
@@ -232,6 +249,7 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 	}
 	rn := r.runner(c.Backend)
 	res := r.soak(c, rn)
+	var first *report.Result // the attempt the gate reruns, if it does
 	if r.gate != nil && res.Verdict == "" && !rn.JudgedFromSetup(c.ID) {
 		// deqp-runner's rule: an unexpected result gets one rerun in a
 		// fresh world; meeting the baseline then makes it a flake. The
@@ -239,9 +257,8 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 		// one per regressed case. A case judged from its kind's setup
 		// streak never ran, and is not rerun either.
 		if v := expect.Judge(res, r.gate, nil); expect.NeedsRerun(v) {
-			r.mu.Lock()
-			r.pending = append(r.pending, pendingRerun{c: c, first: res})
-			r.mu.Unlock()
+			unjudged := res
+			first = &unjudged
 		}
 		r.flagPerf(c, res)
 	}
@@ -258,9 +275,9 @@ func (r *Run) Execute(c *harness.Case) report.Result {
 	}
 	r.current = ""
 	r.mu.Unlock()
-	r.checkpoint()
 	if !late {
-		r.live(res)
+		// Late, the interrupt's final write is under way: no sink takes it.
+		r.emit(stream.CaseDone{Result: res, First: first})
 	}
 	return res
 }

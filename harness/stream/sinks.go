@@ -1,0 +1,113 @@
+package stream
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"p2patomics/harness/outputs"
+	"p2patomics/harness/report"
+)
+
+// Live prints each case's line as it finishes ("[  n/total] ok ..."),
+// numbering the cases in the order they finish.
+type Live struct {
+	mu    sync.Mutex
+	W     io.Writer
+	Style report.Style
+	Total int
+	// Baseline, when set, is the gate's recorded outcome for a result:
+	// gated, "expected" on the line is what the baseline recorded, the
+	// outcome the verdict is judged against, not the spec's own.
+	Baseline func(report.Result) report.Outcome
+	done     int
+}
+
+// Handle prints CaseDone's line; other events leave the count as it is.
+func (l *Live) Handle(e Event) {
+	d, ok := e.(CaseDone)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.done++
+	res := d.Result
+	if l.Baseline != nil {
+		// Expected stays the spec's: results.json keeps both, and a
+		// re-judge against another baseline needs the spec's.
+		if b := l.Baseline(res); b != res.Expected {
+			res.Baseline = b
+		}
+	}
+	fmt.Fprintln(l.W, report.LiveLine(l.Style, l.done, l.Total, res))
+}
+
+// Done is how many CaseDone events the line has printed.
+func (l *Live) Done() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.done
+}
+
+// Reports writes the derived reports (outputs.WriteReports: summary.txt,
+// junit.xml, results.csv, failures.csv, report.html) into Dir on RunDone.
+// It leaves results.json as it is: the record is the checkpoint's.
+type Reports struct {
+	mu  sync.Mutex
+	Dir string
+	err error
+	n   int
+}
+
+// Handle writes the reports on RunDone; a write error is kept for Err.
+func (r *Reports) Handle(e Event) {
+	d, ok := e.(RunDone)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	if err := outputs.WriteReports(r.Dir, d.Report, d.Events, d.Start); err != nil {
+		// As WriteReports said it: the suite and p2preport print it whole.
+		r.err = err
+	}
+}
+
+// Err is the last write's error; it says so when no RunDone came, since
+// then nothing was written and no caller may say it was.
+func (r *Reports) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == 0 {
+		return fmt.Errorf("reports: the run never ended (no RunDone), nothing written to %s", r.Dir)
+	}
+	return r.err
+}
+
+// RerunQueue is the gate's rerun queue (deqp-runner's rule: an unexpected
+// result gets one rerun in a fresh world): the first attempts of the
+// CaseDone events that carry one, in the order they finished.
+type RerunQueue struct {
+	mu     sync.Mutex
+	queued []report.Result
+}
+
+// Handle queues a CaseDone's First attempt.
+func (q *RerunQueue) Handle(e Event) {
+	if d, ok := e.(CaseDone); ok && d.First != nil {
+		q.mu.Lock()
+		q.queued = append(q.queued, *d.First)
+		q.mu.Unlock()
+	}
+}
+
+// Take empties the queue and returns what it held, in order.
+func (q *RerunQueue) Take() []report.Result {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.queued
+	q.queued = nil
+	return out
+}

@@ -1,0 +1,88 @@
+// Package stream is a run as a stream of events fed, in order, to sinks
+// (the shape of Ginkgo's Reporter and deqp-runner's collector): the suite's
+// executor emits them as cases run, and an offline tool (cmd/p2preport)
+// replays a recorded results.json through the same sinks. It imports
+// neither harness nor harness/suite, so the commands under cmd/ may use it
+// (TestCommandsNeverImportTheRunLoop).
+package stream
+
+import (
+	"sync"
+	"time"
+
+	"p2patomics/harness/report"
+)
+
+// Event is one thing that happened in a run: CaseStarted, CaseDone,
+// WorldEvent, Interrupted or RunDone.
+type Event interface{ event() }
+
+// CaseStarted: a case was admitted and is about to run.
+type CaseStarted struct{ ID string }
+
+// CaseDone: a case finished with its (judged) result. First, when set, is
+// its first attempt as it ran (unjudged), which the gate calls a
+// regression: the case waits for its rerun in a fresh world (RerunQueue).
+type CaseDone struct {
+	Result report.Result
+	First  *report.Result
+}
+
+// WorldEvent is a line a world reported (a rank that died idle, a start).
+type WorldEvent struct{ Line string }
+
+// Interrupted is the run's one interrupt: every sink flushes what it holds
+// on it, once, whatever it was doing.
+type Interrupted struct{ Signal string }
+
+// RunDone carries the finished (judged) record and the run's start.
+type RunDone struct {
+	Report *report.Report
+	Events []string
+	Start  time.Time
+}
+
+func (CaseStarted) event() {}
+func (CaseDone) event()    {}
+func (WorldEvent) event()  {}
+func (Interrupted) event() {}
+func (RunDone) event()     {}
+
+// Sink consumes a run's events. Handle is called in the order the events
+// were emitted, never concurrently for one Fanout.
+type Sink interface{ Handle(Event) }
+
+// Fanout feeds every event to every sink synchronously under one ordering
+// lock: Ginkgo's parallel or Serial specs may emit from several goroutines,
+// and every sink still sees one total order, the same for all sinks.
+type Fanout struct {
+	mu    sync.Mutex
+	sinks []Sink
+}
+
+// NewFanout returns a Fanout feeding sinks in the order given.
+func NewFanout(sinks ...Sink) *Fanout { return &Fanout{sinks: sinks} }
+
+// Emit hands e to every sink, in order, before any later event.
+func (f *Fanout) Emit(e Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range f.sinks {
+		s.Handle(e)
+	}
+}
+
+// Replay feeds a recorded run through sinks as the suite fed them: every
+// result as CaseStarted and CaseDone in the recorded order, the
+// interrupt when the record says there was one, then RunDone.
+func Replay(rep *report.Report, start time.Time, sinks ...Sink) {
+	f := NewFanout(sinks...)
+	for _, r := range rep.Results {
+		f.Emit(CaseStarted{ID: r.ID()})
+		f.Emit(CaseDone{Result: r})
+	}
+	if rep.Summary != nil && rep.Summary.Interrupted != "" {
+		f.Emit(Interrupted{Signal: rep.Summary.Interrupted})
+	}
+	f.Emit(RunDone{Report: rep, Start: start})
+}
