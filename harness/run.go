@@ -63,12 +63,16 @@ func BackendNames() []string {
 
 // Case is one runnable case.
 type Case struct {
-	ID       string // report.CaseID(Backend, Kind, Spec, Variant, Ranks)
-	Backend  string
-	Kind     string
-	Spec     string
-	Variant  string
-	Ranks    int
+	ID      string // report.CaseID(Backend, Kind, Spec, Variant, Ranks)
+	Backend string
+	Kind    string
+	Spec    string
+	Variant string
+	Ranks   int
+	// Pair is the ordered pair (source, destination rank) a per-pair case
+	// measures, nil for others; its label (report.PairLabel) is derived
+	// from it where the case is declared, never read back.
+	Pair     *[2]int
 	Labels   []string
 	Expected report.Outcome
 	Timeout  time.Duration // whole-case deadline

@@ -64,6 +64,7 @@ type Spec struct {
 	Ranks    int                      // ranks in the world; an id not of 2 ranks ends in .r<n>
 	Expected report.Outcome           // the outcome a correct stack gives
 	Labels   []string                 // after the backend, kind and spec, which every case has
+	Pair     *[2]int                  // a per-pair case's ordered (source, destination) ranks: its pair=<s>-<d> label follows
 	Timeout  time.Duration            // the case's whole budget
 	Run      func(*harness.Ctx) error // the body
 }
@@ -74,6 +75,9 @@ func (b *builder) add(s Spec) *harness.Case {
 	// Locals of the old parameters' names, so the rules below read as before.
 	spec, variant, ranks, expected, labels, timeout, run := s.Name, s.Variant, s.Ranks, s.Expected, s.Labels, s.Timeout, s.Run
 	id := b.fullID(spec, variant, ranks)
+	if s.Pair != nil { // the label is derived, last of the spec's own, as the pair tables read it
+		labels = append(slices.Clone(labels), report.PairLabel(s.Pair[0], s.Pair[1]))
+	}
 	if row := backends.Lookup(b.backend); row != nil && row.HostAtomicsVary && (backends.KindSpecOf(b.backend, b.kind).HostMemory && slices.Contains(labels, LabelAtomics) || spec == "cpugpu") {
 		// Atomics on host memory are atomic across GPUs and with the CPU
 		// only where the device says so (Caps.HostAtomics); where it says
@@ -82,7 +86,7 @@ func (b *builder) add(s Spec) *harness.Case {
 		labels = append(slices.Clone(labels), report.Needs(device.CapHostAtomics))
 	}
 	c := &harness.Case{
-		ID: id, Backend: b.backend, Kind: b.kind, Spec: spec, Variant: variant, Ranks: ranks,
+		ID: id, Backend: b.backend, Kind: b.kind, Spec: spec, Variant: variant, Ranks: ranks, Pair: s.Pair,
 		Labels:   dedupe(append([]string{b.backend, b.kind, spec}, labels...)),
 		Expected: expected, Timeout: timeout, GPU: backends.IsGPU(b.backend), Run: run,
 	}

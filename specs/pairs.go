@@ -46,7 +46,7 @@ func (b *builder) pairs() {
 				run = func(c *harness.Ctx) error { return rd.Take(c, full) }
 			}
 			b.add(Spec{Name: "pairs", Variant: id(s, d), Ranks: n, Expected: report.Pass,
-				Labels: []string{LabelAtomics, LabelPairs, string(k.Scope), fmt.Sprintf("pair=%d-%d", s, d)}, Timeout: 60 * time.Second,
+				Labels: []string{LabelAtomics, LabelPairs, string(k.Scope)}, Pair: &[2]int{s, d}, Timeout: 60 * time.Second,
 				Run: run})
 		}
 	}

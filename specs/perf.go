@@ -37,7 +37,7 @@ func (b *builder) perf() {
 				for _, dir := range []string{LabelWrite, LabelRead} {
 					variant := fmt.Sprintf("copy_%s_%s.r%dr%d", eng, dir, s, d)
 					b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
-						Labels: []string{LabelPerf, LabelBandwidth, eng, dir, fmt.Sprintf("pair=%d-%d", s, d)}, Timeout: 120 * time.Second,
+						Labels: []string{LabelPerf, LabelBandwidth, eng, dir}, Pair: &[2]int{s, d}, Timeout: 120 * time.Second,
 						Run: func(c *harness.Ctx) error { return runCopy(c, s, d, eng, dir) }})
 				}
 			}
@@ -56,7 +56,7 @@ func (b *builder) perf() {
 			for _, eng := range []string{LabelCE, LabelKernel} {
 				variant := fmt.Sprintf("copy_%s_bidir.r%dr%d", eng, s, d)
 				b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
-					Labels: []string{LabelPerf, LabelBandwidth, eng, LabelBidir, fmt.Sprintf("pair=%d-%d", s, d)}, Timeout: 120 * time.Second,
+					Labels: []string{LabelPerf, LabelBandwidth, eng, LabelBidir}, Pair: &[2]int{s, d}, Timeout: 120 * time.Second,
 					Run: func(c *harness.Ctx) error { return runBidir(c, s, d, eng) }})
 			}
 		}
@@ -90,7 +90,7 @@ func (b *builder) perf() {
 		pp := kernels.MustLookup(kernels.Name(kernels.OpPingPong, kernels.U64, kernels.AcqRel, sc))
 		if sc == kernels.Dev {
 			b.add(Spec{Name: "perf", Variant: "pingpong_latency_local", Ranks: n, Expected: report.Pass,
-				Labels: []string{LabelPerf, LabelLatency, string(sc), "pair=0-0"}, Timeout: 60 * time.Second,
+				Labels: []string{LabelPerf, LabelLatency, string(sc)}, Pair: &[2]int{0, 0}, Timeout: 60 * time.Second,
 				Run: func(c *harness.Ctx) error { return runPingPong(c, pp, 0, 0) }})
 			continue
 		}
@@ -98,7 +98,7 @@ func (b *builder) perf() {
 			for d := 0; d < n; d++ {
 				if s != d {
 					b.add(Spec{Name: "perf", Variant: fmt.Sprintf("pingpong_latency.r%dr%d", s, d), Ranks: n, Expected: report.Pass,
-						Labels: []string{LabelPerf, LabelLatency, string(sc), fmt.Sprintf("pair=%d-%d", s, d)}, Timeout: 60 * time.Second,
+						Labels: []string{LabelPerf, LabelLatency, string(sc)}, Pair: &[2]int{s, d}, Timeout: 60 * time.Second,
 						Run: func(c *harness.Ctx) error { return runPingPong(c, pp, s, d) }})
 				}
 			}
