@@ -225,7 +225,7 @@ func knownFlake(set *expect.Set, o report.Result) (string, bool) {
 
 // gated: metric changes of this case can regress the comparison.
 func gated(o, n report.Result) bool {
-	perf := slices.Contains(o.Labels, "perf") || slices.Contains(n.Labels, "perf")
+	perf := slices.Contains(o.Labels, report.LabelPerf) || slices.Contains(n.Labels, report.LabelPerf)
 	return perf && backends.IsGPU(n.Backend)
 }
 

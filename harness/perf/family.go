@@ -68,7 +68,7 @@ func Classify(id, name string) Family {
 // (counter.* rates from two launches and one-shot all-to-all copies stay
 // informational).
 func Gated(r report.Result, m report.Metric) bool {
-	return slices.Contains(r.Labels, "perf") && backends.IsGPU(r.Backend) && m.Direction().Sign() != 0 && m.N >= MinSamples
+	return slices.Contains(r.Labels, report.LabelPerf) && backends.IsGPU(r.Backend) && m.Direction().Sign() != 0 && m.N >= MinSamples
 }
 
 // MinSamples is the least number of timed samples a gated metric has.

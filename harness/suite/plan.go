@@ -78,7 +78,7 @@ func labelFilter(o *Options, userFilter string) string {
 		terms = append(terms, "atomics")
 	}
 	if o.Perf {
-		terms = append(terms, "perf")
+		terms = append(terms, report.LabelPerf)
 	}
 	return strings.Join(terms, " && ")
 }
