@@ -22,7 +22,7 @@ func init() {
 	suite.Planter(suite.PlantSleep, func(o *suite.Options, backend, kind string) *harness.Case {
 		b := &builder{o: o, backend: backend, kind: kind}
 		return b.add(Spec{Name: canarySpec, Variant: "sleep", Ranks: o.Ranks, Expected: report.Pass,
-			Labels: []string{LabelManual}, Timeout: 60 * time.Second,
+			Labels: []report.Label{LabelManual}, Timeout: 60 * time.Second,
 			Run: func(c *harness.Ctx) error {
 				return c.Canary(1, "sleep")
 			}})
@@ -32,7 +32,7 @@ func init() {
 	suite.Planter(suite.PlantFlaky, func(o *suite.Options, backend, kind string) *harness.Case {
 		b := &builder{o: o, backend: backend, kind: kind}
 		return b.add(Spec{Name: canarySpec, Variant: "flaky", Ranks: o.Ranks, Expected: report.Pass,
-			Labels: []string{LabelManual}, Timeout: 30 * time.Second,
+			Labels: []report.Label{LabelManual}, Timeout: 30 * time.Second,
 			Run: func(c *harness.Ctx) error {
 				if flakyRuns.Add(1) == 1 {
 					return harness.Failf("planted flake: the first run fails")

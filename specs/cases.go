@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"p2patomics/harness"
@@ -63,7 +62,7 @@ type Spec struct {
 	Variant  string                   // the variant part: usually a kernel name
 	Ranks    int                      // ranks in the world; an id not of 2 ranks ends in .r<n>
 	Expected report.Outcome           // the outcome a correct stack gives
-	Labels   []string                 // after the backend, kind and spec, which every case has
+	Labels   []report.Label           // after the backend, kind and spec, which every case has
 	Pair     *[2]int                  // a per-pair case's ordered (source, destination) ranks: its pair=<s>-<d> label follows
 	Timeout  time.Duration            // the case's whole budget
 	Run      func(*harness.Ctx) error // the body
@@ -73,25 +72,25 @@ type Spec struct {
 // for the few specs that set a harness.Case field Spec has no name for.
 func (b *builder) add(s Spec) *harness.Case {
 	// Locals of the old parameters' names, so the rules below read as before.
-	spec, variant, ranks, expected, labels, timeout, run := s.Name, s.Variant, s.Ranks, s.Expected, s.Labels, s.Timeout, s.Run
+	spec, variant, ranks, expected, labels, timeout, run := s.Name, s.Variant, s.Ranks, s.Expected, report.LabelNames(s.Labels), s.Timeout, s.Run
 	id := b.fullID(spec, variant, ranks)
 	if s.Pair != nil { // the label is derived, last of the spec's own, as the pair tables read it
-		labels = append(slices.Clone(labels), report.PairLabel(s.Pair[0], s.Pair[1]))
+		labels = append(labels, report.PairLabel(s.Pair[0], s.Pair[1]))
 	}
-	if row := backends.Lookup(b.backend); row != nil && row.HostAtomicsVary && (backends.KindSpecOf(b.backend, b.kind).HostMemory && slices.Contains(labels, LabelAtomics) || spec == "cpugpu") {
+	if row := backends.Lookup(b.backend); row != nil && row.HostAtomicsVary && (backends.KindSpecOf(b.backend, b.kind).HostMemory && LabelAtomics.In(labels) || spec == "cpugpu") {
 		// Atomics on host memory are atomic across GPUs and with the CPU
 		// only where the device says so (Caps.HostAtomics); where it says
 		// no (PCIe H200) a fail of this case is not-supported, its loss
 		// kept as evidence.
-		labels = append(slices.Clone(labels), report.Needs(device.CapHostAtomics))
+		labels = append(labels, report.Needs(device.CapHostAtomics))
 	}
 	c := &harness.Case{
 		ID: id, Backend: b.backend, Kind: b.kind, Spec: spec, Variant: variant, Ranks: ranks, Pair: s.Pair,
 		Labels:   dedupe(append([]string{b.backend, b.kind, spec}, labels...)),
 		Expected: expected, Timeout: timeout, GPU: backends.IsGPU(b.backend), Run: run,
 	}
-	c.Clocks = slices.Contains(c.Labels, LabelPerf) // perf cases sample the device clock
-	c.Canary = spec == canarySpec                   // never judged from, nor counted in, a setup streak
+	c.Clocks = LabelPerf.In(c.Labels) // perf cases sample the device clock
+	c.Canary = spec == canarySpec     // never judged from, nor counted in, a setup streak
 	c.Repro = suite.Repro(b.o, b.backend, b.kind, id, ranks)
 	b.cases = append(b.cases, c)
 	return c
@@ -297,7 +296,7 @@ func counterKernels() []kernels.Kernel {
 
 func (b *builder) counters() {
 	for _, k := range counterKernels() {
-		labels := []string{LabelAtomics, string(k.Op), string(k.Type), string(k.Order), string(k.Scope)}
+		labels := append([]report.Label{LabelAtomics}, facets(k)...)
 		if k.Info {
 			labels = append(labels, LabelInfo)
 		}
@@ -312,7 +311,7 @@ func (b *builder) counters() {
 	// contended system-scope add and verifies, then frees it all.
 	warm := kernels.MustLookup("add_u64_relaxed_sys")
 	b.add(Spec{Name: "counter", Variant: warm.Name + ".warm64m", Ranks: b.o.Ranks, Expected: report.Pass,
-		Labels: []string{LabelAtomics, LabelSpeed}, Timeout: 60 * time.Second,
+		Labels: []report.Label{LabelAtomics, LabelSpeed}, Timeout: 60 * time.Second,
 		Run: func(c *harness.Ctx) error {
 			t0 := time.Now()
 			mems, err := c.SharedAll(64 << 20)
@@ -331,7 +330,7 @@ func (b *builder) counters() {
 	if be := backends.Lookup(b.backend); be != nil && be.LargeMappings {
 		k := kernels.MustLookup("add_u64_relaxed_sys")
 		b.add(Spec{Name: "counter", Variant: k.Name + ".above4g", Ranks: b.o.Ranks, Expected: report.Pass,
-			Labels: []string{LabelAtomics, LabelLarge}, Timeout: 120 * time.Second,
+			Labels: []report.Label{LabelAtomics, LabelLarge}, Timeout: 120 * time.Second,
 			Run: func(c *harness.Ctx) error {
 				return runCounterAt(c, k, (4<<30)+(2<<20), 4<<30)
 			}})

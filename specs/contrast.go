@@ -19,7 +19,7 @@ import (
 // the atomic part still shows that the same mapping carried plain traffic.
 func (b *builder) contrast() {
 	k := kernels.MustLookup(kernels.Name(kernels.OpAdd, kernels.F32, kernels.AcqRel, kernels.Sys))
-	labels := []string{LabelAtomics, "contrast", string(k.Op), string(k.Type), string(k.Order), string(k.Scope), LabelInfo}
+	labels := append(append([]report.Label{LabelAtomics}, facets(k)...), LabelInfo)
 	b.add(Spec{Name: "contrast", Variant: "plain_then_" + k.Name, Ranks: b.o.Ranks, Expected: report.Pass,
 		Labels: labels, Timeout: 60 * time.Second,
 		Run: func(c *harness.Ctx) error {

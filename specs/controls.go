@@ -15,7 +15,7 @@ import (
 func (b *builder) controls() {
 	racy := kernels.MustLookup("racy_u64_plain_sys")
 	b.add(Spec{Name: "planted", Variant: racy.Name, Ranks: b.o.Ranks, Expected: report.Fail,
-		Labels: []string{LabelControl, LabelPlanted}, Timeout: 60 * time.Second,
+		Labels: []report.Label{LabelControl, LabelPlanted}, Timeout: 60 * time.Second,
 		Run: func(c *harness.Ctx) error {
 			if err := c.NeedPeer(true); err != nil {
 				return err
@@ -64,7 +64,7 @@ func (b *builder) controls() {
 	// mapping to test for ipc.
 	noAccess := !backends.KindSpecOf(b.backend, b.kind).AlwaysGranted
 	na := b.add(Spec{Name: "noaccess", Variant: add.Name, Ranks: b.o.Ranks, Expected: report.Crash,
-		Labels: []string{LabelControl, "noaccess"}, Timeout: 30 * time.Second,
+		Labels: []report.Label{LabelControl}, Timeout: 30 * time.Second,
 		Run: func(c *harness.Ctx) error {
 			m, err := c.Shared(0, 1<<20, false) // peers map it without access
 			if err != nil {
@@ -84,7 +84,7 @@ func (b *builder) controls() {
 	wait := kernels.MustLookup("wait_u32_acquire_sys")
 	waitCase := func(variant string, expected report.Outcome, timeout uint64, caseTimeout time.Duration) {
 		wc := b.add(Spec{Name: "waitflag", Variant: variant, Ranks: b.o.Ranks, Expected: expected,
-			Labels: []string{LabelControl, "waitflag"}, Timeout: caseTimeout,
+			Labels: []report.Label{LabelControl}, Timeout: caseTimeout,
 			Run: func(c *harness.Ctx) error {
 				m, err := c.Shared(0, 4096, true)
 				if err != nil {

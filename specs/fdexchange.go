@@ -10,7 +10,7 @@ import (
 
 func (b *builder) fdExchange() {
 	b.add(Spec{Name: "fdexchange", Variant: "pattern", Ranks: b.o.Ranks, Expected: report.Pass,
-		Labels: []string{LabelFD}, Timeout: 30 * time.Second,
+		Labels: []report.Label{LabelFD}, Timeout: 30 * time.Second,
 		Run: func(c *harness.Ctx) error {
 			if err := c.NeedPeer(false); err != nil {
 				return err
@@ -53,7 +53,7 @@ func (b *builder) fdExchange() {
 			return nil
 		}})
 	b.add(Spec{Name: "lifetime", Variant: "owner_frees", Ranks: b.o.Ranks, Expected: report.Pass,
-		Labels: []string{LabelFD, "lifetime"}, Timeout: 30 * time.Second,
+		Labels: []report.Label{LabelFD}, Timeout: 30 * time.Second,
 		Run: func(c *harness.Ctx) error {
 			m, err := c.Shared(0, 1<<20, true)
 			if err != nil {
@@ -89,7 +89,7 @@ func (b *builder) fdExchange() {
 			return nil
 		}})
 	lt := b.add(Spec{Name: "lifetime", Variant: "owner_dies", Ranks: b.o.Ranks, Expected: report.Pass,
-		Labels: []string{LabelFD, "lifetime"}, Timeout: 30 * time.Second,
+		Labels: []report.Label{LabelFD}, Timeout: 30 * time.Second,
 		Run: func(c *harness.Ctx) error {
 			m, err := c.Shared(0, 1<<20, true)
 			if err != nil {
@@ -136,7 +136,7 @@ func firstDiff(a, b []byte) int {
 
 func (b *builder) dmabuf() {
 	b.add(Spec{Name: "fdexchange", Variant: "fdinfo", Ranks: b.o.Ranks, Expected: report.Pass,
-		Labels: []string{LabelFD, "dmabuf"}, Timeout: 30 * time.Second,
+		Labels: []report.Label{LabelFD}, Timeout: 30 * time.Second,
 		Run: func(c *harness.Ctx) error {
 			const size = 2 << 20
 			own, peers, err := c.ShareFd(0, c.Kind, size) // the export-only kind (cuda dmabuf)

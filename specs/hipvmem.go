@@ -30,7 +30,7 @@ func (b *builder) hipVmem() {
 		return
 	}
 	k := kernels.MustLookup(kernels.Name(kernels.OpAdd, kernels.F32, kernels.AcqRel, kernels.Sys))
-	labels := []string{LabelAtomics, "hsavmem", string(k.Op), string(k.Type), string(k.Order), string(k.Scope)}
+	labels := append([]report.Label{LabelAtomics}, facets(k)...)
 	if k.Info {
 		labels = append(labels, LabelInfo)
 	}

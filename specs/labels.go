@@ -1,6 +1,9 @@
 package specs
 
-import "p2patomics/harness/report"
+import (
+	"p2patomics/harness/report"
+	"p2patomics/kernels"
+)
 
 // The labels a case may carry besides those that follow from it: its
 // identity (backend, kind and spec, which add prepends), its kernel's facets
@@ -12,7 +15,7 @@ import "p2patomics/harness/report"
 // before a --label-filter silently selects nothing.
 var (
 	LabelAll       = report.ValidLabels.Add("all")       // every rank at once (alltoall, allreduce)
-	LabelAtomics   = report.ValidLabels.Add("atomics")   // the case's verdict is about atomicity
+	LabelAtomics   = report.LabelAtomics                 // the case's verdict is about atomicity (declared in report: the suite's --atomics asks it)
 	LabelBandwidth = report.ValidLabels.Add("bandwidth") // a copy or kernel bandwidth measurement
 	LabelBidir     = report.ValidLabels.Add("bidir")     // copies both ways at once
 	LabelCE        = report.ValidLabels.Add("ce")        // copies by the copy engines
@@ -39,3 +42,13 @@ var (
 	LabelStress  = report.ValidLabels.Add("stress")  // long or large, to shake out rare failures
 	LabelWrite   = report.ValidLabels.Add("write")   // writes to peer memory
 )
+
+// facet is the label of what a case's kernel is (its op, type, order or
+// scope, a litmus kernel's shape) or of another kind the case uses: it
+// follows from the case, so it is not declared (report.Facet).
+func facet[T ~string](v T) report.Label { return report.Facet(string(v)) }
+
+// facets are kernel k's op, type, order and scope labels.
+func facets(k kernels.Kernel) []report.Label {
+	return []report.Label{facet(k.Op), facet(k.Type), facet(k.Order), facet(k.Scope)}
+}

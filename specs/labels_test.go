@@ -2,6 +2,7 @@ package specs
 
 import (
 	"flag"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -14,26 +15,17 @@ import (
 )
 
 // derivedLabel says whether label l follows from case c itself rather than
-// being declared: its identity (backend, kind, spec), another kind it uses
-// (fdexchange's dmabuf), a kernel's facet or litmus shape, or a pair=/needs=
-// form.
+// being declared (report.Facet): its identity (backend, kind, spec), a
+// kernel's facet or litmus shape, or a pair=/needs= form.
 func derivedLabel(c *harness.Case, l string, facets map[string]bool) bool {
 	if l == c.Backend || l == c.Kind || l == c.Identity().Spec || facets[l] {
 		return true
 	}
-	if strings.HasPrefix(l, "pair=") || strings.HasPrefix(l, report.NeedsPrefix) {
-		return true
-	}
-	for _, kinds := range harness.Matrix {
-		if slices.Contains(kinds, l) {
-			return true
-		}
-	}
-	return false
+	return strings.HasPrefix(l, report.PairPrefix) || strings.HasPrefix(l, report.NeedsPrefix)
 }
 
-// undeclaredLabels lists c's labels that are neither declared in labels.go
-// nor derived from c.
+// undeclaredLabels lists c's labels that are neither declared (a
+// report.ValidLabels.Add) nor derived from c.
 func undeclaredLabels(c *harness.Case) []string {
 	facets := map[string]bool{}
 	for _, k := range kernels.All() {
@@ -51,10 +43,11 @@ func undeclaredLabels(c *harness.Case) []string {
 }
 
 // TestLabelsAreDeclared: every label of every catalogue case (every backend
-// and kind, a large world so rank-count variants appear) is declared in
-// labels.go or derived from the case; a case samples clocks exactly when it
-// is labelled perf; labels.go's constants and the validated set agree. A
-// planted misspelt label must be reported.
+// and kind, a large world so rank-count variants appear) is declared
+// (report.ValidLabels.Add) or derived from the case; a case samples clocks
+// exactly when it is labelled perf; a label is a type a string literal does
+// not convert to, so Spec.Labels cannot take an undeclared spelling. A
+// planted misspelt label and a planted second declaration must be reported.
 func TestLabelsAreDeclared(t *testing.T) {
 	var o suite.Options
 	o.Register(flag.NewFlagSet("t", flag.ContinueOnError))
@@ -65,9 +58,9 @@ func TestLabelsAreDeclared(t *testing.T) {
 			for _, c := range Catalogue(&o, be, k) {
 				n++
 				if bad := undeclaredLabels(c); len(bad) > 0 {
-					t.Errorf("%s: labels %v are not declared in specs/labels.go", c.ID, bad)
+					t.Errorf("%s: labels %v are neither declared (report.ValidLabels.Add) nor follow from the case", c.ID, bad)
 				}
-				if c.Clocks != slices.Contains(c.Labels, LabelPerf) {
+				if c.Clocks != LabelPerf.In(c.Labels) {
 					t.Errorf("%s: Clocks=%v but labels %v", c.ID, c.Clocks, c.Labels)
 				}
 			}
@@ -92,7 +85,13 @@ func TestLabelsAreDeclared(t *testing.T) {
 	if plant.Add("perf"); !slices.Equal(plant.Twice(), []string{"perf"}) || !plant.Has("perf") || plant.Has("pref") {
 		t.Errorf("a planted second declaration: twice %v", plant.Twice())
 	}
-	if !report.ValidLabels.Has(LabelPerf) || !report.ValidLabels.Has(LabelWrite) {
+	if !report.ValidLabels.Has(LabelPerf.String()) || !report.ValidLabels.Has(LabelWrite.String()) {
 		t.Errorf("the declared labels are not in the validated set: %v", report.ValidLabels.Names())
+	}
+	// An untyped string constant converts to any type whose underlying
+	// type is string: were report.Label one, []report.Label{"pref"} would
+	// compile again.
+	if k := reflect.TypeFor[report.Label]().Kind(); k == reflect.String {
+		t.Errorf("report.Label is a %s: a bare literal compiles as a label", k)
 	}
 }

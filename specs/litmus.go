@@ -22,7 +22,7 @@ func (b *builder) litmus() {
 	b.litmusEnvs()
 	for _, name := range []string{"mp_u32_acqrel_sys", "mp_u32_relaxed_sys"} {
 		k := kernels.MustLookup(name)
-		labels := []string{"litmus", "mp"}
+		labels := []report.Label{facet(shapeLabel(k.Op))}
 		if k.Info {
 			labels = append(labels, LabelInfo)
 		}
@@ -32,12 +32,12 @@ func (b *builder) litmus() {
 	}
 	sb := kernels.MustLookup("sb_u32_seqcst_sys")
 	b.add(Spec{Name: "litmus", Variant: sb.Name, Ranks: b.o.Ranks, Expected: report.Pass,
-		Labels: []string{"litmus", "sb"}, Timeout: 60 * time.Second,
+		Labels: []report.Label{facet(shapeLabel(sb.Op))}, Timeout: 60 * time.Second,
 		Run: func(c *harness.Ctx) error { return runSB(c, sb) }})
 	iriw := kernels.MustLookup("iriw_u32_seqcst_sys")
 	ranks := max(3, b.o.Ranks)
 	b.add(Spec{Name: "litmus", Variant: iriw.Name, Ranks: ranks, Expected: report.Pass,
-		Labels: []string{"litmus", "iriw"}, Timeout: 60 * time.Second,
+		Labels: []report.Label{facet(shapeLabel(iriw.Op))}, Timeout: 60 * time.Second,
 		Run: func(c *harness.Ctx) error { return runIRIW(c, iriw) }})
 }
 

@@ -330,7 +330,7 @@ func (b *builder) litmusEnvs() {
 	// shape touches nothing here.
 	for _, k := range litmusEnvKernels() {
 		b.add(Spec{Name: "litmus", Variant: k.Name, Ranks: b.o.Ranks, Expected: report.Pass,
-			Labels: []string{"litmus", shapeLabel(k.Op), LabelMutation}, Timeout: 120 * time.Second,
+			Labels: []report.Label{facet(shapeLabel(k.Op)), LabelMutation}, Timeout: 120 * time.Second,
 			Run: func(c *harness.Ctx) error {
 				if err := c.NeedPeer(false); err != nil {
 					return err
@@ -405,7 +405,7 @@ func (b *builder) litmusEnvs() {
 	// the one whose weak outcome this backend can show: MP on GPUs (about 3
 	// per million on H200), SB on the host (x86-TSO never reorders MP).
 	b.add(Spec{Name: "litmus", Variant: "planted-nofence", Ranks: b.o.Ranks, Expected: report.Fail,
-		Labels: []string{"litmus", LabelPlanted, LabelMutation}, Timeout: 120 * time.Second,
+		Labels: []report.Label{LabelPlanted, LabelMutation}, Timeout: 120 * time.Second,
 		Run: func(c *harness.Ctx) error {
 			if err := c.NeedPeer(false); err != nil {
 				return err

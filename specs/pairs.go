@@ -46,7 +46,7 @@ func (b *builder) pairs() {
 				run = func(c *harness.Ctx) error { return rd.Take(c, full) }
 			}
 			b.add(Spec{Name: "pairs", Variant: id(s, d), Ranks: n, Expected: report.Pass,
-				Labels: []string{LabelAtomics, LabelPairs, string(k.Scope)}, Pair: &[2]int{s, d}, Timeout: 60 * time.Second,
+				Labels: []report.Label{LabelAtomics, LabelPairs, facet(k.Scope)}, Pair: &[2]int{s, d}, Timeout: 60 * time.Second,
 				Run: run})
 		}
 	}
@@ -54,13 +54,13 @@ func (b *builder) pairs() {
 	// increment; the round must blame that pair and no other.
 	b.plantedRound(k)
 	b.add(Spec{Name: "alltoall", Variant: k.Name, Ranks: n, Expected: report.Pass,
-		Labels: []string{LabelAtomics, LabelPairs, "alltoall", string(k.Scope)}, Timeout: 120 * time.Second,
+		Labels: []report.Label{LabelAtomics, LabelPairs, facet(k.Scope)}, Timeout: 120 * time.Second,
 		Run: func(c *harness.Ctx) error { return runAllToAll(c, k) }})
 	b.add(Spec{Name: "alltoall", Variant: k.Name + ".stress", Ranks: n, Expected: report.Pass,
-		Labels: []string{LabelAtomics, LabelPairs, "alltoall", LabelStress, string(k.Scope)}, Timeout: 120 * time.Second,
+		Labels: []report.Label{LabelAtomics, LabelPairs, LabelStress, facet(k.Scope)}, Timeout: 120 * time.Second,
 		Run: func(c *harness.Ctx) error { return runAllToAllStress(c, k) }})
 	b.add(Spec{Name: "alltoall", Variant: "copy_kernel", Ranks: n, Expected: report.Pass,
-		Labels: []string{LabelPerf, LabelBandwidth, "alltoall", LabelKernel}, Timeout: 300 * time.Second,
+		Labels: []report.Label{LabelPerf, LabelBandwidth, LabelKernel}, Timeout: 300 * time.Second,
 		Run: func(c *harness.Ctx) error { return runAllToAllCopy(c) }})
 }
 
@@ -102,7 +102,7 @@ func (b *builder) plantedRound(k kernels.Kernel) {
 	pairs := rounds[0]
 	bad := pairs[0]
 	b.add(Spec{Name: "pairs", Variant: "racy_pair_in_round", Ranks: b.o.Ranks, Expected: report.Fail,
-		Labels: []string{LabelPairs, LabelControl, LabelPlanted}, Timeout: 60 * time.Second,
+		Labels: []report.Label{LabelPairs, LabelControl, LabelPlanted}, Timeout: 60 * time.Second,
 		Run: func(c *harness.Ctx) error {
 			rd := pairRound(b, k, "planted round", pairs, map[[2]int]bool{bad: true})
 			want := rd.Members[0]
@@ -474,10 +474,10 @@ func runAllToAllCopy(c *harness.Ctx) error {
 func (b *builder) cpuGPU() {
 	k := kernels.MustLookup("add_u64_relaxed_sys")
 	b.add(Spec{Name: "cpugpu", Variant: k.Name, Ranks: b.o.Ranks, Expected: report.Pass,
-		Labels: []string{LabelAtomics, LabelCPU, string(k.Scope)}, Timeout: 60 * time.Second,
+		Labels: []report.Label{LabelAtomics, LabelCPU, facet(k.Scope)}, Timeout: 60 * time.Second,
 		Run: func(c *harness.Ctx) error { return runCPUGPU(c, k, false) }})
 	b.add(Spec{Name: "cpugpu", Variant: "racy_cpu", Ranks: b.o.Ranks, Expected: report.Fail,
-		Labels: []string{LabelAtomics, LabelCPU, LabelControl, LabelPlanted}, Timeout: 60 * time.Second,
+		Labels: []report.Label{LabelAtomics, LabelCPU, LabelControl, LabelPlanted}, Timeout: 60 * time.Second,
 		Run: func(c *harness.Ctx) error { return runCPUGPU(c, k, true) }})
 }
 

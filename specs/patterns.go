@@ -13,7 +13,7 @@ func (b *builder) patterns() {
 	for _, s := range kernels.Scopes {
 		k := kernels.MustLookup(kernels.Name(kernels.OpSpread, kernels.U64, kernels.Relaxed, s))
 		b.add(Spec{Name: "spread", Variant: k.Name, Ranks: b.o.Ranks, Expected: report.Pass,
-			Labels: []string{LabelAtomics, "spread", string(s)}, Timeout: 60 * time.Second,
+			Labels: []report.Label{LabelAtomics, facet(s)}, Timeout: 60 * time.Second,
 			Run: func(c *harness.Ctx) error {
 				if err := c.NeedPeer(true); err != nil {
 					return err
@@ -47,7 +47,7 @@ func (b *builder) patterns() {
 			}})
 		ar := kernels.MustLookup(kernels.Name(kernels.OpAllReduce, kernels.U64, kernels.Relaxed, s))
 		b.add(Spec{Name: "allreduce", Variant: ar.Name, Ranks: b.o.Ranks, Expected: report.Pass,
-			Labels: []string{LabelAtomics, "allreduce", string(s)}, Timeout: 60 * time.Second,
+			Labels: []report.Label{LabelAtomics, facet(s)}, Timeout: 60 * time.Second,
 			Run: func(c *harness.Ctx) error {
 				if err := c.NeedPeer(true); err != nil {
 					return err

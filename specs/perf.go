@@ -33,11 +33,11 @@ func (b *builder) perf() {
 			if s == d {
 				continue
 			}
-			for _, eng := range []string{LabelCE, LabelKernel} {
-				for _, dir := range []string{LabelWrite, LabelRead} {
+			for _, eng := range []report.Label{LabelCE, LabelKernel} {
+				for _, dir := range []report.Label{LabelWrite, LabelRead} {
 					variant := fmt.Sprintf("copy_%s_%s.r%dr%d", eng, dir, s, d)
 					b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
-						Labels: []string{LabelPerf, LabelBandwidth, eng, dir}, Pair: &[2]int{s, d}, Timeout: 120 * time.Second,
+						Labels: []report.Label{LabelPerf, LabelBandwidth, eng, dir}, Pair: &[2]int{s, d}, Timeout: 120 * time.Second,
 						Run: func(c *harness.Ctx) error { return runCopy(c, s, d, eng, dir) }})
 				}
 			}
@@ -47,16 +47,16 @@ func (b *builder) perf() {
 	// the same check every timed copy passes.
 	if n >= 2 {
 		b.add(Spec{Name: "copycheck", Variant: "skipped_copy", Ranks: n, Expected: report.Fail,
-			Labels: []string{LabelBandwidth, LabelControl, LabelPlanted}, Timeout: 60 * time.Second,
-			Run: func(c *harness.Ctx) error { return runCopyOpts(c, 0, 1, "ce", "write", true) }})
+			Labels: []report.Label{LabelBandwidth, LabelControl, LabelPlanted}, Timeout: 60 * time.Second,
+			Run: func(c *harness.Ctx) error { return runCopyOpts(c, 0, 1, LabelCE, LabelWrite, true) }})
 	}
 	// Both directions at once: rank s pushes into d while d pushes into s.
 	for s := 0; s < n; s++ {
 		for d := s + 1; d < n; d++ {
-			for _, eng := range []string{LabelCE, LabelKernel} {
+			for _, eng := range []report.Label{LabelCE, LabelKernel} {
 				variant := fmt.Sprintf("copy_%s_bidir.r%dr%d", eng, s, d)
 				b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
-					Labels: []string{LabelPerf, LabelBandwidth, eng, LabelBidir}, Pair: &[2]int{s, d}, Timeout: 120 * time.Second,
+					Labels: []report.Label{LabelPerf, LabelBandwidth, eng, LabelBidir}, Pair: &[2]int{s, d}, Timeout: 120 * time.Second,
 					Run: func(c *harness.Ctx) error { return runBidir(c, s, d, eng) }})
 			}
 		}
@@ -67,18 +67,18 @@ func (b *builder) perf() {
 	// a word per thread.
 	for _, s := range kernels.Scopes {
 		for _, pat := range []kernels.Op{kernels.OpAdd, kernels.OpSpread} {
-			for _, where := range []string{LabelLocal, LabelPeer, LabelAll} {
-				if where == "all" && pat == kernels.OpSpread {
+			for _, where := range []report.Label{LabelLocal, LabelPeer, LabelAll} {
+				if where == LabelAll && pat == kernels.OpSpread {
 					continue
 				}
 				k := kernels.MustLookup(kernels.Name(pat, kernels.U64, kernels.Relaxed, s))
-				name := "contended"
+				name := LabelContended
 				if pat == kernels.OpSpread {
-					name = "spread"
+					name = facet(pat)
 				}
 				variant := fmt.Sprintf("atomic_%s_%s_%s", name, where, s)
 				b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
-					Labels: []string{LabelPerf, LabelAtomics, name, where, string(s)}, Timeout: 60 * time.Second,
+					Labels: []report.Label{LabelPerf, LabelAtomics, name, where, facet(s)}, Timeout: 60 * time.Second,
 					Run: func(c *harness.Ctx) error { return runAtomicRate(c, k, where) }})
 			}
 		}
@@ -90,7 +90,7 @@ func (b *builder) perf() {
 		pp := kernels.MustLookup(kernels.Name(kernels.OpPingPong, kernels.U64, kernels.AcqRel, sc))
 		if sc == kernels.Dev {
 			b.add(Spec{Name: "perf", Variant: "pingpong_latency_local", Ranks: n, Expected: report.Pass,
-				Labels: []string{LabelPerf, LabelLatency, string(sc)}, Pair: &[2]int{0, 0}, Timeout: 60 * time.Second,
+				Labels: []report.Label{LabelPerf, LabelLatency, facet(sc)}, Pair: &[2]int{0, 0}, Timeout: 60 * time.Second,
 				Run: func(c *harness.Ctx) error { return runPingPong(c, pp, 0, 0) }})
 			continue
 		}
@@ -98,7 +98,7 @@ func (b *builder) perf() {
 			for d := 0; d < n; d++ {
 				if s != d {
 					b.add(Spec{Name: "perf", Variant: fmt.Sprintf("pingpong_latency.r%dr%d", s, d), Ranks: n, Expected: report.Pass,
-						Labels: []string{LabelPerf, LabelLatency, string(sc)}, Pair: &[2]int{s, d}, Timeout: 60 * time.Second,
+						Labels: []report.Label{LabelPerf, LabelLatency, facet(sc)}, Pair: &[2]int{s, d}, Timeout: 60 * time.Second,
 						Run: func(c *harness.Ctx) error { return runPingPong(c, pp, s, d) }})
 				}
 			}
@@ -330,13 +330,13 @@ func copySize(c *harness.Ctx) uint64 {
 
 // runCopy moves size bytes between rank s's local buffer and memory owned
 // by rank d, from rank s: "write" pushes into d, "read" pulls from d.
-func runCopy(c *harness.Ctx, s, d int, eng, dir string) error {
+func runCopy(c *harness.Ctx, s, d int, eng, dir report.Label) error {
 	return runCopyOpts(c, s, d, eng, dir, false)
 }
 
 // runCopyOpts is runCopy; planted skips the copies (16 MiB, one sample), so
 // the data check must fail.
-func runCopyOpts(c *harness.Ctx, s, d int, eng, dir string, planted bool) error {
+func runCopyOpts(c *harness.Ctx, s, d int, eng, dir report.Label, planted bool) error {
 	if err := c.NeedPeer(false); err != nil {
 		return err
 	}
@@ -361,13 +361,13 @@ func runCopyOpts(c *harness.Ctx, s, d int, eng, dir string, planted bool) error 
 	// Fill the source with a value, the destination with another, so the
 	// sum check after each copy proves the bytes moved.
 	srcRank, srcBuf, dstRank, dstBuf := s, local, d, remote.Bufs[d]
-	if dir == "read" {
+	if dir == LabelRead {
 		srcRank, srcBuf, dstRank, dstBuf = d, remote.Bufs[d], s, local
 	}
 	fillBuf := func(rank, buf int, v uint64) error { return fillU64(c, rank, buf, v, size, grid, block) }
 	// s addresses the remote buffer through its import.
 	sSrc, sDst := local, remote.Bufs[s]
-	if dir == "read" {
+	if dir == LabelRead {
 		sSrc, sDst = remote.Bufs[s], local
 	}
 	name := fmt.Sprintf("bw_%s_%s_gbps", eng, dir)
@@ -388,7 +388,7 @@ func runCopyOpts(c *harness.Ctx, s, d int, eng, dir string, planted bool) error 
 			if planted {
 				return time.Millisecond, "planted: no copy", nil
 			}
-			if eng == "ce" {
+			if eng == LabelCE {
 				return c.Copy(s, sDst, 0, sSrc, 0, size)
 			}
 			els, err := c.Run(harness.Launch{Rank: s, Kernel: copyK.Name, Grid: grid, Block: block, Args: map[string]wireArg{
@@ -426,7 +426,7 @@ func runCopyOpts(c *harness.Ctx, s, d int, eng, dir string, planted bool) error 
 		if c.SharedGPU(s, d) {
 			where = " (shared GPU: no link between GPUs)"
 		}
-		if err := c.Bandwidth(name, fmt.Sprintf("%s, %d MiB, rank %d %s rank %d%s", method, size>>20, s, map[string]string{"write": "→", "read": "←"}[dir], d, where),
+		if err := c.Bandwidth(name, fmt.Sprintf("%s, %d MiB, rank %d %s rank %d%s", method, size>>20, s, map[report.Label]string{LabelWrite: "→", LabelRead: "←"}[dir], d, where),
 			ceil, float64(size)/el.Seconds()/1e9); err != nil {
 			return err
 		}
@@ -436,7 +436,7 @@ func runCopyOpts(c *harness.Ctx, s, d int, eng, dir string, planted bool) error 
 
 // runBidir copies size bytes from each of s and d into the other at the same
 // time; the metric is the sum of both directions.
-func runBidir(c *harness.Ctx, s, d int, eng string) error {
+func runBidir(c *harness.Ctx, s, d int, eng report.Label) error {
 	if err := c.NeedPeer(false); err != nil {
 		return err
 	}
@@ -465,7 +465,7 @@ func runBidir(c *harness.Ctx, s, d int, eng string) error {
 		if !ok || span <= 0 {
 			return fmt.Errorf("bidirectional %s copy sample %d: a rank reported no CLOCK_MONOTONIC window (%+v)", eng, sample, wins)
 		}
-		if err := c.Bandwidth("bw_"+eng+"_bidir_gbps", method, ceil, 2*float64(x.size)/span.Seconds()/1e9); err != nil {
+		if err := c.Bandwidth("bw_"+eng.String()+"_bidir_gbps", method, ceil, 2*float64(x.size)/span.Seconds()/1e9); err != nil {
 			return err
 		}
 	}
@@ -478,14 +478,14 @@ func runBidir(c *harness.Ctx, s, d int, eng string) error {
 type bidir struct {
 	c               *harness.Ctx
 	s, d            int
-	eng             string // "ce" (copy engine) or a kernel
+	eng             report.Label // LabelCE (copy engine) or LabelKernel
 	size            uint64
 	ms              map[int]*harness.Mem
 	locals, scratch map[int]int
 	grid, block     uint32
 }
 
-func newBidir(c *harness.Ctx, s, d int, eng string) (*bidir, error) {
+func newBidir(c *harness.Ctx, s, d int, eng report.Label) (*bidir, error) {
 	// The one-way size, per side: the two copies start from two processes
 	// some tens of µs apart, which at 256 MiB spread the samples by up to
 	// 3% (both directions overlap for less of a short copy); at 1 GiB by
@@ -564,7 +564,7 @@ func (x *bidir) sample(sample int) ([]harness.Window, error) {
 // returns each side's CLOCK_MONOTONIC window.
 func (x *bidir) both() ([]harness.Window, error) {
 	c := x.c
-	if x.eng == "ce" {
+	if x.eng == LabelCE {
 		wins := make([]harness.Window, 2)
 		errs := make(chan error, 2)
 		for i, pr := range x.pairs() {
@@ -599,7 +599,7 @@ func (x *bidir) both() ([]harness.Window, error) {
 // runAtomicRate measures atomic throughput on words of rank 0's memory:
 // rank 0 alone (local), rank 1 alone through its mapping (peer), or every
 // rank at once (all). The count is checked after every sample.
-func runAtomicRate(c *harness.Ctx, k kernels.Kernel, where string) error {
+func runAtomicRate(c *harness.Ctx, k kernels.Kernel, where report.Label) error {
 	sz := sizing(c, k.Op)
 	size := max(sz.threads()*8, 4096)
 	// bufs[r] is rank r's id of the counters.
@@ -626,9 +626,9 @@ func runAtomicRate(c *harness.Ctx, k kernels.Kernel, where string) error {
 	}
 	ranks := []int{0}
 	switch where {
-	case "peer":
+	case LabelPeer:
 		ranks = []int{1}
-	case "all":
+	case LabelAll:
 		ranks = ranks[:0]
 		for r := 0; r < c.N(); r++ {
 			ranks = append(ranks, r)

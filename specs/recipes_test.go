@@ -29,7 +29,7 @@ func litmusVariants(t *testing.T) []string {
 	}
 	var got []string
 	for _, c := range Catalogue(&o, backends.HostName, string(backends.Memfd)) {
-		if c.Spec == "litmus" && slices.Contains(c.Labels, LabelMutation) && c.Variant != "planted-nofence" {
+		if c.Spec == "litmus" && LabelMutation.In(c.Labels) && c.Variant != "planted-nofence" {
 			got = append(got, c.Variant)
 		}
 	}

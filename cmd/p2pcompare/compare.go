@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -225,7 +224,7 @@ func knownFlake(set *expect.Set, o report.Result) (string, bool) {
 
 // gated: metric changes of this case can regress the comparison.
 func gated(o, n report.Result) bool {
-	perf := slices.Contains(o.Labels, report.LabelPerf) || slices.Contains(n.Labels, report.LabelPerf)
+	perf := report.LabelPerf.In(o.Labels) || report.LabelPerf.In(n.Labels)
 	return perf && backends.IsGPU(n.Backend)
 }
 

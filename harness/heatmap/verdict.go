@@ -152,7 +152,7 @@ func PairVerdicts(results []report.Result) []*Grid {
 			kinds = append(kinds, kind)
 		}
 		spec := pairs.Spec(r)
-		if slices.Contains(r.Labels, "atomics") {
+		if report.LabelAtomics.In(r.Labels) {
 			atomics[kind+"|"+spec] = true
 		}
 		g.add(fmt.Sprintf("%d→%d", s, d), spec, r)

@@ -1,7 +1,6 @@
 package perf
 
 import (
-	"slices"
 	"strings"
 
 	"p2patomics/harness/backends"
@@ -68,7 +67,7 @@ func Classify(id, name string) Family {
 // (counter.* rates from two launches and one-shot all-to-all copies stay
 // informational).
 func Gated(r report.Result, m report.Metric) bool {
-	return slices.Contains(r.Labels, report.LabelPerf) && backends.IsGPU(r.Backend) && m.Direction().Sign() != 0 && m.N >= MinSamples
+	return report.LabelPerf.In(r.Labels) && backends.IsGPU(r.Backend) && m.Direction().Sign() != 0 && m.N >= MinSamples
 }
 
 // MinSamples is the least number of timed samples a gated metric has.

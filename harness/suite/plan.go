@@ -75,10 +75,10 @@ func labelFilter(o *Options, userFilter string) string {
 		terms = append(terms, "("+userFilter+")")
 	}
 	if o.Atomics {
-		terms = append(terms, "atomics")
+		terms = append(terms, report.LabelAtomics.String())
 	}
 	if o.Perf {
-		terms = append(terms, report.LabelPerf)
+		terms = append(terms, report.LabelPerf.String())
 	}
 	return strings.Join(terms, " && ")
 }
