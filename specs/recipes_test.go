@@ -5,11 +5,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	"p2patomics/harness/backends"
@@ -81,20 +78,9 @@ func TestLitmusCasesDeriveFromManifest(t *testing.T) {
 	}
 	litmusEnvKernels = saved
 
-	files, err := filepath.Glob(filepath.Join(specsDir(t), "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if hits := literalsOf(t, string(b), want); len(hits) > 0 {
-			t.Errorf("%s spells litmus kernels %v: derive them from kernels.LitmusEnvs", filepath.Base(f), hits)
+	for f, src := range specsSources(t) {
+		if hits := literalsOf(t, src, want); len(hits) > 0 {
+			t.Errorf("%s spells litmus kernels %v: derive them from kernels.LitmusEnvs", f, hits)
 		}
 	}
 	plant := "package specs\nvar x = []string{\"pmp_u32_acqrel_sys\", \"psb_u32_seqcst_sys\"}\n"

@@ -42,6 +42,33 @@ func specsDir(t *testing.T) string {
 	return ""
 }
 
+// specsSources are the non-test Go files of specs/ (specsDir), by base
+// name, for the checks that no source spells what it should derive (a
+// pair label, a litmus kernel's name). A folder with none fails the test:
+// such a check must not pass on nothing.
+func specsSources(t *testing.T) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(specsDir(t), "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[filepath.Base(f)] = string(b)
+	}
+	if len(out) == 0 {
+		t.Fatalf("no Go source in %s", specsDir(t))
+	}
+	return out
+}
+
 // compiledDir is the folder this file was compiled from, "" when the
 // binary does not know it (-trimpath leaves a module path).
 func compiledDir() string {
