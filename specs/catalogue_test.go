@@ -89,3 +89,16 @@ func TestCanariesAreMarked(t *testing.T) {
 		t.Error("a canary case without Case.Canary was not reported")
 	}
 }
+
+// hostCases is the host backend's catalogue under the default flags (every
+// flag at its registered default), in catalogue order.
+func hostCases(t *testing.T) []*harness.Case {
+	t.Helper()
+	var o suite.Options
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	o.Register(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	return Catalogue(&o, backends.HostName, string(backends.Memfd))
+}

@@ -2,14 +2,12 @@ package specs
 
 import (
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"p2patomics/harness/backends"
-	"p2patomics/harness/suite"
 )
 
 // TestCatalogueIdentityIsTodays: every host case the catalogue builds
@@ -18,14 +16,8 @@ import (
 // the host suite's results.json at 5f11245 (harness/report's golden)
 // less the two cases the suite adds itself.
 func TestCatalogueIdentityIsTodays(t *testing.T) {
-	var o suite.Options
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	o.Register(fs)
-	if err := fs.Parse(nil); err != nil {
-		t.Fatal(err)
-	}
 	var got []string
-	for _, c := range Catalogue(&o, backends.HostName, "memfd") {
+	for _, c := range hostCases(t) {
 		id := c.Identity()
 		if c.Spec == "" || id.ID() != c.ID || id.Backend != backends.HostName || id.Kind != "memfd" || id.Ranks != c.Ranks {
 			t.Errorf("%s: identity %+v derives %q", c.ID, id, id.ID())

@@ -1,7 +1,6 @@
 package specs
 
 import (
-	"flag"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -9,8 +8,6 @@ import (
 	"strconv"
 	"testing"
 
-	"p2patomics/harness/backends"
-	"p2patomics/harness/suite"
 	"p2patomics/kernels"
 )
 
@@ -18,14 +15,8 @@ import (
 // litmus cases (the host backend, default flags), in catalogue order.
 func litmusVariants(t *testing.T) []string {
 	t.Helper()
-	var o suite.Options
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	o.Register(fs)
-	if err := fs.Parse(nil); err != nil {
-		t.Fatal(err)
-	}
 	var got []string
-	for _, c := range Catalogue(&o, backends.HostName, string(backends.Memfd)) {
+	for _, c := range hostCases(t) {
 		if c.Spec == "litmus" && LabelMutation.In(c.Labels) && c.Variant != "planted-nofence" {
 			got = append(got, c.Variant)
 		}
