@@ -2,19 +2,16 @@ package harness
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"p2patomics/harness/health"
 	"p2patomics/harness/kmsg"
 	"p2patomics/harness/report"
+	"p2patomics/harness/stream"
 	"p2patomics/trace"
 )
 
@@ -32,10 +29,10 @@ type Evidence struct {
 	// repro.sh passes them, so a gate failure's repro reproduces the
 	// verdict, not just the outcome.
 	Gate string
-	// Room, when set, says whether --out still has the space results.json
-	// keeps for itself: a case folder is written only while it does, and
-	// removed again when writing it took that space (nil: always room).
-	Room func() bool
+	// Emit hands the case's folder to the run's evidence sink
+	// (stream.Evidence, which keeps results.json's room on a full disk);
+	// nil writes it into Out/cases/ at once, room or not.
+	Emit func(stream.Event)
 }
 
 // The kernel log is one per machine: one reader for the suite process.
@@ -124,63 +121,48 @@ func (r *Runner) endWatch(c *Case, w *World, cw *caseWatch, res *report.Result) 
 	if r.Evidence == nil || r.Evidence.Out == "" || (res.Outcome == report.Pass && !r.Evidence.TraceAll) {
 		return
 	}
-	// results.json keeps every case on a full disk: evidence is what gives
-	// way, dropped with a note in the case's detail.
-	const dropped = "; evidence dropped: --out is nearly full and results.json keeps its room"
-	if r.Evidence.Room != nil && !r.Evidence.Room() {
-		res.Detail = strings.TrimSpace(res.Detail + dropped)
-		return
+	// Made here, while the world still holds each rank's trace and
+	// stderr; written by the evidence sink, which gives the folder up
+	// (and says so) when results.json needs the room.
+	ev := &stream.CaseEvidence{ID: c.ID, Files: r.evidenceFiles(c, w, cw, res)}
+	if r.Evidence.Emit != nil {
+		r.Evidence.Emit(ev)
+	} else {
+		(&stream.Evidence{Dir: r.Evidence.Out}).Handle(ev)
 	}
-	err := r.writeEvidence(c, w, cw, res)
-	if noSpace(err) || (r.Evidence.Room != nil && !r.Evidence.Room()) {
-		os.RemoveAll(filepath.Join(r.Evidence.Out, "cases", c.ID))
-		res.Detail = strings.TrimSpace(res.Detail + dropped)
-		return
-	}
-	if err != nil {
-		res.Detail = strings.TrimSpace(res.Detail + "; evidence not written: " + err.Error())
+	if ev.Note != "" {
+		res.Detail = strings.TrimSpace(res.Detail + "; " + ev.Note)
 	}
 }
 
-// noSpace: the write failed for want of space (a full disk, a quota, a
-// file-size limit).
-func noSpace(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG)
-}
-
-// writeEvidence writes the case's folder: each rank's trace and stderr,
-// repro.sh, kernel.log, environment.json and result.json.
-func (r *Runner) writeEvidence(c *Case, w *World, cw *caseWatch, res *report.Result) error {
-	dir := filepath.Join(r.Evidence.Out, "cases", c.ID)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	var errs []error
+// evidenceFiles is the case's folder: each rank's trace and stderr,
+// repro.sh, kernel.log, environment.json and result.json. A rank trace
+// that cannot be read is said in its place (the folder is still kept).
+func (r *Runner) evidenceFiles(c *Case, w *World, cw *caseWatch, res *report.Result) []stream.File {
+	var files []stream.File
 	for i, p := range w.Procs {
 		if p.Trace == nil {
 			continue
 		}
 		tr, err := rankTrace(p, cw.seqs[i], c, res)
 		if err != nil {
-			errs = append(errs, err)
-			continue
+			tr = fmt.Sprintf("# rank %d's trace was not read: %v\n", p.Rank, err)
 		}
-		errs = append(errs, os.WriteFile(filepath.Join(dir, fmt.Sprintf("rank-%d.trace", p.Rank)), []byte(tr), 0o644))
-		errs = append(errs, os.WriteFile(filepath.Join(dir, fmt.Sprintf("rank-%d.stderr", p.Rank)), []byte(p.Stderr.String()), 0o644))
+		files = append(files, stream.File{Name: fmt.Sprintf("rank-%d.trace", p.Rank), Data: []byte(tr), Mode: 0o644},
+			stream.File{Name: fmt.Sprintf("rank-%d.stderr", p.Rank), Data: []byte(p.Stderr.String()), Mode: 0o644})
 	}
-	errs = append(errs, os.WriteFile(filepath.Join(dir, "repro.sh"), []byte(r.reproScript(c)), 0o755))
-	errs = append(errs, os.WriteFile(filepath.Join(dir, "kernel.log"), []byte(r.caseKernelLog(res)), 0o644))
+	files = append(files, stream.File{Name: "repro.sh", Data: []byte(r.reproScript(c)), Mode: 0o755},
+		stream.File{Name: "kernel.log", Data: []byte(r.caseKernelLog(res)), Mode: 0o644})
 	if r.Evidence.Env != nil {
 		b, _ := json.MarshalIndent(r.Evidence.Env(), "", "  ")
-		errs = append(errs, os.WriteFile(filepath.Join(dir, "environment.json"), b, 0o644))
+		files = append(files, stream.File{Name: "environment.json", Data: b, Mode: 0o644})
 	}
 	// The runner sets duration_s when the case returns, after this folder
-	// is written; the folder's copy counts up to its judgement.
+	// is made; the folder's copy counts up to its judgement.
 	one := *res
 	one.Duration = math.Round(time.Since(cw.start).Seconds()*1e6) / 1e6
 	b, _ := json.MarshalIndent(one, "", "  ")
-	errs = append(errs, os.WriteFile(filepath.Join(dir, "result.json"), b, 0o644))
-	return errors.Join(errs...)
+	return append(files, stream.File{Name: "result.json", Data: b, Mode: 0o644})
 }
 
 // rankTrace is rank p's trace records since the case started (seq), with

@@ -65,7 +65,7 @@ func perfRunAs(t *testing.T, mk report.MetricKind, line string, plant func(n int
 	}
 	var stdout bytes.Buffer
 	run.Stdout = &stdout
-	for _, g := range run.Groups {
+	for _, g := range run.Plan.Groups {
 		for _, c := range g.Cases {
 			run.Execute(c)
 		}

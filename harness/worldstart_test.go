@@ -90,7 +90,7 @@ func gatedRunWithStartCrash(t *testing.T, id string) (out string, pid int) {
 	}
 	var stdout bytes.Buffer
 	run.Stdout = &stdout
-	for _, g := range run.Groups {
+	for _, g := range run.Plan.Groups {
 		for _, c := range g.Cases {
 			run.Execute(c)
 		}

@@ -103,10 +103,10 @@ func TestMain(m *testing.M) {
 	if opts.List || suiteCfg.DryRun {
 		// The selected case ids, one a line; nothing runs and no report
 		// is written. The probes go to stderr so the list stays clean.
-		for _, p := range run.Probes {
+		for _, p := range run.Plan.Probes {
 			fmt.Fprintln(os.Stderr, p.Line())
 		}
-		for _, id := range run.IDs() {
+		for _, id := range run.Plan.IDs() {
 			fmt.Println(id)
 		}
 		os.Exit(0)
@@ -116,7 +116,7 @@ func TestMain(m *testing.M) {
 	checkOwnTests()
 	// --out (locked, previous run kept aside, a first results.json) once
 	// the plan is known to be runnable and --out can hold its record.
-	if err := run.CheckRoom(); err != nil {
+	if err := run.Plan.CheckRoom(); err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 		os.Exit(suite.ExitUsage)
 	}
@@ -124,10 +124,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 		os.Exit(suite.ExitUsage)
 	}
-	for _, p := range run.Probes {
+	for _, p := range run.Plan.Probes {
 		fmt.Println(p.Line())
 	}
-	fmt.Printf("p2patomics: %d case(s), seed %d, reports in %s\n", len(run.IDs()), opts.Seed, opts.Out)
+	fmt.Printf("p2patomics: %d case(s), seed %d, reports in %s\n", len(run.Plan.IDs()), opts.Seed, opts.Out)
 	run.WatchSignals()
 	if d := testTimeout(); d > 0 {
 		// go test passes -test.timeout=10m unless told otherwise; its
@@ -187,7 +187,7 @@ func skipsTestSpecs() bool {
 func TestSpecs(t *testing.T) {
 	RegisterFailHandler(Fail)
 	suiteCfg, repCfg := GinkgoConfiguration()
-	suiteCfg.LabelFilter = run.LabelFilter
+	suiteCfg.LabelFilter = run.Plan.LabelFilter
 	// The plan's order is fixed; Ginkgo's shuffle seed is the suite's, so
 	// one seed is printed, not two.
 	suiteCfg.RandomSeed = opts.Seed
@@ -215,7 +215,7 @@ func TestSpecs(t *testing.T) {
 	// One top-level container: Ginkgo shuffles top-level containers, and
 	// the plan's order (each canary followed by its recovery case) matters.
 	Describe(suite.TopContainer, func() {
-		for _, group := range run.Groups {
+		for _, group := range run.Plan.Groups {
 			describeGroup(group)
 		}
 	})
@@ -225,7 +225,7 @@ func TestSpecs(t *testing.T) {
 func describeGroup(group suite.Group) {
 	Describe(group.Name, func() {
 		for _, c := range group.Cases {
-			decorators := []any{Label(c.Labels...), SpecTimeout(run.SpecTimeout(c))}
+			decorators := []any{Label(c.Labels...), SpecTimeout(run.Plan.SpecTimeout(c))}
 			if c.GPU {
 				decorators = append(decorators, Serial)
 			}

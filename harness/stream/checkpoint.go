@@ -1,8 +1,10 @@
 package stream
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -20,7 +22,8 @@ const CheapCheckpoint = 20 * time.Millisecond
 // finished since the last rewrite. A failure is said once; the final
 // write decides the exit status. On Interrupted a rewrite in flight
 // finishes (its temporary file renamed) and none starts after: the final
-// record is the interrupt path's to write.
+// record is RunDone's, which the sink writes whatever came before (see
+// final: a full disk trims the record rather than lose it).
 type Checkpoint struct {
 	mu sync.Mutex
 	// Path is the results.json rewritten.
@@ -36,22 +39,97 @@ type Checkpoint struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
-	last    time.Time
-	cost    time.Duration
-	said    bool
-	stopped bool
+	last     time.Time
+	cost     time.Duration
+	said     bool
+	stopped  bool
+	final    bool
+	finalErr error
 }
 
-// Handle rewrites on CaseDone and stops for good on Interrupted.
+// Handle writes the plan's first record on RunStarted, rewrites on
+// CaseDone, stops for good on Interrupted and writes the final record on
+// RunDone.
 func (c *Checkpoint) Handle(e Event) {
-	switch e.(type) {
-	case CaseDone:
+	switch d := e.(type) {
+	case RunStarted, CaseDone:
 		c.Write()
 	case Interrupted:
 		c.mu.Lock()
 		c.stopped = true
 		c.mu.Unlock()
+	case RunDone:
+		c.mu.Lock()
+		c.stopped, c.final = true, true
+		c.finalErr = c.writeFinal(d.Report)
+		c.mu.Unlock()
 	}
+}
+
+// FinalErr is the final write's error; it says so when no RunDone came.
+func (c *Checkpoint) FinalErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.final {
+		return fmt.Errorf("results.json: the run never ended (no RunDone), the final record was not written to %s", c.Path)
+	}
+	return c.finalErr
+}
+
+// writeFinal writes the final record. When there is no space for it
+// beside the last checkpoint, the record's bulk is trimmed (Trim), written
+// compact, and it replaces the checkpoint in place: the checkpoint is
+// removed first so the new file has its space, and put back if the new
+// one still does not fit.
+func (c *Checkpoint) writeFinal(rep *report.Report) error {
+	err := rep.Write(c.Path)
+	if !NoSpace(err) {
+		return err
+	}
+	if c.NoSpace != nil {
+		c.NoSpace(err)
+	}
+	Trim(rep)
+	old, rerr := os.ReadFile(c.Path)
+	os.Remove(c.Path)
+	// Compact, not indented: a third smaller.
+	b, err2 := json.Marshal(rep)
+	if err2 == nil {
+		err2 = report.WriteAtomic(c.Path, append(b, '\n'))
+	}
+	if err2 != nil {
+		if rerr == nil {
+			// The last checkpoint goes back where it was (its own space
+			// is free again): a record of what finished before is kept.
+			report.WriteAtomic(c.Path, old)
+		}
+		return err2
+	}
+	return nil
+}
+
+// Trim cuts what a full disk cannot hold from the record, saying so in
+// the environment (trimmed) so no reader takes the cut for the data: rank
+// stderr tails to 512 bytes, metric samples, pair rows and matrices; the
+// summary and every outcome kept.
+func Trim(rep *report.Report) {
+	for i := range rep.Results {
+		res := &rep.Results[i]
+		for j := range res.Ranks {
+			if t := res.Ranks[j].StderrTail; len(t) > 512 {
+				res.Ranks[j].StderrTail = "…" + t[len(t)-512:]
+			}
+		}
+		for k, m := range res.Metrics {
+			m.Samples = nil
+			res.Metrics[k] = m
+		}
+		if len(res.KernelLog) > 8 {
+			res.KernelLog = res.KernelLog[len(res.KernelLog)-8:]
+		}
+	}
+	rep.Pairs, rep.Matrices = nil, nil
+	rep.Environment.Trimmed = "--out was full: rank stderr tails cut to 512 bytes, metric samples, pair rows and matrices dropped"
 }
 
 func (c *Checkpoint) now() time.Time {
@@ -71,6 +149,9 @@ func (c *Checkpoint) Write() {
 		return
 	}
 	if c.cost > CheapCheckpoint && c.now().Sub(c.last) < 10*c.cost {
+		return
+	}
+	if c.Snapshot == nil {
 		return
 	}
 	rep := c.Snapshot()

@@ -3,6 +3,7 @@ package stream
 import (
 	"fmt"
 	"io"
+	"sort"
 	"sync"
 
 	"p2patomics/harness/outputs"
@@ -109,5 +110,31 @@ func (q *RerunQueue) Take() []report.Result {
 	defer q.mu.Unlock()
 	out := q.queued
 	q.queued = nil
+	return out
+}
+
+// WorldLog keeps the run's world events in the order they were emitted:
+// the checkpoints and the final record read them from here.
+type WorldLog struct {
+	mu     sync.Mutex
+	events []report.WorldEvent
+}
+
+// Handle keeps a WorldEvent's event.
+func (w *WorldLog) Handle(e Event) {
+	if d, ok := e.(WorldEvent); ok {
+		w.mu.Lock()
+		w.events = append(w.events, d.Event)
+		w.mu.Unlock()
+	}
+}
+
+// Events is a copy of the events kept, ordered by time (stable: two at one
+// second stay in the order they came).
+func (w *WorldLog) Events() []report.WorldEvent {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := append([]report.WorldEvent(nil), w.events...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time < out[j].Time })
 	return out
 }

@@ -13,9 +13,13 @@ import (
 	"p2patomics/harness/report"
 )
 
-// Event is one thing that happened in a run: CaseStarted, CaseDone,
-// WorldEvent, Interrupted or RunDone.
+// Event is one thing that happened in a run: RunStarted, CaseStarted,
+// *CaseEvidence, CaseDone, WorldEvent, Interrupted or RunDone.
 type Event interface{ event() }
+
+// RunStarted: the plan exists and no case has run; every case is
+// incomplete until it is done.
+type RunStarted struct{ Total int }
 
 // CaseStarted: a case was admitted and is about to run.
 type CaseStarted struct{ ID string }
@@ -28,8 +32,9 @@ type CaseDone struct {
 	First  *report.Result
 }
 
-// WorldEvent is a line a world reported (a rank that died idle, a start).
-type WorldEvent struct{ Line string }
+// WorldEvent is one thing a world did outside any case (a rank that died
+// idle, crashed while its world started), in the order the runners saw it.
+type WorldEvent struct{ Event report.WorldEvent }
 
 // Interrupted is the run's one interrupt: every sink flushes what it holds
 // on it, once, whatever it was doing.
@@ -42,6 +47,7 @@ type RunDone struct {
 	Start  time.Time
 }
 
+func (RunStarted) event()  {}
 func (CaseStarted) event() {}
 func (CaseDone) event()    {}
 func (WorldEvent) event()  {}
@@ -72,14 +78,19 @@ func (f *Fanout) Emit(e Event) {
 	}
 }
 
-// Replay feeds a recorded run through sinks as the suite fed them: every
-// result as CaseStarted and CaseDone in the recorded order, the
-// interrupt when the record says there was one, then RunDone.
+// Replay feeds a recorded run through sinks as the suite fed them:
+// RunStarted, every result as CaseStarted and CaseDone in the recorded
+// order, the world events, the interrupt when the record says there was
+// one, then RunDone.
 func Replay(rep *report.Report, start time.Time, sinks ...Sink) {
 	f := NewFanout(sinks...)
+	f.Emit(RunStarted{Total: len(rep.Results)})
 	for _, r := range rep.Results {
 		f.Emit(CaseStarted{ID: r.ID()})
 		f.Emit(CaseDone{Result: r})
+	}
+	for _, w := range rep.WorldEvents {
+		f.Emit(WorldEvent{Event: w})
 	}
 	if rep.Summary != nil && rep.Summary.Interrupted != "" {
 		f.Emit(Interrupted{Signal: rep.Summary.Interrupted})

@@ -2,6 +2,7 @@ package stream_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,7 +37,7 @@ func TestFanoutOneOrderForEverySink(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			for j := 0; j < 50; j++ {
-				f.Emit(stream.WorldEvent{Line: strings.Repeat("x", i*50+j)})
+				f.Emit(stream.WorldEvent{Event: report.WorldEvent{Kind: report.EventOther, Detail: strings.Repeat("x", i*50+j)}})
 			}
 		}(i)
 	}
@@ -64,7 +65,7 @@ func TestLiveLine(t *testing.T) {
 	f := stream.NewFanout(l)
 	f.Emit(stream.CaseStarted{ID: "host.memfd.counter.add"})
 	f.Emit(stream.CaseDone{Result: result("host.memfd.counter.add", report.Pass)})
-	f.Emit(stream.WorldEvent{Line: "world 1 ready in 0.1 s"})
+	f.Emit(stream.WorldEvent{Event: report.WorldEvent{Kind: report.EventRetired, Detail: "world 1 retired"}})
 	f.Emit(stream.CaseDone{Result: result("host.memfd.counter.sub", report.Fail)})
 	f.Emit(stream.Interrupted{Signal: "SIGINT"})
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
@@ -88,7 +89,8 @@ func TestLiveLine(t *testing.T) {
 func TestReportsSinkReplay(t *testing.T) {
 	rs := []report.Result{result("host.memfd.counter.add", report.Pass), result("host.memfd.counter.sub", report.Incomplete)}
 	sum := report.SummarizeRun(rs, "", "", "SIGTERM")
-	rep := &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(map[string]any{"vendor": backends.HostName}), Results: rs, Summary: &sum}
+	rep := &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(map[string]any{"vendor": backends.HostName}), Results: rs, Summary: &sum,
+		WorldEvents: []report.WorldEvent{{Time: "2026-12-04T00:00:00Z", Kind: report.EventIdleDeath, Detail: "rank 1 died idle"}}}
 	dir := t.TempDir()
 	rec := &recorder{}
 	r := &stream.Reports{Dir: dir}
@@ -103,7 +105,7 @@ func TestReportsSinkReplay(t *testing.T) {
 	for _, e := range rec.got {
 		kinds = append(kinds, strings.TrimPrefix(strings.TrimPrefix(fmtType(e), "stream."), "*"))
 	}
-	if got := strings.Join(kinds, " "); got != "CaseStarted CaseDone CaseStarted CaseDone Interrupted RunDone" {
+	if got := strings.Join(kinds, " "); got != "RunStarted CaseStarted CaseDone CaseStarted CaseDone WorldEvent Interrupted RunDone" {
 		t.Errorf("replay order: %s", got)
 	}
 	for _, f := range []string{"junit.xml", "results.csv", "failures.csv", "summary.txt", "report.html"} {
@@ -122,21 +124,7 @@ func TestReportsSinkReplay(t *testing.T) {
 	}
 }
 
-func fmtType(e stream.Event) string {
-	switch e.(type) {
-	case stream.CaseStarted:
-		return "CaseStarted"
-	case stream.CaseDone:
-		return "CaseDone"
-	case stream.WorldEvent:
-		return "WorldEvent"
-	case stream.Interrupted:
-		return "Interrupted"
-	case stream.RunDone:
-		return "RunDone"
-	}
-	return "?"
-}
+func fmtType(e stream.Event) string { return fmt.Sprintf("%T", e) }
 
 // The rerun queue holds the first attempts of the cases the gate reruns,
 // in the order they finished, once: Take empties it.

@@ -1,8 +1,10 @@
 package suite
 
 import (
+	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"p2patomics/harness"
 	"p2patomics/harness/backends"
@@ -20,9 +22,19 @@ func seq(id string, outs ...report.Outcome) *harness.Case {
 }
 
 func handRun(repeat int, cs ...*harness.Case) *Run {
-	return &Run{Opts: &Options{Backend: backends.HostName, Ranks: 2, Repeat: repeat}, runners: map[string]*harness.Runner{},
-		results: map[string]report.Result{}, startFds: -1, planned: cs}
+	return handMade(&Plan{Opts: &Options{Backend: backends.HostName, Ranks: 2, Repeat: repeat}, planned: cs}, nil)
 }
+
+// handMade is a run of plan p made by hand, without NewRun's probe and
+// catalogue: its stdout goes to w (nil: os.Stdout).
+func handMade(p *Plan, w io.Writer) *Run {
+	r := &Run{Stdout: w, t0: time.Now()}
+	r.build(p)
+	return r
+}
+
+// results are r's results in plan order, unfinished cases incomplete.
+func resultsOf(r *Run) []report.Result { return r.exec.ledger.list(r.Plan.planned) }
 
 // Issue 26 item 1: a second Execute of one case (Ginkgo's flake-attempts
 // re-running the It body) never overwrites the first attempt: at a44624c
@@ -32,8 +44,8 @@ func TestRetryKeepsTheFirstAttempt(t *testing.T) {
 	r := handRun(1, c)
 	first := r.Execute(c)
 	again := r.Execute(c)
-	if first.Outcome != report.Crash || again.Outcome != report.Crash || r.Results()[0].Outcome != report.Crash {
-		t.Fatalf("crash then a retry: first %s, retry %s, recorded %s", first.Outcome, again.Outcome, r.Results()[0].Outcome)
+	if first.Outcome != report.Crash || again.Outcome != report.Crash || resultsOf(r)[0].Outcome != report.Crash {
+		t.Fatalf("crash then a retry: first %s, retry %s, recorded %s", first.Outcome, again.Outcome, resultsOf(r)[0].Outcome)
 	}
 }
 

@@ -8,12 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"p2patomics/harness"
 	"p2patomics/harness/report"
-	"p2patomics/harness/stream"
-	"p2patomics/internal/device"
 )
 
 // Exit statuses beyond 0 (PASS) and 1 (FAIL) (docs/GATING.md).
@@ -27,9 +24,9 @@ var (
 	// prepared is the --out folder Prepare readied (nil in unit tests that
 	// build a Run by hand).
 	prepared *OutDir
-	// active is the run the signal handler finishes; nil until NewRun's
-	// plan exists (the backend probe runs before that).
-	active  atomic.Pointer[Run]
+	// active is how the signal handler stops the run; nil until the run
+	// watches signals (the backend probe runs before that).
+	active  atomic.Pointer[func(os.Signal)]
 	sigOnce sync.Once
 	// sigMu orders Prepare's first write against a signal before the
 	// plan: the handler waits for the write and reads prepared after it.
@@ -95,8 +92,8 @@ func catchSignals(o *Options) {
 			// Said first: a Finish that TestMain reaches before the run's
 			// handler (Ginkgo ends the run on SIGTERM too) still tells it.
 			caught.Store(sigName(sig))
-			if r := active.Load(); r != nil {
-				r.interrupted(sig)
+			if stop := active.Load(); stop != nil {
+				(*stop)(sig)
 				return
 			}
 			// A write of Prepare's record in flight finishes first (its
@@ -114,54 +111,6 @@ func catchSignals(o *Options) {
 	})
 }
 
-// interrupted is the signal path once a plan exists.
-func (r *Run) interrupted(sig os.Signal) {
-	r.stop(sigName(sig), "interrupted by "+sigName(sig), sigName(sig))
-}
-
-// StopAfter ends the run as a signal would (ranks killed, unfinished cases
-// incomplete, reports written, verdict INTERRUPTED naming the flag, exit
-// ExitInterrupted) once d has passed. TestMain arms it
-// from testing's -test.timeout, a little before testing's own alarm, which
-// would panic and leave results.json without the cases that finished.
-func (r *Run) StopAfter(d time.Duration, flag string) {
-	time.AfterFunc(d, func() {
-		r.mu.Lock()
-		done := r.finished
-		r.mu.Unlock()
-		if !done {
-			r.stop(flag+" reached", "stopped by "+flag, flag)
-		}
-	})
-}
-
-// stop kills every rank, marks the running case incomplete (detail: why
-// + " while running"), records by what the run was interrupted (a signal's
-// name, or the -test.timeout flag), writes the reports and exits with
-// Finish's status.
-func (r *Run) stop(what, why, by string) {
-	fmt.Fprintf(os.Stderr, "p2patomics: %s: stopping ranks, writing results\n", what)
-	r.mu.Lock()
-	cur := r.current
-	if cur != "" {
-		r.results[cur] = report.Result{Case: report.ParseCase(cur, nil), Outcome: report.Incomplete, Expected: r.expected(cur),
-			Detail: why + " while running", Ranks: []report.Rank{}}
-	}
-	r.finished = true // no result written after this point
-	r.signal = by
-	runners := r.runnerList()
-	r.mu.Unlock()
-	// A checkpoint the main goroutine is writing finishes first (its temp
-	// file renamed), and none starts after: os.Exit below would leave its
-	// temporary file in --out, or a late one would overwrite the final
-	// results.json.
-	r.emit(stream.Interrupted{Signal: by})
-	for _, rn := range runners {
-		rn.KillAll()
-	}
-	os.Exit(r.Finish())
-}
-
 // sigName names the signal the suite caught by its kernel name, as the
 // harness names a rank's (harness.SignalName).
 func sigName(sig os.Signal) string {
@@ -169,93 +118,4 @@ func sigName(sig os.Signal) string {
 		return harness.SignalName(s)
 	}
 	return sig.String()
-}
-
-// checkpoint rewrites results.json as it would stand if the suite died now
-// (finished cases as they ended, the rest incomplete), through the run's
-// checkpoint sink (stream.Checkpoint: the cost model, the one line a
-// failure says). A disk that fills under the run stops the case folders
-// (markFull); Finish's own write decides the exit status.
-func (r *Run) checkpoint() {
-	if r.Opts.Out == "" || prepared == nil {
-		return
-	}
-	r.checkpoints().Write()
-}
-
-// emit feeds e to the run's sinks, in one order for every event: the
-// checkpoint (results.json first: a parent killed after the line was
-// printed finds the case in it), the live line, the gate's rerun queue. The sinks are made
-// on the first event: a Run made by hand in a test has no plan step.
-func (r *Run) emit(e stream.Event) {
-	r.mu.Lock()
-	if r.sinks == nil {
-		var sinks []stream.Sink
-		if r.Opts.Out != "" && prepared != nil {
-			sinks = append(sinks, r.checkpointSink())
-		}
-		r.sinks = stream.NewFanout(append(sinks, r.liveSink(), &r.reruns)...)
-	}
-	f := r.sinks
-	r.mu.Unlock()
-	f.Emit(e)
-}
-
-// checkpoints is the run's checkpoint sink, made on first use: a Run made
-// by hand in a test has no plan step to make it in.
-func (r *Run) checkpoints() *stream.Checkpoint {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.checkpointSink()
-}
-
-// checkpointSink is checkpoints' sink; r.mu is held.
-func (r *Run) checkpointSink() *stream.Checkpoint {
-	if r.ckpt == nil {
-		r.ckpt = &stream.Checkpoint{Path: filepath.Join(r.Opts.Out, "results.json"), Snapshot: r.snapshot, Stderr: os.Stderr,
-			NoSpace: func(err error) bool {
-				if !noSpace(err) {
-					return false
-				}
-				// The disk filled under the run: case folders stop (the
-				// record keeps what is left), and markFull says so.
-				r.markFull("a checkpoint of results.json: " + err.Error())
-				return true
-			}}
-	}
-	return r.ckpt
-}
-
-// snapshot is the record a checkpoint writes; nil once the run finished
-// (Finish writes results.json now; a checkpoint would race it).
-func (r *Run) snapshot() *report.Report {
-	r.mu.Lock()
-	done := r.finished
-	runners := r.runnerList()
-	r.mu.Unlock()
-	if done {
-		return nil
-	}
-	return &report.Report{Schema: report.Schema, State: report.StateRunning, Environment: r.envNow(), Results: r.Results(),
-		WorldEvents: worldEvents(runners)}
-}
-
-// envNow is the fingerprint with the device facts known so far, collected
-// again only when a world brought new ones.
-func (r *Run) envNow() report.Environment {
-	r.mu.Lock()
-	runners := r.runnerList()
-	r.mu.Unlock()
-	var infos [][]device.Info
-	n := 0
-	for _, rn := range runners {
-		in := rn.DeviceInfos()
-		infos = append(infos, in)
-		n += len(in)
-	}
-	if r.ckptEnv == nil || n != r.ckptEnvN {
-		env := environment(r.Opts, infos)
-		r.ckptEnv, r.ckptEnvN = &env, n
-	}
-	return *r.ckptEnv
 }

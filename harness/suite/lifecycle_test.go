@@ -29,13 +29,12 @@ func TestResultsWrittenFirstAndKeptCurrent(t *testing.T) {
 			Standalone: func() (report.Outcome, string) { return report.Pass, "ok" }}
 	}
 	a, b := mk("host.suite.t.a"), mk("host.suite.t.b")
-	r := &Run{Opts: o, runners: map[string]*harness.Runner{}, results: map[string]report.Result{}, startFds: -1,
-		planned: []*harness.Case{a, b}}
+	r := handMade(&Plan{Opts: o, planned: []*harness.Case{a, b}}, nil)
 	// A checkpoint that cost more than stream.CheapCheckpoint may be
 	// skipped by design (a loaded machine made one cost that much): this
 	// test is about what a checkpoint holds, so its clock stands still and
 	// every rewrite costs nothing.
-	r.checkpoints().Now = func() time.Time { return time.Unix(0, 0) }
+	r.sinks.get().ckpt.Now = func() time.Time { return time.Unix(0, 0) }
 	r.WatchSignals()
 	defer active.Store(nil)
 	if rep, err = report.Read(path); err != nil || len(rep.Results) != 2 || rep.Results[0].Outcome != report.Incomplete || rep.State != report.StateRunning {

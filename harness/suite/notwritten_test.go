@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"p2patomics/harness/report"
 )
@@ -26,9 +27,7 @@ func TestGinkgoReportsNotWrittenIsRecorded(t *testing.T) {
 		if err := rep.Write(filepath.Join(out, "results.json")); err != nil {
 			t.Fatal(err)
 		}
-		r := &Run{Opts: &Options{Out: out}}
-		r.GinkgoReportsNotWritten(errors.New(`--ginkgo.json-report=x: open x: permission denied`))
-		r.noteGinkgoReports(rep, c.code)
+		noteGinkgoReports(errors.New(`--ginkgo.json-report=x: open x: permission denied`), out, time.Unix(0, 0), rep, c.code)
 		got, err := report.Read(filepath.Join(out, "results.json"))
 		if err != nil {
 			t.Fatal(err)

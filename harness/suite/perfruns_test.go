@@ -97,7 +97,7 @@ func recordRun(t *testing.T, n, failOn int) (string, int, string, *report.Report
 	}
 	var stdout bytes.Buffer
 	run.Stdout = &stdout
-	for _, g := range run.Groups {
+	for _, g := range run.Plan.Groups {
 		for _, c := range g.Cases {
 			run.Execute(c)
 		}

@@ -1,19 +1,18 @@
 package suite
 
 import (
-	"fmt"
-	"regexp"
-	"slices"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/onsi/ginkgo/v2/types"
+	"golang.org/x/sys/unix"
 
 	"p2patomics/harness"
-	descriptors "p2patomics/harness/backends"
 	"p2patomics/harness/expect"
+	"p2patomics/harness/pairs"
 	"p2patomics/harness/report"
-	"p2patomics/internal/inject"
 )
 
 // Catalogue builds every case for one backend and kind (package specs).
@@ -28,211 +27,190 @@ const (
 	TopContainer     = "p2patomics"
 )
 
-// NewRun resolves the backend, builds and filters the plan from cat, and
-// makes every check that can refuse the run before its first case.
-func NewRun(o *Options, userFilter string, cat Catalogue) (*Run, error) {
-	r := &Run{Opts: o, runners: map[string]*harness.Runner{}, results: map[string]report.Result{}, startFds: -1, t0: time.Now()}
-	r.LabelFilter = labelFilter(o, userFilter)
-	if len(o.inject) > 0 && !o.List {
-		// One set of counters for the run, kept open to its end (the suite's
-		// fd count is taken later, at the first case).
-		c, err := inject.NewCounters(o.inject)
-		if err != nil {
-			return nil, err
-		}
-		r.counters = c
-	}
-	gs, err := r.gateSet()
-	if err != nil {
-		return nil, err
-	}
-	r.gate = gs
-	sel, err := r.selection()
-	if err != nil {
-		return nil, err
-	}
-	backends, err := r.resolveBackends()
-	if err != nil {
-		return nil, err
-	}
-	if err := r.plan(backends, cat, sel); err != nil {
-		return nil, err
-	}
-	if o.List {
-		return r, nil // a list runs nothing: no stack to check against the baseline
-	}
-	if err := r.checkBaseline(); err != nil {
-		return nil, err
-	}
-	return r, nil
+// Group is the cases of one backend and kind.
+type Group struct {
+	Name  string
+	Cases []*harness.Case
 }
 
-// labelFilter is the run's Ginkgo label filter: the user's, and'ed with
-// the --atomics and --perf shorthands.
-func labelFilter(o *Options, userFilter string) string {
-	var terms []string
-	if strings.TrimSpace(userFilter) != "" {
-		terms = append(terms, "("+userFilter+")")
-	}
-	if o.Atomics {
-		terms = append(terms, report.LabelAtomics.String())
-	}
-	if o.Perf {
-		terms = append(terms, report.LabelPerf.String())
-	}
-	return strings.Join(terms, " && ")
+// Plan is what a run will do, fixed before its first case: the selected
+// cases by backend and kind, the backends probed, and the baseline the
+// run is gated on (nil: not gated). It changes no more once NewRun made
+// it; the executor reads it (planbuild.go builds it).
+type Plan struct {
+	Opts        *Options
+	LabelFilter string
+	Groups      []Group
+	// Probes are the backends tried and what each said (environment.backends).
+	Probes  []BackendProbe
+	planned []*harness.Case
+	gate    *expect.Set
 }
 
-// selection keeps a catalogue case the run selects: --case alone when
-// given, else the label filter; and Ginkgo's focus and skip always.
-type selection struct {
-	labels  func([]string) bool
-	inFocus func(group, id string) bool
+// IDs are the planned case ids in plan order (what --list prints).
+func (p *Plan) IDs() []string {
+	ids := make([]string, 0, len(p.planned))
+	for _, c := range p.planned {
+		ids = append(ids, c.ID)
+	}
+	return ids
 }
 
-func (r *Run) selection() (selection, error) {
-	s := selection{labels: func([]string) bool { return true }}
-	if r.LabelFilter != "" {
-		f, err := types.ParseLabelFilter(r.LabelFilter)
-		if err != nil {
-			return s, fmt.Errorf("label filter %s: %s", quote(r.LabelFilter), oneLine(err.Error()))
-		}
-		s.labels = f
-	}
-	var err error
-	s.inFocus, err = focusFilter(r.Opts.FocusStrings, r.Opts.SkipStrings)
-	return s, err
+// SpecTimeout is Ginkgo's outer bound for a case: the harness's own
+// deadlines end it first, for every repeat of a soak.
+func (p *Plan) SpecTimeout(c *harness.Case) time.Duration {
+	per := c.Limit() + 60*time.Second
+	return per*time.Duration(p.Opts.Repeat) + p.Opts.Duration/time.Duration(max(1, len(p.planned))) + per
 }
 
-func (s selection) keeps(o *Options, group string, c *harness.Case) bool {
-	if o.Case != "" && c.ID != o.Case {
-		return false
-	}
-	if o.Case == "" && !s.labels(c.Labels) {
-		return false
-	}
-	return s.inFocus(group, c.ID)
-}
-
-// plan fills Groups and planned: per backend and kind the catalogue's
-// selected cases (plus the planted ones on the backend's first kind), then
-// the suite's own cases where the run is a whole host run, or where --case
-// names one of them.
-func (r *Run) plan(backends []string, cat Catalogue, sel selection) error {
-	o := r.Opts
-	for _, be := range backends {
-		kinds := harness.Matrix[be]
-		if o.Alloc != "" {
-			if !slices.Contains(kinds, o.Alloc) {
-				continue
-			}
-			kinds = []string{o.Alloc}
+// CheckRoom refuses, before --out is touched, a folder whose file system
+// cannot hold the run's record (16 KiB and 2 KiB a planned case; a host
+// case's final record is 1-2 KiB, and ginkgo.log and the canary's child
+// run share the disk): such a run would lose its results, so it is a
+// usage error.
+func (p *Plan) CheckRoom() error {
+	dir := p.Opts.Out
+	for {
+		if _, err := os.Stat(dir); err == nil || dir == filepath.Dir(dir) {
+			break
 		}
-		for i, kind := range kinds {
-			cases := cat(o, be, kind)
-			if i == 0 {
-				// Like the canaries, on the backend's first kind or the
-				// one kind the run selected.
-				cases = append(cases, planted(o, be, kind)...)
-			}
-			r.addGroup(be+"."+kind, cases, func(g string, c *harness.Case) bool { return sel.keeps(o, g, c) })
-		}
+		dir = filepath.Dir(dir)
 	}
-	if o.Case == "" && o.Alloc == "" && r.LabelFilter == "" && slices.Contains(backends, descriptors.HostName) {
-		r.addSuiteCases(sel.inFocus)
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return nil // not knowable here: Prepare's first write will tell
 	}
-	if o.Case != "" && len(r.planned) == 0 {
-		r.addSuiteCases(func(string, string) bool { return true })
-		r.planned = filterID(r.Groups, o.Case)
-		if len(r.planned) == 0 {
-			return fmt.Errorf("--case=%s matches no case of backend %s (list the ids with --list)", o.Case, strings.Join(backends, ","))
-		}
-	}
-	if len(r.planned) == 0 {
-		return fmt.Errorf("the selection (backend %s, alloc %q, labels %q) matches no case", strings.Join(backends, ","), o.Alloc, r.LabelFilter)
+	free := st.Bavail * uint64(st.Bsize)
+	if need := 16<<10 + uint64(len(p.planned))*2<<10; free < need {
+		return usagef("--out=%s has %d KiB free; the record of %d cases needs at least %d KiB", quote(p.Opts.Out), free>>10, len(p.planned), need>>10)
 	}
 	return nil
 }
 
-// addGroup plans the cases keep keeps as the group name; a group left
-// empty is not planned.
-func (r *Run) addGroup(name string, cases []*harness.Case, keep func(group string, c *harness.Case) bool) {
-	g := Group{Name: name}
-	for _, c := range cases {
-		if keep(name, c) {
-			g.Cases = append(g.Cases, c)
-		}
-	}
-	if len(g.Cases) > 0 {
-		r.Groups = append(r.Groups, g)
-		r.planned = append(r.planned, g.Cases...)
-	}
+// recordRoom is the space results.json keeps on --out (stream.Reserve):
+// twice 32 KiB plus 6 KiB a planned case (a host case's record is 1-2
+// KiB; a rank's stderr tail is at most 4 KiB).
+func (p *Plan) recordRoom() uint64 {
+	return 2 * (32<<10 + uint64(len(p.planned))*6<<10)
 }
 
-// checkBaseline refuses, before the first case, a baseline the run cannot
-// be judged against or recorded into: another stack, one sharing (almost)
-// no case with the plan, an --update-expectations target CheckUpdate
-// refuses.
-func (r *Run) checkBaseline() error {
-	o := r.Opts
-	if err := r.checkStack(); err != nil {
-		return err
+// expected is case id's expected outcome (pass for an id not planned).
+func (p *Plan) expected(id string) report.Outcome {
+	if c := p.caseOf(id); c != nil {
+		return c.Expected
 	}
-	if r.gate != nil {
-		// Not a stack check: --allow-stack-mismatch does not lift it.
-		if err := expect.CheckShared(r.gate, r.IDs()); err != nil {
-			return usagef("--expectations=%s: %v", o.Expectations, err)
-		}
-	}
-	if o.UpdateExpectations {
-		env := r.preEnv()
-		env.Backends = recorded(r.Probes)
-		if err := expect.CheckUpdate(r.updateDir(), env, o.Force); err != nil {
-			return usagef("--update-expectations: %v", err)
-		}
-	}
-	return nil
+	return report.Pass
 }
 
-func filterID(groups []Group, id string) []*harness.Case {
-	var out []*harness.Case
-	for i := range groups {
-		var keep []*harness.Case
-		for _, c := range groups[i].Cases {
+// caseOf is the planned case with id, nil when there is none.
+func (p *Plan) caseOf(id string) *harness.Case {
+	for _, c := range p.planned {
+		if c.ID == id {
+			return c
+		}
+	}
+	for _, g := range p.Groups {
+		for _, c := range g.Cases {
 			if c.ID == id {
-				keep = append(keep, c)
+				return c
 			}
 		}
-		groups[i].Cases = keep
-		out = append(out, keep...)
+	}
+	return nil
+}
+
+// selects reports whether a baseline id falls in this run's selection: the
+// same backend and kind groups and labels (approximated by the id prefix).
+func (p *Plan) selects(id string) bool {
+	if p.Opts.Case != "" {
+		return id == p.Opts.Case
+	}
+	for _, g := range p.Groups {
+		if c := report.ParseCase(id, nil); c.Backend+"."+c.Kind == g.Name {
+			return p.LabelFilter == "" || p.caseOf(id) != nil
+		}
+	}
+	return false
+}
+
+// incomplete is the result of a planned case that did not run to the end.
+func incomplete(c *harness.Case, detail string) report.Result {
+	return report.Result{Case: c.Identity(), Labels: c.Labels, Outcome: report.Incomplete, Expected: c.Expected,
+		Detail: detail, Ranks: []report.Rank{}, Repro: c.Repro}
+}
+
+// judge judges the whole run (expect.JudgeRun: the gate's missing cases,
+// the summary) into the report results.json records.
+func (p *Plan) judge(results []report.Result, env report.Environment, timing *report.Timing, sig string, runFaults []string) *report.Report {
+	gate := ""
+	if p.gate != nil {
+		gate = p.Opts.Expectations
+	}
+	results, g, sum := expect.JudgeRun(results, p.gate, env, p.selects, gate, p.Opts.Out, expect.Interrupted(sig), expect.RunFaults(runFaults))
+	return &report.Report{Schema: report.Schema, Environment: env, Results: results, Gate: g, Summary: &sum,
+		Pairs: pairs.PairRows(results), Timing: timing}
+}
+
+// updateDir is the folder --update-expectations writes: the first
+// --expectations path.
+func (p *Plan) updateDir() string {
+	return strings.TrimSpace(strings.Split(p.Opts.Expectations, ",")[0])
+}
+
+// reproGate is the gate's flags a case's repro.sh passes: --expectations
+// with its paths made absolute (repro.sh runs from any directory) and the
+// --allow-* flags that changed the verdict; "" for a run that is not gated
+// (ungated, or recording a baseline).
+func (p *Plan) reproGate() string {
+	if p.gate == nil || p.Opts.UpdateExpectations {
+		return ""
+	}
+	var abs []string
+	for _, e := range strings.Split(p.Opts.Expectations, ",") {
+		if e = strings.TrimSpace(e); e == "" {
+			continue
+		}
+		if a, err := filepath.Abs(e); err == nil {
+			e = a
+		}
+		abs = append(abs, e)
+	}
+	flags := "--expectations=" + shellWord(strings.Join(abs, ","))
+	if p.Opts.AllowStackMismatch {
+		flags += " --allow-stack-mismatch"
+	}
+	if p.Opts.AllowNewFlakes {
+		flags += " --allow-new-flakes"
+	}
+	return flags
+}
+
+// inGroups is items in the plan's group order, one slice per backend and
+// kind (an item of a group the plan lacks, never, is still kept, last).
+func inGroups[T any](p *Plan, items []T, caseOf func(T) *harness.Case) [][]T {
+	by := map[string][]T{}
+	var order []string
+	for _, it := range items {
+		c := caseOf(it)
+		k := c.Backend + "." + c.Kind
+		if _, ok := by[k]; !ok {
+			order = append(order, k)
+		}
+		by[k] = append(by[k], it)
+	}
+	var out [][]T
+	for _, g := range p.Groups {
+		if ps, ok := by[g.Name]; ok {
+			out = append(out, ps)
+			delete(by, g.Name)
+		}
+	}
+	for _, k := range order {
+		if ps, ok := by[k]; ok {
+			out = append(out, ps)
+		}
 	}
 	return out
-}
-
-// focusFilter applies --ginkgo.focus and --ginkgo.skip to the plan the way
-// Ginkgo does (its regexps, joined by "|", over specText), so the plan,
-// results.json and the gate's selection hold exactly the specs Ginkgo
-// runs: an unselected case is not in the results, never incomplete.
-func focusFilter(focus, skip []string) (func(group, id string) bool, error) {
-	var fre, sre *regexp.Regexp
-	var err error
-	if len(focus) > 0 {
-		if fre, err = regexp.Compile(strings.Join(focus, "|")); err != nil {
-			return nil, usagef("--ginkgo.focus: %v", err)
-		}
-	}
-	if len(skip) > 0 {
-		if sre, err = regexp.Compile(strings.Join(skip, "|")); err != nil {
-			return nil, usagef("--ginkgo.skip: %v", err)
-		}
-	}
-	return func(group, id string) bool {
-		text := specText(group, id)
-		if fre != nil && !fre.MatchString(text) {
-			return false
-		}
-		return sre == nil || !sre.MatchString(text)
-	}, nil
 }
 
 // specText is what Ginkgo matches --focus and --skip against for the It of
@@ -242,13 +220,4 @@ func focusFilter(focus, skip []string) (func(group, id string) bool, error) {
 func specText(group, id string) string {
 	rep := types.SpecReport{ContainerHierarchyTexts: []string{TopContainer, group}, LeafNodeText: id}
 	return SuiteDescription + " " + rep.FullText()
-}
-
-// IDs are the planned case ids in plan order (what --list prints).
-func (r *Run) IDs() []string {
-	ids := make([]string, 0, len(r.planned))
-	for _, c := range r.planned {
-		ids = append(ids, c.ID)
-	}
-	return ids
 }

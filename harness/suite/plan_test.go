@@ -35,34 +35,30 @@ func fakeProbes(t *testing.T, nodes []string, loaded ...string) {
 func TestResolveBackends(t *testing.T) {
 	// No GPU nodes, nothing loads: host, and every probe said out loud.
 	fakeProbes(t, nil)
-	r := &Run{Opts: &Options{Backend: "auto"}}
-	bes, err := r.resolveBackends()
+	bes, probes, err := resolveBackends(&Options{Backend: "auto"})
 	if err != nil || len(bes) != 1 || bes[0] != backends.HostName {
 		t.Fatalf("auto on a CPU machine: %v %v", bes, err)
 	}
-	if len(r.Probes) != 4 || !strings.Contains(r.Probes[0].Line(), "backend cuda: not loaded: cuda: libfoo.so.1") || !r.Probes[3].Used {
-		t.Errorf("probes: %+v", r.Probes)
+	if len(probes) != 4 || !strings.Contains(probes[0].Line(), "backend cuda: not loaded: cuda: libfoo.so.1") || !probes[3].Used {
+		t.Errorf("probes: %+v", probes)
 	}
 	// /dev/nvidia0 exists and libcuda is broken: never a quiet host run.
 	fakeProbes(t, []string{"/dev/nvidia0"})
-	r = &Run{Opts: &Options{Backend: "auto"}}
-	_, err = r.resolveBackends()
+	_, _, err = resolveBackends(&Options{Backend: "auto"})
 	var ue *UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "/dev/nvidia0 exists but no GPU backend loaded") || !strings.Contains(err.Error(), "--backend=host") {
 		t.Errorf("auto with GPU nodes and no loadable backend: %v", err)
 	}
 	// An explicit backend that cannot load: one line, a hint.
-	r = &Run{Opts: &Options{Backend: "cuda"}}
-	_, err = r.resolveBackends()
+	_, _, err = resolveBackends(&Options{Backend: "cuda"})
 	if !errors.As(err, &ue) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "hint:") {
 		t.Errorf("explicit cuda that cannot load: %v", err)
 	}
 	// auto where cuda loads: cuda only, the line says devices and driver.
 	fakeProbes(t, []string{"/dev/nvidia0"}, "cuda")
-	r = &Run{Opts: &Options{Backend: "auto"}}
-	bes, err = r.resolveBackends()
-	if err != nil || len(bes) != 1 || bes[0] != "cuda" || r.Probes[0].Line() != "backend cuda: loaded: 2 device(s) (NVIDIA H200 sm_90), driver 13.0" {
-		t.Errorf("auto with cuda: %v %v %q", bes, err, r.Probes[0].Line())
+	bes, probes, err = resolveBackends(&Options{Backend: "auto"})
+	if err != nil || len(bes) != 1 || bes[0] != "cuda" || probes[0].Line() != "backend cuda: loaded: 2 device(s) (NVIDIA H200 sm_90), driver 13.0" {
+		t.Errorf("auto with cuda: %v %v %q", bes, err, probes[0].Line())
 	}
 }
 
@@ -84,16 +80,16 @@ func TestFocusNarrowsThePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ids := r.IDs(); len(ids) != 1 || ids[0] != "host.memfd.counter.add" {
+	if ids := r.Plan.IDs(); len(ids) != 1 || ids[0] != "host.memfd.counter.add" {
 		t.Errorf("focus: planned %v", ids)
 	}
 	o.FocusStrings, o.SkipStrings = nil, []string{"add"}
 	r, _ = NewRun(o, "", hostCatalogue)
-	if ids := r.IDs(); len(ids) != 1 || ids[0] != "host.memfd.counter.sub" {
+	if ids := r.Plan.IDs(); len(ids) != 1 || ids[0] != "host.memfd.counter.sub" {
 		t.Errorf("skip: planned %v", ids)
 	}
-	if len(r.Results()) != 1 {
-		t.Errorf("results hold unselected cases: %v", r.Results())
+	if len(resultsOf(r)) != 1 {
+		t.Errorf("results hold unselected cases: %v", resultsOf(r))
 	}
 }
 
@@ -131,8 +127,7 @@ func TestUpdateExpectationsRefusesRegressions(t *testing.T) {
 	rep := &report.Report{Schema: 1, Environment: environment(&Options{}, nil), Results: []report.Result{
 		{Case: report.ParseCase("host.memfd.counter.add", nil), Outcome: report.Crash, Expected: report.Pass, Ranks: []report.Rank{}}}}
 	var out bytes.Buffer
-	r := &Run{Opts: &Options{Expectations: dir}, Stdout: &out}
-	err := r.updateBaseline(rep)
+	err := updateBaseline(&out, dir, false, rep)
 	if err == nil || !strings.Contains(err.Error(), "refuses to bless 1 regression") {
 		t.Fatalf("regression blessed: %v", err)
 	}
@@ -142,8 +137,7 @@ func TestUpdateExpectationsRefusesRegressions(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, expect.FailsFile)); len(b) > 0 {
 		t.Errorf("a refused update wrote fails.txt: %s", b)
 	}
-	r.Opts.Force = true
-	if err := r.updateBaseline(rep); err != nil {
+	if err := updateBaseline(&out, dir, true, rep); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, expect.FailsFile)); !strings.Contains(string(b), "host.memfd.counter.add,crash") {
@@ -186,7 +180,7 @@ func TestListNeedsNoDriver(t *testing.T) {
 	if err != nil || probed {
 		t.Fatalf("cuda --list: probed=%v err=%v", probed, err)
 	}
-	if ids := r.IDs(); len(ids) == 0 || !strings.HasPrefix(ids[0], "cuda.") {
+	if ids := r.Plan.IDs(); len(ids) == 0 || !strings.HasPrefix(ids[0], "cuda.") {
 		t.Errorf("cuda --list ids: %v", ids)
 	}
 	// Without --list the explicit backend is still probed, and refused.
@@ -202,13 +196,13 @@ func TestStackHintSkipsFixtures(t *testing.T) {
 		t.Skip("the committed host baselines are amd64")
 	}
 	exp := filepath.Join("..", "..", "expectations")
-	r := &Run{Opts: &Options{Backend: backends.HostName, Expectations: filepath.Join(exp, "host-riscv64-mismatch")}}
-	gs, err := r.gateSet()
+	p := &Plan{Opts: &Options{Backend: backends.HostName, Expectations: filepath.Join(exp, "host-riscv64-mismatch")}}
+	gs, err := gateSet(p.Opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.gate = gs
-	err = r.checkStack()
+	p.gate = gs
+	err = p.checkStack()
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(exp, "host-amd64")) {
 		t.Fatalf("hint: %v, want %s named", err, filepath.Join(exp, "host-amd64"))
 	}
@@ -222,8 +216,8 @@ func TestStackHintSkipsFixtures(t *testing.T) {
 func TestLiveLineShowsBaseline(t *testing.T) {
 	var buf bytes.Buffer
 	id := "host.memfd.counter.add"
-	r := &Run{Opts: &Options{}, Stdout: &buf, gate: &expect.Set{Fails: map[string]report.Outcome{id: report.Fail}}}
-	r.live(report.Result{Case: report.ParseCase(id, nil), Outcome: report.Fail, Expected: report.Pass})
+	r := handMade(&Plan{Opts: &Options{}, gate: &expect.Set{Fails: map[string]report.Outcome{id: report.Fail}}}, &buf)
+	r.sinks.liveOnly(report.Result{Case: report.ParseCase(id, nil), Outcome: report.Fail, Expected: report.Pass})
 	if !strings.Contains(buf.String(), "expected fail") {
 		t.Errorf("gated live line: %q, want the baseline's fail as expected", buf.String())
 	}

@@ -33,7 +33,7 @@ func TestPlantedCasesComeFromTheCatalogue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ids := r.IDs(); slices.ContainsFunc(ids, func(id string) bool { return strings.Contains(id, "planted") }) {
+	if ids := r.Plan.IDs(); slices.ContainsFunc(ids, func(id string) bool { return strings.Contains(id, "planted") }) {
 		t.Errorf("planted without its variable: %v", ids)
 	}
 	t.Setenv(plantEnv[PlantSleep], "1")
@@ -43,7 +43,7 @@ func TestPlantedCasesComeFromTheCatalogue(t *testing.T) {
 	}
 	first := "host." + harness.Matrix[backends.HostName][0] + ".planted.nap"
 	var got []string
-	for _, id := range r.IDs() {
+	for _, id := range r.Plan.IDs() {
 		if strings.Contains(id, "planted") {
 			got = append(got, id)
 		}
@@ -59,7 +59,7 @@ func TestPlantedCasesComeFromTheCatalogue(t *testing.T) {
 func TestSigtermChildRunsThePlantedCase(t *testing.T) {
 	plantFake(t)
 	t.Setenv("P2PAT_ALLOC", "vmm")
-	r := &Run{Opts: &Options{Backend: "auto", Alloc: "memfd", Ranks: 3}}
+	r := &selfChecks{opts: &Options{Backend: "auto", Alloc: "memfd", Ranks: 3}}
 	cmd, err := r.sleepChild(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -86,26 +86,22 @@ var probeFunc = probe
 // never host where GPU device nodes exist (a usage error naming why each
 // vendor backend did not load); an explicit GPU backend that cannot load
 // is a usage error with a hint. Either way, before any case runs.
-func (r *Run) resolveBackends() ([]string, error) {
-	o := r.Opts
+func resolveBackends(o *Options) ([]string, []BackendProbe, error) {
 	if backends.RunsOnCPU(o.Backend) {
-		r.Probes = []BackendProbe{{Probe: report.Probe{Backend: o.Backend, Loaded: true, Used: true, Why: "chosen with --backend=" + o.Backend}}}
-		return []string{o.Backend}, nil
+		return []string{o.Backend}, []BackendProbe{{Probe: report.Probe{Backend: o.Backend, Loaded: true, Used: true, Why: "chosen with --backend=" + o.Backend}}}, nil
 	}
 	if o.Backend != "auto" && o.List {
 		// The ids come from the catalogue: listing the CUDA cases (for
 		// --case, for a baseline) on a box without the driver must work.
-		r.Probes = []BackendProbe{{Probe: report.Probe{Backend: o.Backend, Used: true, Why: "not loaded: --list reads the catalogue"}}}
-		return []string{o.Backend}, nil
+		return []string{o.Backend}, []BackendProbe{{Probe: report.Probe{Backend: o.Backend, Used: true, Why: "not loaded: --list reads the catalogue"}}}, nil
 	}
 	if o.Backend != "auto" {
 		p := probeFunc(o.Backend, o.Settings())
 		p.Used = p.Loaded
-		r.Probes = []BackendProbe{p}
 		if !p.Loaded {
-			return nil, usagef("--backend=%s cannot load: %s (hint: %s)", o.Backend, p.Why, backends.LoadHint(o.Backend))
+			return nil, []BackendProbe{p}, usagef("--backend=%s cannot load: %s (hint: %s)", o.Backend, p.Why, backends.LoadHint(o.Backend))
 		}
-		return []string{o.Backend}, nil
+		return []string{o.Backend}, []BackendProbe{p}, nil
 	}
 	probes := make([]BackendProbe, len(harness.GPUBackends()))
 	var wg sync.WaitGroup
@@ -127,15 +123,14 @@ func (r *Run) resolveBackends() ([]string, error) {
 			why = append(why, probes[i].Backend+": "+probes[i].Why)
 		}
 	}
-	r.Probes = probes
 	if len(ok) > 0 {
-		return ok, nil
+		return ok, probes, nil
 	}
 	if nodes := gpuNodes(); len(nodes) > 0 {
-		return nil, usagef("--backend=auto: %s exists but no GPU backend loaded (%s); fix the stack, or pass --backend=host to run the host backend on purpose",
+		return nil, probes, usagef("--backend=auto: %s exists but no GPU backend loaded (%s); fix the stack, or pass --backend=host to run the host backend on purpose",
 			strings.Join(nodes, ", "), strings.Join(why, "; "))
 	}
-	r.Probes = append(r.Probes, BackendProbe{Probe: report.Probe{Backend: backends.HostName, Loaded: true, Used: true,
+	probes = append(probes, BackendProbe{Probe: report.Probe{Backend: backends.HostName, Loaded: true, Used: true,
 		Why: "used: no GPU backend loaded and no GPU device node (" + strings.Join(backends.DeviceNodePatterns(), ", ") + ") exists"}})
-	return []string{backends.HostName}, nil
+	return []string{backends.HostName}, probes, nil
 }

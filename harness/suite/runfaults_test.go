@@ -25,11 +25,10 @@ func TestRunFaultFailsTheVerdict(t *testing.T) {
 		a := &harness.Case{ID: "host.suite.t.a", Backend: backends.HostName, Expected: report.Pass,
 			Standalone: func() (report.Outcome, string) { return report.Pass, "ok" }}
 		var out bytes.Buffer
-		r := &Run{Opts: o, runners: map[string]*harness.Runner{}, results: map[string]report.Result{}, startFds: -1,
-			planned: []*harness.Case{a}, Stdout: &out}
+		r := handMade(&Plan{Opts: o, planned: []*harness.Case{a}}, &out)
 		r.Execute(a)
 		if fault != "" {
-			r.runner(backends.HostName).Failures = []string{fault}
+			r.exec.worlds.get(backends.HostName).Failures = []string{fault}
 		}
 		code := r.Finish()
 		rep, err := report.Read(filepath.Join(o.Out, "results.json"))

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -58,30 +59,43 @@ func planted(o *Options, backend, kind string) []*harness.Case {
 	return cs
 }
 
-// addSuiteCases adds the cases that test the suite process itself (those
-// inFocus keeps): SIGTERM to a running suite, and no fd or child-process
-// leaks across the run.
-func (r *Run) addSuiteCases(inFocus func(group, id string) bool) {
-	var cs []*harness.Case
-	cs = append(cs, &harness.Case{
+// suiteGroup is the group of the suite's own cases.
+const suiteGroup = "host.suite"
+
+// selfChecks are the cases that test the suite process itself: SIGTERM to
+// a running suite, and no fd or child-process leaks across the run. They
+// read the run's worlds (the leak check closes them) and the suite's fd
+// count at its first case (noteStart).
+type selfChecks struct {
+	opts     *Options
+	worlds   *worlds
+	once     sync.Once
+	startFds int
+}
+
+// noteStart counts the suite's fds at its first case, once Ginkgo has
+// opened what it keeps.
+func (s *selfChecks) noteStart() { s.once.Do(func() { s.startFds = countFds() }) }
+
+// cases are the suite's own cases.
+func (s *selfChecks) cases() []*harness.Case {
+	return []*harness.Case{{
 		ID: "host.suite.canary.sigterm", Backend: backends.HostName, Kind: "suite", Spec: "canary", Variant: "sigterm", Ranks: 2,
 		Labels: []string{backends.HostName, "suite", "canary"}, Expected: report.Pass, Timeout: 60 * time.Second,
 		Repro:      ReproBinary() + " --backend=host --case=host.suite.canary.sigterm",
-		Standalone: r.sigtermCanary,
-	})
-	cs = append(cs, &harness.Case{
+		Standalone: s.sigtermCanary,
+	}, {
 		ID: "host.suite.leaks.fds_children", Backend: backends.HostName, Kind: "suite", Spec: "leaks", Variant: "fds_children", Ranks: 2,
 		Labels: []string{backends.HostName, "suite", "leaks"}, Expected: report.Pass, Timeout: 30 * time.Second,
 		Repro:      ReproBinary() + " --backend=host",
-		Standalone: r.leakCheck,
-	})
-	r.addGroup("host.suite", cs, func(g string, c *harness.Case) bool { return inFocus(g, c.ID) })
+		Standalone: s.leakCheck,
+	}}
 }
 
 // sigtermCanary runs a second suite on the planted sleep case, sends it
 // SIGTERM mid-case, and checks it wrote results.json with that case
 // incomplete.
-func (r *Run) sigtermCanary() (report.Outcome, string) {
+func (s *selfChecks) sigtermCanary() (report.Outcome, string) {
 	// The child's --out is a folder of this run's own --out (kept as
 	// evidence): a temporary folder elsewhere was left behind whenever this
 	// suite was itself signalled during the canary.
@@ -91,7 +105,7 @@ func (r *Run) sigtermCanary() (report.Outcome, string) {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	cmd, err := r.sleepChild(dir)
+	cmd, err := s.sleepChild(dir)
 	if err != nil {
 		return report.Error, err.Error()
 	}
@@ -116,11 +130,11 @@ func (r *Run) sigtermCanary() (report.Outcome, string) {
 // sleepChild is the child suite of the SIGTERM canary: the host backend,
 // this run's rank count, --case naming the sleep case the catalogue plants
 // (its id as the catalogue builds it for those options), out at dir.
-func (r *Run) sleepChild(dir string) (*exec.Cmd, error) {
+func (s *selfChecks) sleepChild(dir string) (*exec.Cmd, error) {
 	if planters[PlantSleep] == nil {
 		return nil, fmt.Errorf("the catalogue registers no sleep case (suite.Planter(suite.PlantSleep, ...))")
 	}
-	o := *r.Opts
+	o := *s.opts
 	o.Backend, o.Alloc = backends.HostName, ""
 	c := planters[PlantSleep](&o, backends.HostName, backends.Host.KindNames()[0])
 	cmd := exec.Command("/proc/self/exe", "--backend="+backends.HostName, fmt.Sprintf("--ranks=%d", o.Ranks), "--case="+c.ID, "--out="+dir)
@@ -208,19 +222,14 @@ func hasChildRank(pid int) bool {
 
 // leakCheck closes every world and compares the suite's open fds and child
 // processes with what it had at the start.
-func (r *Run) leakCheck() (report.Outcome, string) {
-	r.mu.Lock()
-	runners := r.runnerList()
-	r.mu.Unlock()
-	for _, rn := range runners {
-		rn.Close()
-	}
+func (s *selfChecks) leakCheck() (report.Outcome, string) {
+	s.worlds.closeAll()
 	time.Sleep(50 * time.Millisecond)
 	now := countFds()
 	kids := children()
 	var bad []string
-	if now > r.startFds {
-		bad = append(bad, fmt.Sprintf("%d open fds, %d at the start (%s)", now, r.startFds, fdList()))
+	if now > s.startFds {
+		bad = append(bad, fmt.Sprintf("%d open fds, %d at the start (%s)", now, s.startFds, fdList()))
 	}
 	if len(kids) > 0 {
 		bad = append(bad, fmt.Sprintf("child processes left: %s", strings.Join(kids, " ")))

@@ -1,0 +1,172 @@
+package suite
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"p2patomics/harness/heatmap"
+	"p2patomics/harness/report"
+	"p2patomics/harness/stream"
+)
+
+// sinks are the run's sinks, fed every event in one order (stream.Fanout):
+// the world log (the checkpoints read it), the disk reserve (it gives its
+// room back on RunDone before the record is written), the evidence
+// folders, the checkpoint (results.json: written before the live line, so
+// a parent killed after the line was printed finds the case in it), the
+// live line, the gate's rerun queue, and the derived reports. Each is its
+// own type in harness/stream, with its own lock and unit test. They are
+// made on the first use, once the suite has set how stdout looks (a Run
+// made by hand in a test has no plan step to make them in).
+type sinks struct {
+	once   sync.Once
+	config func() sinkConfig
+
+	fan      *stream.Fanout
+	world    stream.WorldLog
+	reserve  *stream.Reserve // nil without --out
+	evidence *stream.Evidence
+	ckpt     *stream.Checkpoint // nil without --out
+	live     *stream.Live
+	reruns   stream.RerunQueue
+	reports  *stream.Reports // nil without --out
+}
+
+// sinkConfig is what the sinks are made from.
+type sinkConfig struct {
+	out string
+	// checkpoints: --out was prepared (Prepare): results.json is
+	// rewritten as cases finish and the reserve is taken; without it only
+	// the final record is written.
+	checkpoints bool
+	total       int
+	need        uint64 // results.json's room (Plan.recordRoom)
+	style       report.Style
+	stdout      io.Writer
+	baseline    func(report.Result) report.Outcome // gated: the baseline's outcome
+	snapshot    func() *report.Report
+}
+
+func (s *sinks) get() *sinks {
+	s.once.Do(func() {
+		c := s.config()
+		s.live = &stream.Live{W: c.stdout, Style: c.style, Total: c.total, Baseline: c.baseline}
+		s.evidence = &stream.Evidence{Dir: c.out}
+		all := []stream.Sink{&s.world}
+		if c.out != "" {
+			s.reserve = &stream.Reserve{Dir: c.out, Need: c.need, Stderr: os.Stderr}
+			s.evidence.Room = s.reserve.Room
+			s.ckpt = &stream.Checkpoint{Path: filepath.Join(c.out, "results.json"), Stderr: os.Stderr,
+				NoSpace: func(err error) bool {
+					if !stream.NoSpace(err) {
+						return false
+					}
+					// The disk filled under the run: case folders stop (the
+					// record keeps what is left), and the reserve says so.
+					s.reserve.MarkFull("results.json: " + err.Error())
+					return true
+				}}
+			s.reports = &stream.Reports{Dir: c.out}
+			if c.checkpoints {
+				s.ckpt.Snapshot = c.snapshot
+				all = append(all, s.reserve)
+			}
+			all = append(all, s.evidence, s.ckpt)
+		}
+		all = append(all, s.live, &s.reruns)
+		if s.reports != nil {
+			all = append(all, s.reports)
+		}
+		s.fan = stream.NewFanout(all...)
+	})
+	return s
+}
+
+// emit feeds e to every sink, in order.
+func (s *sinks) emit(e stream.Event) { s.get().fan.Emit(e) }
+
+// checkpoint rewrites results.json under the checkpoint's cost model: the
+// suite's moments that change the record without a case finishing (a
+// rerun, a perf pass).
+func (s *sinks) checkpoint() {
+	if c := s.get().ckpt; c != nil {
+		c.Write()
+	}
+}
+
+// liveOnly prints a result's live line and nothing else: a case the run
+// did not run (an abort) is not checkpointed at this moment.
+func (s *sinks) liveOnly(res report.Result) { s.get().live.Handle(stream.CaseDone{Result: res}) }
+
+// room reports whether --out still has results.json's room.
+func (s *sinks) room() bool {
+	r := s.get().reserve
+	return r == nil || r.Room()
+}
+
+// runDone feeds RunDone: the reserve gives its room back, the checkpoint
+// writes the final results.json (the record: the heatmaps, junit.xml and
+// the case folders must not take the space it needs), the reports sink
+// the derived reports (outputs.WriteReports, as p2preport replays them);
+// then the heatmaps are written. The reports are the product: a run whose
+// reports are not written has no verdict anyone can read later, so a
+// failure is one line and ExitNoReport (else 0), and the reports that
+// were written say so (recordNotWritten).
+func (s *sinks) runDone(rep *report.Report, events []string, start time.Time, out string, w io.Writer) int {
+	s.emit(stream.RunDone{Report: rep, Events: events, Start: start})
+	if out == "" {
+		return 0
+	}
+	code := 0
+	if err := s.ckpt.FinalErr(); err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		code = ExitNoReport
+	}
+	var notWritten []string
+	if err := s.reports.Err(); err != nil {
+		notWritten = append(notWritten, err.Error())
+	}
+	if files, err := heatmap.WriteAll(filepath.Join(out, "heatmaps"), rep); err != nil {
+		notWritten = append(notWritten, "heatmaps: "+err.Error())
+	} else if len(files) > 0 {
+		fmt.Fprintf(w, "heatmaps: %s\n", filepath.Join(out, "heatmaps", "index.html"))
+	}
+	if len(notWritten) > 0 {
+		fmt.Fprintf(os.Stderr, "p2patomics: reports not written: %s\n", oneLine(strings.Join(notWritten, "; ")))
+		code = ExitNoReport
+	}
+	if code == ExitNoReport && rep.Summary != nil {
+		recordNotWritten(out, start, rep, notWritten)
+	}
+	return code
+}
+
+// roomWriter wraps a log the suite keeps in --out (ginkgo.log, about 1
+// KiB a case, as much as results.json): it writes while --out has the
+// record's room, then says once that it was cut and drops the rest.
+type roomWriter struct {
+	room  func() bool
+	w     io.Writer
+	since int // bytes written since room was last asked
+	cut   bool
+}
+
+func (l *roomWriter) Write(p []byte) (int, error) {
+	if l.cut {
+		return len(p), nil
+	}
+	if l.since += len(p); l.since >= 8<<10 {
+		l.since = 0
+		if !l.room() {
+			l.cut = true
+			fmt.Fprintln(l.w, "\n[ginkgo.log cut here: --out is nearly full; results.json keeps every case]")
+			return len(p), nil
+		}
+	}
+	return l.w.Write(p)
+}
