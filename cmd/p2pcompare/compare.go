@@ -43,9 +43,9 @@ type MetricChange struct {
 	// n=5+5)", "~ (no samples)".
 	Delta string `json:"delta"`
 	Note  string `json:"note,omitempty"`
-	// verdict is perf.CompareRuns's: perf-regression or perf-improvement
+	// verdict is expect.CompareRuns's: perf-regression or perf-improvement
 	// by the metric's declared direction, "" for none.
-	verdict string
+	verdict report.Verdict
 }
 
 // Options are p2pcompare's judgement settings.
@@ -60,10 +60,10 @@ type Options struct {
 	Flakes *expect.Set
 	// FlakesFrom names where Flakes came from, for the table.
 	FlakesFrom string
-	// Bands, when set, judges the new run's perf metrics by perf.Judge
+	// Bands, when set, judges the new run's perf metrics by expect.JudgeMetrics
 	// (a perf.txt, or a band recorded from ≥ 3 old runs) instead of the U
 	// test against one old run; BandsFrom names it. NewReruns are the
-	// medians of the new side's other runs (perf.Judge's reruns: the
+	// medians of the new side's other runs (expect.JudgeMetrics's reruns: the
 	// median of all decides).
 	Bands     *perf.File
 	BandsFrom string
@@ -90,7 +90,7 @@ type Comparison struct {
 	MetricChanges      []MetricChange    `json:"metric_changes"`
 	MetricsUnchanged   int               `json:"metrics_unchanged"`
 	// MetricsBy says how metrics were judged: "band of PATH" or "band from
-	// 3 old runs" (perf.Judge;
+	// 3 old runs" (expect.JudgeMetrics;
 	// Perf holds its findings) or "u-test, one run a side" (then a metric
 	// regression is unconfirmed: listed, never REGRESSED).
 	MetricsBy   string              `json:"metrics_by"`
@@ -192,7 +192,7 @@ func Compare(oldRep, newRep *report.Report, opt Options) *Comparison {
 }
 
 // judgeBands decides what the metrics add to the verdict. With a band
-// (opt.Bands), the new run is judged by perf.Judge, as the suite's perf
+// (opt.Bands), the new run is judged by expect.JudgeMetrics, as the suite's perf
 // gate judges it, and its perf-regressions and perf-missing regress the
 // comparison. Without, the U test compared one run with one run: two
 // worlds cannot tell a change from run-to-run placement (on the committed
@@ -205,7 +205,7 @@ func (c *Comparison) judgeBands(newRep *report.Report, opt Options) {
 		return
 	}
 	c.MetricsBy = "band " + opt.BandsFrom
-	c.Perf = perf.Judge(opt.Bands, newRep.Results, opt.NewReruns, opt.BandsFrom)
+	c.Perf = expect.JudgeMetrics(opt.Bands, newRep.Results, opt.NewReruns, opt.BandsFrom)
 	c.Regressed = c.Regressed || len(c.Perf.Failing()) > 0
 }
 
@@ -229,10 +229,10 @@ func gated(o, n report.Result) bool {
 }
 
 // Judge compares one metric of the two runs (see Compare) by the perf
-// judge's two-run mode (perf.CompareRuns): p2pcompare has no perf.txt to
+// judge's two-run mode (expect.CompareRuns): p2pcompare has no perf.txt to
 // judge a median against, only the other run's samples.
 func Judge(o, n report.Metric, opt Options) MetricChange {
-	rc := perf.CompareRuns(o, n, opt.Threshold, opt.Alpha)
+	rc := expect.CompareRuns(o, n, opt.Threshold, opt.Alpha)
 	return MetricChange{Unit: n.Unit, Old: o.Median, New: n.Median, Rel: rc.Rel, Better: n.Direction().Words(),
 		Judged: rc.Judged, P: rc.P, N1: rc.N1, N2: rc.N2, Delta: rc.Delta, verdict: rc.Verdict}
 }
@@ -377,7 +377,7 @@ func (c *Comparison) VerdictLine() string {
 	return fmt.Sprintf("p2pcompare: %s — %s, %s", word, plural(len(c.Regressions), "case regression"), metrics)
 }
 
-// writePerf lists the band's findings: failing first (perf.Judge's order).
+// writePerf lists the band's findings: failing first (expect.JudgeMetrics's order).
 func (c *Comparison) writePerf(w io.Writer) {
 	if c.Perf == nil {
 		return

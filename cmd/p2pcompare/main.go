@@ -26,16 +26,16 @@
 // "+5.1% (p=0.008, n=5+5)", else "~". A run written before samples were
 // kept is judged from its min–max range: "~ (no samples)" unless the two
 // ranges do not overlap. This is the perf judge's two-run mode
-// (perf.CompareRuns): without a perf.txt there is no limit to judge a
+// (expect.CompareRuns): without a perf.txt there is no limit to judge a
 // median against, only the other run's samples. A counted change on a
 // perf case of a GPU backend is a metric regression or improvement by the
 // metric's declared direction (report.Metric.Direction, the gate's
-// perf.Worse); anything else is informational.
+// expect.Worse); anything else is informational.
 // With one run a side a metric regression is "unconfirmed": listed, never
 // REGRESSED (two worlds cannot tell a change from placement noise). With
 // --expectations holding a perf.txt, or at least 3 old runs (comma
 // separated; a band is recorded from them by perf.txt's rule), the first
-// new run is judged by perf.Judge, the suite's perf gate, the other new
+// new run is judged by expect.JudgeMetrics, the suite's perf gate, the other new
 // runs being its re-measurements: its perf-regressions regress.
 // Outcomes are compared between the first run of each side.
 // --json prints the whole comparison as one JSON object instead.
@@ -53,10 +53,12 @@ import (
 	"math"
 	"os"
 	"strings"
+	"time"
 
 	"p2patomics/harness/expect"
 	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
+	"p2patomics/harness/stream"
 	"p2patomics/internal/cli"
 )
 
@@ -156,6 +158,13 @@ func readSide(arg string, stderr io.Writer) ([]*report.Report, int) {
 			fmt.Fprintf(stderr, "p2pcompare: %s: %v\n", p, err)
 			return nil, report.ExitNoResult
 		}
+		// Read as a replay through the suite's judge (stream.Judged: the
+		// recorded verdicts kept, a case without one judged as the suite
+		// would), so both sides are judged runs whatever wrote them.
+		if err := stream.JudgeRecord(rep, time.Unix(0, 0), expect.Rejudge{}); err != nil {
+			fmt.Fprintf(stderr, "p2pcompare: %s: %v\n", p, err)
+			return nil, 2
+		}
 		reps = append(reps, rep)
 	}
 	return reps, 0
@@ -191,7 +200,7 @@ func bands(opt *Options, olds, news []*report.Report, pos []string) error {
 }
 
 // reruns is, per "case-id metric", the medians of the runs where the case
-// passed (perf.Judge's re-measurements).
+// passed (expect.JudgeMetrics's re-measurements).
 func reruns(reps []*report.Report) map[string][]float64 {
 	out := map[string][]float64{}
 	for _, rep := range reps {

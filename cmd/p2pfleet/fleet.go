@@ -8,11 +8,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	descriptors "p2patomics/harness/backends"
 	"p2patomics/harness/expect"
 	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
+	"p2patomics/harness/stream"
 )
 
 // Node is one node's run.
@@ -122,8 +124,8 @@ type MetricDist struct {
 }
 
 // NodeValue is one node's value of a metric: the perf judge's fleet mode
-// (perf.Outliers) sets its z and outlier flag.
-type NodeValue = perf.NodeValue
+// (expect.Outliers) sets its z and outlier flag.
+type NodeValue = expect.NodeValue
 
 // Merge builds the fleet report. Every node is judged by the run's one
 // verdict function (expect.JudgeRun, as the suite and p2preport do), so a
@@ -136,7 +138,7 @@ type NodeValue = perf.NodeValue
 func Merge(nodes []Node) *Fleet { return MergeWith(nodes, nil) }
 
 // MergeWith is Merge with a perf baseline (a perf.txt, --expectations):
-// every node's run is also judged by perf.Judge against its bands, as the
+// every node's run is also judged by expect.JudgeMetrics against its bands, as the
 // suite's perf gate judges it, and a node with a perf-regression or
 // perf-missing fails (judgeBands). nil: the outlier rule alone.
 func MergeWith(nodes []Node, bands *expect.Set) *Fleet {
@@ -229,7 +231,15 @@ func judgeRun(ns *NodeSummary, rep *report.Report, fail func(string, ...any)) []
 	ns.Backend = backendOf(rep.Results)
 	ns.GPUs = gpuCount(rep.Environment)
 	ns.Ranks = flagRanks(rep.Environment)
-	res, _, sum := expect.JudgeRun(rep.Results, nil, rep.Environment, nil, "", "")
+	// Replayed through the suite's judge (stream.Judged: the recorded
+	// verdicts kept, a case without one judged by the verdict's rule), on
+	// a copy: the run's own summary and gate are read below as recorded.
+	judged := *rep
+	if err := stream.JudgeRecord(&judged, time.Unix(0, 0), expect.Rejudge{}); err != nil {
+		fail("its record could not be judged: %v", err)
+		return rep.Results
+	}
+	res, sum := judged.Results, *judged.Summary
 	for _, r := range res {
 		ns.Counts[string(r.Outcome)]++
 	}
@@ -581,11 +591,11 @@ func distributions(nodes []Node) []MetricDist {
 	return out
 }
 
-// judge is the perf judge's fleet mode (perf.Outliers) on d: the fleet
+// judge is the perf judge's fleet mode (expect.Outliers) on d: the fleet
 // median, the scale and each node's z and outlier flag (see the package
 // comment), bad by the metric's declared direction.
 func judge(d *MetricDist) {
-	sp := perf.Outliers(d.Nodes, report.Direction(d.Better), relFloor(d))
+	sp := expect.Outliers(d.Nodes, report.Direction(d.Better), relFloor(d))
 	d.Median, d.Scale, d.Min, d.Max, d.Outliers = sp.Median, sp.Scale, sp.Min, sp.Max, sp.Outliers
 }
 
@@ -687,15 +697,15 @@ func sortedKeys[V any](m map[string]V) []string {
 // must sit to be an outlier: the metric's perf family floor
 // (perf.Classify; spread atomics and the one-launch round trip 40 %,
 // their placement modes move them 23-33 % between healthy GPUs), never
-// below perf.OutlierRel for a metric the perf gate does not judge.
+// below expect.OutlierRel for a metric the perf gate does not judge.
 func relFloor(d *MetricDist) float64 {
 	if !d.Gating {
-		return perf.OutlierRel
+		return expect.OutlierRel
 	}
-	return math.Max(perf.OutlierRel, perf.Classify(d.Case, d.Metric).Floor)
+	return math.Max(expect.OutlierRel, perf.Classify(d.Case, d.Metric).Floor)
 }
 
-// judgeBands judges every node's run by perf.Judge against bands' perf.txt
+// judgeBands judges every node's run by expect.JudgeMetrics against bands' perf.txt
 // (its re-measurements, when the suite recorded any, included): a node
 // with a failing finding, or on GPUs outside the file's scope, fails.
 func judgeBands(nodes []Node, ns []NodeSummary, bands *expect.Set) {
@@ -711,7 +721,7 @@ func judgeBands(nodes []Node, ns []NodeSummary, bands *expect.Set) {
 			ns[i].Verdict = "fail"
 			continue
 		}
-		p := perf.Judge(bands.Perf, n.Report.Results, expect.PerfReruns(n.Report.Results), bands.PerfSource)
+		p := expect.JudgeMetrics(bands.Perf, n.Report.Results, expect.PerfReruns(n.Report.Results), bands.PerfSource)
 		for _, fd := range p.Failing() {
 			ns[i].Failures = append(ns[i].Failures, fmt.Sprintf("%s: %s", fd.Verdict, fd.Named()))
 			ns[i].Verdict = "fail"

@@ -23,16 +23,16 @@
 // median over nodes of half the min–max range of its samples). A node is
 // an outlier when its median sits more than 3 scales from the centre and
 // its own samples' range does not reach the centre. This is the perf
-// judge's fleet mode (perf.Outliers): the rule differs from the suite's
+// judge's fleet mode (expect.Outliers): the rule differs from the suite's
 // gate only because a fleet has no perf.txt, just its nodes; which side
 // is bad is the metric's declared direction (report.Metric.Direction),
-// by the gate's own rule (perf.Worse).
+// by the gate's own rule (expect.Worse).
 //
 // Only the perf gate's metrics gate (perf.Gated: perf cases of GPU
 // backends, >= 3 samples), and the relative distance is the metric's perf
 // family floor (perf.Classify) instead of a flat 10%. With
 // --expectations naming a perf.txt, every node is also judged by its
-// bands (perf.Judge, as the suite's perf gate): a perf-regression fails
+// bands (expect.JudgeMetrics, as the suite's perf gate): a perf-regression fails
 // the node.
 //
 // A node also fails when its suite exited non-zero, when it ran another
@@ -81,7 +81,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	jsonOut := fs.String("json", "", "write the fleet report as JSON to this file (- for stdout)")
 	htmlOut := fs.String("html", "", "write the fleet report as one HTML page to this file (- for stdout)")
 	gate := fs.Bool("gate", false, "exit 1 on any failing node, node without a result, inconsistent case or bad outlier")
-	exps := fs.String("expectations", "", "an expectation folder or perf.txt whose perf bands judge every node (perf.Judge, as the suite's perf gate)")
+	exps := fs.String("expectations", "", "an expectation folder or perf.txt whose perf bands judge every node (expect.JudgeMetrics, as the suite's perf gate)")
 	var drain drainFlag
 	fs.Var(&drain, "drain", "after the report, print a drain line per failing node for the engine named ("+engineNames()+"; bare: a Slurm `scontrol update nodename=... state=drain` line)")
 	pos, code, done := cli.Parse(fs, args, usage, stdout, stderr)

@@ -89,21 +89,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 	} else if rep.Gate != nil {
 		rj.Gate = "as recorded in " + path
 	}
-	if err := expect.JudgeReport(rep, rj); err != nil {
-		fmt.Fprintf(stderr, "p2preport: --expectations=%s: %v\n", *exps, err)
-		return 2
-	}
-	sum := *rep.Summary
 	// The run's start; results.json files from before the suite recorded
 	// it get the Unix epoch, which reads as unknown rather than as a lie.
 	stamp := time.Unix(0, 0)
 	if t, err := time.Parse(time.RFC3339, rep.Environment.Started); err == nil {
 		stamp = t
 	}
-	// A replay: the recorded results go through the report-writing sink
-	// the suite writes its own reports through.
+	// A replay: the recorded results go through the judge (stream.Judged:
+	// the suite's rules, refusing before anything is rewritten) and then
+	// the report-writing sink the suite writes its own reports through.
 	reports := &stream.Reports{Dir: dir}
-	stream.Replay(rep, stamp, reports)
+	if err := stream.JudgeRecord(rep, stamp, rj, reports); err != nil {
+		fmt.Fprintf(stderr, "p2preport: --expectations=%s: %v\n", *exps, err)
+		return 2
+	}
+	sum := *rep.Summary
 	if err := reports.Err(); err != nil {
 		fmt.Fprintf(stderr, "p2preport: %v\n", err)
 		return 3

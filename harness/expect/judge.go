@@ -113,6 +113,29 @@ type Rejudge struct {
 	AllowStackMismatch bool
 }
 
+// Check is JudgeReport's refusals, made before anything is judged or
+// rewritten: with a Set, its stack header must match the run's
+// fingerprint (CheckStack), a perf baseline its GPUs, and it must share
+// enough case ids with the run (CheckShared). The error is one line.
+func (o Rejudge) Check(rep *report.Report) error {
+	if o.Set == nil {
+		return nil
+	}
+	if err := CheckStack(o.Set.Stack, rep.Environment, o.AllowStackMismatch); err != nil {
+		return err
+	}
+	if err := checkPerfScope(o.Set, rep.Environment, o.AllowStackMismatch); err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(rep.Results))
+	for _, r := range rep.Results {
+		if r.Verdict != report.Missing {
+			ids = append(ids, r.ID())
+		}
+	}
+	return CheckShared(o.Set, ids)
+}
+
 // JudgeReport judges a recorded run (results.json) in place with the
 // suite's rules, so every tool that shows a verdict (p2preport,
 // p2pheatmap, report.html, p2pfleet) shows the one the suite would: the
@@ -122,6 +145,9 @@ type Rejudge struct {
 // the run recorded is judged as the run judged it; an interrupted run
 // (summary.interrupted) stays interrupted.
 func JudgeReport(rep *report.Report, o Rejudge) error {
+	if err := o.Check(rep); err != nil {
+		return err
+	}
 	interrupted := ""
 	var runFaults []string
 	if rep.Summary != nil {
@@ -138,21 +164,7 @@ func JudgeReport(rep *report.Report, o Rejudge) error {
 		results = append(results, r)
 	}
 	gate := o.Gate
-	if o.Set != nil {
-		if err := CheckStack(o.Set.Stack, rep.Environment, o.AllowStackMismatch); err != nil {
-			return err
-		}
-		if err := checkPerfScope(o.Set, rep.Environment, o.AllowStackMismatch); err != nil {
-			return err
-		}
-		ids := make([]string, 0, len(results))
-		for _, r := range results {
-			ids = append(ids, r.ID())
-		}
-		if err := CheckShared(o.Set, ids); err != nil {
-			return err
-		}
-	} else if gate == "" && rep.Summary != nil && rep.Summary.Gate != "" {
+	if o.Set == nil && gate == "" && rep.Summary != nil && rep.Summary.Gate != "" {
 		gate = rep.Summary.Gate
 	}
 	if o.Set == nil {

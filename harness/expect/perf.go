@@ -38,7 +38,7 @@ func (s *Set) loadPerf(path string) error {
 }
 
 // judgePerf adds the perf gate to a judged run: every perf.txt line is
-// judged (perf.Judge) with the re-measurements the results carry
+// judged (JudgeMetrics) with the re-measurements the results carry
 // (Result.PerfReruns: the suite's, recorded, so a re-render judges as the
 // run did), the findings go into the summary, and a perf-regression or
 // perf-missing fails the gate.
@@ -46,7 +46,7 @@ func judgePerf(s *Set, judged []report.Result, g *report.Gate, sum *report.Summa
 	if s == nil || s.Perf == nil {
 		return
 	}
-	p := perf.Judge(s.Perf, judged, PerfReruns(judged), s.PerfSource)
+	p := JudgeMetrics(s.Perf, judged, PerfReruns(judged), s.PerfSource)
 	sum.AddPerf(p)
 	if g == nil {
 		return
@@ -103,9 +103,9 @@ func WritePerfWith(dir string, runs []*report.Report, names []string, rc perf.Re
 	return f, writeAtomic(filepath.Join(dir, PerfFile), perf.Format(f))
 }
 
-// PerfReruns is perf.Judge's rerun map (Line.Key → medians) from the
+// PerfReruns is JudgeMetrics's rerun map (Line.Key → medians) from the
 // re-measurements results carry; the last result of an id wins, as in
-// perf.Judge.
+// JudgeMetrics.
 func PerfReruns(results []report.Result) map[string][]float64 {
 	last := map[string]report.Result{}
 	for _, r := range results {
@@ -121,7 +121,7 @@ func PerfReruns(results []report.Result) map[string][]float64 {
 }
 
 // PerfFlagged is the metrics of one finished result that the perf gate
-// would call a regression before any re-measurement (perf.Judge offline):
+// would call a regression before any re-measurement (JudgeMetrics offline):
 // the ones the suite re-measures in fresh worlds. A perf-unstable metric
 // (its samples straddle the limit) is not flagged: re-measuring cannot
 // make one mode's median of it. nil when s has no perf.txt.
@@ -130,7 +130,7 @@ func PerfFlagged(s *Set, r report.Result) []string {
 		return nil
 	}
 	var out []string
-	for _, f := range perf.Judge(s.Perf, []report.Result{r}, nil, "").Findings {
+	for _, f := range JudgeMetrics(s.Perf, []report.Result{r}, nil, "").Findings {
 		if f.Verdict == report.PerfRegression {
 			out = append(out, f.Metric)
 		}

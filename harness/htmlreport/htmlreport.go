@@ -308,7 +308,7 @@ func writePairTable(b *strings.Builder, rows []report.PairRow) {
 
 // writePerf is the perf gate's table (summary.perf.bands): every gated
 // metric's median against its band, its limit and, for bandwidth, its
-// physical ceiling; failing rows first (perf.Judge's order is the file's,
+// physical ceiling; failing rows first (expect.JudgeMetrics's order is the file's,
 // so they are sorted here). Nothing when the run had no perf.txt.
 func writePerf(b *strings.Builder, rep *report.Report) {
 	if rep.Summary == nil || rep.Summary.Perf == nil || len(rep.Summary.Perf.Bands) == 0 {
@@ -331,7 +331,7 @@ func writePerf(b *strings.Builder, rep *report.Report) {
 			ceil = fmt.Sprintf("%.4g %s (%.1f %%)", c.Value, r.Unit, r.Now/c.Value*100)
 		}
 		fmt.Fprintf(b, "<tr><td>%s</td><td>%s</td><td>%.4g %s</td><td>%.4g–%.4g</td><td>%s %.4g</td><td>%s</td><td>%s</td></tr>\n",
-			html.EscapeString(r.ID), html.EscapeString(r.Metric), r.Now, html.EscapeString(r.Unit), r.Lo, r.Hi, html.EscapeString(r.Op), r.Limit, ceil, html.EscapeString(r.Verdict))
+			html.EscapeString(r.ID), html.EscapeString(r.Metric), r.Now, html.EscapeString(r.Unit), r.Lo, r.Hi, html.EscapeString(r.Op), r.Limit, ceil, html.EscapeString(string(r.Verdict)))
 	}
 	b.WriteString("</table>\n")
 }

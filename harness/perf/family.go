@@ -1,6 +1,18 @@
+// Package perf holds the performance gate's baseline: the perf.txt file
+// (a limit per metric recorded from several runs in fresh worlds: Record,
+// Parse, Format), the metric families that set each line's tolerance
+// (Classify), which metrics are gated (Gated), and the median every
+// recorded metric is summarised by. The judge is harness/expect's
+// (JudgeMetrics, and its two offline modes CompareRuns and Outliers), the
+// same package that judges outcomes. Which way a metric is better is never
+// decided here: it is declared with the metric (report.MetricKind) and
+// read from report.Metric.Direction. docs/GATING.md ("The perf gate") is
+// its user's view.
 package perf
 
 import (
+	"slices"
+	"sort"
 	"strings"
 
 	"p2patomics/harness/backends"
@@ -76,3 +88,18 @@ const MinSamples = 3
 // MinRuns is the least number of runs in fresh worlds a perf.txt is
 // recorded from: fewer cannot tell a run-to-run range from one run's luck.
 const MinRuns = 3
+
+// Median is the median of xs (0 for none): the one rule every recorded
+// metric, the physics floor, the perf gate and p2pfleet use.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}

@@ -184,15 +184,16 @@ func Format(f *File) []byte {
 		if l.Insensitive() {
 			ins = " insensitive"
 		}
-		fmt.Fprintf(&b, "%s %s %s %s %s | band %s..%s runs=%d tol=%s%% family=%s%s\n", l.ID, l.Metric, l.Op, num(l.Limit), l.Unit,
-			num(l.Lo), num(l.Hi), l.Runs, strconv.FormatFloat(l.Tol*100, 'f', -1, 64), l.Family, ins)
+		fmt.Fprintf(&b, "%s %s %s %s %s | band %s..%s runs=%d tol=%s%% family=%s%s\n", l.ID, l.Metric, l.Op, Num(l.Limit), l.Unit,
+			Num(l.Lo), Num(l.Hi), l.Runs, strconv.FormatFloat(l.Tol*100, 'f', -1, 64), l.Family, ins)
 	}
 	return b.Bytes()
 }
 
 // num prints a value with 5 significant digits: enough for a limit, and
 // short enough to review in a diff.
-func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+// Num is a number as perf.txt and the judge's details write it.
+func Num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 
 func familyReason(name string) string {
 	for _, f := range []Family{CopyOneWay, CopyBoth, AtomicContended, AtomicHost, AtomicSpread, RoundTripLaunch, RoundTripProcess, Other} {

@@ -290,7 +290,7 @@ func perfByCase(sum *Summary) map[string][]PerfFinding {
 func addPerf(c *junitCase, fs []PerfFinding) {
 	for _, f := range fs {
 		line := fmt.Sprintf("%s: %s; %s", f.Verdict, f.Named(), f.Detail)
-		if f.Verdict != PerfRegression && f.Verdict != PerfMissing {
+		if !MetricFails(f.Verdict) {
 			c.SystemOut += "\n" + line
 			continue
 		}
@@ -300,7 +300,7 @@ func addPerf(c *junitCase, fs []PerfFinding) {
 		case c.Failure != nil:
 			c.Failure.Text += "\n" + line
 		default:
-			c.Failure = &junitProblem{Message: f.Verdict + ": " + f.Named(), Type: f.Verdict, Text: line}
+			c.Failure = &junitProblem{Message: string(f.Verdict) + ": " + f.Named(), Type: string(f.Verdict), Text: line}
 		}
 	}
 }

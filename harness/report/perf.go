@@ -5,21 +5,25 @@ import (
 	"strings"
 )
 
-// Perf verdicts of one gated metric (harness/perf.Judge). The first two
-// fail the gate; the others are reported.
+// Perf verdicts of one gated metric (harness/expect.JudgeMetrics): the
+// same Verdict a case's outcome is judged to, by the same package. The
+// first two fail the gate (MetricFails); the others are reported.
 const (
-	PerfRegression  = "perf-regression"
-	PerfMissing     = "perf-missing"
-	PerfNoise       = "perf-noise"
-	PerfUnstable    = "perf-unstable"
-	PerfImprovement = "perf-improvement"
+	PerfRegression  Verdict = "perf-regression"
+	PerfMissing     Verdict = "perf-missing"
+	PerfNoise       Verdict = "perf-noise"
+	PerfUnstable    Verdict = "perf-unstable"
+	PerfImprovement Verdict = "perf-improvement"
 )
+
+// MetricFails reports whether a metric's verdict fails the gate.
+func MetricFails(v Verdict) bool { return v == PerfRegression || v == PerfMissing }
 
 // PerfFinding is one metric the perf gate did not find in band.
 type PerfFinding struct {
 	ID      string  `json:"id"`
 	Metric  string  `json:"metric"`
-	Verdict string  `json:"verdict"`
+	Verdict Verdict `json:"verdict"`
 	Unit    string  `json:"unit"`
 	Was     float64 `json:"was"` // the baseline band's edge nearest the limit
 	Now     float64 `json:"now"` // this run's median (0 when missing)
@@ -59,11 +63,11 @@ type PerfBand struct {
 	Limit   float64 `json:"limit"`
 	Lo      float64 `json:"lo"`
 	Hi      float64 `json:"hi"`
-	Verdict string  `json:"verdict"`
+	Verdict Verdict `json:"verdict"`
 }
 
 // InBand is PerfBand.Verdict for a metric within its limit.
-const InBand = "in-band"
+const InBand Verdict = "in-band"
 
 // Failing is the findings that fail the gate.
 func (p *PerfSummary) Failing() []PerfFinding {
@@ -72,7 +76,7 @@ func (p *PerfSummary) Failing() []PerfFinding {
 		return nil
 	}
 	for _, f := range p.Findings {
-		if f.Verdict == PerfRegression || f.Verdict == PerfMissing {
+		if MetricFails(f.Verdict) {
 			out = append(out, f)
 		}
 	}
@@ -80,7 +84,7 @@ func (p *PerfSummary) Failing() []PerfFinding {
 }
 
 // Count is how many findings have verdict v.
-func (p *PerfSummary) Count(v string) int {
+func (p *PerfSummary) Count(v Verdict) int {
 	n := 0
 	if p != nil {
 		for _, f := range p.Findings {
@@ -138,7 +142,7 @@ func (s Summary) perfLine() string {
 	fail := p.Failing()
 	if len(fail) == 0 {
 		l := fmt.Sprintf("perf: %d of %d in band", p.InBand, p.Gated)
-		for _, v := range []string{PerfNoise, PerfUnstable, PerfImprovement} {
+		for _, v := range []Verdict{PerfNoise, PerfUnstable, PerfImprovement} {
 			if n := p.Count(v); n > 0 {
 				l += fmt.Sprintf(", %d %s", n, v)
 			}

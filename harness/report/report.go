@@ -268,7 +268,7 @@ type Result struct {
 	// PerfReruns holds, per metric the perf gate flagged on this result
 	// (median past its perf.txt limit), the medians of its re-measurements
 	// in fresh worlds; nil when none were made. The perf verdict is judged
-	// from them (perf.Judge), so a re-render judges a perf-noise as the
+	// from them (expect.JudgeMetrics), so a re-render judges a perf-noise as the
 	// run did.
 	PerfReruns map[string][]float64 `json:"perf_reruns,omitempty"`
 }

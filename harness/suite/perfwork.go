@@ -84,7 +84,7 @@ func (w *perfWork) flag(gate *expect.Set, c *harness.Case, res report.Result) {
 // round, as the correctness reruns do), so each re-measurement is in a
 // world neither the first pass nor another round used. The medians join
 // the case's result (Result.PerfReruns); the perf gate judges them with
-// the first pass's (perf.Judge): perf-regression when the median of all is
+// the first pass's (expect.JudgeMetrics): perf-regression when the median of all is
 // still past the limit, perf-noise when not. Both are reported. true when
 // it changed a result.
 func (w *perfWork) remeasure(out io.Writer, p *Plan, l *ledger, again againFunc) bool {

@@ -1,22 +1,15 @@
-// Package perf holds the performance gate: the perf.txt baseline (a limit
-// per metric recorded from several runs in fresh worlds, Record, Parse,
-// Format), the decision that judges a run's medians against it (Judge),
-// and its two offline modes (CompareRuns: two runs' samples, p2pcompare;
-// Outlier: one node among many, p2pfleet). Which way a metric is better
-// is never decided here: it is declared with the metric
-// (report.MetricKind) and read from report.Metric.Direction.
-// docs/GATING.md ("The perf gate") is its user's view.
-package perf
+package expect
 
 import (
 	"fmt"
 	"slices"
 	"sort"
 
+	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
 )
 
-// Judge decides every perf.txt line whose case ran in results (the last
+// JudgeMetrics is the perf gate's judge: it decides every perf.txt line whose case ran in results (the last
 // result of an id wins: a rerun). reruns holds, per Line.Key, the medians
 // of re-measurements in fresh worlds (nil: none were made, as when a
 // recorded run is judged again offline). baseline names f in the summary.
@@ -41,7 +34,7 @@ import (
 // unit is never read for it. A line whose case passed without the metric
 // (or with another unit, or declared the other way now) is perf-missing. A
 // line whose case did not pass is left to the correctness verdict.
-func Judge(f *File, results []report.Result, reruns map[string][]float64, baseline string) *report.PerfSummary {
+func JudgeMetrics(f *perf.File, results []report.Result, reruns map[string][]float64, baseline string) *report.PerfSummary {
 	last := map[string]report.Result{}
 	for _, r := range results {
 		last[r.ID()] = r
@@ -83,7 +76,7 @@ func Judge(f *File, results []report.Result, reruns map[string][]float64, baseli
 }
 
 // judgeOne is one line's finding; false when the metric is in band.
-func judgeOne(l Line, m report.Metric, rr []float64) (report.PerfFinding, bool) {
+func judgeOne(l perf.Line, m report.Metric, rr []float64) (report.PerfFinding, bool) {
 	dir := float64(l.Better().Sign())
 	worse := func(v float64) bool { return Worse(l.Better(), v, l.Limit) }
 	was := l.Lo
@@ -94,7 +87,7 @@ func judgeOne(l Line, m report.Metric, rr []float64) (report.PerfFinding, bool) 
 	if was != 0 {
 		fd.Percent = (m.Median - was) / was * 100
 	}
-	band := fmt.Sprintf("band %s..%s over %d runs, tol %.0f%%", num(l.Lo), num(l.Hi), l.Runs, l.Tol*100)
+	band := fmt.Sprintf("band %s..%s over %d runs, tol %.0f%%", perf.Num(l.Lo), perf.Num(l.Hi), l.Runs, l.Tol*100)
 	if !worse(m.Median) {
 		far := l.Hi * (1 + l.Tol)
 		if dir < 0 {
@@ -109,12 +102,12 @@ func judgeOne(l Line, m report.Metric, rr []float64) (report.PerfFinding, bool) 
 	if len(rr) > 0 {
 		fd.Reruns = rr
 		all := append([]float64{m.Median}, rr...)
-		if mid := Median(all); worse(mid) {
+		if mid := perf.Median(all); worse(mid) {
 			fd.Verdict, fd.Confirmed = report.PerfRegression, true
-			fd.Detail = fmt.Sprintf("%s; median of this run and %d reruns in fresh worlds %s is past the limit", band, len(rr), num(mid))
+			fd.Detail = fmt.Sprintf("%s; median of this run and %d reruns in fresh worlds %s is past the limit", band, len(rr), perf.Num(mid))
 		} else {
 			fd.Verdict = report.PerfNoise
-			fd.Detail = fmt.Sprintf("%s; median of this run and %d reruns in fresh worlds %s meets the limit: one slow world", band, len(rr), num(mid))
+			fd.Detail = fmt.Sprintf("%s; median of this run and %d reruns in fresh worlds %s meets the limit: one slow world", band, len(rr), perf.Num(mid))
 		}
 		return fd, true
 	}
@@ -126,7 +119,7 @@ func judgeOne(l Line, m report.Metric, rr []float64) (report.PerfFinding, bool) 
 	}
 	if meet >= 2 {
 		fd.Verdict = report.PerfUnstable
-		fd.Detail = fmt.Sprintf("%s; %d of %d samples (%s–%s) meet the limit: the samples straddle it, so the median is not one mode's", band, meet, len(m.Samples), num(m.Min), num(m.Max))
+		fd.Detail = fmt.Sprintf("%s; %d of %d samples (%s–%s) meet the limit: the samples straddle it, so the median is not one mode's", band, meet, len(m.Samples), perf.Num(m.Min), perf.Num(m.Max))
 		return fd, true
 	}
 	fd.Verdict = report.PerfRegression
@@ -134,7 +127,7 @@ func judgeOne(l Line, m report.Metric, rr []float64) (report.PerfFinding, bool) 
 	return fd, true
 }
 
-func missing(l Line, m report.Metric, has bool) report.PerfFinding {
+func missing(l perf.Line, m report.Metric, has bool) report.PerfFinding {
 	fd := report.PerfFinding{ID: l.ID, Metric: l.Metric, Verdict: report.PerfMissing, Unit: l.Unit, Op: l.Op, Limit: l.Limit, Lo: l.Lo, Hi: l.Hi}
 	fd.Detail = "the case passed without this metric"
 	switch {
@@ -146,25 +139,10 @@ func missing(l Line, m report.Metric, has bool) report.PerfFinding {
 	return fd
 }
 
-// Median is the median of xs (0 for none): the one rule every recorded
-// metric, the physics floor, the perf gate and p2pfleet use.
-func Median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+func rank(v report.Verdict) int {
+	return slices.Index([]report.Verdict{report.PerfRegression, report.PerfMissing, report.PerfUnstable, report.PerfNoise, report.PerfImprovement}, v)
 }
 
-func rank(v string) int {
-	return slices.Index([]string{report.PerfRegression, report.PerfMissing, report.PerfUnstable, report.PerfNoise, report.PerfImprovement}, v)
-}
-
-func bandOf(l Line, now float64, verdict string) report.PerfBand {
+func bandOf(l perf.Line, now float64, verdict report.Verdict) report.PerfBand {
 	return report.PerfBand{ID: l.ID, Metric: l.Metric, Unit: l.Unit, Now: now, Op: l.Op, Limit: l.Limit, Lo: l.Lo, Hi: l.Hi, Verdict: verdict}
 }

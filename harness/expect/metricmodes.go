@@ -1,4 +1,4 @@
-package perf
+package expect
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"golang.org/x/perf/benchmath"
 
 	"p2patomics/harness/pairs"
+	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
 )
 
@@ -40,7 +41,7 @@ type RunChange struct {
 	// Verdict of a change that counts: report.PerfRegression (worse by the
 	// metric's declared direction), report.PerfImprovement, or "" for an
 	// undeclared direction; "" too when nothing changed.
-	Verdict string
+	Verdict report.Verdict
 }
 
 // Significant: the change counts (a regression or improvement by
@@ -137,13 +138,13 @@ func Outliers(nodes []NodeValue, d report.Direction, rel float64) Spread {
 		meds[i] = v.Median
 		halves[i] = (v.Max - v.Min) / 2
 	}
-	s := Spread{Median: Median(meds), Min: math.Inf(1), Max: math.Inf(-1)}
+	s := Spread{Median: perf.Median(meds), Min: math.Inf(1), Max: math.Inf(-1)}
 	dev := make([]float64, len(meds))
 	for i, m := range meds {
 		dev[i] = math.Abs(m - s.Median)
 		s.Min, s.Max = math.Min(s.Min, m), math.Max(s.Max, m)
 	}
-	s.Scale = math.Max(1.4826*Median(dev), Median(halves))
+	s.Scale = math.Max(1.4826*perf.Median(dev), perf.Median(halves))
 	if len(nodes) < 3 {
 		// Two nodes have no majority to stand out from.
 		return s

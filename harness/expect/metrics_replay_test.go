@@ -1,4 +1,4 @@
-package perf
+package expect
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
 )
 
@@ -36,7 +37,7 @@ type plant struct {
 	sel  func(id, metric string) bool
 	f    float64
 	// must: the metrics that must be named perf-regression every time.
-	must func(l Line) bool
+	must func(l perf.Line) bool
 	// least: how many metrics must be named (the design's promise: all 15
 	// copy-engine copies at ÷2, the 12 one-direction ones at ÷1.2).
 	least int
@@ -76,17 +77,17 @@ func TestPerfGateCommittedRuns(t *testing.T) {
 	reps := loadCommitted(t)
 	plants := []plant{
 		{name: "healthy"},
-		{name: "copy engine ÷2", sel: ce, f: 0.5, must: func(l Line) bool { return strings.HasPrefix(l.Metric, "bw_ce_") }, least: 15},
-		{name: "copy engine ÷1.2", sel: ce, f: 1 / 1.2, must: func(l Line) bool { return strings.HasPrefix(l.Metric, "bw_ce_") && !l.Insensitive() }, least: 12},
-		{name: "atomic rate ÷2", sel: atomic, f: 0.5, must: func(l Line) bool { return l.Metric == "atomic_rate" && l.Family != AtomicSpread.Name }, least: 18},
-		{name: "round trip ×2", sel: roundTrip, f: 2, must: func(l Line) bool { return strings.HasPrefix(l.Metric, "rtt_") }, least: 9},
+		{name: "copy engine ÷2", sel: ce, f: 0.5, must: func(l perf.Line) bool { return strings.HasPrefix(l.Metric, "bw_ce_") }, least: 15},
+		{name: "copy engine ÷1.2", sel: ce, f: 1 / 1.2, must: func(l perf.Line) bool { return strings.HasPrefix(l.Metric, "bw_ce_") && !l.Insensitive() }, least: 12},
+		{name: "atomic rate ÷2", sel: atomic, f: 0.5, must: func(l perf.Line) bool { return l.Metric == "atomic_rate" && l.Family != perf.AtomicSpread.Name }, least: 18},
+		{name: "round trip ×2", sel: roundTrip, f: 2, must: func(l perf.Line) bool { return strings.HasPrefix(l.Metric, "rtt_") }, least: 9},
 	}
 	counts := map[string]int{}
 	for a := 0; a < len(reps); a++ {
 		for b := a + 1; b < len(reps); b++ {
 			for c := b + 1; c < len(reps); c++ {
 				base := []*report.Report{reps[a], reps[b], reps[c]}
-				f, err := Record(base, []string{committedRuns[a], committedRuns[b], committedRuns[c]}, "")
+				f, err := perf.Record(base, []string{committedRuns[a], committedRuns[b], committedRuns[c]}, "")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -105,9 +106,9 @@ func TestPerfGateCommittedRuns(t *testing.T) {
 }
 
 // replayOne judges one planted held-out run; 1 when it failed the gate.
-func replayOne(t *testing.T, f *File, held *report.Report, p plant, what string) int {
+func replayOne(t *testing.T, f *perf.File, held *report.Report, p plant, what string) int {
 	t.Helper()
-	ps := Judge(f, scaled(held, p), nil, "replay")
+	ps := JudgeMetrics(f, scaled(held, p), nil, "replay")
 	regressed := map[string]bool{}
 	for _, fd := range ps.Failing() {
 		regressed[fd.ID+" "+fd.Metric] = true
@@ -138,7 +139,14 @@ func replayOne(t *testing.T, f *File, held *report.Report, p plant, what string)
 	return 1
 }
 
-func findIn(rep *report.Report, id string) (report.Result, bool) { return find(rep, id) }
+func findIn(rep *report.Report, id string) (report.Result, bool) {
+	for i := len(rep.Results) - 1; i >= 0; i-- {
+		if rep.Results[i].ID() == id {
+			return rep.Results[i], true
+		}
+	}
+	return report.Result{}, false
+}
 
 // A line whose case did not pass is left to the correctness verdict: the
 // copy-times:2 run on the H200 failed its 15 copy cases on the physics
@@ -147,12 +155,12 @@ func findIn(rep *report.Report, id string) (report.Result, bool) { return find(r
 // fail". The same halved copies on cases that passed are still named.
 func TestFailedCaseLeftToCorrectness(t *testing.T) {
 	reps := loadCommitted(t)
-	f, err := Record(reps[:3], committedRuns[:3], "")
+	f, err := perf.Record(reps[:3], committedRuns[:3], "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	halved := scaled(reps[3], plant{sel: ce, f: 0.5})
-	named := len(Judge(f, halved, nil, "x").Failing())
+	named := len(JudgeMetrics(f, halved, nil, "x").Failing())
 	failed := 0
 	for i, r := range halved {
 		if _, ok := r.Metrics["bw_ce_write_gbps"]; ok && r.Outcome == report.Pass {
@@ -163,7 +171,7 @@ func TestFailedCaseLeftToCorrectness(t *testing.T) {
 	if named == 0 || failed == 0 {
 		t.Fatalf("the plant named %d findings over %d copy cases", named, failed)
 	}
-	for _, fd := range Judge(f, halved, nil, "x").Findings {
+	for _, fd := range JudgeMetrics(f, halved, nil, "x").Findings {
 		for _, r := range halved {
 			if r.ID() == fd.ID && r.Outcome != report.Pass {
 				t.Errorf("%s failed and was judged for speed too: %s", fd.ID, fd.Named())

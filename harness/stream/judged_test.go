@@ -1,0 +1,62 @@
+package stream_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"p2patomics/harness/expect"
+	"p2patomics/harness/report"
+	"p2patomics/harness/stream"
+)
+
+// The judge as a sink: a replayed record is judged in place by the
+// suite's rules before the sinks fed after it see it; a stream that lost a
+// result is not judged; a baseline of another stack is refused before any
+// sink sees the run; no RunDone, no verdict.
+func TestJudgedSink(t *testing.T) {
+	read := func() *report.Report {
+		rep, err := report.Read("../report/testdata/host-results.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	rep := read()
+	// A result recorded without a verdict is judged as the suite would.
+	rep.Results[0].Verdict = ""
+	rec := &recorder{}
+	if err := stream.JudgeRecord(rep, time.Unix(0, 0), expect.Rejudge{}, rec); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Results[0].Verdict == "" || rep.Summary == nil {
+		t.Fatalf("not judged: verdict %q", rep.Results[0].Verdict)
+	}
+	last := rec.got[len(rec.got)-1].(stream.RunDone)
+	if last.Report.Results[0].Verdict == "" {
+		t.Error("the sink fed after the judge saw the unjudged run")
+	}
+
+	// A stream that carried fewer results than the record holds.
+	j := &stream.Judged{}
+	if j.Err() == nil {
+		t.Error("Err before RunDone: nil")
+	}
+	rep = read()
+	j.Handle(stream.CaseDone{Result: rep.Results[0]})
+	j.Handle(stream.RunDone{Report: rep})
+	if err := j.Err(); err == nil || !strings.Contains(err.Error(), "the stream carried 1 results") {
+		t.Errorf("short stream: %v", err)
+	}
+
+	// Another stack's baseline: refused, and no sink fed.
+	rep = read()
+	rec = &recorder{}
+	set := &expect.Set{Stack: map[string]string{"vendor": "nvidia", "arch": "sm_90"}, Fails: map[string]report.Outcome{}}
+	if err := stream.JudgeRecord(rep, time.Unix(0, 0), expect.Rejudge{Set: set}, rec); err == nil || !strings.Contains(err.Error(), "stack mismatch") {
+		t.Errorf("another stack's baseline: %v", err)
+	}
+	if len(rec.got) != 0 {
+		t.Errorf("a refused judgement fed %d events to the sinks", len(rec.got))
+	}
+}
