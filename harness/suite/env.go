@@ -95,12 +95,3 @@ func countFds() int {
 	}
 	return n
 }
-
-// suiteBinary is the running suite binary's absolute path, for repro.sh.
-func suiteBinary() string {
-	p, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	return p
-}

@@ -489,3 +489,23 @@ func shellWord(s string) string {
 	}
 	return s
 }
+
+// suiteBinary is the running suite binary's absolute path, for repro.sh.
+func suiteBinary() string {
+	p, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// checkExpectations resolves --expectations as the user typed it
+// (resolvePaths: go tool ginkgo runs in specs/) and refuses an update
+// with no folder to write into.
+func (o *Options) checkExpectations() error {
+	o.Expectations = resolvePaths(o.Expectations)
+	if o.UpdateExpectations && o.Expectations == "" {
+		return usagef("--update-expectations needs --expectations=DIR to write into")
+	}
+	return nil
+}

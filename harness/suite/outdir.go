@@ -388,17 +388,6 @@ func checkoutRoot() (string, bool) {
 	}
 }
 
-// checkExpectations resolves --expectations as the user typed it
-// (resolvePaths: go tool ginkgo runs in specs/) and refuses an update
-// with no folder to write into.
-func (o *Options) checkExpectations() error {
-	o.Expectations = resolvePaths(o.Expectations)
-	if o.UpdateExpectations && o.Expectations == "" {
-		return usagef("--update-expectations needs --expectations=DIR to write into")
-	}
-	return nil
-}
-
 // resolvePaths resolves --expectations' comma-separated paths as the user
 // typed them. go tool ginkgo runs the suite binary in the package's folder
 // (specs/) and passes on no trace of the folder it was run from (Ginkgo's

@@ -78,15 +78,15 @@ func labelFilter(o *Options, userFilter string) string {
 	return strings.Join(terms, " && ")
 }
 
-// selection keeps a catalogue case the run selects: --case alone when
+// selector keeps a catalogue case the run selects: --case alone when
 // given, else the label filter; and Ginkgo's focus and skip always.
-type selection struct {
+type selector struct {
 	labels  func([]string) bool
 	inFocus func(group, id string) bool
 }
 
-func (p *Plan) selection() (selection, error) {
-	s := selection{labels: func([]string) bool { return true }}
+func (p *Plan) selection() (selector, error) {
+	s := selector{labels: func([]string) bool { return true }}
 	if p.LabelFilter != "" {
 		f, err := types.ParseLabelFilter(p.LabelFilter)
 		if err != nil {
@@ -99,7 +99,7 @@ func (p *Plan) selection() (selection, error) {
 	return s, err
 }
 
-func (s selection) keeps(o *Options, group string, c *harness.Case) bool {
+func (s selector) keeps(o *Options, group string, c *harness.Case) bool {
 	if o.Case != "" && c.ID != o.Case {
 		return false
 	}
@@ -113,7 +113,7 @@ func (s selection) keeps(o *Options, group string, c *harness.Case) bool {
 // selected cases (plus the planted ones on the backend's first kind), then
 // the suite's own cases where the run is a whole host run, or where --case
 // names one of them.
-func (p *Plan) plan(backends []string, cat Catalogue, sel selection, self *selfChecks) error {
+func (p *Plan) plan(backends []string, cat Catalogue, sel selector, self *selfChecks) error {
 	o := p.Opts
 	for _, be := range backends {
 		kinds := harness.Matrix[be]
