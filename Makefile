@@ -189,19 +189,22 @@ fuzz: check-go
 	$(GO) test -run '^$$' -fuzz '^FuzzRecv$$' -fuzztime $(FUZZ_N) ./wire
 	$(GO) test -run '^$$' -fuzz '^FuzzHandle$$' -fuzztime $(FUZZ_N) ./rank
 
-# The Slurm fleet recipe on a live one-host Slurm cluster (installs
-# slurm-wlm and munge as root; docs/FLEET.md "Checked in CI").
-fleet-slurm: bin/specs.test
-	bash scripts/check-fleet-slurm.sh ./bin/specs.test "$(CHECKS)/fleet-slurm"
-
-# The Kubernetes recipe without a cluster: the manifests through the API
+# Each fleet engine's live check is its folder's check.sh
+# (scripts/fleet/<engine>/check.sh; docs/FLEET.md "Checked in CI"): make
+# fleet-<engine> runs it, so an engine's folder brings its target.
+# fleet-slurm: the recipe on a live one-host Slurm cluster (installs
+# slurm-wlm and munge as root), a phase of make test.
+# fleet-kubernetes (fleet-kube for short): the manifests through the API
 # server's create path and the Job's container started as a kubelet would
-# (podman), merged from its kubectl logs form (docs/FLEET.md "Checked in
-# CI"). Not in make test: the validator's cold build (k8s.io/kubernetes,
-# about 1000 packages) takes 4-5 min on two cores; .ci/run runs it as its
-# own step after make test. Warm, about 20 s.
-fleet-kube: bin/specs.test
-	bash scripts/check-fleet-kube.sh ./bin/specs.test "$(CHECKS)/fleet-kube"
+# (podman), merged from its kubectl logs form. Not in make test: the
+# validator's cold build (k8s.io/kubernetes, about 1000 packages) takes 4-5
+# min on two cores; .ci/run runs it as its own step after make test. Warm,
+# about 20 s.
+FLEET_CHECKS := $(patsubst scripts/fleet/%/check.sh,fleet-%,$(wildcard scripts/fleet/*/check.sh))
+.PHONY: $(FLEET_CHECKS)
+$(FLEET_CHECKS): fleet-%: bin/specs.test
+	bash scripts/fleet/$*/check.sh ./bin/specs.test "$(CHECKS)/fleet-$*"
+fleet-kube: fleet-kubernetes
 
 bench: check-go
 	$(GO) test -run '^$$' -bench . -benchtime=20x ./harness ./wire ./rank/host ./trace

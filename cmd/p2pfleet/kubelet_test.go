@@ -104,7 +104,7 @@ func parsePod(t *testing.T, text, node string) podSpec {
 // its exit status. (Before issue 26's refusals a usage error wrote a
 // results.json with no case, which this test went on expecting.)
 //
-// Run by make fleet-kube (scripts/check-fleet-kube.sh), which builds the
+// Run by make fleet-kube (scripts/fleet/kubernetes/check.sh), which builds the
 // image and sets P2PAT_PODMAN (the podman command line) and
 // P2PAT_PODMAN_IMAGE; skipped without them.
 func TestKubeletStartsTheJob(t *testing.T) {

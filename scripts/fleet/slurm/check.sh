@@ -22,12 +22,12 @@
 # folder under /tmp owned by munge, removed on exit. The Slurm daemons and
 # jobs run as root and keep theirs under WORKDIR.
 #
-#   scripts/check-fleet-slurm.sh BIN/specs.test WORKDIR
+#   scripts/fleet/slurm/check.sh BIN/specs.test WORKDIR
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../../.."
 root=$PWD
-spec=$(realpath "${1:?usage: check-fleet-slurm.sh SPECS_BINARY WORKDIR}")
-w=${2:?usage: check-fleet-slurm.sh SPECS_BINARY WORKDIR}
+spec=$(realpath "${1:?usage: scripts/fleet/slurm/check.sh SPECS_BINARY WORKDIR}")
+w=${2:?usage: scripts/fleet/slurm/check.sh SPECS_BINARY WORKDIR}
 t0=$(date +%s)
 step() { echo "fleet-slurm: $* ($(($(date +%s) - t0)) s)"; }
 fail() { echo "fleet-slurm: FAIL: $*" >&2; exit 1; }

@@ -21,11 +21,11 @@
 # test's phases do, and a long one runs under scripts/progress.sh (a line at
 # least every 30 s), so a cold build is never mistaken for a hang.
 #
-#   scripts/check-fleet-kube.sh BIN/specs.test WORKDIR
+#   scripts/fleet/kubernetes/check.sh BIN/specs.test WORKDIR
 set -euo pipefail
-cd "$(dirname "$0")/.."
-spec=$(realpath "${1:?usage: check-fleet-kube.sh SPECS_BINARY WORKDIR}")
-w=${2:?usage: check-fleet-kube.sh SPECS_BINARY WORKDIR}
+cd "$(dirname "$0")/../../.."
+spec=$(realpath "${1:?usage: scripts/fleet/kubernetes/check.sh SPECS_BINARY WORKDIR}")
+w=${2:?usage: scripts/fleet/kubernetes/check.sh SPECS_BINARY WORKDIR}
 N=5
 i=0
 fail() { echo "fleet-kube: FAIL: $*" >&2; exit 1; }
