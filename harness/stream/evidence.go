@@ -2,9 +2,9 @@ package stream
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 )
 
@@ -56,6 +56,12 @@ func (s *Evidence) Handle(e Event) {
 		ev.Note = Dropped
 		return
 	}
+	if ev.ID == "" || ev.ID != filepath.Base(ev.ID) || ev.ID == "." || ev.ID == ".." {
+		// The folder is named by the id: one that is not a single folder
+		// name would put files outside cases/.
+		ev.Note = fmt.Sprintf("evidence not written: case id %q is not a folder name", ev.ID)
+		return
+	}
 	dir := filepath.Join(s.Dir, "cases", ev.ID)
 	err := s.write(dir, ev.Files)
 	if NoSpace(err) || (s.Room != nil && !s.Room()) {
@@ -71,9 +77,6 @@ func (s *Evidence) Handle(e Event) {
 }
 
 func (s *Evidence) write(dir string, files []File) error {
-	if strings.Contains(filepath.Base(dir), string(filepath.Separator)) || filepath.Base(dir) == ".." {
-		return errors.New("evidence: a case id that is not a folder name")
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

@@ -94,6 +94,17 @@ func TestEvidenceSink(t *testing.T) {
 	if !strings.HasPrefix(ev4.Note, "evidence not written: ") {
 		t.Errorf("unwritable: note %q", ev4.Note)
 	}
+	// An id that is not one folder name writes nothing outside cases/.
+	for _, id := range []string{"../escape", "a/b", "..", ""} {
+		ev5 := &stream.CaseEvidence{ID: id, Files: ev.Files}
+		s.Handle(ev5)
+		if !strings.Contains(ev5.Note, "is not a folder name") {
+			t.Errorf("id %q: note %q", id, ev5.Note)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "escape")); !os.IsNotExist(err) {
+		t.Errorf("a folder outside cases/: %v", err)
+	}
 	if !stream.NoSpace(syscall.ENOSPC) || !stream.NoSpace(&os.PathError{Err: syscall.EDQUOT}) || stream.NoSpace(errors.New("x")) {
 		t.Error("NoSpace")
 	}

@@ -17,35 +17,34 @@ import (
 	"p2patomics/internal/device"
 )
 
-// newPlan resolves the backend, builds and filters the plan from cat, and
-// makes every check that can refuse the run before its first case. self
-// is the suite's own cases (suitecases.go), planned on a whole host run.
-func newPlan(o *Options, userFilter string, cat Catalogue, self *selfChecks) (*Plan, error) {
-	p := &Plan{Opts: o, LabelFilter: labelFilter(o, userFilter)}
+// fill resolves the backend, builds and filters the plan of p.Opts from
+// cat, and makes every check that can refuse the run before its first
+// case. self is the suite's own cases (suitecases.go), planned on a whole
+// host run.
+func (p *Plan) fill(userFilter string, cat Catalogue, self *selfChecks) error {
+	o := p.Opts
+	p.LabelFilter = labelFilter(o, userFilter)
 	gs, err := gateSet(o)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	p.gate = gs
 	sel, err := p.selection()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	backends, probes, err := resolveBackends(o)
 	p.Probes = probes
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := p.plan(backends, cat, sel, self); err != nil {
-		return nil, err
+		return err
 	}
 	if o.List {
-		return p, nil // a list runs nothing: no stack to check against the baseline
+		return nil // a list runs nothing: no stack to check against the baseline
 	}
-	if err := p.checkBaseline(); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return p.checkBaseline()
 }
 
 // gateSet is the baseline the run is gated on: nil when there is none or

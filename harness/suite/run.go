@@ -54,17 +54,17 @@ func NewRun(o *Options, userFilter string, cat Catalogue) (*Run, error) {
 		}
 		r.counters = c
 	}
+	// The executor is wired around the plan before it is filled: the
+	// suite's own cases (the leak check) read the executor's worlds.
 	r.build(&Plan{Opts: o})
-	p, err := newPlan(o, userFilter, cat, r.exec.self)
-	if err != nil {
+	if err := r.Plan.fill(userFilter, cat, r.exec.self); err != nil {
 		return nil, err
 	}
-	*r.Plan = *p
 	return r, nil
 }
 
-// build wires the executor and the sinks around plan p (NewRun fills the
-// plan in once it is made; a test may hand-make one).
+// build wires the executor and the sinks around plan p (NewRun fills it
+// in after; a test may hand-make one).
 func (r *Run) build(p *Plan) {
 	r.Plan = p
 	o := p.Opts
