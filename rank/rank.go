@@ -369,23 +369,43 @@ func (s *server) cpuAtomics(c *wire.CPUAtomics) (func() error, error) {
 	if err != nil {
 		return nil, err
 	}
+	wait := startCPUAdds(w, c.Threads, c.Iters, c.Operand, c.Racy)
+	return func() error { wait(); return nil }, nil
+}
+
+// startCPUAdds starts threads goroutines that each add operand to *w iters
+// times, and returns the wait. Racy, each add is a load and a store (the
+// planted lost update), and the first one is a rendezvous: every thread
+// loads before any stores, so at least one update is lost however the OS
+// schedules the threads. Without it a loaded two-core machine could run
+// one thread's whole loop inside a time slice, lose nothing, and the
+// control that must fail passed.
+func startCPUAdds(w *uint64, threads int, iters, operand uint64, racy bool) func() {
 	var wg sync.WaitGroup
-	for t := 0; t < c.Threads; t++ {
+	var loaded atomic.Int64
+	for t := 0; t < threads; t++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := uint64(0); i < c.Iters; i++ {
-				if c.Racy {
-					v := atomic.LoadUint64(w)
-					runtime.Gosched() // widen the window, as the racy kernels do
-					atomic.StoreUint64(w, v+c.Operand)
+			for i := uint64(0); i < iters; i++ {
+				if !racy {
+					atomic.AddUint64(w, operand)
 					continue
 				}
-				atomic.AddUint64(w, c.Operand)
+				v := atomic.LoadUint64(w)
+				if i == 0 {
+					loaded.Add(1)
+					for loaded.Load() < int64(threads) {
+						runtime.Gosched()
+					}
+				} else {
+					runtime.Gosched() // widen the window, as the racy kernels do
+				}
+				atomic.StoreUint64(w, v+operand)
 			}
 		}()
 	}
-	return func() error { wg.Wait(); return nil }, nil
+	return wg.Wait
 }
 
 // within reports whether [off, off+n) lies inside size bytes, without the
