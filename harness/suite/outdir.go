@@ -12,10 +12,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"p2patomics/harness"
+	"p2patomics/harness/report"
 )
 
 // OutMarker is the file every --out folder the suite creates holds: only a
-// folder that holds it (or a results.json, or nothing) is ever moved aside
+// folder that holds it (or a p2patomics results.json, or nothing) is ever moved aside
 // or removed, so a mistyped --out=$HOME is refused, never renamed.
 const OutMarker = ".p2patomics-out"
 
@@ -94,7 +95,7 @@ func setAside(path string, fi os.FileInfo) (*OutDir, error) {
 	}
 	if !ours(path) {
 		old.Close()
-		return nil, fmt.Errorf("--out=%s holds files that are not a p2patomics run (no %s or results.json): give a new or empty folder", quote(path), OutMarker)
+		return nil, fmt.Errorf("--out=%s holds files that are not a p2patomics run (no %s, and no results.json that reads as a p2patomics record): give a new or empty folder", quote(path), OutMarker)
 	}
 	prev := path + ".prev"
 	p, err := clearPrev(path, prev)
@@ -309,7 +310,12 @@ func samePath(d *os.File, path string) bool {
 }
 
 // ours reports whether a folder may be moved aside or removed: it holds
-// the suite's marker or a results.json, or nothing at all.
+// the suite's marker (a regular file, as finishOut writes it), or a
+// results.json that reads as a p2patomics record (report.Read: our schema,
+// our ids and outcomes), or nothing at all. A results.json is a common
+// name for other tools' output: a folder holding {"tool":"other"} beside a
+// user's files was renamed to <out>.prev and removed by the next run
+// (issue 49 B5), so a name alone is never enough.
 func ours(path string) bool {
 	ents, err := os.ReadDir(path)
 	if err != nil {
@@ -319,8 +325,14 @@ func ours(path string) bool {
 		return true
 	}
 	for _, e := range ents {
-		if n := e.Name(); n == OutMarker || n == "results.json" {
+		if e.Name() == OutMarker && e.Type().IsRegular() {
 			return true
+		}
+	}
+	for _, e := range ents {
+		if e.Name() == "results.json" && e.Type().IsRegular() {
+			_, err := report.Read(filepath.Join(path, e.Name()))
+			return err == nil
 		}
 	}
 	return false

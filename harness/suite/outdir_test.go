@@ -270,3 +270,58 @@ func foreignTree(t *testing.T) string {
 	}
 	return base
 }
+
+// Issue 49 B5: a folder is the suite's to move aside only when it holds
+// the marker or a results.json that reads as a p2patomics record. Another
+// tool's results.json beside a user's files was renamed to <out>.prev by
+// the first run and removed by the second (ours() took the name alone).
+func TestPrepareOutRefusesAForeignResultsJSON(t *testing.T) {
+	dir := t.TempDir()
+	proj := filepath.Join(dir, "proj")
+	os.Mkdir(proj, 0o755)
+	os.WriteFile(filepath.Join(proj, "results.json"), []byte(`{"tool":"other"}`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(proj, "important.txt"), []byte("precious\n"), 0o644)
+	for run := 1; run <= 2; run++ {
+		_, err := PrepareOut(proj)
+		if err == nil || !strings.Contains(err.Error(), "not a p2patomics run") || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("run %d on a folder with a foreign results.json: %v, want one line refusing it", run, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(proj, "important.txt")); err != nil || string(b) != "precious\n" {
+		t.Fatalf("the user's file: %q, %v", b, err)
+	}
+	if _, err := os.Lstat(proj + ".prev"); !os.IsNotExist(err) {
+		t.Fatalf("the user's folder was moved aside: %v", err)
+	}
+	// A marker that is not a regular file (a folder of that name) is no
+	// marker either.
+	odd := filepath.Join(dir, "odd")
+	os.MkdirAll(filepath.Join(odd, OutMarker), 0o755)
+	os.WriteFile(filepath.Join(odd, "notes.txt"), nil, 0o644)
+	if _, err := PrepareOut(odd); err == nil {
+		t.Fatal("a folder whose marker is a folder was taken as a run")
+	}
+	// A p2patomics record without the marker (an older run, or one copied
+	// by hand) is still a run: kept as .prev.
+	rec := filepath.Join(dir, "rec")
+	os.Mkdir(rec, 0o755)
+	os.WriteFile(filepath.Join(rec, "results.json"), []byte(`{"schema":1,"environment":{},"results":[]}`+"\n"), 0o644)
+	od, err := PrepareOut(rec)
+	if err != nil {
+		t.Fatalf("a folder holding a p2patomics record: %v", err)
+	}
+	od.lock.Close()
+	if _, err := os.Stat(filepath.Join(rec+".prev", "results.json")); err != nil {
+		t.Fatalf("the recorded run was not kept as .prev: %v", err)
+	}
+	// A foreign folder in the way as <out>.prev is never removed.
+	os.Rename(proj, rec+".prev.tmp")
+	os.RemoveAll(rec + ".prev")
+	os.Rename(rec+".prev.tmp", rec+".prev")
+	if _, err := PrepareOut(rec); err == nil || !strings.Contains(err.Error(), "in the way") {
+		t.Fatalf("a foreign <out>.prev: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(rec+".prev", "important.txt")); err != nil {
+		t.Fatalf("the foreign .prev was removed: %v", err)
+	}
+}
