@@ -165,6 +165,28 @@ type Summary struct {
 	// already recorded. Any makes the verdict FAIL; the line names the
 	// first.
 	RunFaults []string `json:"run_faults,omitempty"`
+	// Recorded is the baseline the run recorded (--update-expectations):
+	// the line names its folder, and a forced update (--force or
+	// P2PAT_FORCE=1) as forced, with what it blessed, so a regression
+	// blessed into a baseline never reads as a plain PASS (issue 49 S4,
+	// U26). Absent when the run recorded none, and in older records.
+	Recorded *Recorded `json:"baseline_recorded,omitempty"`
+}
+
+// Recorded is a baseline a run wrote at its end.
+type Recorded struct {
+	Dir string `json:"dir"`
+	// Forced: --force (or P2PAT_FORCE=1) was on, so the gate's refusal to
+	// bless a regression was lifted; Blessed lists what it blessed (the
+	// changes the refusal would have named), empty when there was none.
+	Forced  bool     `json:"forced,omitempty"`
+	Blessed []string `json:"blessed,omitempty"`
+}
+
+// MarkRecorded names the baseline the run recorded on the verdict line.
+func (s *Summary) MarkRecorded(r *Recorded) {
+	s.Recorded = r
+	s.Line = s.line()
 }
 
 // FailRun records the run's health failures (RunFaults): a run that ran to
@@ -370,6 +392,15 @@ func (s Summary) line() string {
 	for _, r := range s.NeverFired {
 		l += "; rule " + r + " never fired"
 	}
+	if r := s.Recorded; r != nil {
+		l += "; baseline recorded in " + r.Dir
+		switch {
+		case r.Forced && len(r.Blessed) > 0:
+			l += fmt.Sprintf(" with --force: %s blessed (first: %s)", plural(len(r.Blessed), "regression"), r.Blessed[0])
+		case r.Forced:
+			l += " with --force (it blessed no regression)"
+		}
+	}
 	return l
 }
 
@@ -440,13 +471,44 @@ func (s Summary) unexpectedHead() string {
 		kinds[u.Verdict]++
 	}
 	if len(order) == 1 {
-		return plural(len(s.Unexpected), string(order[0]))
+		return plural(len(s.Unexpected), string(order[0])) + s.neverRun()
 	}
 	var parts []string
 	for _, v := range order {
 		parts = append(parts, fmt.Sprintf("%d %s", kinds[v], v))
 	}
-	return fmt.Sprintf("%d unexpected (%s)", len(s.Unexpected), strings.Join(parts, ", "))
+	return fmt.Sprintf("%d unexpected (%s)%s", len(s.Unexpected), strings.Join(parts, ", "), s.neverRun())
+}
+
+// neverRun counts the unexpected cases judged without running (outcome
+// not-run: judged from a crash streak, or left out of a wedged world),
+// " (97 never run: judged from x (crash))", "" when there are none: a
+// count of regressions must not read as that many cases that ran and broke
+// (issue 49 U20). The reason is the one they share, else how many differ.
+func (s Summary) neverRun() string {
+	n := 0
+	why := map[string]bool{}
+	first := ""
+	for _, u := range s.Unexpected {
+		if u.Outcome != NotRunOutcome {
+			continue
+		}
+		n++
+		r := strings.TrimPrefix(strings.TrimPrefix(u.Note, "control lost: "), "not run, ")
+		if !why[r] && first == "" {
+			first = r
+		}
+		why[r] = true
+	}
+	switch {
+	case n == 0:
+		return ""
+	case len(why) == 1 && first != "":
+		return fmt.Sprintf(" (%d never run: %s)", n, first)
+	case first != "":
+		return fmt.Sprintf(" (%d never run: %s, and %d other reasons)", n, first, len(why)-1)
+	}
+	return fmt.Sprintf(" (%d never run)", n)
 }
 
 // unexpectedNamed names the first maxNamed unexpected cases, each with its

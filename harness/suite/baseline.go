@@ -31,6 +31,16 @@ func updateBaseline(w io.Writer, dir string, force bool, rep *report.Report) err
 		return err
 	}
 	fmt.Fprintf(w, "baseline written to %s\n", dir)
+	if rep.Summary != nil {
+		// The verdict line (stdout's last, results.json's, junit's) says a
+		// baseline was recorded, and a forced one as forced: a regression
+		// blessed by P2PAT_FORCE=1 read as a plain PASS (issue 49 S4, U26).
+		rec := &report.Recorded{Dir: dir, Forced: force}
+		if force && u != nil {
+			rec.Blessed = u.Regressions
+		}
+		rep.Summary.MarkRecorded(rec)
+	}
 	return nil
 }
 
