@@ -182,16 +182,21 @@ func SendRaw(fd int, b []byte) error {
 	return unix.Sendmsg(fd, b, nil, nil, unix.MSG_NOSIGNAL)
 }
 
-// Recv reads one message, waiting until deadline (zero = forever).
+// Recv reads one message, waiting until deadline (zero = forever). A
+// message already queued is read whatever the deadline: the socket is
+// polled at least once (timeout 0) before the deadline is judged, so a
+// suite that was stopped (SIGSTOP, a long GC or scheduling gap) past its
+// deadline while the rank's reply arrived reads the reply, never "did not
+// answer" (issue 48).
 func Recv(fd int, deadline time.Time) (Msg, error) {
-	for {
+	for polled := false; ; polled = true {
 		timeout := -1
 		if !deadline.IsZero() {
 			d := time.Until(deadline)
-			if d <= 0 {
+			if d <= 0 && polled {
 				return Msg{}, ErrDeadline
 			}
-			timeout = int((d + time.Millisecond - 1) / time.Millisecond)
+			timeout = max(0, int((d+time.Millisecond-1)/time.Millisecond))
 		}
 		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 		n, err := unix.Poll(pfd, timeout)

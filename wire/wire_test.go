@@ -119,3 +119,25 @@ func BenchmarkRoundTrip(b *testing.B) {
 		Recv(x, time.Time{})
 	}
 }
+
+// A reply queued before the wait begins is read even when the deadline
+// has already passed (a suite stopped past its deadline while the rank
+// answered): the socket is polled once before the deadline is judged.
+// Fails with the deadline checked before the poll.
+func TestRecvReadsQueuedReplyPastDeadline(t *testing.T) {
+	a, b := pair(t)
+	if err := Send(a, TReply, 9, Reply{OK: true}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Recv(b, time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatalf("a queued reply past the deadline: %v", err)
+	}
+	if m.Seq != 9 || m.Type != TReply {
+		t.Fatalf("got %s %d", m.Type, m.Seq)
+	}
+	// Nothing queued: the passed deadline is judged after the one poll.
+	if _, err := Recv(b, time.Now().Add(-time.Hour)); !errors.Is(err, ErrDeadline) {
+		t.Fatalf("an empty socket past the deadline: %v, want ErrDeadline", err)
+	}
+}
