@@ -213,8 +213,8 @@ func (r *Runner) reproScript(c *Case) string {
 		repro += "[ -x " + shellQuote(r.Evidence.Binary) + " ] || { echo \"repro: \"" + shellQuote(r.Evidence.Binary) +
 			"\" is gone (a go test or ginkgo build); build bin/specs.test (make build) and run it with the flags below\" >&2; exit 2; }\n"
 	}
-	if r.Evidence.Gate != "" {
-		line += " " + r.Evidence.Gate
+	if r.Evidence.Gate != "" && !strings.Contains(line, r.Evidence.Gate) {
+		line += " " + r.Evidence.Gate // the suite's repros carry it already
 	}
 	repro += line + " --out=\"${P2PAT_OUT:-" + outDir + "}\" \"$@\"\n"
 	if r.Evidence.MakeForm != nil {

@@ -466,6 +466,9 @@ func Repro(o *Options, backend, kind, id string, ranks int) string {
 		// The rules are identifiers, digits and :=/,- : nothing to quote.
 		s += " --" + InjectFlag + "=" + strings.Join(rules, ",")
 	}
+	if g := gateFlags(o); g != "" {
+		s += " " + g // the gate the case was judged by (repro.go)
+	}
 	return s
 }
 

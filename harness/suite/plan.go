@@ -162,27 +162,10 @@ func (p *Plan) updateDir() string {
 // --allow-* flags that changed the verdict; "" for a run that is not gated
 // (ungated, or recording a baseline).
 func (p *Plan) reproGate() string {
-	if p.gate == nil || p.Opts.UpdateExpectations {
+	if p.gate == nil {
 		return ""
 	}
-	var abs []string
-	for _, e := range strings.Split(p.Opts.Expectations, ",") {
-		if e = strings.TrimSpace(e); e == "" {
-			continue
-		}
-		if a, err := filepath.Abs(e); err == nil {
-			e = a
-		}
-		abs = append(abs, e)
-	}
-	flags := "--expectations=" + shellWord(strings.Join(abs, ","))
-	if p.Opts.AllowStackMismatch {
-		flags += " --allow-stack-mismatch"
-	}
-	if p.Opts.AllowNewFlakes {
-		flags += " --allow-new-flakes"
-	}
-	return flags
+	return gateFlags(p.Opts)
 }
 
 // inGroups is items in the plan's group order, one slice per backend and

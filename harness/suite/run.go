@@ -87,9 +87,11 @@ func (r *Run) build(p *Plan) {
 			Gate:   p.reproGate(),
 			Emit:   r.sinks.emit,
 			MakeForm: func(repro string) string {
+				// The repro carries the gate (Repro, gateFlags); a gate
+				// path that needs quotes cannot sit inside ARGS='…'.
 				args := strings.TrimPrefix(repro, ReproBinary()+" ")
-				if g := p.reproGate(); g != "" && !strings.Contains(g, "'") {
-					args += " " + g
+				if g := p.reproGate(); g != "" && strings.Contains(g, "'") {
+					args = strings.Replace(args, " "+g, "", 1)
 				}
 				return "make run ARGS='" + args + "'"
 			},
