@@ -37,6 +37,8 @@ type World struct {
 	Settings wire.Settings
 	locks    []string
 	broken   atomic.Pointer[error] // set when the world can no longer be trusted
+	// pat is the running case's patience (patience.go), nil between cases.
+	pat atomic.Pointer[patience]
 }
 
 // The errors a case can end with, and how each classifies itself, are in
@@ -73,17 +75,25 @@ func (p *Proc) call(t wire.Type, body any, deadline time.Time, res any, fds ...i
 func (p *Proc) await(seq uint32, what string, deadline time.Time) (wire.Msg, error) {
 	m, err := p.recv(deadline, what)
 	// A reply to an earlier request that missed its deadline may still be
-	// queued: drop it rather than take it for this one's.
+	// queued: drop it rather than take it for this one's. A reply to an
+	// earlier request that did not time out (answered already, or never
+	// sent) is the rank's protocol error: a rank that answers twice, or a
+	// stray packet, must not pass unseen (adversary B4).
 	for err == nil && m.Type == wire.TReply && m.Seq < seq {
 		m.CloseFds()
+		if !p.late.forget(m.Seq) {
+			return wire.Msg{}, &ProtocolError{p.Rank, fmt.Errorf("%w: reply %d while waiting for reply %d to %s: request %d did not time out, its reply came already", wire.ErrMalformed, m.Seq, seq, what, m.Seq)}
+		}
 		m, err = p.recv(deadline, what)
 	}
 	var wedged *TimeoutError
 	switch {
 	case errors.As(err, &wedged):
+		p.late.expect(seq)
 		return wire.Msg{}, wedged
 	case errors.Is(err, wire.ErrDeadline):
-		return wire.Msg{}, &TimeoutError{Rank: p.Rank, What: what}
+		p.late.expect(seq)
+		return wire.Msg{}, &TimeoutError{Rank: p.Rank, What: what, Patience: p.patienceWhy()}
 	case errors.Is(err, wire.ErrClosed):
 		p.WaitExit(2 * time.Second)
 		return wire.Msg{}, &DeadError{p.Rank, what}
@@ -97,6 +107,31 @@ func (p *Proc) await(seq uint32, what string, deadline time.Time) (wire.Msg, err
 	return m, nil
 }
 
+// lateReplies are the requests of one rank that timed out: the only ones
+// whose replies may still arrive, late, and be dropped.
+type lateReplies struct {
+	mu   sync.Mutex
+	seqs map[uint32]bool
+}
+
+func (l *lateReplies) expect(seq uint32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seqs == nil {
+		l.seqs = map[uint32]bool{}
+	}
+	l.seqs[seq] = true
+}
+
+// forget reports whether seq timed out (its late reply is dropped once).
+func (l *lateReplies) forget(seq uint32) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok := l.seqs[seq]
+	delete(l.seqs, seq)
+	return ok
+}
+
 // watchPoll is how often a wait for a reply looks at the rank's watchdog
 // word (one pread of its trace ring's header).
 const watchPoll = 25 * time.Millisecond
@@ -105,14 +140,30 @@ const watchPoll = 25 * time.Millisecond
 // the watchdog words of p's world are read: a rank wedged in a vendor call
 // whose work is done ends the wait for what now, as a TimeoutError naming
 // that rank and the watchdog's report, not at the deadline.
+//
+// The deadline moves (patience.go): by the suite's own stalls (a stopped
+// or starved suite never blames a rank), and, during a case, by the
+// case's patience while its world is moving, up to the case's own limit.
 func (p *Proc) recv(deadline time.Time, what string) (wire.Msg, error) {
+	watchStalls()
+	pt := p.patient()
+	stall0 := stalls.observe()
 	for {
+		var shift time.Duration
+		if pt != nil {
+			stalls.observe()
+			pt.tick()
+			shift = pt.shift()
+		} else {
+			shift = stalls.observe() - stall0
+		}
+		end := deadline.Add(shift)
 		slice := time.Now().Add(watchPoll)
-		if !deadline.IsZero() && deadline.Before(slice) {
-			slice = deadline
+		if !deadline.IsZero() && end.Before(slice) {
+			slice = end
 		}
 		m, err := wire.Recv(p.sock, slice)
-		if !errors.Is(err, wire.ErrDeadline) || !slice.Before(deadline) && !deadline.IsZero() {
+		if !errors.Is(err, wire.ErrDeadline) {
 			return m, err
 		}
 		for _, q := range p.watched() {
@@ -120,7 +171,42 @@ func (p *Proc) recv(deadline time.Time, what string) (wire.Msg, error) {
 				return wire.Msg{}, &TimeoutError{Rank: q.Rank, What: what, Watchdog: report}
 			}
 		}
+		if deadline.IsZero() || slice.Before(end) {
+			continue
+		}
+		// The deadline as moved so far passed: a stall seen only now
+		// (the suite just woke) moves it again; else the case's patience
+		// decides.
+		switch {
+		case pt == nil && stalls.observe()-stall0 > shift:
+		case pt == nil:
+			return m, err
+		default:
+			stalls.observe()
+			if _, ok := pt.extend(deadline); !ok {
+				return m, err
+			}
+		}
 	}
+}
+
+// patient is the patience of the case p's world is running, nil between
+// cases and outside a world.
+func (p *Proc) patient() *patience {
+	if p.pat == nil {
+		return nil
+	}
+	return p.pat.Load()
+}
+
+// patienceWhy is why the case's patience ran out, "" without one.
+func (p *Proc) patienceWhy() string {
+	if pt := p.patient(); pt != nil {
+		pt.mu.Lock()
+		defer pt.mu.Unlock()
+		return pt.why
+	}
+	return ""
 }
 
 // watched is the ranks whose watchdogs a wait on p reads: its world's, or
@@ -196,6 +282,7 @@ func NewWorld(backendName string, n int, set wire.Settings, deadline time.Time) 
 	}
 	for _, p := range w.Procs {
 		p.world = w.Procs
+		p.pat = &w.pat
 	}
 	if err := w.handshake(deadline); err != nil {
 		return nil, w.startFailed(err)
@@ -332,7 +419,7 @@ func (w *World) lockDevices(deadline time.Time) error {
 		}
 		seen[id] = true
 		// Keyed by the device alone: a hip and an hsa suite on one GPU
-		// must exclude each other too.
+		// must exclude each other too (both report ROCr's agent UUID).
 		dir, err := LockDir()
 		if err != nil {
 			return err

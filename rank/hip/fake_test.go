@@ -381,3 +381,32 @@ func TestInterruptsOffIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDeviceUUIDIsROCrs (issue 50, Q5): CLR fills hipDeviceProp_tR0600.uuid
+// with the 16 characters after "GPU-" of ROCr's agent UUID (clr
+// rocdevice.cpp), so the hip backend must report "GPU-" and those
+// characters: the string the hsa backend (HSA_AMD_AGENT_INFO_UUID),
+// rocminfo and rocm-smi report, which keys the device-lock file a hip and
+// an hsa suite on one GPU share. Planted: "GPU-%x" of the bytes (the code
+// before the fix) reports GPU-3866306533... (red).
+func TestDeviceUUIDIsROCrs(t *testing.T) {
+	const agent = "GPU-8f0e3a1b2c3d4e5f" // what ROCr's agent says (the hsa backend's UUID)
+	l := fakeLib(t, map[string]any{
+		"hipGetDevicePropertiesR0600": func(p unsafe.Pointer, dev int32) uint32 {
+			buf := unsafe.Slice((*byte)(p), propBufSize)
+			copy(buf[propR0600Name:], "AMD Instinct MI300X\x00")
+			copy(buf[propR0600GcnArch:], "gfx942:sramecc+:xnack-\x00")
+			copy(buf[propR0600UUID:propR0600UUID+16], agent[len("GPU-"):])
+			return errSuccess
+		},
+		"hipDriverGetVersion": func(v *int32) uint32 { *v = 60443484; return errSuccess },
+	})
+	b := &Backend{l: l, version: 60443484}
+	info := b.deviceInfo(1)
+	if info.UUID != agent {
+		t.Fatalf("hip reports UUID %q, the hsa backend and rocm-smi %q: two lock files for one GPU", info.UUID, agent)
+	}
+	if b.hipUUID() != agent {
+		t.Errorf("hipUUID %q, want %q (hsa-fine's agent match)", b.hipUUID(), agent)
+	}
+}

@@ -260,11 +260,12 @@ func (b *Backend) listDevices(count int) []device.Visible {
 func (b *Backend) deviceInfo(count int) backend.DeviceInfo {
 	p := b.props(int32(b.cfg.Device))
 	name, gcn, total, mp := p.name, p.gcn, p.total, p.mp
-	var uuid string
-	if p.uuid != nil {
-		uuid = fmt.Sprintf("GPU-%x", p.uuid)
-		copy(b.uuid[:], p.uuid)
-	}
+	// CLR's uuid holds the 16 characters after "GPU-" of ROCr's agent
+	// UUID, so hipUUID is the same string the hsa backend, rocminfo and
+	// rocm-smi report, and both backends take the same device-lock file
+	// (issue 50, Q5: "GPU-%x" of those bytes hex-encoded the ASCII).
+	copy(b.uuid[:], p.uuid)
+	uuid := b.hipUUID()
 	var drv int32
 	b.l.driverVersion(&drv)
 	a, _, _ := strings.Cut(gcn, ":")
