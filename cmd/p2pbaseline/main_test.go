@@ -82,6 +82,12 @@ func TestBaselineRefusesWhatUpdateRefuses(t *testing.T) {
 		}
 		return p
 	}
+	notRunCrash := filepath.Join(dir, "not-run-crash", "results.json")
+	if b, err := os.ReadFile(hostRun("not-run-crash", `{"vendor":"`+backends.HostName+`","goarch":"amd64"}`, "crash")); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(notRunCrash, bytes.Replace(b, []byte(`"expected":"pass"`), []byte(`"expected":"pass","verdict":"not-run"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	plain := hostRun("plain", `{"vendor":"`+backends.HostName+`","goarch":"amd64"}`, "pass")
 	crash := hostRun("crash", `{"vendor":"`+backends.HostName+`","goarch":"amd64"}`, "crash")
 	fallback := hostRun("fallback", `{"vendor":"`+backends.HostName+`","goarch":"amd64","flags":{"backend":"auto"},"backends":[{"backend":"cuda","loaded":false,"used":false,"why":"no libcuda"},{"backend":"`+backends.HostName+`","loaded":true,"used":true,"why":"used: no GPU backend loaded"}]}`, "pass")
@@ -103,6 +109,9 @@ func TestBaselineRefusesWhatUpdateRefuses(t *testing.T) {
 		{"another stack's folder", nv, plain, false, 2, "stack is not this run's"},
 		{"a backend fallback", host, fallback, false, 2, "fell back to the host backend"},
 		{"a crash regression", host, crash, false, 1, "refuses to bless 1 regression"},
+		// Issue 49 S3: a crash recorded with the verdict not-run (an
+		// interruption's, for a case that finished) was blessed, exit 0.
+		{"a crash recorded as not-run", host, notRunCrash, false, 1, "refuses to bless 1 regression"},
 		{"another stack's folder, --force", nv, plain, true, 0, ""},
 		{"a new folder after a fallback", filepath.Join(dir, "new"), fallback, false, 0, ""},
 	} {

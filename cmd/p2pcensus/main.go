@@ -6,14 +6,26 @@
 //
 //	p2pcensus [--kmsg=FILE [--kmsg-before=FILE]] [--out=census.txt] results.json...
 //
+// Every run is judged again first (expect.JudgeReport, the judge every tool
+// uses): a recorded verdict that its own outcomes contradict (a crash
+// marked expected) is never believed.
+//
 // A miss is a case whose verdict gates, a tolerated or known flake, a
-// first attempt the gate had to rerun, or (--kmsg) a GPU fault line of the
+// first attempt the gate had to rerun, a case that did not run to its end
+// (outcome not-run or incomplete), or (--kmsg) a GPU fault line of the
 // machine's kernel log that names a rank pid of a case that does not
 // expect a crash, or a pid no case of the census ran (a fault nobody owns).
+// A run that is not a finished PASS is a miss of its own: a record of no
+// run (the no-plan stub, no case), a checkpoint of a run that never
+// finished (state running: a killed suite), an interrupted run, and a run
+// whose verdict is FAIL for any reason, its run faults (summary.run_faults)
+// included.
 // Lines already in --kmsg-before (the log read before the first run) are
 // not the census's: the machine's log outlives a run.
-// Exit 0: every run of every case met its expectation; 1: a miss; 2: usage
-// or an unreadable file.
+//
+// Exit status: 0 every run of every case met its expectation; 1 a miss
+// (a case's, a run's or the kernel log's); 2 usage, an unreadable file or
+// an --out that cannot be written safely.
 package main
 
 import (
@@ -27,6 +39,7 @@ import (
 	"strconv"
 	"strings"
 
+	"p2patomics/harness/expect"
 	"p2patomics/harness/report"
 	"p2patomics/internal/cli"
 )
@@ -47,6 +60,11 @@ type census struct {
 	walls   []float64
 	verdict map[string]int // run verdicts (PASS/FAIL) counted
 	owned   map[string]int // GPU fault lines per case that expects a crash
+	// perRun is each run's case count (what the closing line says: runs
+	// of one suite may still differ, an interrupted or narrowed one).
+	perRun []int
+	// runMisses are the runs that were not a finished PASS, one line each.
+	runMisses []string
 }
 
 type pidOwner struct {
@@ -76,7 +94,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "p2pcensus: %v\n", err)
 			return 2
 		}
-		c.add(r)
+		if err := c.add(p, r); err != nil {
+			fmt.Fprintf(stderr, "p2pcensus: %s: %v\n", p, err)
+			return 2
+		}
 	}
 	var kmsgMisses []string
 	if *kmsgPath != "" {
@@ -100,11 +121,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// add counts one run.
-func (c *census) add(r *report.Report) {
+// add counts one run (read from path): judged again first (the judge every
+// tool uses, never the recorded verdicts alone), then every case, and the
+// run itself when it is not a finished PASS.
+func (c *census) add(path string, r *report.Report) error {
 	c.runs++
-	if r.Summary != nil {
-		c.verdict[r.Summary.Verdict]++
+	c.perRun = append(c.perRun, len(r.Results))
+	if err := r.NoPlan(); err != nil {
+		c.verdict[report.NoResult]++
+		c.runMisses = append(c.runMisses, fmt.Sprintf("run %d (%s): %v", c.runs, path, err))
+		return nil
+	}
+	if err := expect.JudgeReport(r, expect.Rejudge{}); err != nil {
+		return err
+	}
+	c.verdict[r.Summary.Verdict]++
+	switch {
+	case r.State == report.StateRunning:
+		c.runMisses = append(c.runMisses, fmt.Sprintf("run %d (%s): a checkpoint of a run that never finished (state running: the suite was killed); %s", c.runs, path, r.Summary.Line))
+	case r.Summary.Verdict != report.VerdictPass:
+		c.runMisses = append(c.runMisses, fmt.Sprintf("run %d (%s): %s", c.runs, path, r.Summary.Line))
 	}
 	if r.Timing != nil {
 		c.walls = append(c.walls, r.Timing.SuiteWallS)
@@ -125,11 +161,14 @@ func (c *census) add(r *report.Report) {
 			c.pids[rk.Pid] = pidOwner{id: id, expected: res.Expected}
 		}
 	}
+	return nil
 }
 
 // miss says why a result did not meet its expectation, or "".
 func miss(res report.Result) string {
 	switch {
+	case res.Outcome == report.NotRunOutcome, res.Outcome == report.Incomplete, res.Verdict == report.NotRun:
+		return fmt.Sprintf("did not run to its end: %s (verdict %s, expected %s): %s", res.Outcome, res.Verdict, res.Expected, res.Detail)
 	case res.Verdict.Gating(), res.Verdict == report.Flake, res.Verdict == report.KnownFlake:
 		return fmt.Sprintf("%s: %s (expected %s): %s", res.Verdict, res.Outcome, res.Expected, res.Detail)
 	case res.Rerun != nil:
@@ -200,7 +239,7 @@ func (c *census) kernelLog(path, beforePath string) ([]string, error) {
 }
 
 func (c *census) missed() int {
-	n := 0
+	n := len(c.runMisses)
 	for _, t := range c.cases {
 		n += t.misses
 	}
@@ -217,9 +256,12 @@ func (c *census) table(kmsgMisses []string) string {
 	}
 	sort.Strings(ids)
 	sort.Float64s(c.walls)
-	fmt.Fprintf(&b, "# census: %d runs, %d cases, run verdicts %v\n", c.runs, len(ids), c.verdict)
+	fmt.Fprintf(&b, "# census: %d runs, %d distinct cases, run verdicts: %s\n", c.runs, len(ids), counts(c.verdict))
 	if len(c.walls) > 0 {
 		fmt.Fprintf(&b, "# suite wall: min %.1f s, median %.1f s, max %.1f s\n", c.walls[0], c.walls[len(c.walls)/2], c.walls[len(c.walls)-1])
+	}
+	for _, m := range c.runMisses {
+		fmt.Fprintf(&b, "# run not a finished PASS: %s\n", m)
 	}
 	fmt.Fprintf(&b, "# case  runs  misses\n")
 	for _, id := range ids {
@@ -235,6 +277,48 @@ func (c *census) table(kmsgMisses []string) string {
 	for _, k := range kmsgMisses {
 		fmt.Fprintf(&b, "# %s\n", k)
 	}
-	fmt.Fprintf(&b, "p2pcensus: %d runs × %d cases, %d misses, %d unowned or misplaced GPU fault lines\n", c.runs, len(ids), c.missed(), len(kmsgMisses))
+	fmt.Fprintf(&b, "p2pcensus: %s, %d misses (%d of them whole runs), %d unowned or misplaced GPU fault lines\n", c.shape(), c.missed(), len(c.runMisses), len(kmsgMisses))
 	return b.String()
+}
+
+// shape is "3 runs × 134 cases", or each run's own count where they
+// differ ("3 runs (134, 134 and 84 cases)"): a run that stopped early is
+// never counted as a whole one.
+func (c *census) shape() string {
+	same := true
+	for _, n := range c.perRun {
+		same = same && n == c.perRun[0]
+	}
+	if same && len(c.perRun) > 0 {
+		return fmt.Sprintf("%d runs × %d cases", c.runs, c.perRun[0])
+	}
+	ns := make([]string, len(c.perRun))
+	for i, n := range c.perRun {
+		ns[i] = strconv.Itoa(n)
+	}
+	last := len(ns) - 1
+	return fmt.Sprintf("%d runs (%s and %s cases)", c.runs, strings.Join(ns[:last], ", "), ns[last])
+}
+
+// counts renders verdict counts in plain words, most common first:
+// "2 PASS, 1 FAIL" (never Go's map syntax).
+func counts(m map[string]int) string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		if m[ks[i]] != m[ks[j]] {
+			return m[ks[i]] > m[ks[j]]
+		}
+		return ks[i] < ks[j]
+	})
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = fmt.Sprintf("%d %s", m[k], k)
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"p2patomics/cmd/internal/fixture"
 )
 
 const committed = "../../results/h200x1-580.159.04/"
@@ -96,5 +98,73 @@ func TestHelpExitsZero(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"--help"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "usage: p2pcensus") || errb.Len() != 0 {
 		t.Errorf("--help: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}
+
+// Issue 49 B2 and S3: a run that is not a finished PASS is a miss
+// (interrupted, a killed suite's running checkpoint, the no-plan stub, a
+// FAIL on run faults alone, cases that did not run to their end), and a
+// recorded verdict its own outcome contradicts (a crash marked expected in
+// a pass case) is judged again, never believed: each was "0 misses", exit 0.
+func TestCensusMissesRunsThatAreNotAFinishedPass(t *testing.T) {
+	const after = "host.memfd.canary.abort.after"
+	for name, edit := range map[string]func(map[string]any){
+		"interrupted": func(d map[string]any) {
+			r := fixture.Result(t, d, after)
+			r["outcome"], r["verdict"] = "incomplete", "not-run"
+			s := d["summary"].(map[string]any)
+			s["interrupted"], s["verdict"], s["exit_status"] = "SIGINT", "INTERRUPTED", 4
+		},
+		"running checkpoint": func(d map[string]any) {
+			d["state"] = "running"
+		},
+		"no plan": func(d map[string]any) {
+			d["state"], d["results"] = "no-plan", []any{}
+		},
+		"run faults": func(d map[string]any) {
+			s := d["summary"].(map[string]any)
+			s["run_faults"] = []any{"run health: rank 0 failed the probe after the last case"}
+		},
+		"not-run case": func(d map[string]any) {
+			r := fixture.Result(t, d, after)
+			r["outcome"], r["verdict"] = "not-run", "expected-fail"
+			r["judged_from"] = map[string]any{"case": "host.memfd.canary.abort", "outcome": "pass"}
+		},
+		"crash marked expected": func(d map[string]any) {
+			fixture.Result(t, d, after)["outcome"] = "crash" // verdict stays "expected"
+		},
+		"fail marked expected": func(d map[string]any) {
+			fixture.Result(t, d, after)["outcome"] = "fail"
+		},
+		"crash of a rerun marked flake": func(d map[string]any) {
+			r := fixture.Result(t, d, after)
+			r["outcome"], r["verdict"] = "crash", "flake"
+			r["rerun"] = map[string]any{"outcome": "pass", "detail": "", "duration_s": 0.1}
+		},
+	} {
+		var out, errb bytes.Buffer
+		rc := run([]string{fixture.Planted(t, "", edit)}, &out, &errb)
+		if rc != 1 || strings.Contains(out.String(), " 0 misses") {
+			t.Errorf("%s: exit %d, want 1 and a miss:\n%s%s", name, rc, tail(out.String()), errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if rc := run([]string{fixture.Path}, &out, &errb); rc != 0 || !strings.Contains(out.String(), "1 runs × 14 cases, 0 misses") {
+		t.Errorf("the fixture as recorded: exit %d:\n%s%s", rc, tail(out.String()), errb.String())
+	}
+}
+
+// Issue 49 U21: the census speaks plain words (no Go map syntax) and says
+// each run's own case count where the runs differ.
+func TestCensusPlainWordsAndRealCounts(t *testing.T) {
+	short := fixture.Planted(t, "", func(d map[string]any) {
+		d["results"] = d["results"].([]any)[:4]
+		d["summary"].(map[string]any)["cases"] = 4
+	})
+	var out, errb bytes.Buffer
+	run([]string{fixture.Path, fixture.Path, short}, &out, &errb)
+	s := out.String()
+	if strings.Contains(s, "map[") || !strings.Contains(s, "run verdicts: 3 PASS") || !strings.Contains(s, "3 runs (14, 14 and 4 cases)") {
+		t.Errorf("census words:\n%s%s", tail(s), errb.String())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"p2patomics/cmd/internal/fixture"
 	"p2patomics/harness/report"
 	"p2patomics/internal/device"
 )
@@ -633,5 +634,21 @@ func TestFleetReadsTheDeclaredDirection(t *testing.T) {
 		if got.Outlier != c.side || got.Bad != c.bad || reasoned != c.reasoned {
 			t.Errorf("×%v: gpu-04 %+v, a fleet reason %v; want a %s outlier, bad=%v, reason %v\n%s", c.f, *got, reasoned, c.side, c.bad, c.reasoned, strings.Join(f.Reasons, "\n"))
 		}
+	}
+}
+
+// Issue 49 S3: a node whose record lies (a passing case recorded as a
+// crash, its verdict left "expected", its summary PASS) fails --gate: the
+// fleet judges every node again from its outcomes. Before: fleet: PASS.
+func TestGateRejudgesARecordedLie(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Dir(fixture.Planted(t, filepath.Join(dir, "a"), nil))
+	b := filepath.Dir(fixture.Planted(t, filepath.Join(dir, "b"), fixture.CrashMarkedExpected(t)))
+	code, out, errs := runCLI(t, "--gate", a, b)
+	if code != 1 || !strings.Contains(out, "\nfleet: FAIL") || !strings.Contains(out, "b: 1 case of 14 did not meet") {
+		t.Errorf("a lying node: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runCLI(t, "--gate", a); code != 0 {
+		t.Errorf("the fixture alone: exit %d\n%s%s", code, out, errs)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"p2patomics/cmd/internal/fixture"
 	"p2patomics/harness/backends"
 	"p2patomics/harness/htmlreport"
 	"p2patomics/harness/report"
@@ -135,6 +136,15 @@ func TestEveryToolTellsOneVerdict(t *testing.T) {
 	// An older ungated record without verdicts: one fail.
 	old := write("old", &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(host),
 		Results: []report.Result{res("host.memfd.counter.add_u64_relaxed_sys", report.Fail)}})
+	// Issue 49 S3: a gated PASS whose passing case is recorded as a crash
+	// or a fail, its verdict left "expected" (the record's lie), and a
+	// crash marked expected-fail with no baseline outcome behind it.
+	crashLie := fixture.Planted(t, filepath.Join(dir, "crash-lie"), fixture.CrashMarkedExpected(t))
+	failLie := fixture.Planted(t, filepath.Join(dir, "fail-lie"), func(d map[string]any) { fixture.Result(t, d, fixture.After)["outcome"] = "fail" })
+	xfailLie := fixture.Planted(t, filepath.Join(dir, "xfail-lie"), func(d map[string]any) {
+		r := fixture.Result(t, d, fixture.After)
+		r["outcome"], r["verdict"] = "crash", "expected-fail"
+	})
 	nv := filepath.Join(root, "expectations", "nvidia-sm_90-580")
 	for _, c := range []struct {
 		name, results string
@@ -146,6 +156,10 @@ func TestEveryToolTellsOneVerdict(t *testing.T) {
 		{"new flake re-judged", newFlake, []string{"--expectations=" + filepath.Join(root, "expectations", "host-amd64")}, "FAIL", 1},
 		{"interrupted", interrupted, nil, "INTERRUPTED", report.ExitInterrupted},
 		{"old ungated", old, nil, "FAIL", 1},
+		{"crash marked expected", crashLie, nil, "FAIL", 1},
+		{"fail marked expected", failLie, nil, "FAIL", 1},
+		{"crash marked expected-fail", xfailLie, nil, "FAIL", 1},
+		{"the fixture as recorded", fixture.Path, nil, "PASS", 0},
 		{"host run, NVIDIA baseline", old, []string{"--expectations=" + nv}, "refused", 2},
 		{"host run, NVIDIA baseline, --allow-stack-mismatch", old, []string{"--expectations=" + nv, "--allow-stack-mismatch"}, "refused", 2},
 	} {
@@ -155,6 +169,9 @@ func TestEveryToolTellsOneVerdict(t *testing.T) {
 				t.Errorf("p2preport exit %d, want %d", rc, c.rc)
 			}
 			for tool, w := range got {
+				if tool == "htmlreport.Verdict (record)" && strings.Contains(c.name, "marked expected") {
+					continue // the record's own summary is the lie planted; every tool judges it again
+				}
 				if w != c.want {
 					t.Errorf("%s says %q, want %q", tool, w, c.want)
 				}

@@ -2,6 +2,7 @@ package expect
 
 import (
 	"fmt"
+	"regexp"
 
 	"p2patomics/harness/report"
 )
@@ -153,6 +154,10 @@ func JudgeReport(rep *report.Report, o Rejudge) error {
 	if rep.Summary != nil {
 		interrupted, runFaults = rep.Summary.Interrupted, rep.Summary.RunFaults
 	}
+	gated := rep.Gate != nil || (rep.Summary != nil && rep.Summary.Gate != "")
+	// A record without a summary predates the recorded baseline outcome
+	// (Result.Baseline): its expected-fail verdicts name no outcome.
+	legacy := rep.Summary == nil
 	results := make([]report.Result, 0, len(rep.Results))
 	for _, r := range rep.Results {
 		if r.Verdict == report.Missing {
@@ -160,6 +165,8 @@ func JudgeReport(rep *report.Report, o Rejudge) error {
 		}
 		if o.Set != nil || r.Verdict == report.NotRun {
 			r.Verdict = ""
+		} else {
+			r.Verdict = Recheck(r, gated, legacy, rep.Environment)
 		}
 		results = append(results, r)
 	}
@@ -187,6 +194,56 @@ func JudgeReport(rep *report.Report, o Rejudge) error {
 		rep.Gate = g
 	}
 	return nil
+}
+
+// Recheck is the verdict a recorded result keeps when a run is re-judged
+// without a baseline (JudgeReport with no Set): the recorded verdict is
+// never trusted by itself (issue 49 S3: a crash marked "expected" in a
+// pass case read PASS in every tool). The result is judged again from its
+// outcome, expected outcome, recorded baseline outcome and rerun, with
+// only what a record cannot otherwise show taken from its verdict: a
+// fails.txt listing (expected-fail), a flakes.txt match (known-flake), a
+// skips.txt match (expected for a skip, gated runs only) and
+// --allow-new-flakes (flake). None of those claims can excuse an outcome
+// the judge would not excuse with the claimed file (a crash is no
+// expected-fail of a pass, a crash rerun is never a flake). A recorded
+// gating verdict is kept: a record that says a case failed is believed
+// (lost strong evidence, for one, is not in the record). gated says the
+// run was gated; legacy that the record predates Result.Baseline (no
+// summary), so an expected-fail there claims the outcome it shows; env is
+// the run's fingerprint (not-supported, capability-lost).
+func Recheck(r report.Result, gated, legacy bool, env report.Environment) report.Verdict {
+	v := r.Verdict
+	if v == "" || v.Gating() {
+		return v
+	}
+	r.Verdict = ""
+	var s *Set
+	if gated {
+		s = NewSet()
+		id := r.ID()
+		exact := regexp.MustCompile("^" + regexp.QuoteMeta(id) + "$")
+		switch {
+		case r.Baseline != "":
+			s.Fails[id] = r.Baseline
+		case v == report.ExpectedFail && legacy:
+			s.Fails[id] = r.Outcome
+		case v == report.ExpectedFail:
+			s.Fails[id] = r.Expected
+		}
+		switch {
+		case v == report.KnownFlake:
+			s.Flakes = []Pattern{{Re: exact, Text: id}}
+		case v == report.Flake:
+			s.AllowNewFlakes = true
+		case v == report.Expected && r.Outcome == report.Skip:
+			s.Skips = []Pattern{{Re: exact, Text: id}}
+		}
+	}
+	if j := JudgeOne(r, s, env).Verdict; j.Gating() {
+		return j
+	}
+	return v
 }
 
 // MinShared is the least fraction of a run's cases that a baseline must

@@ -125,3 +125,40 @@ func TestJudgeReportDropsTheOldBaseline(t *testing.T) {
 		t.Errorf("re-judged against a baseline without the entry: baseline %q, judged against %s, verdict %s; want none, pass, expected", r.Baseline, report.Was(r), r.Verdict)
 	}
 }
+
+// Issue 49 S3: re-judged without a baseline, a recorded verdict is never
+// believed by itself: a crash or a fail marked expected in a pass case, a
+// crash marked expected-fail without a baseline entry, a crash first
+// attempt marked flake, are judged again (gating); what only the baseline
+// could say (a fails.txt entry, a flakes.txt match, a skips.txt match) is
+// taken from the record where the outcomes agree with it.
+func TestRecheckNeverTrustsARecordedVerdict(t *testing.T) {
+	env := report.EnvironmentOf(map[string]any{"vendor": backends.HostName, "goarch": "amd64"})
+	c := report.ParseCase("host.memfd.a.b", nil)
+	for _, tc := range []struct {
+		name  string
+		r     report.Result
+		gated bool
+		want  report.Verdict
+	}{
+		{"crash marked expected", report.Result{Case: c, Outcome: report.Crash, Expected: report.Pass, Verdict: report.Expected}, false, report.Regression},
+		{"fail marked expected, gated", report.Result{Case: c, Outcome: report.Fail, Expected: report.Pass, Verdict: report.Expected}, true, report.Regression},
+		{"crash marked expected-fail, no baseline outcome", report.Result{Case: c, Outcome: report.Crash, Expected: report.Pass, Verdict: report.ExpectedFail}, true, report.Regression},
+		{"crash rerun pass marked flake", report.Result{Case: c, Outcome: report.Crash, Expected: report.Pass, Verdict: report.Flake, Rerun: &report.Attempt{Outcome: report.Pass}}, true, report.NewFlake},
+		{"pass marked expected", report.Result{Case: c, Outcome: report.Pass, Expected: report.Pass, Verdict: report.Expected}, true, report.Expected},
+		{"listed crash", report.Result{Case: c, Outcome: report.Crash, Expected: report.Pass, Baseline: report.Crash, Verdict: report.ExpectedFail}, true, report.ExpectedFail},
+		{"known flake", report.Result{Case: c, Outcome: report.Fail, Expected: report.Pass, Verdict: report.KnownFlake}, true, report.KnownFlake},
+		{"allowed flake", report.Result{Case: c, Outcome: report.Fail, Expected: report.Pass, Verdict: report.Flake, Rerun: &report.Attempt{Outcome: report.Pass}}, true, report.Flake},
+		{"recorded regression", report.Result{Case: c, Outcome: report.Pass, Expected: report.Pass, Verdict: report.Regression}, true, report.Regression},
+	} {
+		if got := Recheck(tc.r, tc.gated, false, env); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	// A record from before Result.Baseline (no summary) lists a gated
+	// expected-fail by its outcome alone.
+	old := report.Result{Case: c, Outcome: report.Fail, Expected: report.Pass, Verdict: report.ExpectedFail}
+	if got := Recheck(old, true, true, env); got != report.ExpectedFail {
+		t.Errorf("legacy expected-fail: %s", got)
+	}
+}

@@ -121,7 +121,11 @@ func PlanUpdate(dir string, rep *report.Report, force bool) (*Update, error) {
 		return u, nil
 	}
 	for _, res := range rep.Results {
-		if res.Verdict == report.Missing || res.Verdict == report.NotRun {
+		// A recorded verdict is no reason by itself (issue 49 S3: a crash
+		// recorded as not-run was blessed): only a case an interruption
+		// left unfinished is not-run, and only one that did not run is
+		// missing.
+		if res.Verdict == report.Missing && res.Outcome == report.Skip || res.Verdict == report.NotRun && res.Outcome == report.Incomplete {
 			continue
 		}
 		res.Verdict = ""
