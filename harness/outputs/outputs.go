@@ -39,6 +39,15 @@ func WriteReports(dir string, rep *report.Report, events []string, stamp time.Ti
 }
 
 func writeSummaryText(path string, rep *report.Report, events []string) error {
+	if err := report.WriteAtomic(path, SummaryText(rep, events)); err != nil {
+		return fmt.Errorf("summary: %w", err)
+	}
+	return nil
+}
+
+// SummaryText is summary.txt's content: the full table, the matrices, the
+// world-start timing and the verdict line last.
+func SummaryText(rep *report.Report, events []string) []byte {
 	var b bytes.Buffer
 	report.WriteTable(&b, rep, events)
 	PrintMatrices(&b, rep.Results)
@@ -48,10 +57,7 @@ func writeSummaryText(path string, rep *report.Report, events []string) error {
 	if rep.Summary != nil {
 		fmt.Fprintf(&b, "\n%s\n", rep.Summary.Line) // last here too
 	}
-	if err := report.WriteAtomic(path, b.Bytes()); err != nil {
-		return fmt.Errorf("summary: %w", err)
-	}
-	return nil
+	return b.Bytes()
 }
 
 // isTerminal reports whether fd is a terminal (TCGETS succeeds).

@@ -141,7 +141,7 @@ func (s *sinks) runDone(rep *report.Report, events []string, start time.Time, ou
 		code = ExitNoReport
 	}
 	if code == ExitNoReport && rep.Summary != nil {
-		recordNotWritten(out, start, rep, notWritten)
+		recordNotWritten(out, start, rep, notWritten, events)
 	}
 	return code
 }
