@@ -19,8 +19,11 @@ type Engine struct {
 	// engine must pass it the same flags.
 	Manifests []string
 	// Drain is the command that takes a node out of service, a
-	// fmt.Sprintf template of the node name and the reason (quotes, `\`,
-	// `$` and backquotes already taken out; at most 160 bytes).
+	// fmt.Sprintf template of the node name (a name of [A-Za-z0-9._-]
+	// only, shell-quoted by report.ShellQuote: WriteDrain refuses any
+	// other) and the reason (quotes, `\`, `$`, backquotes and control
+	// characters already taken out; at most 160 bytes) for a double-quoted
+	// argument.
 	Drain string
 }
 

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -667,21 +669,48 @@ func (f *Fleet) WriteText(w io.Writer) {
 	}
 }
 
+// nodeName is what a node name may hold to be put on a drain line: a
+// Slurm node name and a Kubernetes node name (a DNS subdomain) both fit
+// it, and nothing in it means anything to sh.
+var nodeName = regexp.MustCompile(`^[A-Za-z0-9._][A-Za-z0-9._-]*$`)
+
 // WriteDrain prints one drain command of engine e per failing node, the
 // reason its first failure (Slurm keeps a short free-text reason; the
-// report has the rest).
-func (f *Fleet) WriteDrain(w io.Writer, e Engine) {
+// report has the rest). The lines are for an admin to pipe to sh, and a
+// node's name is its folder's name, which anyone who can write the shared
+// folder chooses (issue 49 B7: "n1;touch PWNED" ran a command): a name
+// outside [A-Za-z0-9._-] (or starting with "-", an option to scontrol or
+// kubectl) gets no drain line but a "#" comment saying so (sh skips it),
+// and a line on warn; every name is shell-quoted by the suite's one rule
+// (report.ShellQuote), the reason stripped of what ends or expands its
+// double quotes. It returns how many nodes it refused.
+func (f *Fleet) WriteDrain(w, warn io.Writer, e Engine) int {
+	refused := 0
 	for _, n := range f.Nodes {
 		if len(n.Failures) == 0 {
+			continue
+		}
+		if !nodeName.MatchString(n.Name) {
+			refused++
+			msg := fmt.Sprintf("node %s not drained: its name is not a node name ([A-Za-z0-9._-], not starting with -); drain it by hand", strconv.Quote(n.Name))
+			fmt.Fprintf(w, "# p2pfleet: %s\n", msg)
+			fmt.Fprintf(warn, "p2pfleet: --drain: %s\n", msg)
 			continue
 		}
 		why := n.Failures[0]
 		if len(n.Failures) > 1 {
 			why += fmt.Sprintf(" (+%d more)", len(n.Failures)-1)
 		}
-		why = strings.NewReplacer(`"`, "'", `\`, "/", "$", "", "`", "'").Replace(trunc(why, 160))
-		fmt.Fprintf(w, e.Drain+"\n", n.Name, why)
+		why = strings.Map(func(r rune) rune {
+			if r < 0x20 || r == 0x7f {
+				return ' '
+			}
+			return r
+		}, trunc(why, 160))
+		why = strings.NewReplacer(`"`, "'", `\`, "/", "$", "", "`", "'").Replace(why)
+		fmt.Fprintf(w, e.Drain+"\n", report.ShellQuote(n.Name), why)
 	}
+	return refused
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -155,7 +155,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if drain.engine != nil {
-		f.WriteDrain(stdout, *drain.engine)
+		f.WriteDrain(stdout, stderr, *drain.engine)
 	}
 	if *gate && !f.Pass {
 		return 1
