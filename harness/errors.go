@@ -136,11 +136,21 @@ type TimeoutError struct {
 	// Watchdog is the rank's watchdog's report when it, not the deadline,
 	// ended the wait (internal/watchdog): a call wedged with its work done.
 	Watchdog string
+	// Patience is why the case's patience gave up at the deadline (no
+	// progress, or its own limit passed), "" outside a case.
+	Patience string
+	// Call names the vendor call the hung world was found stuck in (the
+	// watchdog's, or the innermost traced call in flight: stuckCall), set
+	// when the case is judged; "" when none was found.
+	Call string
 }
 
 func (e *TimeoutError) Error() string {
 	if e.Watchdog != "" {
 		return fmt.Sprintf("rank %d did not answer %s: its watchdog found %s", e.Rank, e.What, e.Watchdog)
+	}
+	if e.Patience != "" {
+		return fmt.Sprintf("rank %d did not answer %s before the deadline (%s)", e.Rank, e.What, e.Patience)
 	}
 	return fmt.Sprintf("rank %d did not answer %s before the deadline", e.Rank, e.What)
 }

@@ -74,42 +74,54 @@ func TestRankRefused(t *testing.T) {
 // the 5th mmap of every rank process never returning, each case ends
 // pass or timeout, every timeout names mmap and the rule, no more cases
 // time out than rank processes were started (each can wedge once), and a
-// case after the first timeout passes in a fresh world.
+// case after the first timeout passes in a fresh world. Issue 48 item 2:
+// once two cases timed out stuck in mmap, the driver is wedged there and
+// every later case is not-run at once, naming the call and the first case
+// (never before the second timeout).
 func TestWedgedCallCostsOneWorld(t *testing.T) {
 	set := wire.DefaultSettings
 	set.Inject = []string{"hang-at:mmap=5"}
 	r := harness.NewRunner(backends.HostName, set, 1)
 	defer r.Close()
-	const n = 8
+	const n = 10
 	r.Recorded = map[string]float64{}
 	for i := range n {
 		r.Recorded[fmt.Sprintf("wedge_%d", i)] = 0.05 // the healthy case's 50 ms: a 2 s budget (the floor)
 	}
-	timeouts, firstTimeout, passAfter := 0, -1, false
+	timeouts, firstTimeout, passAfter, notRun := 0, -1, false, 0
 	for i := range n {
 		res := r.Run(fillCase(fmt.Sprintf("wedge_%d", i)))
 		switch res.Outcome {
 		case report.Pass:
 			passAfter = passAfter || firstTimeout >= 0
+			if notRun > 0 {
+				t.Errorf("case %d passed after a case was judged not-run", i)
+			}
 		case report.Timeout:
 			timeouts++
 			t.Logf("case %d: %s", i, res.Detail)
 			if firstTimeout < 0 {
 				firstTimeout = i
 			}
-			for _, want := range []string{"stuck in mmap", "hang-at:mmap=5", "the baseline recorded"} {
+			for _, want := range []string{"stuck in mmap", "hang-at:mmap=5", "the baseline recorded", "no progress"} {
 				if !strings.Contains(res.Detail, want) {
 					t.Errorf("case %d: timeout detail does not say %q: %s", i, want, res.Detail)
 				}
 			}
+		case report.NotRunOutcome:
+			notRun++
+			first := fmt.Sprintf("wedge_%d", firstTimeout)
+			if timeouts < 2 || res.JudgedFrom == nil || res.JudgedFrom.Case != first || !strings.Contains(res.Detail, "wedged in mmap") {
+				t.Errorf("case %d: not-run after %d timeouts, judged from %+v: %s", i, timeouts, res.JudgedFrom, res.Detail)
+			}
 		default:
-			t.Errorf("case %d: %s, want pass or timeout: %s", i, res.Outcome, res.Detail)
+			t.Errorf("case %d: %s, want pass, timeout or not-run: %s", i, res.Outcome, res.Detail)
 		}
 	}
 	procs := 2 * r.WorldsStarted()
-	if timeouts == 0 || timeouts > procs || !passAfter {
-		t.Errorf("%d timeouts in %d cases over %d rank processes (want 1 to %d), a pass after the first: %v",
-			timeouts, n, procs, procs, passAfter)
+	if timeouts != 2 || timeouts > procs || !passAfter || notRun == 0 {
+		t.Errorf("%d timeouts in %d cases over %d rank processes (want 2, then not-run), a pass after the first: %v, %d not-run",
+			timeouts, n, procs, passAfter, notRun)
 	}
 }
 

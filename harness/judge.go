@@ -36,7 +36,11 @@ func (e *TimeoutError) judge(c *Case, w *World, err error) (string, *report.Faul
 	}
 	// The call the world is stuck in, read before the kill while its
 	// record's time in flight is the hang's.
-	stuck := stuckCall(w)
+	stuck, call := stuckCall(w)
+	if c := wedgedCall(e.Watchdog); c != "" {
+		call = c // the watchdog saw its work done: the call it names is the wedged one
+	}
+	e.Call = call
 	w.Kill(grace, err)
 	limit := c.Limit().String()
 	if c.budgetWhy != "" {

@@ -123,6 +123,10 @@ type Proc struct {
 	// a wait for this rank's reply also reads: a peer wedged in a call can
 	// be what this rank's request waits on.
 	world []*Proc
+	// pat is its world's patience slot (World.pat), nil outside a world.
+	pat *atomic.Pointer[patience]
+	// late are the requests that timed out, whose replies may come late.
+	late lateReplies
 }
 
 // spawnReq asks the spawner thread to start a rank.

@@ -106,6 +106,13 @@ func (c *Case) Limit() time.Duration {
 	if c.budget > 0 {
 		return c.budget
 	}
+	return c.ownLimit()
+}
+
+// ownLimit is the case's own deadline as its spec wrote it, whatever
+// budget the baseline gave it: the most a case that keeps moving is ever
+// waited (patience.go).
+func (c *Case) ownLimit() time.Duration {
 	t := c.Timeout
 	if t == 0 {
 		t = 30 * time.Second
@@ -178,6 +185,14 @@ type Runner struct {
 	// of the healthy case, not the 30 to 60 s written for the slowest
 	// machine (issue 37 item 4).
 	Recorded map[string]float64
+	// wedges are the vendor calls cases timed out stuck in, by call;
+	// wedged, once set, is the one the driver is taken as wedged in
+	// (stuck.go): every later case is judged not-run from it.
+	wedges map[string]*wedge
+	wedged *wedge
+	// pace is the run's own measure of its slowness against the baseline
+	// (Runner.slowness).
+	pace pace
 	// startFloor is the least a world start may take (the start's
 	// deadline is the case's limit, or this when longer): a backend's
 	// open (cuInit, a context, a module load) on a loaded machine is not a
@@ -447,9 +462,17 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 	if r.judgedFromSetup(c, &res) {
 		return res
 	}
+	if r.judgedFromWedge(c, &res) {
+		return res
+	}
 	c = r.budgeted(c)
 	cr := &caseRun{c: c, res: &res, timeout: c.Limit(), aux: auxLimit(c)}
 	cr.deadline = time.Now().Add(cr.timeout)
+	defer func() {
+		if cr.w != nil {
+			cr.w.pat.CompareAndSwap(cr.pat, nil)
+		}
+	}()
 	if !r.getWorld(cr) || !r.takeBaseline(cr) {
 		return res
 	}
@@ -476,6 +499,9 @@ type caseRun struct {
 	aux     time.Duration
 	kbefore []uint64 // its kernel view: each rank's memfd-mapped bytes (kleak.go)
 	cw      *caseWatch
+	// pat is the case's patience (patience.go), installed on its world
+	// from its deadline's start to the case's end.
+	pat *patience
 	// err is what the case ended with, as judged.
 	err error
 	// fatal is a world-fatal error the judgement did not end on (teardown's
@@ -533,7 +559,19 @@ func (r *Runner) takeBaseline(cr *caseRun) bool {
 	}
 	cr.deadline = time.Now().Add(cr.timeout)
 	cr.ctx.Deadline = cr.deadline
+	cr.pat = r.patienceFor(cr.w, cr.c, cr.timeout)
+	cr.w.pat.Store(cr.pat)
 	return true
+}
+
+// patienceFor is the patience of a case with budget timeout in w: moving,
+// it gets a step of half its budget (at least a progress window) at a
+// time, up to its own limit from now.
+func (r *Runner) patienceFor(w *World, c *Case, timeout time.Duration) *patience {
+	watchStalls()
+	hard := max(c.ownLimit(), timeout)
+	return newPatience(time.Now, func() progress { return lookWorld(w) }, stalls.observe,
+		time.Now().Add(hard), max(progressWindow, timeout/2))
 }
 
 // baselineOrRespawn takes the leak baseline. A rank that died between cases
@@ -696,6 +734,8 @@ func (r *Runner) finish(cr *caseRun) {
 	c, w := cr.c, cr.w
 	r.endWatch(c, w, cr.cw, cr.res)
 	r.noteSetup(c, *cr.res, cr.err)
+	r.noteWedge(c, *cr.res, cr.err)
+	r.notePace(c, *cr.res)
 	retire := r.retireAfter(w, *cr.res, cr.err)
 	if w.Alive() && !isWorldFatal(cr.err) && cr.fatal == nil && !retire {
 		return
@@ -913,11 +953,62 @@ func round(v float64) float64 { return math.Round(v*1000) / 1000 }
 // The deadline made from a baseline's recorded duration: budgetFactor
 // times the longest the case took when the baseline was recorded, never
 // below budgetFloor (a case of milliseconds on a loaded machine is not a
-// hang) nor above the case's own Limit.
+// hang), both times the run's own slowness (a machine twice as loaded as
+// the baseline's gets twice the budget), nor above the case's own Limit.
+// The budget is when the case's patience first asks whether it is moving,
+// not when it is judged hung (patience.go).
 const (
 	budgetFactor = 10
 	budgetFloor  = 2 * time.Second
 )
+
+// pace is the run's own slowness: the times of its latest passing cases
+// the baseline timed, beside what the baseline recorded for them.
+type pace struct {
+	got, rec []float64
+}
+
+// paceCases is how many of the latest passing cases the pace averages;
+// paceMax caps the slowness it gives (a run 8 times slower than its
+// baseline is a machine problem a longer budget would only hide).
+const (
+	paceCases = 24
+	paceMax   = 8.0
+)
+
+// notePace adds a passing case's time, beside its recorded time, to the
+// run's pace (a rerun's too: it is a measurement of this machine).
+func (r *Runner) notePace(c *Case, res report.Result) {
+	d, ok := r.Recorded[c.ID]
+	if !ok || res.Outcome != report.Pass || !(d > 0) || math.IsInf(d, 0) || !(res.Duration > 0) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pace.got = append(r.pace.got, res.Duration)
+	r.pace.rec = append(r.pace.rec, d)
+	if n := len(r.pace.got); n > paceCases {
+		r.pace.got, r.pace.rec = r.pace.got[n-paceCases:], r.pace.rec[n-paceCases:]
+	}
+}
+
+// slowness is the run's own pace against its baseline: the sum of its
+// latest passing cases' times over the sum the baseline recorded for
+// them, never below 1 (a faster machine keeps the recorded budget) nor
+// above paceMax.
+func (r *Runner) slowness() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var got, rec float64
+	for i := range r.pace.got {
+		got += r.pace.got[i]
+		rec += r.pace.rec[i]
+	}
+	if rec <= 0 {
+		return 1
+	}
+	return min(paceMax, max(1, got/rec))
+}
 
 // budgeted returns c as this runner runs it: a copy whose Limit is its
 // budget when the baseline recorded its duration, else c itself (its own
@@ -928,10 +1019,15 @@ func (r *Runner) budgeted(c *Case) *Case {
 		return c
 	}
 	own := c.Limit()
-	b := min(own, max(budgetFloor, time.Duration(d*budgetFactor*float64(time.Second))))
+	slow := r.slowness()
+	b := min(own, time.Duration(math.Round(max(budgetFloor.Seconds(), d*budgetFactor)*slow*1000))*time.Millisecond)
 	cc := *c
 	cc.budget = b
-	cc.budgetWhy = fmt.Sprintf("%d× the %.3f s the baseline recorded, at least %s, at most the case's own %s", budgetFactor, d, budgetFloor, own)
+	cc.budgetWhy = fmt.Sprintf("%d× the %.3f s the baseline recorded, at least %s", budgetFactor, d, budgetFloor)
+	if slow > 1 {
+		cc.budgetWhy += fmt.Sprintf(", times %.2f, this run's pace against the baseline", slow)
+	}
+	cc.budgetWhy += fmt.Sprintf(", at most the case's own %s; longer while its ranks move", own)
 	return &cc
 }
 

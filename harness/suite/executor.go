@@ -191,7 +191,18 @@ func (e *executor) rerunGroup(ps []pendingRerun) {
 	rn := e.worlds.get(ps[0].c.Backend)
 	rn.Close() // the kind's one fresh world
 	for _, p := range ps {
-		if rn.Abort != "" || !e.ledger.begin(p.c.ID) {
+		if rn.Abort != "" {
+			return
+		}
+		if w := rn.WedgedIn(); w != "" {
+			// The driver is wedged in a call (two cases timed out stuck
+			// in it): a rerun would wait its budget again for the same
+			// answer. The first attempt's verdict stands; a timeout is
+			// never forgiven by a rerun anyway (expect.Unforgivable).
+			fmt.Fprintf(e.out(), "not rerun %s: the driver is wedged in %s\n", p.c.ID, w)
+			continue
+		}
+		if !e.ledger.begin(p.c.ID) {
 			return
 		}
 		again := rn.Rerun(p.c)
@@ -222,8 +233,8 @@ func (e *executor) again(ps []pendingPerf, keep func(p pendingPerf, again report
 	rn := e.worlds.get(ps[0].c.Backend)
 	rn.Close() // this round's fresh world for the kind
 	for _, p := range ps {
-		if rn.Abort != "" || !e.ledger.begin(p.c.ID) {
-			return false
+		if rn.Abort != "" || rn.WedgedIn() != "" || !e.ledger.begin(p.c.ID) {
+			return false // interrupted, untrustworthy, or a wedged driver's (nothing to measure)
 		}
 		again := rn.Rerun(p.c)
 		if e.ledger.with(func(results map[string]report.Result) { keep(p, again, results) }) {
