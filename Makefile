@@ -48,16 +48,21 @@ bin/specs.test: $(shell find . -name '*.go' -not -path './.cache/*') $(wildcard 
 build: bin/specs.test
 
 # The default suite on every GPU backend that loads, else the host backend.
-# out/ is marked as the suite's, so the run moves an older out/ aside to
-# out.prev/ instead of refusing a folder that is not a run (docs/FAULTS.md).
+# The suite moves an older run's out/ aside to out.prev/ and refuses a
+# folder that is not a run (docs/FAULTS.md); make never marks one as a run.
 # make exits 2 for any failing recipe, so the suite's own status (0 PASS,
 # 1 FAIL, 2 usage, 3 reports not written, 4 INTERRUPTED) is the last line
-# and out/exit_status; scripts/run passes it through as its own.
+# and out/exit_status; scripts/run passes it through as its own. The
+# status goes into out/ only when this run made it (a new marker there):
+# a suite that refused before touching out/ leaves the previous run's
+# folder as it was, never a 2 beside its PASS results.json.
 run: bin/specs.test
-	@mkdir -p "$(OUT)" && touch "$(OUT)/.p2patomics-out"
-	@rc=0; ./bin/specs.test --backend=auto --out="$(OUT)" $(ARGS) || rc=$$?; \
-	 mkdir -p "$(OUT)" && echo $$rc >"$(OUT)/exit_status"; \
-	 echo "make run: the suite exited $$rc (in $(OUT)/exit_status; make itself exits 2 for any non-zero status, scripts/run passes it through)"; \
+	@m="$(OUT)/.p2patomics-out"; was=$$(stat -c %d:%i "$$m" 2>/dev/null); rc=0; \
+	 ./bin/specs.test --backend=auto --out="$(OUT)" $(ARGS) || rc=$$?; \
+	 now=$$(stat -c %d:%i "$$m" 2>/dev/null); \
+	 if [ -n "$$now" ] && [ "$$now" != "$$was" ]; then echo $$rc >"$(OUT)/exit_status"; where="in $(OUT)/exit_status"; \
+	 else where="not written to $(OUT): the suite refused before it touched it"; fi; \
+	 echo "make run: the suite exited $$rc ($$where; make itself exits 2 for any non-zero status, scripts/run passes it through)"; \
 	 exit $$rc
 
 # Debian packages the checks need: the pinned clang-19 for the kernel

@@ -198,7 +198,11 @@ for c in "0 --backend=host --case=host.memfd.counter.add_u64_relaxed_sys" "2 --b
   want=${c%% *} args=${c#* }
   log=$(make -s --no-print-directory -C "$root" run OUT="$mo" ARGS="$args" 2>/dev/null); mrc=$?
   st=$(cat "$mo/exit_status" 2>/dev/null)
-  [ "$st" = "$want" ] && [ "$(printf '%s\n' "$log" | tail -n 1)" = "make run: the suite exited $want (in $mo/exit_status; make itself exits 2 for any non-zero status, scripts/run passes it through)" ] \
+  where="in $mo/exit_status"
+  # A usage error refuses before --out is touched: make run leaves the
+  # previous run's exit_status (0) as it was (issue 49 U17).
+  [ "$want" = 2 ] && { where="not written to $mo: the suite refused before it touched it"; [ "$st" = 0 ] && st=2; }
+  [ "$st" = "$want" ] && [ "$(printf '%s\n' "$log" | tail -n 1)" = "make run: the suite exited $want ($where; make itself exits 2 for any non-zero status, scripts/run passes it through)" ] \
     || { echo "FAIL: make run ARGS='$args' -> make $mrc, exit_status '$st', want $want; last line: $(printf '%s\n' "$log" | tail -n 1)"; fail=1; }
   rc=0; OUT=$mo "$root/scripts/run" $args >/dev/null 2>&1 || rc=$?
   [ $rc = "$want" ] || { echo "FAIL: scripts/run $args -> exit $rc, want $want"; fail=1; }
