@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -515,8 +516,14 @@ func checkAMDCounts(target string, k Kernel, body []string, n amdCounts, bad bad
 	if want, ok := sysStoreSites[k.Op]; ok && sys && polls(k) && scoped && n.sysStores < want {
 		bad("system-scope %s kernel has %d system-scoped stores; its source has %d system-scope atomic stores (one was demoted in scope)", k.Op, n.sysStores, want)
 	}
-	if k.Op == OpRacy && n.atomics != 1 {
-		bad("want exactly one atomic (the barrier), have %d: the counter must stay a plain load and store", n.atomics)
+	// Issue 50, Q1: the round barriers of the planted racy counter and of
+	// the litmus environments join ranks on two GPUs on one rank's memory;
+	// on AMD they are store barriers, because P2P read-modify-writes fault
+	// on the coarse-grained paths (and PCIe may not route them, Q3). So
+	// these kernels hold no atomic at all: the counter stays a plain load
+	// and store, the litmus shapes only load and store.
+	if (k.Op == OpRacy || slices.Equal(k.Args, LitmusEnvArgs)) && n.atomics != 0 {
+		bad("want no atomic (a store barrier: P2P read-modify-writes fault on coarse AMD memory), have %d", n.atomics)
 	}
 	if k.Op == OpCopy && !(strings.Contains(strings.Join(body, "\n"), "x4 ") || strings.Contains(strings.Join(body, "\n"), "_b128 ")) {
 		bad("copy must move 16 bytes per access (dwordx4 / b128)")
@@ -591,7 +598,9 @@ func TestAMDGPUCheckerRejects(t *testing.T) {
 		{"gfx942", "mp_u32_acqrel_sys", []string{"global_load_dword v10, v[6:7], off sc0 sc1", "buffer_inv sc0 sc1", "buffer_wbl2 sc0 sc1", "global_store_dword v[8:9], v4, off"}, "one was demoted"},
 		{"gfx1201", "mp_u32_acqrel_sys", []string{"global_load_b32 v12, v[7:8], off scope:SCOPE_SYS", "global_inv scope:SCOPE_SYS", "global_wb scope:SCOPE_SYS", "global_store_b32 v[10:11], v3, off scope:SCOPE_SE"}, "store below system scope"},
 		{"gfx1201", "mp_u32_acqrel_sys", []string{"global_load_b32 v12, v[7:8], off scope:SCOPE_SYS", "global_inv scope:SCOPE_SYS", "global_wb scope:SCOPE_SYS", "global_store_b32 v[10:11], v3, off"}, "one was demoted"},
-		{"gfx942", "racy_u64_plain_sys", []string{"global_atomic_add_x2 v0, v[2:3], s[10:11] sc1", "global_atomic_add_x2 v0, v[2:3], s[12:13] sc1"}, "exactly one atomic"},
+		// Issue 50, Q1: the round barrier as a P2P read-modify-write.
+		{"gfx942", "racy_u64_plain_sys", []string{"global_atomic_add_x2 v0, v[2:3], s[10:11] sc1"}, "want no atomic"},
+		{"gfx942", "pmp_u32_acqrel_sys", []string{"global_atomic_add v0, v1, s[0:1] sc1", "buffer_inv sc0 sc1", "buffer_wbl2 sc0 sc1"}, "want no atomic"},
 	}
 	for _, c := range cases {
 		errs := checkAMDGPUKernel(c.target, MustLookup(c.kernel), c.body)

@@ -314,7 +314,8 @@ func init() {
 		Doc:  "for off = 16g; off < nbytes; off += 16*nthreads: dst[off:off+16] = src[off:off+16] (nbytes % 16 == 0)"})
 	add(Kernel{Name: Name(OpRacy, U64, Plain, Sys), Op: OpRacy, Type: U64, Order: Plain, Scope: Sys,
 		Args: []Arg{p("target"), p("bar"), v("iters"), v("block"), v("pause"), v("parties"), v("timeout_ns")}, Spins: true,
-		Doc: "planted bug: if bar != 0, thread 0 of each block joins a barrier (fetch_add bar, spin until parties); then " +
+		Doc: "planted bug: if bar != 0, thread 0 of each block joins a barrier (NVIDIA: fetch_add bar, spin until parties; " +
+			"AMD, a store barrier: parties = total | first<<32, store 1 to bar[first+b], spin until bar[0..total) are all set); then " +
 			"iters times: x = volatile load target[0]; spin pause iterations; volatile store x+1"})
 	add(Kernel{Name: Name(OpWait, U32, Acquire, Sys), Op: OpWait, Type: U32, Order: Acquire, Scope: Sys, Spins: true,
 		Args: []Arg{p("flag"), p("out"), v("expect"), v("timeout_ns")},
@@ -381,14 +382,31 @@ var LitmusEnvArgs = []Arg{p("mem"), p("res"), v("n"), v("iters"), v("role"), v("
 	v("parties"), v("seed"), v("spread"), v("stress"), v("timeout_ns")}
 
 // LitmusEnvWords is how many u32 words a litmus environment's mem spans:
-// x and y slots, 32 sync words, 4096 hot (stress) words.
-func LitmusEnvWords(n, iters, spread uint64) uint64 { return 2*n*iters*spread + 32 + 4096 }
+// x and y slots, 32 sync words, 4096 hot (stress) words, then the AMD round
+// barrier's epoch and give-up words, one each per party (LitmusBarrierWords).
+func LitmusEnvWords(n, iters, spread uint64) uint64 {
+	return 2*n*iters*spread + 32 + 4096 + LitmusBarrierWords(n)
+}
+
+// LitmusBarrierWords is the room for the AMD store barrier (issue 50, Q1):
+// ep[parties] then lt[parties] after the hot words. A launch has at most
+// roles*n/block <= 4n parties (IRIW's 4 roles, one thread per block).
+func LitmusBarrierWords(n uint64) uint64 { return 2 * 4 * n }
+
+// LitmusLateWord is the word (counted from mem) of party p's give-up flag
+// in the AMD round barrier, for a launch of n instances per round, iters
+// rounds, spread and parties: the host counts the parties that timed out
+// from these words there, and from sync[1] on NVIDIA.
+func LitmusLateWord(n, iters, spread, parties, p uint64) uint64 {
+	return 2*n*iters*spread + 32 + 4096 + parties + p
+}
 
 func addLitmusEnvs() {
 	envDoc := "parallel testing environment (docs/LITMUS.md): n instances per round, iters rounds; role 2 = every role in " +
 		"one launch (threads [c*n,(c+1)*n) role c), role 0/1 = that half of the roles (MP/SB/LB/2+2W/CoRR: that role; IRIW: " +
 		"writers 0,1 or readers 2,3); role 3 = collect (2+2W); blocks >= tblocks stress 4096 hot words " +
-		"stress times; rounds aligned on mem's sync word across parties blocks (timeout adds sync[1]); res[2k+slot] = 1 + read. "
+		"stress times; rounds aligned across parties blocks (NVIDIA: on mem's sync word, a timeout adds sync[1]; AMD: a store barrier, " +
+		"each party's epoch word after the hot words, a timeout sets its give-up word, LitmusLateWord); res[2k+slot] = 1 + read. "
 	shapes := []struct {
 		op     Op
 		strong Order

@@ -10,6 +10,24 @@ import (
 	"p2patomics/kernels"
 )
 
+// racyParties is the racy kernel's parties argument for a launch whose
+// blocks are parties first .. first+grid-1 of total. On AMD its barrier is
+// a store barrier (issue 50, Q1: P2P read-modify-writes fault on the
+// coarse-grained paths this control runs on): block b stores to its own
+// slot bar[first+b], so the launch's first slot rides in the high 32 bits.
+// NVIDIA's barrier (and the host's) is a fetch_add on bar[0]: the total
+// alone.
+func racyParties(c *harness.Ctx, total, first uint64) uint64 {
+	if c.Backend().Vendor == "amd" {
+		return total | first<<32
+	}
+	return total
+}
+
+// racyBarBytes is the span of the racy kernel's barrier words from bar:
+// AMD's one u64 slot per party (NVIDIA uses the first).
+func racyBarBytes(total uint64) uint64 { return 8 * total }
+
 // controls are cases that must NOT pass: a planted non-atomic increment, a
 // mapping without access, a flag nobody sets.
 func (b *builder) controls() {
@@ -27,19 +45,19 @@ func (b *builder) controls() {
 			} else {
 				sz.iters = min(sz.iters, 20)
 			}
-			m, err := c.Shared(0, 4096, true)
+			parties := uint64(c.N()) * uint64(sz.grid)
+			m, err := c.Shared(0, max(4096, 8+racyBarBytes(parties)), true)
 			if err != nil {
 				return err
 			}
-			if err := c.Zero(0, m.Bufs[0], 0, 16); err != nil {
+			if err := c.Zero(0, m.Bufs[0], 0, 8+racyBarBytes(parties)); err != nil {
 				return err
 			}
-			parties := uint64(c.N()) * uint64(sz.grid)
 			ls := make([]harness.Launch, c.N())
 			for r := range ls {
 				ls[r] = harness.Launch{Rank: r, Kernel: racy.Name, Grid: sz.grid, Block: sz.block, Args: map[string]wireArg{
 					"target": harness.P(m.Bufs[r], 0), "bar": harness.P(m.Bufs[r], 8), "iters": harness.V(sz.iters),
-					"block": harness.V(uint64(sz.block)), "pause": harness.V(pause), "parties": harness.V(parties),
+					"block": harness.V(uint64(sz.block)), "pause": harness.V(pause), "parties": harness.V(racyParties(c, parties, uint64(r)*uint64(sz.grid))),
 					// The barrier only makes the race certain; where the barrier's own
 					// atomics are not atomic (vmm-host) it gives up after a second.
 					"timeout_ns": harness.V(uint64(time.Second))}}

@@ -170,13 +170,13 @@ func runPairRound(c *harness.Ctx, k kernels.Kernel, name string, ordered [][2]in
 				} else {
 					rz.iters = min(rz.iters, 20)
 				}
-				if err := c.PutU64(d, mems[d].Bufs[d], off+8, 0); err != nil {
+				if err := c.Zero(d, mems[d].Bufs[d], off+8, racyBarBytes(2*uint64(rz.grid))); err != nil {
 					return err
 				}
-				for _, r := range []int{s, d} {
+				for j, r := range []int{s, d} {
 					ls = append(ls, harness.Launch{Rank: r, Kernel: racy.Name, Grid: rz.grid, Block: rz.block, Args: map[string]wireArg{
 						"target": harness.P(mems[d].Bufs[r], off), "bar": harness.P(mems[d].Bufs[r], off+8), "iters": harness.V(rz.iters),
-						"block": harness.V(uint64(rz.block)), "pause": harness.V(pause), "parties": harness.V(2 * uint64(rz.grid)),
+						"block": harness.V(uint64(rz.block)), "pause": harness.V(pause), "parties": harness.V(racyParties(c, 2*uint64(rz.grid), uint64(j)*uint64(rz.grid))),
 						"timeout_ns": harness.V(uint64(time.Second))}})
 				}
 				want[i] = 2 * rz.threads() * rz.iters

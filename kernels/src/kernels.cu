@@ -266,11 +266,31 @@ P2P_KERNEL void copy_b128_plain_dev(b128 *dst, const b128 *src, u64 nbytes, u64 
 }
 
 // The planted racy counter: volatile load, pause, volatile store. With bar
-// != 0, thread 0 of each block first joins a system-scope barrier (fetch_add
-// then a bounded spin until parties arrived; on timeout it goes on).
+// != 0, thread 0 of each block first joins a system-scope barrier (a bounded
+// spin until parties arrived; on timeout it goes on).
+// NVIDIA: fetch_add on bar[0], then spin until it reaches parties.
+// AMD (issue 50, Q1): a store barrier, no read-modify-write, because P2P
+// atomics fault on the coarse-grained paths this control runs on. parties
+// holds the total in its low 32 bits and this launch's first slot in its
+// high 32 bits; block b stores 1 (release) to bar[first + b], then thread 0
+// spins (acquire) until each of bar[0 .. total) is non-zero.
 P2P_KERNEL void racy_u64_plain_sys(u64 *target, u64 *bar, u64 iters, u64 block, u64 pause,
                                    u64 parties, u64 timeout_ns) {
   (void)block;
+#if defined(__AMDGPU__)
+  if (bar) {
+    if (p2p_tid() == 0) {
+      const u64 total = parties & 0xffffffffull, first = parties >> 32;
+      p2p_st_release_u64_sys(&bar[first + p2p_bid()], 1);
+      const u64 start = p2p_now_ns();
+      for (u64 i = 0; i < total; i++) {
+        while (p2p_ld_acquire_u64_sys(&bar[i]) == 0 && !p2p_expired(start, timeout_ns)) {
+        }
+      }
+    }
+    p2p_block_barrier();
+  }
+#else
   if (bar) {
     if (p2p_tid() == 0) {
       p2p_add_u64_acqrel_sys(bar, 1);
@@ -280,6 +300,7 @@ P2P_KERNEL void racy_u64_plain_sys(u64 *target, u64 *bar, u64 iters, u64 block, 
     }
     p2p_block_barrier();
   }
+#endif
   volatile u64 *v = target;
   for (u64 i = 0; i < iters; i++) {
     const u64 x = v[0];
@@ -355,6 +376,49 @@ P2P_FN u64 p2p_slot(u64 k, u64 seed, u64 mask) {
   return (k * 0xBF58476D1CE4E5B9ull) & mask;
 }
 
+// The round barrier of a testing block (thread t of block b, round r).
+// NVIDIA: thread 0 adds 1 to sync[0] and spins until it reaches
+// parties*(r+1); a timeout adds 1 to sync[1] and stops aligning.
+// AMD (issue 50, Q1): a store barrier, no read-modify-write across GPUs
+// (P2P atomics fault on the coarse-grained paths, and PCIe pairs may not
+// route them: Q3). Party p = (role 1 ? tblocks : 0) + b owns the epoch word
+// ep[p] (ep = hot + 4096): thread 0 stores r+1 there, and threads t,
+// t+block, ... each spin until ep[i] >= r+1 for their i < parties. A lane
+// that times out stores 1 to lt[p] (lt = ep + parties, so the host counts
+// the parties that gave up, as sync[1] counts them on NVIDIA) and stops
+// aligning. Relaxed loads and stores at the kernel's scope, as the add was.
+#if defined(__AMDGPU__)
+#define P2P_LITMUS_ROUND(s)                                                               \
+  {                                                                                       \
+    u32 *ep = hot + 4096, *lt = ep + parties;                                             \
+    const u64 mine = (role == 1 ? tblocks : 0) + b;                                       \
+    if (t == 0) p2p_st_relaxed_u32_##s(&ep[mine], (u32)(r + 1));                          \
+    const u64 start = p2p_now_ns();                                                       \
+    for (u64 i = t; i < parties && !gave_up; i += block) {                                \
+      while (p2p_ld_relaxed_u32_##s(&ep[i]) < (u32)(r + 1)) {                             \
+        if (p2p_expired(start, timeout_ns)) {                                             \
+          gave_up = true;                                                                 \
+          p2p_st_relaxed_u32_##s(&lt[mine], 1u);                                          \
+          break;                                                                          \
+        }                                                                                 \
+      }                                                                                   \
+    }                                                                                     \
+  }
+#else
+#define P2P_LITMUS_ROUND(s)                                                               \
+  if (t == 0 && !gave_up) {                                                               \
+    p2p_add_u32_relaxed_##s(&sync[0], 1u);                                                \
+    const u64 want = parties * (r + 1), start = p2p_now_ns();                             \
+    while (p2p_ld_relaxed_u32_##s(&sync[0]) < (u32)want) {                                \
+      if (p2p_expired(start, timeout_ns)) {                                               \
+        gave_up = true;                                                                   \
+        p2p_add_u32_relaxed_##s(&sync[1], 1u);                                            \
+        break;                                                                            \
+      }                                                                                   \
+    }                                                                                     \
+  }
+#endif
+
 #define P2P_K_LITMUS(shape, o, s, R, BODY, FINAL)                                         \
   P2P_KERNEL void shape##_u32_##o##_##s(u32 *mem, u32 *res, u64 n, u64 iters, u64 role,   \
                                         u64 block, u64 tblocks, u64 parties, u64 seed,    \
@@ -396,17 +460,7 @@ P2P_FN u64 p2p_slot(u64 k, u64 seed, u64 mask) {
     bool gave_up = false;                                                                 \
     for (u64 r = 0; r < iters; r++) {                                                     \
       if (parties != 0) {                                                                 \
-        if (t == 0 && !gave_up) {                                                         \
-          p2p_add_u32_relaxed_##s(&sync[0], 1u);                                          \
-          const u64 want = parties * (r + 1), start = p2p_now_ns();                       \
-          while (p2p_ld_relaxed_u32_##s(&sync[0]) < (u32)want) {                          \
-            if (p2p_expired(start, timeout_ns)) {                                         \
-              gave_up = true;                                                             \
-              p2p_add_u32_relaxed_##s(&sync[1], 1u);                                      \
-              break;                                                                      \
-            }                                                                             \
-          }                                                                               \
-        }                                                                                 \
+        P2P_LITMUS_ROUND(s)                                                               \
         p2p_exec_barrier();                                                               \
       }                                                                                   \
       if (j >= n) continue;                                                               \
