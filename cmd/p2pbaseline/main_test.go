@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"p2patomics/cmd/internal/fixture"
 	"p2patomics/harness/backends"
 )
 
@@ -148,5 +149,21 @@ func TestHelpExitsZero(t *testing.T) {
 	errb.Reset()
 	if code := run([]string{"--nope", "a", "b"}, &out, &errb); code != 2 || strings.Count(strings.TrimSpace(errb.String()), "\n") != 0 {
 		t.Errorf("--nope: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// Issue 49 B6: DIR is never written through another user's link: a
+// nobody-owned symlink bl in a sticky folder, pointing at another folder,
+// is refused in one line, exit 2, that folder left empty. Before:
+// cases.txt, fails.txt and durations.txt were written into it.
+func TestBaselineRefusesAForeignFolderLink(t *testing.T) {
+	target := t.TempDir()
+	link := fixture.ForeignLink(t, "bl", target)
+	var out, errb bytes.Buffer
+	if code := run([]string{link, fixture.Path}, &out, &errb); code == 0 || strings.Count(strings.TrimSpace(errb.String()), "\n") != 0 || !strings.Contains(errb.String(), "belongs to uid 65534") {
+		t.Errorf("exit %d, stderr %q; want a one-line refusal", code, errb.String())
+	}
+	if ents, _ := os.ReadDir(target); len(ents) != 0 {
+		t.Errorf("written through the link: %v", ents)
 	}
 }

@@ -42,6 +42,7 @@ import (
 	"p2patomics/harness/expect"
 	"p2patomics/harness/report"
 	"p2patomics/internal/cli"
+	"p2patomics/internal/safefile"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -110,7 +111,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	text := c.table(kmsgMisses)
 	fmt.Fprint(stdout, text)
 	if *outPath != "" {
-		if err := os.WriteFile(*outPath, []byte(text), 0o644); err != nil {
+		// Never through another user's link (internal/safefile: the
+		// suite's --out rule; issue 49 B6 overwrote root's file).
+		if err := safefile.WriteFile("--out", *outPath, []byte(text), 0o644); err != nil {
 			fmt.Fprintf(stderr, "p2pcensus: %v\n", err)
 			return 2
 		}

@@ -168,3 +168,17 @@ func TestCensusPlainWordsAndRealCounts(t *testing.T) {
 		t.Errorf("census words:\n%s%s", tail(s), errb.String())
 	}
 }
+
+// Issue 49 B6: --out never writes through another user's symlink (a
+// nobody-owned census.txt in a sticky folder, pointing at root's file):
+// one line, exit 2, the target untouched. Before: root's file held the
+// census table.
+func TestCensusOutRefusesAForeignLink(t *testing.T) {
+	victim := fixture.Victim(t)
+	link := fixture.ForeignLink(t, "census.txt", victim)
+	var out, errb bytes.Buffer
+	if rc := run([]string{"--out=" + link, fixture.Path}, &out, &errb); rc != 2 || strings.Count(errb.String(), "\n") != 1 || !strings.Contains(errb.String(), "symlink") {
+		t.Errorf("exit %d, stderr %q; want 2 and one line", rc, errb.String())
+	}
+	fixture.Untouched(t, victim)
+}

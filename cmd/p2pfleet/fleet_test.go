@@ -652,3 +652,19 @@ func TestGateRejudgesARecordedLie(t *testing.T) {
 		t.Errorf("the fixture alone: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// Issue 49 B6: --html and --json never write through another user's
+// symlink in a sticky folder: one line, exit 2, the target untouched.
+// Before: os.Create followed the link and root's file held the page.
+func TestFleetOutputsRefuseAForeignLink(t *testing.T) {
+	node := filepath.Dir(fixture.Planted(t, filepath.Join(t.TempDir(), "n1"), nil))
+	for _, flag := range []string{"--html", "--json"} {
+		victim := fixture.Victim(t)
+		link := fixture.ForeignLink(t, "fleet.out", victim)
+		code, _, errs := runCLI(t, flag+"="+link, node)
+		if code != 2 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, flag+"="+link) {
+			t.Errorf("%s through a foreign link: exit %d, stderr %q", flag, code, errs)
+		}
+		fixture.Untouched(t, victim)
+	}
+}

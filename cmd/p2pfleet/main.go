@@ -57,6 +57,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -70,6 +71,7 @@ import (
 	"p2patomics/harness/expect"
 	"p2patomics/harness/report"
 	"p2patomics/internal/cli"
+	"p2patomics/internal/safefile"
 )
 
 const usage = "usage: p2pfleet [--json=FILE] [--html=FILE] [--gate] [--drain[=ENGINE]] [--expectations=PATH] NODE/results.json|NODE/ ..."
@@ -143,13 +145,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		f.WriteText(stdout)
 	}
 	for _, w := range []struct {
-		path  string
-		write func(io.Writer) error
-	}{{*jsonOut, f.WriteJSON}, {*htmlOut, f.WriteHTML}} {
+		flag, path string
+		write      func(io.Writer) error
+	}{{"--json", *jsonOut, f.WriteJSON}, {"--html", *htmlOut, f.WriteHTML}} {
 		if w.path == "" {
 			continue
 		}
-		if err := writeTo(w.path, stdout, w.write); err != nil {
+		if err := writeTo(w.flag, w.path, stdout, w.write); err != nil {
 			fmt.Fprintf(stderr, "p2pfleet: %v\n", err)
 			return 2
 		}
@@ -216,22 +218,20 @@ func locate(p string) (file, name string, err error) {
 	return file, name, nil
 }
 
-func writeTo(path string, stdout io.Writer, write func(io.Writer) error) error {
+// writeTo writes a document to stdout ("-") or to path, the latter by
+// the suite's --out rule (internal/safefile: no folder on the way another
+// user could redirect, never through a link, replaced atomically; issue 49
+// B6 wrote the fleet's page through another user's symlink). flag names
+// the path in an error.
+func writeTo(flag, path string, stdout io.Writer, write func(io.Writer) error) error {
 	if path == "-" {
 		return write(stdout)
 	}
-	fh, err := os.Create(path)
-	if err != nil {
-		return err
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
+		return fmt.Errorf("%s=%s: %w", flag, path, err)
 	}
-	if err := write(fh); err != nil {
-		fh.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := fh.Close(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
+	return safefile.WriteFile(flag, path, b.Bytes(), 0o644)
 }
 
 func plural(n int, one, many string) string {

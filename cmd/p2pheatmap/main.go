@@ -23,11 +23,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"p2patomics/harness/expect"
 	"p2patomics/harness/heatmap"
 	"p2patomics/harness/report"
 	"p2patomics/internal/cli"
+	"p2patomics/internal/safefile"
 )
 
 const usage = "usage: p2pheatmap --out DIR [--expectations=PATH[,PATH] [--allow-stack-mismatch]] results.json"
@@ -57,6 +59,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// never 0 cases passed.
 		fmt.Fprintf(stderr, "p2pheatmap: %s: %v\n", pos[0], err)
 		return report.ExitNoResult
+	}
+	// The pictures go where nobody but this user or root could redirect
+	// them (internal/safefile, the suite's --out rule; issue 49 B6).
+	if err := safefile.Ancestors("--out", filepath.Join(*out, "index.html")); err != nil {
+		fmt.Fprintf(stderr, "p2pheatmap: %v\n", err)
+		return 2
 	}
 	rj := expect.Rejudge{Out: *out, AllowStackMismatch: *allowMismatch}
 	if *exps != "" {

@@ -41,6 +41,7 @@ import (
 	"p2patomics/harness/report"
 	"p2patomics/harness/stream"
 	"p2patomics/internal/cli"
+	"p2patomics/internal/safefile"
 )
 
 const usage = "usage: p2preport [--expectations=PATH[,PATH] [--allow-stack-mismatch]] [--out=DIR] RUN/results.json"
@@ -75,6 +76,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	dir := *out
 	if dir == "" {
 		dir = filepath.Dir(path)
+	}
+	// The reports go where nobody but this user or root could redirect
+	// them (internal/safefile, the suite's --out rule; issue 49 B6).
+	if err := safefile.Ancestors("--out", filepath.Join(dir, htmlreport.File)); err != nil {
+		fmt.Fprintf(stderr, "p2preport: %v\n", err)
+		return 2
 	}
 	// The suite's rules (expect.JudgeReport): a baseline for another stack
 	// is refused unless --allow-stack-mismatch, one that shares too few

@@ -11,6 +11,7 @@ import (
 
 	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
+	"p2patomics/internal/safefile"
 )
 
 // DefaultReason heads fails.txt entries that neither the old file nor the
@@ -47,7 +48,17 @@ func WriteBaseline(dir string, rep *report.Report, reasons map[string]string) er
 	if err := rep.Validate(); err != nil {
 		return fmt.Errorf("expectations: not writing from an invalid report: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
+	// Nobody but this user or root may be able to redirect the folder
+	// (internal/safefile, the suite's --out rule), checked before it is
+	// made and again after: issue 49 B6 wrote cases.txt, fails.txt and
+	// durations.txt into the target of another user's symlink.
+	if err := safefile.Ancestors(safeName, filepath.Join(dir, CasesFile)); err != nil {
+		return fmt.Errorf("expectations: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("expectations: %w", err)
+	}
+	if err := safefile.Ancestors(safeName, filepath.Join(dir, CasesFile)); err != nil {
 		return fmt.Errorf("expectations: %w", err)
 	}
 	old, err := loadDir(dir)
@@ -245,10 +256,15 @@ func oneLine(s string) string {
 	return s
 }
 
-// writeAtomic writes an expectation file the way the reports are written
-// (report.WriteAtomic: synced temp file, rename, none left on failure).
+// safeName is what a refusal calls an expectation file being written.
+const safeName = "the expectation file"
+
+// writeAtomic writes an expectation file by the suite's --out rule
+// (internal/safefile: no folder on the way another user could redirect,
+// never through a link at path, a synced temp file renamed over it, none
+// left on failure).
 func writeAtomic(path string, b []byte) error {
-	if err := report.WriteAtomic(path, b); err != nil {
+	if err := safefile.WriteFile(safeName, path, b, 0o644); err != nil {
 		return fmt.Errorf("expectations: %w", err)
 	}
 	return nil

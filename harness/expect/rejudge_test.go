@@ -162,3 +162,37 @@ func TestRecheckNeverTrustsARecordedVerdict(t *testing.T) {
 		t.Errorf("legacy expected-fail: %s", got)
 	}
 }
+
+// Issue 49 B6: the baseline writer (the suite's --update-expectations and
+// p2pbaseline) never writes through another user's link: a nobody-owned
+// symlink in a sticky folder, to another folder, is refused in one line
+// before a file is made; that folder stays empty.
+func TestWriteBaselineRefusesAForeignLink(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the test plants a link of uid 65534")
+	}
+	sticky := filepath.Join(t.TempDir(), "sticky")
+	os.Mkdir(sticky, 0o777)
+	os.Chmod(sticky, 0o777|os.ModeSticky)
+	target := t.TempDir()
+	link := filepath.Join(sticky, "bl")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(link, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	host := map[string]any{"vendor": backends.HostName, "goarch": "amd64"}
+	rep := &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(host), Results: []report.Result{
+		{Case: report.ParseCase("host.memfd.a.b", nil), Labels: []string{}, Outcome: report.Pass, Expected: report.Pass, Ranks: []report.Rank{}}}}
+	err := WriteBaseline(link, rep, nil)
+	if err == nil || !strings.Contains(err.Error(), "the symlink on its way "+link+" belongs to uid 65534") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("WriteBaseline through a foreign link: %v", err)
+	}
+	if ents, _ := os.ReadDir(target); len(ents) != 0 {
+		t.Errorf("written through the link: %v", ents)
+	}
+	if err := WriteBaseline(filepath.Join(t.TempDir(), "new"), rep, nil); err != nil {
+		t.Errorf("a folder of ours: %v", err)
+	}
+}
