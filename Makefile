@@ -25,7 +25,7 @@ TEST_PHASES := deps vet build runner unit suite ginkgo cli docs gate gate-selfte
 # coordinator's "context deadline exceeded", on a loaded machine).
 FUZZ_N ?= 2000x
 
-.PHONY: run test check-go deps kernels vet build runner unit suite ginkgo cli docs gate firstrun schema rounds soak fuzz bench device-build amd-first-run mutate fleet-slurm fleet-kube $(TEST_PHASES)
+.PHONY: run test check-go deps kernels vet build runner unit suite ginkgo cli docs gate firstrun schema rounds soak fuzz bench bench-hangs device-build amd-first-run mutate fleet-slurm fleet-kube $(TEST_PHASES)
 
 test:
 	@bash scripts/phases.sh $(TEST_PHASES)
@@ -213,6 +213,12 @@ fleet-kube: fleet-kubernetes
 
 bench: check-go
 	$(GO) test -run '^$$' -bench . -benchtime=20x ./harness ./wire ./rank/host ./trace
+
+# Time to verdict under each hang rule against the healthy gated time of
+# the same invocation (issue 48; docs/PERFORMANCE.md, "A wedged call").
+# A benchmark: minutes, not part of make test. RUNS, PAUSE, RULES, BASE.
+bench-hangs: check-go
+	bash scripts/bench-hangs.sh
 
 device-build: check-go
 	bash scripts/build-specs.sh .dev/specs.test

@@ -15,10 +15,12 @@ import (
 // DurationsFile is the case durations a baseline recorded: "<id> <seconds>"
 // a line, the longest attempt (the run's and its rerun's) of every case
 // that ran the way it was meant to (a pass, or the outcome it expects).
-// A gated run gives each case in it a deadline of max(2 s, 10× seconds),
-// never above the case's own (harness.Runner.Recorded), so a wedged call
-// costs a multiple of the healthy case (docs/GATING.md, "Case deadlines
-// from the baseline").
+// A gated run gives each case in it a budget of max(2 s, 10× seconds)
+// times the run's own pace against the baseline, never above the case's
+// own (harness.Runner.Recorded): past it, a case whose ranks still move
+// runs on up to its own limit, one that stopped is a timeout, so a wedged
+// call costs a multiple of the healthy case (docs/GATING.md, "Case
+// deadlines from the baseline").
 const DurationsFile = "durations.txt"
 
 // durationsText is durations.txt for results, under header; nil when no
@@ -47,7 +49,7 @@ func durationsText(header string, results []report.Result) []byte {
 	sort.Strings(ids)
 	var b bytes.Buffer
 	b.WriteString(header)
-	b.WriteString("# Seconds each case took when recorded (its longest attempt); a gated run's deadline is max(2 s, 10x).\n")
+	b.WriteString("# Seconds each case took when recorded (its longest attempt); a gated run's budget is max(2 s, 10x) times its pace, longer while the case moves.\n")
 	for _, id := range ids {
 		fmt.Fprintf(&b, "%s %s\n", id, strconv.FormatFloat(longest[id], 'f', 3, 64))
 	}
