@@ -46,6 +46,9 @@ type fakeHSA struct {
 	nextVA   uintptr
 	grants   []fakeGrant
 	unmapped []string
+	// ungranted lists each copy that names an agent (dst or src) holding
+	// no grant on one of its two VAs.
+	ungranted []string
 }
 
 type fakeGrant struct {
@@ -75,6 +78,14 @@ func (f *fakeHSA) runCopy(dst uintptr, da uint64, src uintptr, sa uint64) {
 	for _, p := range []uintptr{dst, src} {
 		if f.nextVA != 0 && p >= 0x7f0000000000 && !f.granted(run, p) {
 			f.unmapped = append(f.unmapped, fmt.Sprintf("ROCr runs the copy on agent %#x, which holds no grant on %#x", run, p))
+		}
+		// The header's rule (hsa_ext_amd.h, hsa_amd_memory_async_copy):
+		// both named agents must access both buffers; ROCr 6.4/7.2 do not
+		// check it, a later one may refuse the copy.
+		for _, a := range []uint64{da, sa} {
+			if f.nextVA != 0 && p >= 0x7f0000000000 && !f.granted(a, p) {
+				f.ungranted = append(f.ungranted, fmt.Sprintf("the copy names agent %#x, which holds no grant on %#x", a, p))
+			}
 		}
 	}
 }
@@ -510,14 +521,14 @@ func TestROCmLibDirs(t *testing.T) {
 	}
 }
 
-// TestCopyNamesTheOwners (issue 30, N1; issue 40, P1): a push into a
-// peer's imported buffer passes the peer as dst_agent and this rank's
-// agent as src_agent, so ROCr runs this GPU's SDMA engine, not the
-// same-agent blit kernel. A pull names this rank's agent twice (ROCr runs
-// a copy on src_agent, and only this agent maps the VAs) and, where an
-// engine is reported, is forced onto it. The method says which ran. On
-// a44624c both agents were the rank's own for a push too; at ce5f99b a
-// pull named the peer (0x400) as src_agent.
+// TestCopyNamesTheOwners (issue 30, N1; issue 40, P1; issue 50, Q7): a
+// push and a pull name this rank's agent twice (ROCr runs a copy on
+// src_agent, only this agent maps the VAs, and the header wants both named
+// agents to access both buffers) and, where an engine is reported, are
+// forced onto this GPU's SDMA engine toward the peer; without one, ROCr's
+// one-agent rule picks (the blit kernel at 1 MiB and more). The method
+// says which ran. At ce5f99b a pull named the peer (0x400) as src_agent;
+// until issue 50 a push named it as dst_agent.
 func TestCopyNamesTheOwners(t *testing.T) {
 	f := mi300(t)
 	b, _ := openFake(t, f, 0)
@@ -540,7 +551,7 @@ func TestCopyNamesTheOwners(t *testing.T) {
 		want     [2]uint64
 		method   string
 	}{
-		{"write", peer, local, [2]uint64{0x400, 0x300}, "SDMA engine of node 2 (node 2 → node 3)"},
+		{"write", peer, local, [2]uint64{0x300, 0x300}, "blit kernel (one agent, node 2; node 2 → node 3)"},
 		{"read", local, peer, [2]uint64{0x300, 0x300}, "blit kernel (one agent, node 2; node 3 → node 2)"},
 		{"local", local, local, [2]uint64{0x300, 0x300}, "blit kernel (one agent, node 2; node 2 → node 2)"},
 	} {
@@ -566,7 +577,7 @@ func TestCopyNamesTheOwners(t *testing.T) {
 	// forced onto it; a local copy stays ROCr's (one agent: no engine asked).
 	f.engines, f.copies = 0x6, nil
 	res, err := b.Copy(peer, 0, local, 0, 1<<21)
-	if err != nil || len(f.onEngine) != 1 || f.onEngine[0] != 0x2 || f.copies[0] != [2]uint64{0x400, 0x300} || f.forced[0] ||
+	if err != nil || len(f.onEngine) != 1 || f.onEngine[0] != 0x2 || f.copies[0] != [2]uint64{0x300, 0x300} || !f.forced[0] ||
 		!strings.Contains(res.Method, "SDMA engine 0x2 of node 2 (node 2 → node 3, hsa_amd_memory_async_copy_on_engine)") {
 		t.Errorf("explicit engine: %v, engines %v, agents %#x, method %q", err, f.onEngine, f.copies, res.Method)
 	}
@@ -691,6 +702,44 @@ func TestCopyRunsOnAGrantedAgent(t *testing.T) {
 			}
 			if len(f.unmapped) > 0 {
 				t.Errorf("engines %#x, %s: %v", engines, c.name, f.unmapped)
+			}
+		}
+	}
+}
+
+// TestCopyNamesOnlyGrantedAgents (issue 50, Q7): every agent a copy names
+// (dst_agent and src_agent) holds a grant on both its VAs, as the header
+// requires of hsa_amd_memory_async_copy: a push, a pull and a local copy,
+// with and without an explicit engine. A push that names the peer as
+// dst_agent (the code before the fix) names agent 0x400, which holds no
+// grant in this process (red).
+func TestCopyNamesOnlyGrantedAgents(t *testing.T) {
+	for _, engines := range []uint32{0, 0x6} {
+		f := mi300(t)
+		f.engines = engines
+		b, _ := openFake(t, f, 0)
+		local, exp, err := b.Alloc(kindFine, 1<<21)
+		if err != nil {
+			t.Fatal(err)
+		}
+		syscall.Close(exp.Fd)
+		var p [2]int
+		syscall.Pipe(p[:])
+		syscall.Close(p[1])
+		peer, err := b.Import(kindFine, backend.Export{Fd: p[0], Size: 1 << 21, Meta: map[string]string{"kind": kindFine, metaNode: "3"}}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name     string
+			dst, src backend.Buffer
+		}{{"push", peer, local}, {"pull", local, peer}, {"local", local, local}} {
+			f.ungranted = nil
+			if _, err := b.Copy(c.dst, 0, c.src, 0, 1<<21); err != nil {
+				t.Fatal(err)
+			}
+			if len(f.ungranted) > 0 {
+				t.Errorf("engines %#x, %s: %v", engines, c.name, f.ungranted)
 			}
 		}
 	}

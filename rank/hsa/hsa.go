@@ -848,15 +848,17 @@ func (b *Backend) transfer(bb backend.Buffer, off uint64, p []byte, write bool) 
 // (rocr7 core/runtime/runtime.cpp CopyMemory, CopyMemoryOnEngine:
 // copy_agent = src_gpu ? src_agent : dst_agent), under this process's VM on
 // that GPU, and a vmem VA is mapped only on the agents set_access granted:
-// this rank's own agent alone (Alloc and Import grant b.self). So src_agent
-// is always this rank's agent (copyAgents). A push names the peer as
-// dst_agent, and ROCr takes this GPU's SDMA engine toward it
-// (amd_gpu_agent.cpp GetBlitObject). A pull names this agent twice: ROCr
-// would take the blit kernel for one agent at 1 MiB and more, so where the
-// explicit-engine entry points exist the copy is forced onto this GPU's
-// SDMA engine toward the peer (force_copy_on_sdma, which DmaCopyOnEngine
-// honours). Until issue 40 a pull named the peer as src_agent: the copy ran
-// on the peer, which maps neither VA, a VM fault. The method names which ran.
+// this rank's own agent alone (Alloc and Import grant b.self). So both
+// agents a copy names are this rank's (copyAgents): the header requires
+// each named agent to access both buffers (hsa_ext_amd.h,
+// hsa_amd_memory_async_copy), and the peer agent holds no grant on either
+// VA in this process. ROCr would take the blit kernel for one agent at
+// 1 MiB and more, so where the explicit-engine entry points exist a push
+// or a pull is forced onto this GPU's SDMA engine toward the peer
+// (force_copy_on_sdma, which DmaCopyOnEngine honours). Until issue 40 a
+// pull named the peer as src_agent: the copy ran on the peer, which maps
+// neither VA, a VM fault; until issue 50 (Q7) a push named it as dst_agent,
+// which ROCr 6.4/7.2 only use to pick the engine. The method names which ran.
 func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, srcOff uint64, n uint64) (backend.LaunchResult, error) {
 	da, sa, peer := b.copyAgents(dst, src)
 	var sig uint64
@@ -870,8 +872,8 @@ func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, sr
 	method := copyMethod(da, sa, from, to, n)
 	if eng := b.sdmaEngine(peer); eng != 0 {
 		// An explicit SDMA engine of this GPU toward the peer, named by
-		// its id, whatever ROCr's own pick would be; forced for a pull,
-		// whose two agents are one.
+		// its id, whatever ROCr's own pick would be; forced, since the
+		// two agents are one.
 		if err := b.l.check(b.l.copyOnEngine(dp, da.handle, sp, sa.handle, n, 0, 0, sig, eng, da == sa)); err != nil {
 			return backend.LaunchResult{}, err
 		}
@@ -886,13 +888,14 @@ func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, sr
 }
 
 // copyAgents gives the (dst_agent, src_agent) pair for a copy and the peer
-// GPU it crosses to (nil for a local copy). src_agent is always this rank's
-// agent, the one agent granted on every VA this rank holds; dst_agent is the
-// destination's owner for a push, else this rank's agent too.
+// GPU it crosses to (nil for a local copy). Both are this rank's agent, the
+// one agent granted on every VA this rank holds (issue 50, Q7: a push named
+// the peer as dst_agent without a grant on either VA); the peer only picks
+// the SDMA engine (sdmaEngine).
 func (b *Backend) copyAgents(dst, src backend.Buffer) (da, sa, peer *agent) {
 	da, sa = b.self, b.self
 	if o := b.copyAgent(dst); o != b.self {
-		da, peer = o, o
+		peer = o
 	} else if o := b.copyAgent(src); o != b.self {
 		peer = o
 	}
@@ -953,7 +956,7 @@ func copyMethod(da, sa *agent, from, to uint32, n uint64) string {
 	switch {
 	case os.Getenv("HSA_ENABLE_SDMA") == "0":
 		return "hsa-signal, blit kernel (HSA_ENABLE_SDMA=0)"
-	case da != sa && os.Getenv("HSA_ENABLE_PEER_SDMA") == "0":
+	case from != to && os.Getenv("HSA_ENABLE_PEER_SDMA") == "0":
 		return fmt.Sprintf("hsa-signal, blit kernel of node %d (HSA_ENABLE_PEER_SDMA=0; node %d → node %d)", sa.node, from, to)
 	case da != sa:
 		return fmt.Sprintf("hsa-signal, SDMA engine of node %d (node %d → node %d)", sa.node, from, to)
