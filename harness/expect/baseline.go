@@ -93,8 +93,13 @@ func loadDir(dir string) (*Set, error) {
 	old := NewSet()
 	for _, k := range []string{FailsFile, FlakesFile, SkipsFile} {
 		p := filepath.Join(dir, k)
-		if _, err := os.Stat(p); err != nil {
+		fi, err := os.Lstat(p)
+		if err != nil {
 			continue
+		}
+		if !fi.Mode().IsRegular() {
+			// As Load: never read through a link, never a folder.
+			return nil, fmt.Errorf("expectations: %s is not a regular file (%s): put the file itself there", strconv.Quote(p), fi.Mode().Type())
 		}
 		if err := old.loadFile(p, k); err != nil {
 			return nil, err

@@ -150,9 +150,50 @@ func kindOf(name string) string {
 	return ""
 }
 
+// folderKind types a folder's entry by its exact name: in a folder only
+// fails.txt, flakes.txt, skips.txt, cases.txt, evidence.txt, perf.txt,
+// durations.txt and failures.csv are read (a single file given by path is
+// typed by its ending, kindOf).
+func folderKind(name string) string {
+	if name == FailuresCSV {
+		return FailsFile
+	}
+	if k := kindOf(name); k == name {
+		return k
+	}
+	return ""
+}
+
+// checkEntry refuses a folder entry that would be read by a name it only
+// ends in, or that is not a regular file (issue 49, the review's notes: a
+// stray old-flakes.txt joined the gate, a folder named flakes.txt was
+// skipped without a word, and a flakes.txt symlink to /etc/passwd was
+// read and passed). The error is one line.
+func checkEntry(dir string, e os.DirEntry) error {
+	name := e.Name()
+	switch {
+	case folderKind(name) == "" && kindOf(name) != "":
+		return fmt.Errorf("expectations: %s: %s is not an expectation file name (a folder's files are named exactly %s, %s, %s, %s, %s, %s, %s or %s; one that only ends in such a name is never read): rename or move it",
+			strconv.Quote(dir), strconv.Quote(name), FailsFile, FlakesFile, SkipsFile, CasesFile, EvidenceFile, PerfFile, DurationsFile, FailuresCSV)
+	case folderKind(name) != "" && !e.Type().IsRegular():
+		what := "not a regular file"
+		switch {
+		case e.Type()&os.ModeSymlink != 0:
+			what = "a symlink (an expectation folder's files are read as they are, never through a link)"
+		case e.IsDir():
+			what = "a folder"
+		}
+		return fmt.Errorf("expectations: %s: %s is %s: put the file itself there", strconv.Quote(dir), strconv.Quote(name), what)
+	}
+	return nil
+}
+
 // Load reads expectation folders and single files. A folder contributes
-// every file in it whose name ends in fails.txt, flakes.txt, skips.txt,
-// cases.txt or evidence.txt (at least one must exist). Errors read "file:line: reason".
+// each of its files named exactly fails.txt, flakes.txt, skips.txt,
+// cases.txt, evidence.txt, perf.txt, durations.txt or failures.csv (at
+// least one must exist); an entry that only ends in such a name, or one
+// of those names that is not a regular file (a folder, a link), is an
+// error. Errors read "file:line: reason".
 func Load(paths []string) (*Set, error) {
 	s := NewSet()
 	if len(paths) == 0 {
@@ -189,8 +230,11 @@ func Load(paths []string) (*Set, error) {
 		}
 		n := 0
 		for _, e := range ents { // ReadDir sorts by name
-			k := kindOf(e.Name())
-			if k == "" || e.IsDir() {
+			if err := checkEntry(p, e); err != nil {
+				return nil, err
+			}
+			k := folderKind(e.Name())
+			if k == "" {
 				continue
 			}
 			if err := s.loadFile(filepath.Join(p, e.Name()), k); err != nil {

@@ -43,7 +43,7 @@ func Existing(dir string) (*Set, error) {
 		}
 		found := false
 		for _, e := range ents {
-			if !e.IsDir() && kindOf(e.Name()) != "" {
+			if kindOf(e.Name()) != "" { // Load refuses what folderKind would not read
 				found = true
 			}
 		}
