@@ -13,6 +13,7 @@ import (
 
 	"p2patomics/harness"
 	"p2patomics/harness/report"
+	"p2patomics/internal/safefile"
 )
 
 // OutMarker is the file every --out folder the suite creates holds: only a
@@ -210,91 +211,10 @@ func lockDir(path string) (*os.File, error) {
 }
 
 // safeAncestors refuses a --out that anyone but the runner or root could
-// redirect: every folder on the way to it, from /, and every symlink
-// followed on the way (with its target's own way), must belong to the
-// runner or root and be writable by no one else unless sticky (/tmp: others
-// may add entries there but not rename or remove ours). Another user who
-// owns or may write any of them could swap the next component for a link
-// between the checks and the writes, which go through the path, and the
-// suite would write every report where that user points (a grandparent
-// was enough before: docs/FAULTS.md). The walk stops at the first missing
-// component: the rest is made by this user (PrepareOut checks again after
-// making it, so a folder someone else made there in between is found).
-func safeAncestors(path string) error {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return fmt.Errorf("--out=%s: %w", quote(path), err)
-	}
-	rest := strings.Split(strings.TrimPrefix(filepath.Dir(abs), "/"), "/")
-	cur, links := "/", 0
-	if err := trustedEntry(path, cur, false); err != nil {
-		return err
-	}
-	for len(rest) > 0 {
-		c := rest[0]
-		rest = rest[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			cur = filepath.Dir(cur)
-			continue
-		}
-		next := filepath.Join(cur, c)
-		var st unix.Stat_t
-		if err := unix.Lstat(next, &st); err != nil {
-			return nil // missing (made by this user), or PrepareOut's own error
-		}
-		if err := trustedEntry(path, next, st.Mode&unix.S_IFMT == unix.S_IFLNK); err != nil {
-			return err
-		}
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFLNK:
-			if links++; links > 40 {
-				return fmt.Errorf("--out=%s: too many symlinks on the way (a loop?)", quote(path))
-			}
-			target, err := os.Readlink(next)
-			if err != nil {
-				return fmt.Errorf("--out=%s: %w", quote(path), err)
-			}
-			if filepath.IsAbs(target) {
-				cur = "/"
-			}
-			rest = append(strings.Split(strings.TrimPrefix(target, "/"), "/"), rest...)
-		case unix.S_IFDIR:
-			cur = next
-		default:
-			return nil // not a folder: PrepareOut says so
-		}
-	}
-	return nil
-}
-
-// trustedEntry: the folder (or symlink, link) at p on --out's way belongs
-// to the runner or root, and a folder is writable by no one else unless
-// sticky. A link's own mode means nothing; who owns it matters where it
-// lies in a sticky folder (its owner may replace it there).
-func trustedEntry(out, p string, link bool) error {
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil {
-		return nil
-	}
-	uid := uint32(os.Geteuid())
-	what := "its folder"
-	if filepath.Clean(p) != filepath.Dir(filepath.Clean(out)) {
-		what = "the folder above it"
-	}
-	if link {
-		what = "the symlink on its way"
-	}
-	switch {
-	case st.Uid != uid && st.Uid != 0:
-		return fmt.Errorf("--out=%s: %s %s belongs to uid %d, who could replace what --out names with a link: choose a folder of yours", quote(out), what, quote(p), st.Uid)
-	case !link && st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0:
-		return fmt.Errorf("--out=%s: %s %s is writable by others (mode %#o, not sticky), who could replace what --out names with a link: choose a folder of yours", quote(out), what, quote(p), st.Mode&0o7777)
-	}
-	return nil
-}
+// redirect: internal/safefile's walk (every folder and symlink on the way,
+// from /), the one every file a p2patomics program writes goes through
+// (issue 49 B6). Its errors are one line naming --out.
+func safeAncestors(path string) error { return safefile.Ancestors("--out", path) }
 
 // lockHook runs between a folder's flock and the check that the path
 // still names it (tests make the race happen there).
