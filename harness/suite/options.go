@@ -230,7 +230,7 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	if shadow.NArg() > 0 {
 		return usagef("unexpected argument %q (flags start with --)", shadow.Arg(0))
 	}
-	return nil
+	return refuseEmpty(shadow) // emptyvalues.go
 }
 
 // refuseRetries refuses the go test and Ginkgo flags that would run a case

@@ -80,6 +80,9 @@ func (p *Plan) CheckRoom() error {
 	if err := unix.Statfs(dir, &st); err != nil {
 		return nil // not knowable here: Prepare's first write will tell
 	}
+	if err := outFileSystem(p.Opts.Out, dir, &st); err != nil {
+		return err // read-only, or no files at all: not a matter of space
+	}
 	free := st.Bavail * uint64(st.Bsize)
 	if need := 16<<10 + uint64(len(p.planned))*2<<10; free < need {
 		return usagef("--out=%s has %d KiB free; the record of %d cases needs at least %d KiB", quote(p.Opts.Out), free>>10, len(p.planned), need>>10)
