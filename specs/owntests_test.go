@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"p2patomics/harness/suite"
 )
 
 // This binary is two things: the suite (TestSpecs, which judges a driver)
@@ -26,9 +28,18 @@ import (
 //     (0 PASS, 1 FAIL, 2 usage, 3 reports, 4 interrupted). TestSpecs's own
 //     pass or fail in testing is not consulted: the verdict is judged
 //     after the flake reruns, which can forgive a spec Ginkgo failed.
-//   - -test.run without TestSpecs: those tests run as go test runs them.
-//     One that selects no test at all is exit 2 (selectsNothing), except
-//     under go test with no suite flag (go test -run=X ./...).
+//   - the own tests run whole whenever the suite runs, whatever
+//     -test.run and -test.skip say (-test.run=TestSpecs, the natural way
+//     to select the suite, skipped them all and let a failing one read
+//     PASS).
+//   - a child the machine could not carry (killed by a signal, no
+//     threads or address space: suite.JudgeOwnTests) is exit 5
+//     (suite.ExitEnvironment), never 1 (FAIL) or 2 (usage).
+//   - -test.run/-test.skip without TestSpecs, or -test.list, with a suite
+//     flag is refused, exit 2 (suite.CheckTestSelection); with none,
+//     those tests run as go test runs them. One that selects no test at
+//     all is exit 2 (selectsNothing), except under go test with no suite
+//     flag (go test -run=X ./...).
 
 // ownTestsEnv marks the child that runs the package's own tests.
 const ownTestsEnv = "P2PAT_INTERNAL_OWN_TESTS"
@@ -37,17 +48,15 @@ const ownTestsEnv = "P2PAT_INTERNAL_OWN_TESTS"
 // hang there must not hold the suite.
 const ownTestsTimeout = 2 * time.Minute
 
-// ownTests runs every test of this package but TestSpecs (within the
-// user's -test.run and -test.skip) in a child process of this binary,
+// ownTests runs every test of this package but TestSpecs in a child
+// process of this binary, whatever the user's -test.run and -test.skip
+// select (they chose the suite; its own checks are not theirs to skip),
 // so their output, a panic and testing's own state stay out of the
 // suite's run (testing writes its profiles once per process). It returns
-// the child's combined output and whether every test passed; a child
-// that cannot start is an error.
-func ownTests() (out []byte, ok bool, err error) {
-	args := []string{"-test.skip=" + withSkip(flagValue("test.skip"), "^TestSpecs$"), "-test.timeout=" + ownTestsTimeout.String()}
-	if run := flagValue("test.run"); run != "" {
-		args = append(args, "-test.run="+run)
-	}
+// the child's combined output and how it ended; a child that cannot
+// start is an error.
+func ownTests() (out []byte, judged suite.OwnTestsOutcome, err error) {
+	args := []string{"-test.skip=^TestSpecs$", "-test.timeout=" + ownTestsTimeout.String()}
 	if v := flagValue("test.v"); v == "true" {
 		args = append(args, "-test.v=true")
 	}
@@ -56,13 +65,10 @@ func ownTests() (out []byte, ok bool, err error) {
 	cmd.SysProcAttr = childAttr()
 	out, err = cmd.CombinedOutput()
 	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return out, false, nil
+	if err != nil && !errors.As(err, &exit) {
+		return out, judged, fmt.Errorf("running this binary's own Go tests: %w", err)
 	}
-	if err != nil {
-		return out, false, fmt.Errorf("running this binary's own Go tests: %w", err)
-	}
-	return out, true, nil
+	return out, suite.JudgeOwnTests(out, cmd.ProcessState), nil
 }
 
 // childAttr: the child dies with this process, and in its own process
@@ -73,14 +79,6 @@ func childAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// withSkip adds pattern to a -test.skip value (testing matches either).
-func withSkip(user, pattern string) string {
-	if user == "" {
-		return pattern
-	}
-	return "(?:" + user + ")|" + pattern
-}
-
 func flagValue(name string) string {
 	if f := flag.Lookup(name); f != nil {
 		return f.Value.String()
@@ -88,33 +86,30 @@ func flagValue(name string) string {
 	return ""
 }
 
-var failLine = regexp.MustCompile(`(?m)^--- FAIL: (\S+)`)
-
 // checkOwnTests runs ownTests before the suite touches --out and ends the
-// process when they fail (exit 1) or cannot run (exit 2); with -test.v a
-// passing child's output is shown.
+// process when they fail (exit 1), when the machine could not run them
+// (exit 5, suite.ExitEnvironment: a signal, no threads, no address
+// space) or when they cannot start (exit 2); with -test.v a passing
+// child's output is shown.
 func checkOwnTests() {
-	out, ok, err := ownTests()
+	out, judged, err := ownTests()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 		os.Exit(2)
 	}
-	if ok {
-		if flagValue("test.v") == "true" {
-			os.Stdout.Write(out)
-		}
-		return
+	switch {
+	case judged.Environment != "":
+		os.Stderr.Write(out)
+		fmt.Fprintf(os.Stderr, "p2patomics: ENVIRONMENT — this machine could not run the suite binary's own Go tests (%s): nothing ran, --out untouched (exit %d)\n", judged.Environment, suite.ExitEnvironment)
+		os.Exit(suite.ExitEnvironment)
+	case len(judged.Failed) > 0:
+		os.Stderr.Write(out)
+		fmt.Fprintf(os.Stderr, "p2patomics: FAIL — this suite binary's own Go tests failed (%s): nothing ran, --out untouched\n", strings.Join(judged.Failed, ", "))
+		os.Exit(1)
 	}
-	os.Stderr.Write(out)
-	var names []string
-	for _, m := range failLine.FindAllStringSubmatch(string(out), -1) {
-		names = append(names, m[1])
+	if flagValue("test.v") == "true" {
+		os.Stdout.Write(out)
 	}
-	if len(names) == 0 {
-		names = []string{"the test binary exited non-zero"}
-	}
-	fmt.Fprintf(os.Stderr, "p2patomics: FAIL — this suite binary's own Go tests failed (%s): nothing ran, --out untouched\n", strings.Join(names, ", "))
-	os.Exit(1)
 }
 
 // selectsNothing reports whether -test.run selects no test of this binary
@@ -174,8 +169,15 @@ func quoteArg(s string) string {
 // only with P2PAT_PLANT_FAILING_TEST=1, which scripts/gate-selftest.sh
 // sets to show that a failing test in specs/ turns go test ./specs and the
 // suite binary red (the TestMain that dropped m.Run's status gave ok).
+//
+// P2PAT_PLANT_FAILING_TEST=signal instead kills the test's own process
+// with SIGKILL (as the OOM killer or a thread limit would end it): the
+// suite must call that the environment (exit 5), not a failed test.
 func TestPlantedFailure(t *testing.T) {
-	if os.Getenv("P2PAT_PLANT_FAILING_TEST") == "1" {
+	switch os.Getenv("P2PAT_PLANT_FAILING_TEST") {
+	case "1":
 		t.Fatal("planted failure (P2PAT_PLANT_FAILING_TEST=1)")
+	case "signal":
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}
 }

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime/debug"
-	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/formatter"
+	"github.com/onsi/ginkgo/v2/types"
 	. "github.com/onsi/gomega"
 
 	"p2patomics/harness/outputs"
@@ -29,7 +28,16 @@ var (
 	// (TestSpecs); ginkgoReportsErr says which could not be.
 	ginkgoReports    *suite.GinkgoReports
 	ginkgoReportsErr error
+	// suiteStart is when RunSpecs began (ginkgoSkipReason's timeout).
+	suiteStart time.Time
 )
+
+// specLocation is the one code location of every node of the suite's
+// tree (its containers, its specs, its ReportAfterEach), given to each as
+// a decorator: Ginkgo's --ginkgo.focus-file and --ginkgo.skip-file match
+// node locations, so the plan can tell before --out is touched whether
+// they select the suite (all of it) or nothing (suite.CheckFileFilters).
+var specLocation = types.NewCodeLocation(0)
 
 // TestMain picks the role before any flag is parsed: a rank has none of the
 // suite's flags and must never see them.
@@ -58,7 +66,19 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	flag.Parse()
-	if !runsTestSpecs() {
+	// -test.run/-test.skip/-test.list/-test.timeout that would leave the
+	// suite out or cut it short are refused here while a suite flag asks
+	// for a run (a previous results.json in --out would read as this
+	// run's); without one they are go test's.
+	sel, err := suite.CheckTestSelection(flag.CommandLine, suiteEnvSet())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		os.Exit(suite.ExitUsage)
+	}
+	switch sel {
+	case suite.SelectList:
+		os.Exit(m.Run()) // go test -list: testing lists, nothing runs
+	case suite.SelectGoTests:
 		// go test -run=TestLabels: those tests, as go test runs them; no
 		// --out is touched. A selection of nothing is refused where it
 		// would read as a run (refuseEmptySelection).
@@ -88,7 +108,7 @@ func TestMain(m *testing.M) {
 	// (a refused run never displaces the last good one): Ginkgo's and
 	// testing's own settings, then NewRun's (--case, labels, focus, the
 	// backend, the baseline).
-	if err := errors.Join(suite.CheckGinkgo(suiteCfg), suite.CheckTestFlags(flag.CommandLine), ginkgoReports.Check(opts.Out)); err != nil {
+	if err := errors.Join(suite.CheckGinkgo(suiteCfg), suite.CheckFileFilters(suiteCfg, specLocation), suite.CheckTestFlags(flag.CommandLine), ginkgoReports.Check(opts.Out)); err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 		os.Exit(suite.ExitUsage)
 	}
@@ -134,6 +154,12 @@ func TestMain(m *testing.M) {
 		// alarm panics and loses the report, so the run stops first.
 		run.StopAfter(d-min(d/10, 30*time.Second), "-test.timeout="+d.String())
 	}
+	if d := suiteCfg.Timeout; d > 0 {
+		// Ginkgo's own suite timeout (1h unless told) would skip the
+		// specs left and leave them planned but unrun: the run stops as
+		// for -test.timeout, INTERRUPTED, its unrun cases not run.
+		run.StopAfter(d-min(d/10, 30*time.Second), "--ginkgo.timeout="+d.String())
+	}
 	// Only TestSpecs runs here (checkOwnTests ran the others), and its
 	// verdict is Finish's: testing's status for it is not the run's, as a
 	// flake rerun can forgive a spec Ginkgo failed.
@@ -141,7 +167,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 		os.Exit(suite.ExitUsage)
 	}
-	m.Run()
+	if err := flag.Set("test.skip", ""); err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		os.Exit(suite.ExitUsage)
+	}
+	runQuietly(m)
 	run.RerunPending() // the gate's flake checks, one fresh world per kind
 	// Ginkgo's own reports were written as its run ended: one not written
 	// is exit 3, which Finish records in results.json and the last line.
@@ -160,28 +190,39 @@ func testTimeout() time.Duration {
 	return 0
 }
 
-// runsTestSpecs: whether -test.run (go test -run) selects TestSpecs, the
-// one test here. Only its first level counts: the specs are not subtests.
-func runsTestSpecs() bool {
-	f := flag.Lookup("test.run")
-	if f == nil || f.Value.String() == "" {
-		return !skipsTestSpecs()
+// suiteEnvSet: whether a P2PAT_<flag> variable of the flag table is set
+// (outside go test it asks for a suite run like the flag).
+func suiteEnvSet() bool {
+	for _, d := range suite.FlagTable {
+		if _, ok := os.LookupEnv(suite.EnvName(d.Name)); ok {
+			return true
+		}
 	}
-	// An invalid pattern is false: m.Run then says what testing says.
-	first, _, _ := strings.Cut(f.Value.String(), "/")
-	ok, err := regexp.MatchString(first, "TestSpecs")
-	return ok && err == nil && !skipsTestSpecs()
+	return false
 }
 
-// skipsTestSpecs: whether -test.skip names TestSpecs (a skip of its
-// subtests does not count; the specs are not subtests).
-func skipsTestSpecs() bool {
-	skip := flagValue("test.skip")
-	if skip == "" || strings.Contains(skip, "/") {
-		return false
+// runQuietly runs TestSpecs with testing's own lines (=== RUN, --- FAIL:
+// TestSpecs, PASS, FAIL) kept off stdout: they are testing's status for
+// TestSpecs, printed before the flake reruns and the reports, and said
+// "--- FAIL" on a PASS with an allowed new flake and "PASS" on an exit 3.
+// The suite's verdict line is the run's word (run.Stdout keeps the real
+// stdout). Under go test -json (-test.v=test2json) they stay: test2json
+// reads them, and go test's own ok/FAIL follows the exit status.
+func runQuietly(m *testing.M) {
+	run.Stdout = os.Stdout
+	if flagValue("test.v") == "test2json" {
+		m.Run()
+		return
 	}
-	ok, err := regexp.MatchString(skip, "TestSpecs")
-	return ok && err == nil
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		m.Run() // no /dev/null: testing's lines stay on stdout
+		return
+	}
+	real := os.Stdout
+	os.Stdout = null
+	defer func() { os.Stdout = real; null.Close() }()
+	m.Run()
 }
 
 func TestSpecs(t *testing.T) {
@@ -214,18 +255,44 @@ func TestSpecs(t *testing.T) {
 	}
 	// One top-level container: Ginkgo shuffles top-level containers, and
 	// the plan's order (each canary followed by its recovery case) matters.
-	Describe(suite.TopContainer, func() {
+	Describe(suite.TopContainer, specLocation, func() {
+		// Ginkgo's own word on each spec: a body that panicked before its
+		// case recorded a result is the case's fail, a spec Ginkgo
+		// skipped (its timeout, fail-fast, an abort) is not run, with
+		// Ginkgo's reason (Run.HeardSpec).
+		ReportAfterEach(func(rep SpecReport) {
+			run.HeardSpec(rep, ginkgoSkipReason(suiteCfg, rep))
+		}, specLocation)
 		for _, group := range run.Plan.Groups {
 			describeGroup(group)
 		}
 	})
+	suiteStart = time.Now()
 	RunSpecs(t, suite.SuiteDescription, suiteCfg, repCfg)
 }
 
+// ginkgoSkipReason says why Ginkgo skipped a spec the plan holds: its
+// failure message when it gave one, else the setting that made it skip.
+func ginkgoSkipReason(cfg types.SuiteConfig, rep SpecReport) string {
+	switch {
+	case rep.Failure.Message != "":
+		return suite.GinkgoFailure(rep)
+	case rep.State.Is(types.SpecStatePending):
+		return "the spec is pending"
+	case cfg.Timeout > 0 && time.Since(suiteStart) > cfg.Timeout:
+		return "--ginkgo.timeout=" + cfg.Timeout.String() + " elapsed"
+	case cfg.FailFast:
+		return "--ginkgo.fail-fast after a failed spec"
+	case len(cfg.FocusFiles)+len(cfg.SkipFiles) > 0:
+		return "--ginkgo.focus-file/--ginkgo.skip-file"
+	}
+	return "the run was interrupted or aborted"
+}
+
 func describeGroup(group suite.Group) {
-	Describe(group.Name, func() {
+	Describe(group.Name, specLocation, func() {
 		for _, c := range group.Cases {
-			decorators := []any{Label(c.Labels...), SpecTimeout(run.Plan.SpecTimeout(c))}
+			decorators := []any{Label(c.Labels...), SpecTimeout(run.Plan.SpecTimeout(c)), specLocation}
 			if c.GPU {
 				decorators = append(decorators, Serial)
 			}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
+
+	"p2patomics/harness/backends"
 )
 
 // The plan's focus filter selects exactly the specs Ginkgo itself runs
@@ -64,5 +66,38 @@ func TestFocusFilterIsGinkgos(t *testing.T) {
 	}
 	if len(ran) != 2 {
 		t.Errorf("Ginkgo ran %v, want the counter.add and the sigterm canary", ran)
+	}
+}
+
+// Issue 49 §4: a narrowed gated run is judged the same way however it was
+// narrowed. At 6615a8b --ginkgo.label-filter=atomics passed while
+// --ginkgo.focus/--ginkgo.skip called every baseline case outside the
+// focus missing (FAIL). Now a baseline id is in the gate's selection when
+// the plan holds it, or, narrowed by focus/skip, when the focus selects
+// it (a focused case the catalogue lost is still missing); under a label
+// filter only a planned id is. Planted: selects without the focus
+// (the old rule) fails the focus rows.
+func TestNarrowedGateSelectsLikeThePlan(t *testing.T) {
+	o := &Options{Backend: backends.HostName, Alloc: "memfd", Ranks: 2, Repeat: 1, Clocks: "off", Out: t.TempDir()}
+	for _, c := range []struct {
+		focus, skip []string
+		labels      string
+		selected    map[string]bool
+	}{
+		{[]string{`counter\.add`}, nil, "", map[string]bool{"host.memfd.counter.add": true, "host.memfd.counter.sub": false, "host.memfd.counter.add_ghost": true}},
+		{nil, []string{"sub"}, "", map[string]bool{"host.memfd.counter.add": true, "host.memfd.counter.sub": false, "host.memfd.counter.ghost": true}},
+		{nil, nil, "counter", map[string]bool{"host.memfd.counter.add": true, "host.memfd.counter.ghost": false}},
+		{nil, nil, "", map[string]bool{"host.memfd.counter.sub": true, "host.memfd.counter.ghost": true, "cuda.vmm.counter.add": false}},
+	} {
+		o.FocusStrings, o.SkipStrings = c.focus, c.skip
+		r, err := NewRun(o, c.labels, hostCatalogue)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, want := range c.selected {
+			if got := r.Plan.selects(id); got != want {
+				t.Errorf("focus %v skip %v labels %q: %s selected %v, want %v", c.focus, c.skip, c.labels, id, got, want)
+			}
+		}
 	}
 }

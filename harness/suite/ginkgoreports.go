@@ -9,6 +9,10 @@ import (
 
 	"github.com/onsi/ginkgo/v2/reporters"
 	"github.com/onsi/ginkgo/v2/types"
+
+	"p2patomics/harness/expect"
+	"p2patomics/harness/report"
+	"p2patomics/harness/stream"
 )
 
 // GinkgoReports are the machine-readable reports Ginkgo's flags ask for
@@ -60,11 +64,54 @@ func (g *GinkgoReports) Check(out string) error {
 		if err == nil && within(abs, outAbs) && abs != outAbs {
 			continue
 		}
+		if user, joined := CLIJoined(p); joined {
+			// The Ginkgo CLI asked for the user's absolute path joined
+			// under the suite's folder: it reads the report there and
+			// merges it into the user's path (deleting its copy), so its
+			// folder is made there, inside the suite's folder only, where
+			// the user's own folder exists (CLIJoined). A path whose
+			// folder is missing otherwise is refused below, naming it.
+			if st, err := os.Stat(filepath.Dir(user)); err != nil || !st.IsDir() {
+				return usagef("--ginkgo.%s=%s cannot be written: its folder %s is not a folder here", g.flags[i], quote(user), quote(filepath.Dir(user)))
+			}
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return usagef("--ginkgo.%s=%s: the Ginkgo CLI's copy %s cannot be made: %s", g.flags[i], quote(user), quote(p), oneLine(err.Error()))
+			}
+		}
 		if err := tryWrite(p); err != nil {
 			return usagef("--ginkgo.%s=%s cannot be written: %s", g.flags[i], quote(p), oneLine(err.Error()))
 		}
 	}
 	return nil
+}
+
+// CLIJoined detects the Ginkgo CLI's join of an absolute report path
+// under the suite's folder (go tool ginkgo --junit-report=/abs/r.xml runs
+// the binary in specs/ with --ginkgo.junit-report=<specs>/abs/r.xml, then
+// merges that file into /abs/r.xml): p is the working directory followed
+// by an absolute path (user), and p's folder does not exist.
+func CLIJoined(p string) (user string, joined bool) {
+	if !filepath.IsAbs(p) {
+		return "", false
+	}
+	if _, err := os.Stat(filepath.Dir(p)); err == nil {
+		return "", false // nothing to make
+	}
+	wd, err := os.Stat(".")
+	if err != nil {
+		return "", false
+	}
+	for i := 1; i < len(p); i++ {
+		if p[i] != filepath.Separator {
+			continue
+		}
+		st, err := os.Stat(p[:i])
+		if err != nil || !os.SameFile(st, wd) {
+			continue
+		}
+		return p[i:], true
+	}
+	return "", false
 }
 
 // within: path is dir or below it.
@@ -105,4 +152,65 @@ func ExitWithGinkgoReports(code int, err error) int {
 	}
 	fmt.Fprintf(os.Stderr, "p2patomics: reports not written: %s\n", oneLine(err.Error()))
 	return ExitNoReport
+}
+
+// HeardSpec feeds Ginkgo's own report of one spec (the suite's
+// ReportAfterEach node) into the run, so a spec Ginkgo ended without the
+// case's result is never a silent "did not run to the end":
+//   - a body that panicked or failed before its case recorded a result
+//     is the case's fail, with Ginkgo's failure text and its location;
+//   - a spec Ginkgo skipped or left pending (--ginkgo.timeout elapsed,
+//     --ginkgo.fail-fast, an abort, a file filter) is not run: the run
+//     is judged as cut short by skipped, Ginkgo's reason (INTERRUPTED,
+//     its unrun cases not-run, never regressions);
+//   - a spec Ginkgo timed out or interrupted while its body still runs
+//     keeps Ginkgo's words as its detail until the body records a result.
+//
+// A case whose body recorded its result (every normal spec, its Skip and
+// Fail included) is left as it is.
+func (r *Run) HeardSpec(rep types.SpecReport, skipped string) {
+	if rep.LeafNodeType != types.NodeTypeIt {
+		return
+	}
+	c := r.Plan.caseOf(rep.LeafNodeText)
+	if c == nil {
+		return
+	}
+	l := r.exec.ledger
+	if _, ok := l.result(c.ID); ok {
+		return
+	}
+	switch {
+	case rep.State.Is(types.SpecStatePanicked | types.SpecStateFailed | types.SpecStateAborted):
+		res := report.Result{Case: c.Identity(), Labels: c.Labels, Outcome: report.Fail, Expected: c.Expected,
+			Detail: GinkgoFailure(rep), Ranks: []report.Rank{}, Repro: c.Repro}
+		res = expect.JudgeOne(res, r.Plan.gate, report.Environment{})
+		res.Inject = r.Plan.Opts.InjectRules()
+		if late := l.put(c.ID, res); !late {
+			r.sinks.emit(stream.CaseDone{Result: res})
+		}
+	case rep.State.Is(types.SpecStateSkipped | types.SpecStatePending):
+		l.note(c.ID, "not run: Ginkgo skipped its spec: "+skipped)
+		l.cutShort(skipped)
+	case rep.State.Is(types.SpecStateTimedout | types.SpecStateInterrupted):
+		l.note(c.ID, "Ginkgo: "+GinkgoFailure(rep))
+	}
+}
+
+// GinkgoFailure is a spec's failure as Ginkgo reported it, on one line:
+// the panic's value or the failure message, then where.
+func GinkgoFailure(rep types.SpecReport) string {
+	f := rep.Failure
+	msg := f.Message
+	if f.ForwardedPanic != "" {
+		msg = "panic: " + f.ForwardedPanic
+	}
+	if msg == "" {
+		msg = rep.State.String()
+	}
+	s := fmt.Sprintf("%s (Ginkgo: spec %s", oneLine(msg), rep.State)
+	if f.Location.FileName != "" {
+		s += fmt.Sprintf(" at %s:%d", f.Location.FileName, f.Location.LineNumber)
+	}
+	return s + ")"
 }

@@ -18,9 +18,36 @@ type ledger struct {
 	current  string
 	finished bool
 	by       string // what interrupted the run ("" none)
+	// notes is what Ginkgo said of a planned case's spec that left no
+	// result (HeardSpec): its detail instead of "did not run to the end".
+	notes map[string]string
 }
 
-func newLedger() *ledger { return &ledger{results: map[string]report.Result{}} }
+func newLedger() *ledger {
+	return &ledger{results: map[string]report.Result{}, notes: map[string]string{}}
+}
+
+// note keeps why id has no result (Ginkgo's word for its spec); the first
+// note stands.
+func (l *ledger) note(id, why string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.notes[id]; !ok {
+		l.notes[id] = why
+	}
+}
+
+// cutShort records that by (Ginkgo's timeout, fail-fast, an abort) left
+// planned cases unrun without stopping the run: the run is judged as
+// interrupted by it, its unrun cases not run, never regressions. A run
+// already interrupted keeps what interrupted it.
+func (l *ledger) cutShort(by string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.by == "" {
+		l.by = by
+	}
+}
 
 // result is id's result so far.
 func (l *ledger) result(id string) (report.Result, bool) {
@@ -100,7 +127,11 @@ func (l *ledger) list(planned []*harness.Case) []report.Result {
 	for _, c := range planned {
 		res, ok := l.results[c.ID]
 		if !ok {
-			res = incomplete(c, "did not run to the end")
+			why := "did not run to the end"
+			if n := l.notes[c.ID]; n != "" {
+				why = n
+			}
+			res = incomplete(c, why)
 		}
 		out = append(out, res)
 	}

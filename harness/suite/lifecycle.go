@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -118,4 +120,72 @@ func sigName(sig os.Signal) string {
 		return harness.SignalName(s)
 	}
 	return sig.String()
+}
+
+// ExitEnvironment is the status of a run the machine could not carry
+// before its first case: the binary's own Go tests, run in a child before
+// --out is touched, were killed by a signal or could not start (no
+// threads under a process limit, no address space under ulimit -v, a Go
+// runtime fatal error). It is neither FAIL (1: the driver or the suite's
+// own checks) nor a usage error (2: the command line). The suite process's
+// own runtime abort is 134 (SIGABRT, docs/FAULTS.md).
+const ExitEnvironment = 5
+
+// OwnTestsOutcome is what the own-tests child's end says: Failed names
+// the Go tests that failed (their --- FAIL lines, or the tests a testing
+// timeout caught), Environment says why the child could not run them;
+// both empty: it passed.
+type OwnTestsOutcome struct {
+	Failed      []string
+	Environment string
+}
+
+var (
+	failLine = regexp.MustCompile(`(?m)^--- FAIL: (\S+)`)
+	// runtimeFatal are the Go runtime's lines for a machine that cannot
+	// carry a process: threads, memory, address space. A test cannot cause
+	// them by failing.
+	runtimeFatal = regexp.MustCompile(`(?m)^.*(pthread_create failed|failed to create new OS thread|newosproc|fatal error: out of memory|cannot allocate memory|failed to reserve page summary memory|cannot map pages|cannot reserve arena).*$`)
+	timedOut     = regexp.MustCompile(`(?m)^panic: test timed out after .*\n\s*running tests:\n((?:\s+\S+ \(.*\)\n?)+)`)
+)
+
+// JudgeOwnTests reads the own-tests child's combined output and how it
+// ended (state nil: it did not end on its own). A --- FAIL line or a
+// testing timeout is the tests failing (exit 1); exit 1 is testing's
+// failure status; anything else that is not exit 0 (a signal, the
+// runtime's fatal error, an exit status testing never gives) is the
+// environment (ExitEnvironment).
+func JudgeOwnTests(out []byte, state *os.ProcessState) OwnTestsOutcome {
+	if state != nil && state.Success() {
+		return OwnTestsOutcome{}
+	}
+	var names []string
+	for _, m := range failLine.FindAllStringSubmatch(string(out), -1) {
+		names = append(names, m[1])
+	}
+	if m := timedOut.FindSubmatch(out); m != nil {
+		for _, l := range strings.Split(strings.TrimSpace(string(m[1])), "\n") {
+			if f := strings.Fields(l); len(f) > 0 {
+				names = append(names, f[0]+" (timed out)")
+			}
+		}
+	}
+	fatal := runtimeFatal.Find(out)
+	switch {
+	case fatal != nil:
+		// A runtime that cannot make a thread fails whatever test it
+		// was in: the machine's limit, not the test, is the cause.
+		return OwnTestsOutcome{Environment: oneLine(string(fatal))}
+	case state == nil:
+		return OwnTestsOutcome{Environment: "the child did not end"}
+	case len(names) > 0:
+		return OwnTestsOutcome{Failed: names}
+	}
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return OwnTestsOutcome{Environment: "killed by " + harness.SignalName(ws.Signal())}
+	}
+	if state.ExitCode() == 1 {
+		return OwnTestsOutcome{Failed: []string{"the test binary exited 1"}}
+	}
+	return OwnTestsOutcome{Environment: fmt.Sprintf("exited %d with no failed test", state.ExitCode())}
 }

@@ -2,7 +2,9 @@ package suite
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,5 +61,45 @@ func TestResultsWrittenFirstAndKeptCurrent(t *testing.T) {
 		if filepath.Ext(e.Name()) == ".tmp" {
 			t.Errorf("temporary file left: %s", e.Name())
 		}
+	}
+}
+
+// Issue 49 B11, S2: the own-tests child's end is read for what it is. A
+// child killed by a signal, or whose runtime could not make a thread or
+// reserve memory, is the environment (exit 5), never "own Go tests
+// failed" (exit 1, the FAIL status) or a usage error; a --- FAIL line, a
+// testing timeout or exit 1 is the tests failing. Real processes end each
+// way. Planted: JudgeOwnTests calling every non-zero end a failure (the
+// old rule) fails the environment rows.
+func TestJudgeOwnTestsIssue49(t *testing.T) {
+	for _, c := range []struct {
+		script string
+		env    string // a word of Environment, "" for none
+		failed string // the first name in Failed, "" for none
+	}{
+		{"exit 0", "", ""},
+		{"kill -KILL $$", "SIGKILL", ""},
+		{"echo 'fakecgo: pthread_create failed: 11'; kill -ABRT $$", "pthread_create failed", ""},
+		{"echo 'runtime: failed to create new OS thread (have 12 already; errno=11)'; echo 'fatal error: newosproc'; exit 2", "failed to create new OS thread", ""},
+		{"echo 'fatal error: failed to reserve page summary memory'; exit 2", "page summary", ""},
+		{"echo '--- FAIL: TestX (0.00s)'; echo FAIL; exit 1", "", "TestX"},
+		{"echo '--- FAIL: TestP (0.00s)'; echo 'panic: boom [recovered]'; exit 2", "", "TestP"},
+		{"printf 'panic: test timed out after 2m0s\\n\\trunning tests:\\n\\t\\tTestHang (2m0s)\\n'; exit 2", "", "TestHang (timed out)"},
+		{"echo 'some log'; exit 1", "", "the test binary exited 1"},
+		{"exit 3", "exited 3", ""},
+	} {
+		cmd := exec.Command("sh", "-c", c.script)
+		out, _ := cmd.CombinedOutput()
+		got := JudgeOwnTests(out, cmd.ProcessState)
+		first := ""
+		if len(got.Failed) > 0 {
+			first = got.Failed[0]
+		}
+		if (c.env == "") != (got.Environment == "") || !strings.Contains(got.Environment, c.env) || first != c.failed {
+			t.Errorf("%s: %+v, want environment %q, failed %q", c.script, got, c.env, c.failed)
+		}
+	}
+	if got := JudgeOwnTests(nil, nil); got.Environment == "" {
+		t.Errorf("a child that did not end: %+v", got)
 	}
 }

@@ -45,6 +45,9 @@ type Plan struct {
 	Probes  []BackendProbe
 	planned []*harness.Case
 	gate    *expect.Set
+	// inFocus is --ginkgo.focus/--ginkgo.skip over a group and an id (nil:
+	// none given): the gate's selection of baseline ids (selects).
+	inFocus func(group, id string) bool
 }
 
 // IDs are the planned case ids in plan order (what --list prints).
@@ -122,15 +125,23 @@ func (p *Plan) caseOf(id string) *harness.Case {
 	return nil
 }
 
-// selects reports whether a baseline id falls in this run's selection: the
-// same backend and kind groups and labels (approximated by the id prefix).
+// selects reports whether a baseline id falls in this run's selection (a
+// selected id the plan lacks is missing): the same backend and kind group
+// (the id's prefix), and --ginkgo.focus/--ginkgo.skip as the plan applies
+// them; under a label filter only a planned id (a case the catalogue lost
+// has no labels to match). A narrowed run is judged the same way however
+// it was narrowed: --ginkgo.focus=X no longer calls every other baseline
+// case missing while --ginkgo.label-filter=Y passed.
 func (p *Plan) selects(id string) bool {
 	if p.Opts.Case != "" {
 		return id == p.Opts.Case
 	}
 	for _, g := range p.Groups {
 		if c := report.ParseCase(id, nil); c.Backend+"."+c.Kind == g.Name {
-			return p.LabelFilter == "" || p.caseOf(id) != nil
+			if p.caseOf(id) != nil {
+				return true
+			}
+			return p.LabelFilter == "" && (p.inFocus == nil || p.inFocus(g.Name, id))
 		}
 	}
 	return false

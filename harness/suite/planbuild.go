@@ -95,6 +95,9 @@ func (p *Plan) selection() (selector, error) {
 	}
 	var err error
 	s.inFocus, err = focusFilter(p.Opts.FocusStrings, p.Opts.SkipStrings)
+	if len(p.Opts.FocusStrings)+len(p.Opts.SkipStrings) > 0 {
+		p.inFocus = s.inFocus
+	}
 	return s, err
 }
 

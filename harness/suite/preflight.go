@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/onsi/ginkgo/v2/types"
 )
@@ -124,4 +128,142 @@ func tryWrite(path string) error {
 		return errors.Join(werr, f.Close())
 	}
 	return errors.New("not a regular file")
+}
+
+// Selection is what testing's -test.run, -test.skip and -test.list ask the
+// binary to do (CheckTestSelection).
+type Selection int
+
+const (
+	// SelectSuite: TestSpecs runs, the suite; the package's own Go tests
+	// run first, all of them, whatever -test.run and -test.skip say.
+	SelectSuite Selection = iota
+	// SelectGoTests: -test.run or -test.skip leaves TestSpecs out and no
+	// suite flag was given (go test -run=TestLabels ./specs): those Go
+	// tests, as go test runs them; --out is never touched.
+	SelectGoTests
+	// SelectList: -test.list with no suite flag: testing lists the
+	// binary's Go tests (go test -list . ./specs) and nothing runs.
+	SelectList
+)
+
+// MinTestTimeout is the shortest -test.timeout a suite run takes: the run
+// stops itself before testing's alarm (which panics and loses the record)
+// at 90% of it, and below this the stop has no room to kill the ranks and
+// write the reports; no run finishes its first case in less.
+const MinTestTimeout = 10 * time.Second
+
+// CheckTestSelection reads testing's selection flags from fs (after
+// flag.Parse) and refuses, in one line before --out is touched, those
+// that would leave the suite out or cut it short while a suite flag asks
+// for a suite run (a previous results.json in --out would read as this
+// run's, exit 0): -test.run or -test.skip leaving TestSpecs out,
+// -test.list (it lists Go tests and runs none; --list lists case ids),
+// and a -test.timeout below MinTestTimeout. suiteEnv tells whether a
+// P2PAT_<flag> variable of FlagTable is set: outside go test it counts as
+// a suite flag (go test -run=X ./... with one exported stays go test's).
+func CheckTestSelection(fs *flag.FlagSet, suiteEnv bool) (Selection, error) {
+	value := func(name string) string {
+		if f := fs.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	var given []string
+	fs.Visit(func(f *flag.Flag) {
+		if !strings.HasPrefix(f.Name, "test.") {
+			given = append(given, "--"+f.Name)
+		}
+	})
+	goTest := value("test.paniconexit0") == "true" // go test always passes it
+	if len(given) == 0 && suiteEnv && !goTest {
+		given = append(given, "a P2PAT_ variable")
+	}
+	suiteFlag := len(given) > 0
+	if l := value("test.list"); l != "" {
+		if suiteFlag {
+			return 0, usagef("-test.list=%s with %s is refused: it lists the binary's Go tests and runs no case (--list prints the case ids): nothing ran, --out untouched", quote(l), given[0])
+		}
+		return SelectList, nil
+	}
+	for _, name := range []string{"test.run", "test.skip"} {
+		for _, part := range strings.Split(value(name), "/") {
+			if _, err := regexp.Compile(part); err != nil && suiteFlag {
+				return 0, usagef("-%s=%s: not a pattern testing can use: %s", name, quote(value(name)), oneLine(err.Error()))
+			}
+		}
+	}
+	if !SelectsTestSpecs(value("test.run"), value("test.skip")) {
+		if suiteFlag {
+			return 0, usagef("%s leaves out TestSpecs, the suite, while %s asks for a suite run (-test.run=TestSpecs or none runs it; --case and --ginkgo.focus choose cases): nothing ran, --out untouched", testSelectionFlags(value("test.run"), value("test.skip")), given[0])
+		}
+		return SelectGoTests, nil
+	}
+	if t := value("test.timeout"); t != "" {
+		if d, err := time.ParseDuration(t); err == nil && d > 0 && d < MinTestTimeout {
+			return 0, usagef("-test.timeout=%s is refused: a suite run needs at least %s to start its ranks, run a case and write its record (0 is no limit): nothing ran, --out untouched", d, MinTestTimeout)
+		}
+	}
+	return SelectSuite, nil
+}
+
+// testSelectionFlags names the -test.run/-test.skip values as given.
+func testSelectionFlags(run, skip string) string {
+	var s []string
+	if run != "" {
+		s = append(s, "-test.run="+quote(run))
+	}
+	if skip != "" {
+		s = append(s, "-test.skip="+quote(skip))
+	}
+	return strings.Join(s, " ")
+}
+
+// SelectsTestSpecs: whether testing's -test.run and -test.skip patterns
+// select TestSpecs. Only their first level counts (the specs are not
+// subtests); an invalid pattern selects nothing (testing says why).
+func SelectsTestSpecs(run, skip string) bool {
+	if skip != "" && !strings.Contains(skip, "/") {
+		if ok, err := regexp.MatchString(skip, "TestSpecs"); ok || err != nil {
+			return false
+		}
+	}
+	if run == "" {
+		return true
+	}
+	first, _, _ := strings.Cut(run, "/")
+	ok, err := regexp.MatchString(first, "TestSpecs")
+	return ok && err == nil
+}
+
+// CheckFileFilters refuses --ginkgo.focus-file/--ginkgo.skip-file that
+// select no spec, before --out is touched: Ginkgo would skip every planned
+// case after the plan, and the suite's cases are all at one code location
+// (loc, the specs' decorator), so the filters select the whole plan or
+// none of it. (CheckGinkgo has refused a filter that does not parse.)
+func CheckFileFilters(s types.SuiteConfig, loc types.CodeLocation) error {
+	at := []types.CodeLocation{loc}
+	if len(s.FocusFiles) > 0 {
+		if f, err := types.ParseFileFilters(s.FocusFiles); err == nil && !f.Matches(at) {
+			return usagef("--ginkgo.focus-file=%s selects no spec: every case's spec is at %s:%d (--case, --ginkgo.focus and --ginkgo.label-filter choose cases): nothing ran, --out untouched", quote(strings.Join(unique(s.FocusFiles), ",")), filepath.Base(loc.FileName), loc.LineNumber)
+		}
+	}
+	if len(s.SkipFiles) > 0 {
+		if f, err := types.ParseFileFilters(s.SkipFiles); err == nil && f.Matches(at) {
+			return usagef("--ginkgo.skip-file=%s skips every spec: every case's spec is at %s:%d (--case, --ginkgo.skip and --ginkgo.label-filter choose cases): nothing ran, --out untouched", quote(strings.Join(unique(s.SkipFiles), ",")), filepath.Base(loc.FileName), loc.LineNumber)
+		}
+	}
+	return nil
+}
+
+// unique is ss without repeats, in order (Ginkgo's list flags hold a value
+// twice: the suite's own parse and testing's both append it).
+func unique(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
