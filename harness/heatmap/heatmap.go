@@ -23,6 +23,15 @@ import (
 // driver is report.Environment.Driver, so no vendor's section is named
 // here.
 func Title(env report.Environment) string {
+	if IsHost(env) {
+		// The host backend has no GPU: "host, 1× cpu" read as one GPU
+		// named cpu (issue 49 U15).
+		t := "host backend (CPU only): the ranks are processes on this machine's CPU"
+		if gs := env.GPUs; len(gs) > 0 && gs[0].Units > 0 {
+			t += fmt.Sprintf(" (%d cores)", gs[0].Units)
+		}
+		return t
+	}
 	var parts []string
 	if env.Vendor != "" {
 		parts = append(parts, env.Vendor)
@@ -34,6 +43,19 @@ func Title(env report.Environment) string {
 		parts = append(parts, "driver "+d)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// IsHost reports whether env is a host-backend run (no GPU: its "devices"
+// are the CPU, and its pictures' rows and columns are ranks).
+func IsHost(env report.Environment) bool { return env.Vendor == "host" }
+
+// HostWords says "rank" where a picture's or page's fixed text says "GPU",
+// for a host run (IsHost); other runs' text is returned as it is.
+func HostWords(env report.Environment, s string) string {
+	if !IsHost(env) {
+		return s
+	}
+	return strings.ReplaceAll(s, "GPU", "rank")
 }
 
 // Picture is one SVG the run's pictures hold: the file name WriteAll gives
@@ -56,6 +78,12 @@ func Pictures(rep *report.Report) []Picture {
 	}
 	for _, m := range pairs.Matrices(rep.Results) {
 		ps = append(ps, Picture{File: m.File, Caption: m.Family + ": " + m.Metric, SVG: MatrixSVG(m, title)})
+	}
+	for i := range ps {
+		// A host run's rows and columns are ranks on one CPU ("GPU 0",
+		// "GPU(row)" named devices it does not have).
+		ps[i].Caption = HostWords(rep.Environment, ps[i].Caption)
+		ps[i].SVG = HostWords(rep.Environment, ps[i].SVG)
 	}
 	return ps
 }

@@ -114,9 +114,9 @@ func Render(w io.Writer, rep *report.Report, outDir string) error {
 	writeUnexpected(&b, rep, outDir)
 	writePerf(&b, rep)
 	writeWorldEvents(&b, rep.WorldEvents)
-	b.WriteString("<h2 id=\"pairs-verdict\">Verdicts per GPU pair</h2>\n")
+	b.WriteString(heatmap.HostWords(rep.Environment, "<h2 id=\"pairs-verdict\">Verdicts per GPU pair</h2>\n"))
 	if n := figures(&b, pics, func(f string) bool { return strings.HasPrefix(f, "verdict.") && f != "verdict.svg" }); n == 0 {
-		b.WriteString("<p>No case names a pair of GPUs.</p>\n")
+		b.WriteString(heatmap.HostWords(rep.Environment, "<p>No case names a pair of GPUs.</p>\n"))
 	}
 	b.WriteString("<h2 id=\"heatmaps\">Heatmaps</h2>\n")
 	if n := figures(&b, pics, func(f string) bool { return !strings.HasPrefix(f, "verdict.") }); n == 0 {
