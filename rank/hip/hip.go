@@ -89,6 +89,7 @@ type Backend struct {
 	fdCell    cmem // int cell for the pointer form (see negativeCell)
 	fdCellOff uintptr
 	uuid      [16]byte // hipDeviceProp_tR0600.uuid: finds the HSA agent (hsavmem.go)
+	watchDev  bool     // the watchdog's thread has this device current (watch.go)
 
 	// The hsa-fine kind (hsavmem.go), set up at its first use.
 	hl       *hsaLib
@@ -117,7 +118,7 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 	if err := interruptsOn(); err != nil {
 		return backend.DeviceInfo{}, err
 	}
-	l, err := load()
+	l, err := loadLib()
 	if err != nil {
 		return backend.DeviceInfo{}, err
 	}
@@ -173,7 +174,34 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 	if err := b.loadModule(info.Attrs["gcnArchName"]); err != nil {
 		return backend.DeviceInfo{}, err
 	}
+	if err := b.warmNullStream(); err != nil {
+		return backend.DeviceInfo{}, err
+	}
 	return info, nil
+}
+
+// loadLib is load; the tests put a fake runtime behind Open.
+var loadLib = load
+
+// warmNullStream makes one stream-ordered no-op on the null stream (an
+// event recorded on stream 0 and waited for) before Open returns (issue 50,
+// Q2). CLR creates a device's null stream at its first use (clr
+// hip_device.cpp), and with it the HSA queue, on gfx94x a 1 MiB device
+// kernarg pool and the blit kernels' code object (rocvirtual.cpp
+// VirtualGPU::create, rocblit.cpp), which land in VRAM: KFD counts at
+// least 4 MiB, held until the process exits. Made inside the first case
+// (hipMemMap, hipMemcpyHtoD, a launch), that read as the case's leak,
+// since the harness takes its leak baseline after Open.
+func (b *Backend) warmNullStream() error {
+	var e uintptr
+	if err := b.l.check(b.l.eventCreate(&e)); err != nil {
+		return err
+	}
+	defer b.l.eventDestroy(e)
+	if err := b.l.check(b.l.eventRecord(e, 0)); err != nil {
+		return err
+	}
+	return b.l.check(b.eventSync(e))
 }
 
 // interruptsOn refuses HSA_ENABLE_INTERRUPT=0, which reaches the ROCr
@@ -676,7 +704,7 @@ func (b *Backend) Launch(k kernels.Kernel, grid, block uint32, args []uint64) (b
 		return backend.LaunchResult{}, b.fault(err)
 	}
 	b.l.eventRecord(stop, 0)
-	if err := b.l.check(b.l.eventSynchronize(stop)); err != nil {
+	if err := b.l.check(b.eventSync(stop)); err != nil {
 		return backend.LaunchResult{}, b.fault(err)
 	}
 	var ms float32
@@ -717,7 +745,7 @@ func (b *Backend) Read(bb backend.Buffer, off uint64, p []byte) error {
 	if !backend.Within(off, uint64(len(p)), bb.Size()) {
 		return fmt.Errorf("hip: range outside buffer")
 	}
-	return b.fault(b.l.check(b.l.memcpyDtoH(unsafe.Pointer(&p[0]), uintptr(bb.Addr()+off), uint64(len(p)))))
+	return b.fault(b.l.check(b.memcpyDtoH(unsafe.Pointer(&p[0]), uintptr(bb.Addr()+off), uint64(len(p)))))
 }
 
 func (b *Backend) Write(bb backend.Buffer, off uint64, p []byte) error {
@@ -730,7 +758,7 @@ func (b *Backend) Write(bb backend.Buffer, off uint64, p []byte) error {
 	if !backend.Within(off, uint64(len(p)), bb.Size()) {
 		return fmt.Errorf("hip: range outside buffer")
 	}
-	if err := b.l.check(b.l.memcpyHtoD(uintptr(bb.Addr()+off), unsafe.Pointer(&p[0]), uint64(len(p)))); err != nil {
+	if err := b.l.check(b.memcpyHtoD(uintptr(bb.Addr()+off), unsafe.Pointer(&p[0]), uint64(len(p)))); err != nil {
 		return b.fault(err)
 	}
 	// p is pageable Go memory: HIP follows CUDA's documented rule that a
@@ -738,7 +766,7 @@ func (b *Backend) Write(bb backend.Buffer, off uint64, p []byte) error {
 	// before the DMA lands, and promises nothing stronger. A rank replies
 	// only when the device has done it (docs/SYNC.md): another process
 	// reads, adds or frees the moment the reply arrives, so wait here.
-	return b.fault(b.l.check(b.l.deviceSync()))
+	return b.fault(b.l.check(b.deviceSync()))
 }
 
 func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, srcOff uint64, n uint64) (backend.LaunchResult, error) {
@@ -759,7 +787,7 @@ func (b *Backend) Copy(dst backend.Buffer, dstOff uint64, src backend.Buffer, sr
 		return backend.LaunchResult{}, b.fault(err)
 	}
 	b.l.eventRecord(stop, 0)
-	if err := b.l.check(b.l.eventSynchronize(stop)); err != nil {
+	if err := b.l.check(b.eventSync(stop)); err != nil {
 		return backend.LaunchResult{}, b.fault(err)
 	}
 	var ms float32

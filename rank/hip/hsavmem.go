@@ -340,13 +340,13 @@ func (b *Backend) transferHSA(buf *hsaBuffer, off uint64, p []byte, write bool) 
 			if err := b.copyKernel(stage, dev, span); err != nil {
 				return err
 			}
-			if err := b.l.check(b.l.memcpyDtoH(unsafe.Pointer(&host[0]), stage, span)); err != nil {
+			if err := b.l.check(b.memcpyDtoH(unsafe.Pointer(&host[0]), stage, span)); err != nil {
 				return err
 			}
 		}
 		if write {
 			copy(host[off-lo:], p[:c])
-			if err := b.l.check(b.l.memcpyHtoD(stage, unsafe.Pointer(&host[0]), span)); err != nil {
+			if err := b.l.check(b.memcpyHtoD(stage, unsafe.Pointer(&host[0]), span)); err != nil {
 				return err
 			}
 			if err := b.copyKernel(dev, stage, span); err != nil {

@@ -29,7 +29,7 @@ var requiredSymbols = []string{
 	"hipModuleLoadData", "hipModuleGetFunction", "hipModuleLaunchKernel", "hipModuleUnload",
 	"hipEventCreate", "hipEventRecord", "hipEventSynchronize", "hipEventElapsedTime", "hipEventDestroy",
 	"hipMemcpyDtoH", "hipMemcpyHtoD", "hipMemcpyDtoDAsync", "hipDeviceSynchronize", "hipMemGetInfo",
-	"hipDeviceGetP2PAttribute", "hipMalloc", "hipFree",
+	"hipDeviceGetP2PAttribute", "hipMalloc", "hipFree", "hipEventQuery", "hipStreamQuery",
 }
 
 // optionalSymbols: symbol -> the HIP release that added it.
@@ -89,6 +89,12 @@ type lib struct {
 	memGetInfo       func(free, total *uint64) status
 	malloc           func(p *uintptr, size uint64) status
 	free             func(p uintptr) status
+	// eventQuery and streamQuery are the watchdog's looks at the work a
+	// wait waits for (watch.go), bound untraced: observers every 20 ms
+	// of a long wait, outside the trace and the injector (as CUDA's
+	// cuStreamQuery).
+	eventQuery  func(e uintptr) uint32
+	streamQuery func(s uintptr) uint32
 }
 
 var (
@@ -165,6 +171,8 @@ func (l *lib) symbols() []binding.Symbol {
 		binding.Sym2(&l.memGetInfo, l.end, ">free >total", "hipMemGetInfo"),
 		binding.Sym2(&l.malloc, l.end, ">ptr:x size", "hipMalloc"),
 		binding.Sym1(&l.free, l.end, "ptr:x", "hipFree"),
+		binding.Untraced(&l.eventQuery, "hipEventQuery"),
+		binding.Untraced(&l.streamQuery, "hipStreamQuery"),
 	}
 }
 

@@ -37,7 +37,10 @@ type fakeHSA struct {
 	engines  uint32
 	onEngine []uint32
 	forced   []bool // each explicit-engine copy's force_copy_on_sdma
-	signal   int64  // what every signal wait returns (0: done)
+	signal   int64  // what every signal wait (and load) returns (0: done)
+	// waitHook, when set, runs inside each signal wait before it returns
+	// (a wait that wedges).
+	waitHook func()
 	// preferred is get_preferred_copy_engine's mask (0: no preference).
 	preferred uint32
 	// grants records each vmem_set_access by VA (address_reserve hands out
@@ -323,7 +326,13 @@ func (f *fakeHSA) copyFakes() map[string]any {
 	return map[string]any{
 		"hsa_signal_create":         func(v int64, n uint32, c uintptr, out *uint64) uint32 { *out = 0x5000; return statusSuccess },
 		"hsa_signal_destroy":        func(s uint64) uint32 { return statusSuccess },
-		"hsa_signal_wait_scacquire": func(s uint64, cond uint32, cmp int64, timeout uint64, state uint32) int64 { return f.signal },
+		"hsa_signal_wait_scacquire": func(s uint64, cond uint32, cmp int64, timeout uint64, state uint32) int64 {
+			if f.waitHook != nil {
+				f.waitHook()
+			}
+			return f.signal
+		},
+		"hsa_signal_load_relaxed": func(s uint64) int64 { return f.signal },
 		"hsa_amd_memory_async_copy": func(dst uintptr, da uint64, src uintptr, sa uint64, n uint64, nd uint32, deps uintptr, sig uint64) uint32 {
 			f.copies = append(f.copies, [2]uint64{da, sa})
 			f.runCopy(dst, da, src, sa)

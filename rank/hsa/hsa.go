@@ -23,6 +23,7 @@ import (
 
 	"p2patomics/internal/device"
 	"p2patomics/internal/hsaabi"
+	"p2patomics/internal/watchdog"
 	"p2patomics/kernels"
 	"p2patomics/rank/backend"
 )
@@ -775,7 +776,7 @@ func (b *Backend) wait(sig uint64, what string) error {
 	}
 	deadline := time.Now().Add(launchTimeout)
 	for {
-		if v := b.l.signalWaitScacq(sig, signalConditionLT, 1, slice, waitStateBlocked); v < 0 {
+		if v := b.waitSlice(sig, slice); v < 0 {
 			if f := takeFault(); f != nil {
 				return f
 			}
@@ -790,6 +791,20 @@ func (b *Backend) wait(sig uint64, what string) error {
 			return fmt.Errorf("%s: not complete after %v", what, launchTimeout)
 		}
 	}
+}
+
+// waitSlice is one bounded hsa_signal_wait_scacquire under the watchdog
+// (internal/watchdog; issue 50, Q6), as CUDA's and HIP's device waits are:
+// a wait still in flight while hsa_signal_load_relaxed already reads the
+// signal below 1 (done, or a failed copy's negative value) is a wedged
+// runtime call, reported in the trace ring within a third of a second.
+// The slice's timeout hint should end it within 10 ms; a blocked wait on a
+// lost interrupt is what would not.
+func (b *Backend) waitSlice(sig, slice uint64) int64 {
+	return watchdog.Wait("hsa_signal_wait_scacquire", func() (bool, string) {
+		v := b.l.signalLoadRelaxed(sig)
+		return v < 1, fmt.Sprintf("hsa_signal_load_relaxed(%#x): %d", sig, v)
+	}, func() int64 { return b.l.signalWaitScacq(sig, signalConditionLT, 1, slice, waitStateBlocked) })
 }
 
 // copyRange runs the copy kernel: dst[0:n] = src[0:n], n % 16 == 0.
