@@ -324,8 +324,8 @@ func (f *fakeHSA) setupFakes() map[string]any {
 // copyFakes: signals and async copies, recorded with their agents and engine.
 func (f *fakeHSA) copyFakes() map[string]any {
 	return map[string]any{
-		"hsa_signal_create":         func(v int64, n uint32, c uintptr, out *uint64) uint32 { *out = 0x5000; return statusSuccess },
-		"hsa_signal_destroy":        func(s uint64) uint32 { return statusSuccess },
+		"hsa_signal_create":  func(v int64, n uint32, c uintptr, out *uint64) uint32 { *out = 0x5000; return statusSuccess },
+		"hsa_signal_destroy": func(s uint64) uint32 { return statusSuccess },
 		"hsa_signal_wait_scacquire": func(s uint64, cond uint32, cmp int64, timeout uint64, state uint32) int64 {
 			if f.waitHook != nil {
 				f.waitHook()
