@@ -204,6 +204,19 @@ else
   echo "FAIL: an own-tests child killed by a signal: exit $rc: $(printf '%s\n' "$err" | tail -n 1)"; fail=1
 fi
 rm -rf "$ko" "$ko.prev"
+# Issue 49 "Ginkgo is heard": a spec Ginkgo skips after the plan (here
+# --ginkgo.fail-fast after the first case fails under corrupt-read) is not
+# run with Ginkgo's reason and the run INTERRUPTED, exit 4 (it was "pass ->
+# incomplete", a regression, exit 1).
+gf=/tmp/p2pat-cli-failfast-$$
+"$bin" --backend=host --ginkgo.focus='counter\.add_u64_relaxed_(sys|dev)$' --internal-inject=corrupt-read:0 --ginkgo.fail-fast --out="$gf" >"$gf.log" 2>&1; rc=$?
+if [ $rc = 4 ] && grep -q '"detail": "not run: Ginkgo skipped its spec: --ginkgo.fail-fast after a failed spec"' "$gf/results.json" \
+   && tail -n 1 "$gf.log" | grep -q '^p2patomics: INTERRUPTED — 1 of 2 cases ran.*--ginkgo.fail-fast'; then
+  echo "ok:   --ginkgo.fail-fast after a failed case -> exit 4, the skipped spec not run with Ginkgo's reason"
+else
+  echo "FAIL: --ginkgo.fail-fast: exit $rc: $(tail -n 1 "$gf.log")"; fail=1
+fi
+rm -rf "$gf" "$gf.log" "$gf.prev"
 # Issue 49 U16: testing's own lines stay off the suite's stdout: a PASS
 # with an allowed new flake printed "--- FAIL: TestSpecs" and "FAIL".
 fl=/tmp/p2pat-cli-flake-$$
@@ -255,7 +268,8 @@ for c in "0 --backend=host --case=host.memfd.counter.add_u64_relaxed_sys" "2 --b
   where="in $mo/exit_status"
   # A usage error refuses before --out is touched: make run leaves the
   # previous run's exit_status (0) as it was (issue 49 U17).
-  [ "$want" = 2 ] && { where="not written to $mo: the suite refused before it touched it"; [ "$st" = 0 ] && st=2; }
+  # (scripts/run in the row before makes a fresh $mo without one: none.)
+  [ "$want" = 2 ] && { where="not written to $mo: the suite refused before it touched it"; case $st in ""|0) st=2;; *) st="written: $st";; esac; }
   [ "$st" = "$want" ] && [ "$(printf '%s\n' "$log" | tail -n 1)" = "make run: the suite exited $want ($where; make itself exits 2 for any non-zero status, scripts/run passes it through)" ] \
     || { echo "FAIL: make run ARGS='$args' -> make $mrc, exit_status '$st', want $want; last line: $(printf '%s\n' "$log" | tail -n 1)"; fail=1; }
   rc=0; OUT=$mo "$root/scripts/run" $args >/dev/null 2>&1 || rc=$?
