@@ -195,8 +195,8 @@ func writeUnexpected(b *strings.Builder, rep *report.Report, outDir string) {
 					cell = e(r.ID()) + " <small>(no evidence folder)</small>"
 				}
 			}
-			outcome := string(r.Outcome)
-			if r.Verdict != "" {
+			outcome := report.Shown(r) // "missing", not "skip"
+			if r.Verdict != "" && r.Verdict != report.Missing {
 				outcome += " (" + string(r.Verdict) + ")"
 			}
 			fmt.Fprintf(b, "<tr class=\"unmet\"><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td><code>%s</code></td></tr>\n",

@@ -14,7 +14,7 @@ import (
 // the peer, one matrix per metric and case family.
 func PrintMatrices(w io.Writer, results []report.Result) {
 	for _, m := range pairs.Matrices(results) {
-		fmt.Fprintf(w, "\n%s: %s (%s, median)\n   D\\D", m.Family, m.Metric, m.Unit)
+		fmt.Fprintf(w, "\n%s: %s (%s, median; D\\D as in p2pBandwidthLatencyTest: rows the initiating rank, columns its peer)\n   D\\D", m.Family, m.Metric, m.Unit)
 		for j := 0; j < m.Size; j++ {
 			fmt.Fprintf(w, "%8d", j)
 		}

@@ -159,7 +159,7 @@ func junitCaseOf(r Result) junitCase {
 	}
 	switch {
 	case Unexpected(r):
-		p := &junitProblem{Message: fmt.Sprintf("%s: %s → %s", verdictOf(r), Was(r), r.Outcome), Type: string(r.Outcome), Text: r.Detail}
+		p := &junitProblem{Message: fmt.Sprintf("%s: %s → %s", verdictOf(r), Was(r), Shown(r)), Type: string(r.Outcome), Text: r.Detail}
 		if erroring(r.Outcome) {
 			c.Error = p
 		} else {

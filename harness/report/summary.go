@@ -246,6 +246,15 @@ type UnexpectedCase struct {
 	Rerun Outcome `json:"rerun,omitempty"`
 }
 
+// Now is what the case is now, as a person reads it: its outcome, or
+// "missing" for a baseline case the run did not plan (recorded as a skip).
+func (u UnexpectedCase) Now() string {
+	if u.Verdict == Missing {
+		return "missing"
+	}
+	return string(u.Outcome)
+}
+
 // NotSupportedRef is one not-supported case and its reason.
 type NotSupportedRef struct {
 	ID      string  `json:"id"`
@@ -520,7 +529,7 @@ func (s Summary) unexpectedNamed(basis string) []string {
 			named = append(named, fmt.Sprintf("+%d more (%s)", len(s.Unexpected)-maxNamed, basis))
 			break
 		}
-		one := fmt.Sprintf("%s %s → %s", u.ID, u.Was, u.Outcome)
+		one := fmt.Sprintf("%s %s → %s", u.ID, u.Was, u.Now())
 		if u.Rerun != "" {
 			one += ", rerun " + string(u.Rerun)
 		}

@@ -26,6 +26,12 @@ func (s Style) paint(code, text string) string {
 // or inconclusive (a degenerate outcome histogram) says so, so that it never
 // reads like a pass that proved something.
 func Shown(r Result) string {
+	if r.Verdict == Missing {
+		// Recorded as a skip (the schema's outcomes), but it was never
+		// planned: "pass → skip" read as a case that skipped (issue 49
+		// U15).
+		return "missing"
+	}
 	if r.Outcome == Pass && r.Evidence == EvidenceWeak {
 		return "pass (weak evidence)"
 	}
@@ -102,7 +108,7 @@ func writeUnexpected(w io.Writer, st Style, rep *Report) {
 	fmt.Fprintf(w, "\n%s\n", st.paint("31;1", fmt.Sprintf("unexpected (%d):", len(s.Unexpected))))
 	for _, u := range s.Unexpected {
 		r := byID[u.ID]
-		fmt.Fprintf(w, "  %s: %s → %s  %s\n", u.Verdict, u.Was, u.Outcome, u.ID)
+		fmt.Fprintf(w, "  %s: %s → %s  %s\n", u.Verdict, u.Was, u.Now(), u.ID)
 		if r.Detail != "" {
 			fmt.Fprintf(w, "      %s\n", clip(r.Detail, 200))
 		}
@@ -200,11 +206,21 @@ func reasonKey(reason string) string {
 	return reason
 }
 
+// clip shortens s to about n bytes without cutting a case id (a word) or
+// a UTF-8 character in two: it ends at the last space, comma or semicolon
+// before n and says "…" where it cut; a first word longer than n is kept
+// whole (issue 49 U13: id lists read "host.memfd.waitflag.bo...").
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n-3] + "..."
+	cut := strings.LastIndexAny(s[:n], " ,;")
+	if cut <= 0 {
+		if cut = strings.IndexAny(s, " ,;"); cut < 0 {
+			return s
+		}
+	}
+	return strings.TrimRight(s[:cut], " ,;") + " …"
 }
 
 // writeEvents writes a run's world events, one a line: a live run's as
@@ -267,10 +283,18 @@ func WriteTable(w io.Writer, rep *Report, events []string) {
 	writeEvents(w, rep, events)
 	if s := rep.Summary; s != nil {
 		var parts []string
+		missing := s.ByVerdict[Missing] // recorded as skips: counted apart
 		for _, o := range Outcomes {
-			if n := s.ByOutcome[o]; n > 0 {
+			n := s.ByOutcome[o]
+			if o == Skip {
+				n -= missing
+			}
+			if n > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", n, o))
 			}
+		}
+		if missing > 0 {
+			parts = append(parts, fmt.Sprintf("%d missing (in the baseline, not planned)", missing))
 		}
 		var vs []string
 		keys := make([]string, 0, len(s.ByVerdict))
