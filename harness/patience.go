@@ -102,21 +102,36 @@ func SuiteStalls() (time.Duration, int) {
 	return stalls.total, stalls.n
 }
 
-// progress is one look at a world's ranks: the sum of their trace
-// sequence numbers and of their CPU time.
+// progress is one look at a world's ranks: their trace sequence numbers
+// and CPU times, and the sums of each.
 type progress struct {
-	at  time.Time
-	seq uint64
-	cpu time.Duration
+	at   time.Time
+	seq  uint64
+	cpu  time.Duration
+	seqs []uint64
+	cpus []time.Duration
 }
 
-// moved says whether the world moved between a and b, and how.
-func moved(a, b progress) (bool, string) {
+// moved says whether the world moved between a and b, and how. It did when
+// its ranks together traced a call or used cpuMoving of a CPU, unless one
+// rank did neither while blocked in a traced call (blocked names the call
+// rank r is in, "" for none): a rank wedged in an mmap is stuck however
+// hard its peer spins waiting for it.
+func moved(a, b progress, blocked func(r int) string) (bool, string) {
 	span := b.at.Sub(a.at)
+	idle := func(d time.Duration) bool { return span <= 0 || float64(d) < cpuMoving*float64(span) }
+	for r := range min(len(a.seqs), len(b.seqs), len(a.cpus), len(b.cpus)) {
+		if b.seqs[r] > a.seqs[r] || !idle(b.cpus[r]-a.cpus[r]) || blocked == nil {
+			continue
+		}
+		if call := blocked(r); call != "" {
+			return false, fmt.Sprintf("rank %d is blocked in %s: no traced call and %.0f ms of CPU in %.1f s", r, call, float64(b.cpus[r]-a.cpus[r])/1e6, span.Seconds())
+		}
+	}
 	switch {
 	case b.seq > a.seq:
 		return true, fmt.Sprintf("%d traced calls in %.1f s", b.seq-a.seq, span.Seconds())
-	case span > 0 && float64(b.cpu-a.cpu) >= cpuMoving*float64(span):
+	case !idle(b.cpu - a.cpu):
 		return true, fmt.Sprintf("%.0f ms of CPU in %.1f s", float64(b.cpu-a.cpu)/1e6, span.Seconds())
 	}
 	return false, fmt.Sprintf("no traced call and %.0f ms of CPU in %.1f s", float64(b.cpu-a.cpu)/1e6, span.Seconds())
@@ -127,11 +142,12 @@ func moved(a, b progress) (bool, string) {
 // the progress samples that decide. The runner installs one on the world
 // for each case (World.patient) and removes it after.
 type patience struct {
-	now    func() time.Time
-	look   func() progress // a fresh sample of the world
-	stalls func() time.Duration
-	hard   time.Time     // never waited past (plus the suite's stalls)
-	step   time.Duration // more time granted per look that shows progress
+	now     func() time.Time
+	look    func() progress // a fresh sample of the world
+	blocked func(r int) string
+	stalls  func() time.Duration
+	hard    time.Time     // never waited past (plus the suite's stalls)
+	step    time.Duration // more time granted per look that shows progress
 
 	mu     sync.Mutex
 	stall0 time.Duration // the stall total when the case began
@@ -142,8 +158,8 @@ type patience struct {
 	why    string // the last grant's or refusal's reason
 }
 
-func newPatience(now func() time.Time, look func() progress, st func() time.Duration, hard time.Time, step time.Duration) *patience {
-	p := &patience{now: now, look: look, stalls: st, hard: hard, step: step, stall0: st()}
+func newPatience(now func() time.Time, look func() progress, blocked func(r int) string, st func() time.Duration, hard time.Time, step time.Duration) *patience {
+	p := &patience{now: now, look: look, blocked: blocked, stalls: st, hard: hard, step: step, stall0: st()}
 	p.cur = look()
 	p.prev = p.cur
 	return p
@@ -187,7 +203,7 @@ func (p *patience) extend(deadline time.Time) (shift time.Duration, ok bool) {
 	if s.at.Sub(base.at) < progressWindow/2 {
 		base = p.prev // the current window is too young to judge
 	}
-	mv, how := moved(base, s)
+	mv, how := moved(base, s, p.blocked)
 	if !mv {
 		p.why = "no progress: " + how
 		return 0, false
@@ -229,14 +245,39 @@ func (p *patience) note() string {
 func lookWorld(w *World) progress {
 	pr := progress{at: time.Now()}
 	for _, p := range w.Procs {
+		var seq uint64
 		if p.Trace != nil {
 			if s, err := trace.SharedSeq(p.Trace); err == nil {
-				pr.seq += s
+				seq = s
 			}
 		}
-		pr.cpu += cpuTime(p.Pid)
+		cpu := cpuTime(p.Pid)
+		pr.seq += seq
+		pr.cpu += cpu
+		pr.seqs = append(pr.seqs, seq)
+		pr.cpus = append(pr.cpus, cpu)
 	}
 	return pr
+}
+
+// blockedIn is the traced call rank r of w is in (its innermost record in
+// flight that is not a request), "" when none: read only when the rank
+// showed no progress, as it reads the whole ring.
+func blockedIn(w *World, r int) string {
+	if r >= len(w.Procs) || w.Procs[r].Trace == nil {
+		return ""
+	}
+	recs, err := trace.ReadShared(w.Procs[r].Trace, 0)
+	if err != nil {
+		return ""
+	}
+	var inner trace.Record
+	for _, rec := range recs {
+		if rec.InFlight && !strings.HasPrefix(rec.Name, "request.") && rec.Seq > inner.Seq {
+			inner = rec
+		}
+	}
+	return inner.Name
 }
 
 // clockTick is the kernel's USER_HZ, the unit of /proc/<pid>/stat's times

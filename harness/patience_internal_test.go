@@ -20,6 +20,9 @@ type fakeWorld struct {
 	seq   uint64
 	cpu   time.Duration
 	stall time.Duration
+	// two ranks: rank 0 does what advance says; rank 1, when blocked names
+	// a call, sits in it doing nothing, else idles between requests
+	blocked string
 }
 
 func newFakeWorld() *fakeWorld {
@@ -28,7 +31,16 @@ func newFakeWorld() *fakeWorld {
 }
 
 func (f *fakeWorld) patience(budget, hard time.Duration) (*patience, time.Time) {
-	p := newPatience(func() time.Time { return f.now }, func() progress { return progress{at: f.now, seq: f.seq, cpu: f.cpu} },
+	p := newPatience(func() time.Time { return f.now },
+		func() progress {
+			return progress{at: f.now, seq: f.seq, cpu: f.cpu, seqs: []uint64{f.seq, 7}, cpus: []time.Duration{f.cpu, time.Second}}
+		},
+		func(r int) string {
+			if r == 1 {
+				return f.blocked
+			}
+			return ""
+		},
 		func() time.Duration { return f.stall }, f.now.Add(hard), max(progressWindow, budget/2))
 	return p, f.now.Add(budget)
 }
@@ -295,5 +307,26 @@ func TestBudgetScalesWithTheRunsPace(t *testing.T) {
 	fast.notePace(&Case{ID: "a"}, report.Result{Outcome: report.Pass, Duration: 0.1})
 	if got := fast.budgeted(c).Limit(); got != 10*time.Second {
 		t.Fatalf("a faster run shrank the budget: %s", got)
+	}
+}
+
+// A rank blocked in a traced call (a wedged mmap: no call traced, no CPU)
+// stops the world however hard its peer spins waiting for it: the case is
+// cut at its budget, naming the rank and the call. An idle rank between
+// requests (no call in flight) does not. Fails without the per-rank check.
+func TestPatienceABlockedRankIsStuckWhileItsPeerSpins(t *testing.T) {
+	f := newFakeWorld()
+	f.blocked = "mmap"
+	p, dl := f.patience(2*time.Second, 30*time.Second)
+	if got := f.waitOut(p, dl, 0, 0.5); got != 2*time.Second {
+		t.Errorf("a peer spinning beside a rank blocked in mmap: gave up at %s, want the 2s budget", got)
+	}
+	if !strings.Contains(p.why, "rank 1 is blocked in mmap") {
+		t.Errorf("why: %q", p.why)
+	}
+	f = newFakeWorld()
+	p, dl = f.patience(2*time.Second, 30*time.Second)
+	if got := f.waitOut(p, dl, 0, 0.5); got != 30*time.Second {
+		t.Errorf("a spinning rank beside an idle one gave up at %s, want its own 30s", got)
 	}
 }

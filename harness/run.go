@@ -570,7 +570,7 @@ func (r *Runner) takeBaseline(cr *caseRun) bool {
 func (r *Runner) patienceFor(w *World, c *Case, timeout time.Duration) *patience {
 	watchStalls()
 	hard := max(c.ownLimit(), timeout)
-	return newPatience(time.Now, func() progress { return lookWorld(w) }, stalls.observe,
+	return newPatience(time.Now, func() progress { return lookWorld(w) }, func(r int) string { return blockedIn(w, r) }, stalls.observe,
 		time.Now().Add(hard), max(progressWindow, timeout/2))
 }
 
