@@ -113,7 +113,15 @@ func (r *Reserve) Room() bool {
 	if free >= need {
 		return true
 	}
-	r.MarkFull(fmt.Sprintf("%d KiB free, results.json keeps %d KiB", free>>10, need>>10))
+	// The room kept is twice the record's estimated final size (an
+	// atomic rewrite holds two copies), not results.json's size: the line
+	// gives both, so "keeps 1490 KiB" never reads as a 1490 KiB file on
+	// a 500 KiB disk (issue 49 U15).
+	now := "not written yet"
+	if fi, err := os.Stat(filepath.Join(r.Dir, "results.json")); err == nil {
+		now = fmt.Sprintf("%d KiB now", fi.Size()>>10)
+	}
+	r.MarkFull(fmt.Sprintf("%d KiB free, under the %d KiB kept for the final results.json (%s; room for two copies of its estimated final size)", free>>10, need>>10, now))
 	return false
 }
 

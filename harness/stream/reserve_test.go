@@ -34,8 +34,14 @@ func TestReserveSink(t *testing.T) {
 		t.Fatal("64 KiB free with the record's room reserved: no room")
 	}
 	free = 32 << 10
+	os.WriteFile(filepath.Join(dir, "results.json"), make([]byte, 20<<10), 0o644)
 	if r.Room() || !r.Full() || strings.Count(stderr.String(), "nearly full") != 1 {
 		t.Fatalf("32 KiB free: room %v full %v, stderr %q", r.Room(), r.Full(), stderr.String())
+	}
+	// Issue 49 U15: the line gives results.json's real size beside the
+	// room kept ("results.json keeps 1490 KiB" on a 500 KiB disk).
+	if !strings.Contains(stderr.String(), "(32 KiB free, under the 64 KiB kept for the final results.json (20 KiB now;") {
+		t.Errorf("the nearly-full line: %q", stderr.String())
 	}
 	free = 1 << 30
 	if r.Room() || strings.Count(stderr.String(), "nearly full") != 1 {
