@@ -66,6 +66,7 @@ rules=(
 	'docs/GATING.md|ExitPass|^\x7c `PASS` \x7c (\d+) \x7c'
 	'docs/GATING.md|ExitFail|^\x7c `FAIL` \x7c (\d+) \x7c'
 	'docs/GATING.md|ExitUsage|^\x7c \(usage\) \x7c (\d+) \x7c'
+	'docs/GATING.md|host|`\[ *\d+\x2f(\d+)\] ok '
 	'docs/GATING.md|ExitNoReport|^\x7c \(reports\) \x7c (\d+) \x7c'
 	'docs/GATING.md|ExitNoResult|^\x7c `NO RESULT` \x7c (\d+) \x7c'
 	'docs/GATING.md|ExitInterrupted|^\x7c `INTERRUPTED` \x7c (\d+) \x7c'
