@@ -32,7 +32,19 @@ import (
 	"p2patomics/internal/cli"
 )
 
-const usage = "usage: p2pbaseline [--force] [--reason 'REGEXP=text']... DIR results.json [results.json...]"
+const usage = "usage: p2pbaseline [--force] [--reason 'REGEXP=text']... DIR RUN/results.json|RUN/ [more runs...]"
+
+const help = `Records a finished run as the baseline in the expectation folder DIR
+(fails.txt, cases.txt, durations.txt, evidence.txt), as --update-expectations
+does; with three or more runs also perf.txt. A run's folder means its
+results.json. It refuses another stack's folder, a backend fallback, an
+interrupted run and a regression against DIR's baseline, each unless DIR is
+new or --force.
+
+Exit status: 0 the baseline was written; 1 a regression refused, or a
+file could not be written; 2 a usage error, an unreadable input, a refused
+stack, fallback or interrupted run, or a DIR another user could redirect;
+3 a record of no run (one line on stderr).`
 
 type reasons []string
 
@@ -48,13 +60,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	force := fs.Bool("force", false, "record even into another stack's folder, after a backend fallback, or over a regression")
 	// internal/cli: --help is the usage on stdout and exit 0, a bad flag
 	// one line and exit 2, like every p2p* command.
-	pos, code, done := cli.Parse(fs, args, usage, stdout, stderr)
+	pos, code, done := cli.ParseHelp(fs, args, usage, help, stdout, stderr)
 	if done {
 		return code
 	}
 	if len(pos) < 2 {
 		fmt.Fprintf(stderr, "p2pbaseline: need DIR and a results.json (%s)\n", usage)
 		return 2
+	}
+	for i := 1; i < len(pos); i++ {
+		pos[i] = cli.ResultsPath(pos[i])
 	}
 	rep, err := report.Read(pos[1])
 	if err != nil {

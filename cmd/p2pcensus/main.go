@@ -75,12 +75,22 @@ type pidOwner struct {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("p2pcensus", flag.ContinueOnError)
-	kmsgPath := fs.String("kmsg", "", "the machine's kernel log over the census (dmesg output)")
-	beforePath := fs.String("kmsg-before", "", "the kernel log read before the census (its lines are not the census's)")
-	outPath := fs.String("out", "", "also write the table here")
+	kmsgPath := fs.String("kmsg", "", "the machine's kernel log over the census (dmesg output, a `FILE`)")
+	beforePath := fs.String("kmsg-before", "", "the kernel log read before the census (a `FILE`; its lines are not the census's)")
+	outPath := fs.String("out", "", "also write the table to this `FILE` (never through a link)")
 	// internal/cli: --help on stdout, exit 0; a bad flag one line, exit 2.
-	const usage = "usage: p2pcensus [--kmsg=FILE] [--kmsg-before=FILE] [--out=FILE] results.json..."
-	files, code, done := cli.Parse(fs, args, usage, stdout, stderr)
+	const usage = "usage: p2pcensus [--kmsg=FILE] [--kmsg-before=FILE] [--out=FILE] RUN/results.json|RUN/ ..."
+	const help = `Reads the results.json of many runs of one suite on one machine (a run's
+folder means its results.json) and says, per case, how often it did not
+meet its expected outcome. Every run is judged again from its outcomes.
+A miss: a gating verdict, a flake, a rerun, a case that did not run to its
+end, a GPU fault line (--kmsg); a run that is not a finished PASS
+(interrupted, killed, no plan, run faults, FAIL) is a miss of its own.
+
+Exit status: 0 every run of every case met its expectation; 1 a miss;
+2 a usage error, an unreadable file or an --out that cannot be written
+safely (one line on stderr).`
+	files, code, done := cli.ParseHelp(fs, args, usage, help, stdout, stderr)
 	if done {
 		return code
 	}
@@ -90,6 +100,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	c := &census{cases: map[string]*tally{}, pids: map[int]pidOwner{}, verdict: map[string]int{}, owned: map[string]int{}}
 	for _, p := range files {
+		p = cli.ResultsPath(p)
 		r, err := report.Read(p)
 		if err != nil {
 			fmt.Fprintf(stderr, "p2pcensus: %v\n", err)

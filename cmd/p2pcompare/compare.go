@@ -12,6 +12,7 @@ import (
 	"p2patomics/harness/pairs"
 	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
+	"p2patomics/internal/cli"
 )
 
 // Change is one case's outcome in the two runs ("" where absent).
@@ -331,9 +332,7 @@ func sortedKeys(a, b map[string]report.Result) []string {
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if len(s) > 100 {
-		s = s[:100] + "…"
-	}
+	s = cli.Clip(s, 100) // never mid-word, never mid-character
 	// A detail is a rank's or a driver's text: control bytes (an escape
 	// code would set the terminal's title or colours) are shown quoted.
 	return strings.Map(func(r rune) rune {

@@ -64,6 +64,15 @@ import (
 
 const usage = "usage: p2pcompare [-v] [--json] [--metric-threshold=0.05] [--alpha=0.05] [--expectations=PATH[,PATH]|none] OLD/results.json[,OLD…] NEW/results.json[,NEW…]"
 
+const help = `Compares two runs (before and after a driver upgrade; a run's folder means
+its results.json): the verdict first, then the case regressions (outcome
+more severe than before) and metric regressions; -v lists the rest. Both
+runs are judged again from their outcomes before they are compared.
+
+Exit status: 0 no regression; 1 any case or metric regression; 2 a usage
+error or an unreadable results.json or expectation file; 3 a record of no
+run (one line on stderr).`
+
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -73,7 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	exps := fs.String("expectations", "", "expectation folders or files whose flakes.txt to read (default: ./expectations/<old run's stack> when present; none: read none)")
 	asJSON := fs.Bool("json", false, "print JSON instead of the table")
 	verbose := fs.Bool("v", false, "list fixes, changes, known flakes, enabled/disabled cases, improvements and informational metric changes too")
-	pos, code, done := cli.Parse(fs, args, usage, stdout, stderr)
+	pos, code, done := cli.ParseHelp(fs, args, usage, help, stdout, stderr)
 	if done {
 		return code
 	}
@@ -147,6 +156,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func readSide(arg string, stderr io.Writer) ([]*report.Report, int) {
 	var reps []*report.Report
 	for _, p := range strings.Split(arg, ",") {
+		p = cli.ResultsPath(p)
 		rep, err := report.Read(p)
 		if err != nil {
 			fmt.Fprintf(stderr, "p2pcompare: %v\n", err)

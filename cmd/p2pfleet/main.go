@@ -76,17 +76,28 @@ import (
 
 const usage = "usage: p2pfleet [--json=FILE] [--html=FILE] [--gate] [--drain[=ENGINE]] [--expectations=PATH] NODE/results.json|NODE/ ..."
 
+const help = `Merges the results.json of N nodes (each in a folder named by its node) into
+one fleet report: every node's verdict (judged again from its outcomes) and
+stack, metric outliers across nodes, cases that fail on some nodes only.
+The report ends on the fleet's verdict and its reasons; --drain lines follow.
+
+Exit status: 0 (with --gate: every node has a result and passes, no case
+is met on some nodes and missed on others, no gating metric is an outlier
+on its bad side); 1 when --gate finds any of those, and also without
+--gate when a node has no result; 2 a usage error or an output file that
+cannot be written safely (one line on stderr).`
+
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("p2pfleet", flag.ContinueOnError)
-	jsonOut := fs.String("json", "", "write the fleet report as JSON to this file (- for stdout)")
-	htmlOut := fs.String("html", "", "write the fleet report as one HTML page to this file (- for stdout)")
+	jsonOut := fs.String("json", "", "write the fleet report as JSON to this `FILE` (- for stdout)")
+	htmlOut := fs.String("html", "", "write the fleet report as one HTML page to this `FILE` (- for stdout)")
 	gate := fs.Bool("gate", false, "exit 1 on any failing node, node without a result, inconsistent case or bad outlier")
 	exps := fs.String("expectations", "", "an expectation folder or perf.txt whose perf bands judge every node (expect.JudgeMetrics, as the suite's perf gate)")
 	var drain drainFlag
-	fs.Var(&drain, "drain", "after the report, print a drain line per failing node for the engine named ("+engineNames()+"; bare: a Slurm `scontrol update nodename=... state=drain` line)")
-	pos, code, done := cli.Parse(fs, args, usage, stdout, stderr)
+	fs.Var(&drain, "drain", "after the report, print a drain line per failing node for the `ENGINE` named ("+engineNames()+"; bare: a Slurm scontrol update nodename=... state=drain line)")
+	pos, code, done := cli.ParseHelp(fs, args, usage, help, stdout, stderr)
 	if done {
 		return code
 	}
@@ -241,10 +252,7 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
+// trunc is s on one line, clipped at a word (cli.Clip: never mid-id).
 func trunc(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
+	return cli.Clip(strings.ReplaceAll(s, "\n", " "), n)
 }

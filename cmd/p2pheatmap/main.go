@@ -32,16 +32,27 @@ import (
 	"p2patomics/internal/safefile"
 )
 
-const usage = "usage: p2pheatmap --out DIR [--expectations=PATH[,PATH] [--allow-stack-mismatch]] results.json"
+const usage = "usage: p2pheatmap --out DIR [--expectations=PATH[,PATH] [--allow-stack-mismatch]] RUN/results.json|RUN/"
+
+const help = `Writes a run's pictures as SVG files and an index.html into --out: the
+verdict matrices and one heatmap per per-pair metric (a run's folder means
+its results.json). The verdict they show is the run judged again from its
+outcomes (or against --expectations), printed last.
+
+Exit status: 0 the pictures were written (whatever the run's verdict: the
+pictures are not a gate; p2preport's exit status is the verdict), also when
+the run has no results, said on stderr; 1 a picture could not be written;
+2 a usage error, an unreadable results.json, a refused baseline or an
+--out another user could redirect; 3 a record of no run.`
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("p2pheatmap", flag.ContinueOnError)
-	out := fs.String("out", "", "folder for the SVG files")
+	out := fs.String("out", "", "the `DIR` for the SVG files and index.html")
 	exps := fs.String("expectations", "", "judge against this baseline instead of the recorded verdicts")
 	allowMismatch := fs.Bool("allow-stack-mismatch", false, "judge against a baseline whose stack header differs from the run's")
-	pos, code, done := cli.Parse(fs, args, usage, stdout, stderr)
+	pos, code, done := cli.ParseHelp(fs, args, usage, help, stdout, stderr)
 	if done {
 		return code
 	}
@@ -49,6 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "p2pheatmap: %s\n", usage)
 		return 2
 	}
+	pos[0] = cli.ResultsPath(pos[0])
 	rep, err := report.Read(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "p2pheatmap: %v\n", err)

@@ -38,6 +38,7 @@ import (
 
 	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
+	"p2patomics/internal/cli"
 	"p2patomics/kernels"
 )
 
@@ -63,12 +64,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.jobs, "jobs", 3, "mutated runs at once (host backend only; GPU runs are one at a time)")
 	fs.StringVar(&kre, "kernels", "", "only kernels whose name matches this regexp (default: every kernel launched)")
 	const usage = "usage: p2pmutate --specs=bin/specs.test --out=DIR [--backend=host] [--kernels=REGEXP] [--healthy=RUN] [-- suite flags...]"
+	const help = `The verification mutation score: every case that passes as expected is run
+again with each kernel it launches dropped by the driver-fault injector,
+and must not pass. Prints the score per case family and writes
+--out/mutate.json and mutate.txt. Flags after "--" go to the suite.
+
+Exit status: 0 every scored mutant was killed; 1 one survived or a run
+lost a case; 2 a usage error.`
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, usage)
+			cli.WriteHelp(stdout, fs, usage, help)
 			return 0
 		}
-		fmt.Fprintf(stderr, "p2pmutate: %v (%s)\n", err, usage)
+		fmt.Fprintf(stderr, "p2pmutate: %s (%s)\n", cli.Dashes(err.Error()), usage)
 		return 2
 	}
 	o.extra = fs.Args()

@@ -44,16 +44,25 @@ import (
 	"p2patomics/internal/safefile"
 )
 
-const usage = "usage: p2preport [--expectations=PATH[,PATH] [--allow-stack-mismatch]] [--out=DIR] RUN/results.json"
+const usage = "usage: p2preport [--expectations=PATH[,PATH] [--allow-stack-mismatch]] [--out=DIR] RUN/results.json|RUN/"
+
+const help = `Re-renders a run's reports (report.html, junit.xml, summary.txt, results.csv,
+failures.csv) from its results.json (a run's folder means its results.json)
+and prints the verdict last. Every case is judged again from its recorded
+outcome: the run's baseline outcomes, or --expectations afresh.
+
+Exit status: 0 PASS, 1 FAIL, 4 INTERRUPTED (the verdict's); 2 a usage error,
+a refused baseline or an unreadable input; 3 a record of no run, or a
+report that could not be written (one line on stderr).`
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("p2preport", flag.ContinueOnError)
-	exps := fs.String("expectations", "", "judge against this baseline instead of the recorded verdicts")
-	out := fs.String("out", "", "where the reports go (default: beside results.json)")
+	exps := fs.String("expectations", "", "judge every case against this baseline (`PATH`s: folders or files) instead of the run's own")
+	out := fs.String("out", "", "the `DIR` the reports go to (default: beside results.json)")
 	allowMismatch := fs.Bool("allow-stack-mismatch", false, "judge against an --expectations baseline whose stack header differs from the run's")
-	pos, code, done := cli.Parse(fs, args, usage, stdout, stderr)
+	pos, code, done := cli.ParseHelp(fs, args, usage, help, stdout, stderr)
 	if done {
 		return code
 	}
@@ -61,7 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "p2preport: want one results.json, got %d (%s)\n", len(pos), usage)
 		return 2
 	}
-	path := pos[0]
+	path := cli.ResultsPath(pos[0])
 	rep, err := report.Read(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "p2preport: %v\n", err)

@@ -113,7 +113,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	budget := fs.Duration("budget", 30*time.Second, "stop starting runs after this long")
 	seed := fs.Uint64("seed", uint64(time.Now().UnixNano()), "random seed (printed, to replay a soak)")
 	runs := fs.Int("runs", 0, "exactly this many runs, whatever the time (0: --budget decides); with --seed the soak's choices are the same on every machine")
-	if pos, code, done := cli.Parse(fs, args, usage, stdout, stderr); done {
+	const help = `Runs the host suite again and again for a bounded time, each run with one
+fault injected at a random moment, and checks after each run what
+docs/FAULTS.md promises (no dead rank's case a pass, a valid results.json
+or one line naming the report not written, no rank left, no temp file).
+
+Exit status: 0 every run held; 1 one did not (each failure one line);
+2 a usage error.`
+	if pos, code, done := cli.ParseHelp(fs, args, usage, help, stdout, stderr); done {
 		return code
 	} else if len(pos) != 0 || *runs < 0 {
 		fmt.Fprintf(stderr, "p2psoak: unexpected arguments %q (%s)\n", pos, usage)

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"flag"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -31,12 +32,44 @@ func TestParse(t *testing.T) {
 		t.Errorf(`after "--": pos %q done %v`, pos, done)
 	}
 	_, _, code, done, stdout, stderr := parse("--help")
-	if !done || code != 0 || stdout != "usage: p2ptool --out=DIR FILE\n" || stderr != "" {
+	if !done || code != 0 || !strings.HasPrefix(stdout, "usage: p2ptool --out=DIR FILE\n") || !strings.Contains(stdout, "--out=STRING") || stderr != "" {
 		t.Errorf("--help: code %d done %v stdout %q stderr %q", code, done, stdout, stderr)
 	}
 	_, _, code, done, stdout, stderr = parse("a.json", "--nope")
 	if !done || code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 ||
 		!strings.HasPrefix(stderr, "p2ptool: ") || !strings.Contains(stderr, "-nope") || !strings.Contains(stderr, "usage:") {
 		t.Errorf("bad flag: code %d done %v stdout %q stderr %q", code, done, stdout, stderr)
+	}
+}
+
+// Issue 49 U13: --help gives every flag with its meaning (two dashes) and
+// the help text (the exit statuses), a bad flag's line names it with two
+// dashes; Clip never cuts an id mid-word; a run folder means its
+// results.json.
+func TestHelpAndWords(t *testing.T) {
+	fs := flag.NewFlagSet("p2ptool", flag.ContinueOnError)
+	fs.String("out", "", "the `folder` the reports go to")
+	fs.Bool("gate", false, "exit 1 on any failing node")
+	var o, e bytes.Buffer
+	_, code, done := ParseHelp(fs, []string{"--help"}, "usage: p2ptool FILE", "Exit status: 0 PASS, 1 FAIL, 2 usage.", &o, &e)
+	h := o.String()
+	if code != 0 || !done || !strings.HasPrefix(h, "usage: p2ptool FILE\n") || !strings.Contains(h, "Exit status: 0 PASS") ||
+		!strings.Contains(h, "  --out=FOLDER\n      the folder the reports go to") || !strings.Contains(h, "  --gate\n      exit 1 on any failing node") {
+		t.Errorf("--help: code %d, stdout:\n%s", code, h)
+	}
+	_, _, _, _, _, stderr := parse("--no-such-flag")
+	if !strings.Contains(stderr, "not defined: --no-such-flag") {
+		t.Errorf("bad flag: %q", stderr)
+	}
+	ids := "host.memfd.waitflag.bounded_sys, host.memfd.waitflag.bounded_dev, host.memfd.counter.add_u64_relaxed_sys"
+	if got := Clip(ids, 40); got != "host.memfd.waitflag.bounded_sys …" {
+		t.Errorf("Clip: %q", got)
+	}
+	if got := Clip("é"+strings.Repeat("x", 50), 10); got != "é"+strings.Repeat("x", 50) {
+		t.Errorf("Clip of one long word: %q", got)
+	}
+	dir := t.TempDir()
+	if got := ResultsPath(dir); got != filepath.Join(dir, "results.json") {
+		t.Errorf("ResultsPath(folder) = %s", got)
 	}
 }
