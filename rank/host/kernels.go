@@ -99,6 +99,10 @@ func spin(timeout time.Duration, cond func() bool) bool { return spinWait(timeou
 
 // spinWait is spin and spinYield: every 64 tries it checks the deadline and
 // yields the goroutine; with osYield, every 1024 tries the CPU as well.
+// osYields counts the CPU yields of spinWait (for tests: a wait that
+// must keep its CPU never yields it).
+var osYields atomic.Int64
+
 func spinWait(timeout time.Duration, osYield bool, cond func() bool) bool {
 	var deadline time.Time
 	for i := 0; ; i++ {
@@ -115,6 +119,7 @@ func spinWait(timeout time.Duration, osYield bool, cond func() bool) bool {
 			}
 			runtime.Gosched()
 			if osYield && i&1023 == 1023 {
+				osYields.Add(1)
 				syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 			}
 		}

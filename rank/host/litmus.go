@@ -299,11 +299,11 @@ func (e *litmusRun) thread(g uint64) {
 	if c < per {
 		j = g - c*e.n
 	}
-	pinRole(me)
+	pinned := pinRole(me)
 	gaveUp := false
 	for r := uint64(0); r < e.iters; r++ {
 		if e.parties != 0 {
-			gaveUp = e.barrier(b, t, r, gaveUp)
+			gaveUp = e.barrier(b, t, r, gaveUp, pinned)
 		}
 		if j < e.n {
 			e.instance(me, j, r)
@@ -330,12 +330,21 @@ func (e *litmusRun) stressHot(g uint64) {
 // sync0 and waits for every party (giving up for good after one timeout,
 // counted in sync0[1]), then releases its block's threads; all start
 // together unless the wait was given up. It returns gaveUp.
-func (e *litmusRun) barrier(b, t, r uint64, gaveUp bool) bool {
+//
+// A thread pinned to a CPU of its own (pinRole) waits on that CPU without
+// yielding it: a party that arrives finds the earlier ones still running,
+// so the round's instances overlap. Yielding, the earlier party gave its
+// CPU to whatever else was runnable (12 busy loops on the loaded 2-core
+// machine) and was off it when the last party arrived and ran its
+// instance alone: the planted SB mutant never showed its weak outcome and
+// passed (issue 48). Unpinned (one usable CPU), it yields so the other
+// party can run at all.
+func (e *litmusRun) barrier(b, t, r uint64, gaveUp, pinned bool) bool {
 	if t == 0 {
 		if !gaveUp {
 			atomic.AddUint32((*uint32)(e.sync0), 1)
 			want := uint32(e.parties * (r + 1))
-			if !spinYield(e.timeout, func() bool { return atomic.LoadUint32((*uint32)(e.sync0)) >= want }) {
+			if !spinWait(e.timeout, !pinned, func() bool { return atomic.LoadUint32((*uint32)(e.sync0)) >= want }) {
 				gaveUp = true
 				atomic.AddUint32((*uint32)(at(e.sync0, 1, 4)), 1)
 			}
@@ -441,16 +450,17 @@ func litmusSlot(k, seed, mask uint64) uint64 {
 	return (k * 0xBF58476D1CE4E5B9) & mask
 }
 
-// pinRole keeps the two roles on two different CPUs: the thread running
+// pinRole keeps the two roles on two different CPUs (and reports whether
+// this one was pinned): the thread running
 // this goroutine is locked to it and pinned to the role's CPU among those
 // the process may use. Two roles that the OS placed on one core (seen on
 // the loaded 2-core CI machine) take turns and never race, so SB's mutant
 // survived whole runs. The goroutine ends locked, so Go retires the thread
 // and its pinning with it. With one usable CPU nothing is pinned.
-func pinRole(role uint64) {
+func pinRole(role uint64) bool {
 	var cur unix.CPUSet
 	if unix.SchedGetaffinity(0, &cur) != nil || cur.Count() < 2 {
-		return
+		return false
 	}
 	var cpus []int
 	for c := 0; c < len(cur)*64; c++ {
@@ -461,7 +471,7 @@ func pinRole(role uint64) {
 	runtime.LockOSThread()
 	var one unix.CPUSet
 	one.Set(cpus[int(role)%len(cpus)])
-	_ = unix.SchedSetaffinity(0, &one) // best effort: unpinned, the test still runs
+	return unix.SchedSetaffinity(0, &one) == nil // best effort: unpinned, the test still runs
 }
 
 // startTogether narrows the skew between the threads leaving a round's

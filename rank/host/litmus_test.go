@@ -2,8 +2,10 @@ package host
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"p2patomics/kernels"
 	"p2patomics/rank/backend"
@@ -242,6 +244,34 @@ func TestLitmusPlantedOutcomesCounted(t *testing.T) {
 	for _, c := range cases {
 		if weak, missing, _ := runEnvHook(t, c.name, n, iters, c.plant); weak != 1 || missing != 0 {
 			t.Errorf("%s with one planted weak outcome: tallied %d weak, %d unrecorded; want 1, 0", c.name, weak, missing)
+		}
+	}
+}
+
+// A round's barrier keeps its CPU while it waits for the other party when
+// the role is pinned to a CPU of its own, so the party that arrives last
+// finds the earlier one running and their instances overlap; unpinned (one
+// usable CPU) it yields. The other party arrives 30 ms late. Counted, not
+// timed. Fails with the barrier yielding whether pinned or not (issue 48:
+// the planted SB mutant passed on a loaded machine).
+func TestLitmusBarrierKeepsItsCPUWhenPinned(t *testing.T) {
+	for _, pinned := range []bool{true, false} {
+		words := make([]uint32, 8)
+		e := &litmusRun{parties: 2, timeout: 5 * time.Second, sync0: unsafe.Pointer(&words[0]), gens: make([]atomic.Uint64, 1)}
+		before := osYields.Load()
+		done := make(chan bool)
+		go func() { done <- e.barrier(0, 0, 0, false, pinned) }()
+		time.Sleep(30 * time.Millisecond)
+		atomic.AddUint32(&words[0], 1) // the other party arrives
+		if gaveUp := <-done; gaveUp {
+			t.Fatalf("pinned %v: the barrier gave up", pinned)
+		}
+		yields := osYields.Load() - before
+		if pinned && yields != 0 {
+			t.Errorf("pinned: the barrier yielded its CPU %d times while it waited", yields)
+		}
+		if !pinned && yields == 0 {
+			t.Errorf("unpinned: the barrier never yielded in a 30 ms wait")
 		}
 	}
 }
