@@ -170,7 +170,7 @@ soak: bin/specs.test
 	  $(GO) run ./cmd/p2psoak --specs=./bin/specs.test --out="$(CHECKS)/soak/$$seed" --seed=$$seed --runs=$(SOAK_RUNS) || exit 1; \
 	done
 
-# The soak over SEEDS random seeds (not in make test: about 15-45 s a seed
+# The soak over SEEDS random seeds (not in make test: about 15-60 s a seed
 # on two cores), SWEEP_RUNS runs each (the first pass and random ones). A
 # failing seed's runs stay in out-checks/soak-sweep/SEED.
 SEEDS ?= 20

@@ -18,7 +18,11 @@ for p in "${pkgs[@]}"; do
 	*) missing+=("$p=$want") ;;
 	esac
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+	# Say so: a silent exit 0 read as "did it do anything?" (issue 49 U23).
+	echo "install-clang: ${pkgs[*]} are already installed at $want: nothing to do" >&2
+	exit 0
+fi
 
 if [ "$(id -u)" != 0 ]; then
 	echo "install-clang: missing ${missing[*]}; run as root: apt-get update && apt-get install -y ${missing[*]}" >&2
