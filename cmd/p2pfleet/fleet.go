@@ -17,6 +17,7 @@ import (
 	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
 	"p2patomics/harness/stream"
+	"p2patomics/internal/cli"
 )
 
 // Node is one node's run.
@@ -627,7 +628,11 @@ func (f *Fleet) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  %s: %s (%d failing)\n", g.Stack, strings.Join(g.Nodes, ", "), g.Unmet)
 	}
 	fmt.Fprintf(w, "\ncases that differ across nodes: %d\n", len(f.Inconsistent))
-	for _, ic := range f.Inconsistent {
+	for i, ic := range f.Inconsistent {
+		if i == shownCases {
+			fmt.Fprintf(w, "  … and %d more (--json lists every one)\n", len(f.Inconsistent)-shownCases)
+			break
+		}
 		var parts []string
 		for _, o := range sortedKeys(ic.Outcomes) {
 			parts = append(parts, fmt.Sprintf("%s on %s", o, strings.Join(ic.Outcomes[o], ",")))
@@ -663,10 +668,55 @@ func (f *Fleet) WriteText(w io.Writer) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "\nfleet: %s\n", map[bool]string{true: "PASS", false: "FAIL"}[f.Pass])
+	// The reasons, then the verdict as the last line (issue 49 U21: a
+	// broken path ended the report on 123 per-case lines): the node and
+	// metric reasons in full, the per-case ones up to shownCases.
+	fmt.Fprintf(w, "\nreasons: %d\n", len(f.Reasons))
+	cases := 0
 	for _, r := range f.Reasons {
+		if strings.HasPrefix(r, "case ") {
+			if cases++; cases > shownCases {
+				continue
+			}
+		}
 		fmt.Fprintf(w, "  %s\n", r)
 	}
+	if cases > shownCases {
+		fmt.Fprintf(w, "  … and %d more cases met on some nodes and missed on others (--json lists every one)\n", cases-shownCases)
+	}
+	fmt.Fprintln(w, f.VerdictLine(cases))
+}
+
+// shownCases is how many per-case lines the text report shows in each
+// list before it counts the rest (the JSON report has them all).
+var shownCases = 10
+
+// VerdictLine is the fleet's last line: the verdict and what it rests on,
+// counted (cases: the cases met on some nodes and missed on others).
+func (f *Fleet) VerdictLine(cases int) string {
+	var failing []string
+	for _, n := range f.Nodes {
+		if len(n.Failures) > 0 {
+			failing = append(failing, n.Name)
+		}
+	}
+	bad := 0
+	for _, m := range f.Metrics {
+		for _, v := range m.Nodes {
+			if v.Bad && m.Gating {
+				bad++
+			}
+		}
+	}
+	if f.Pass {
+		return fmt.Sprintf("fleet: PASS — %s, each with a result that met its expected outcomes, no case met on some nodes only, no bad-side outlier", plural(len(f.Nodes), "node", "nodes"))
+	}
+	who := ""
+	if len(failing) > 0 {
+		who = " (" + cli.Clip(strings.Join(failing, ", "), 120) + ")"
+	}
+	return fmt.Sprintf("fleet: FAIL — %d of %s failing%s; %s met on some nodes and missed on others; %s on the bad side",
+		len(failing), plural(len(f.Nodes), "node", "nodes"), who, plural(cases, "case", "cases"), plural(bad, "gating outlier", "gating outliers"))
 }
 
 // nodeName is what a node name may hold to be put on a drain line: a

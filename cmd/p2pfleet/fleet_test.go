@@ -668,3 +668,44 @@ func TestFleetOutputsRefuseAForeignLink(t *testing.T) {
 		fixture.Untouched(t, victim)
 	}
 }
+
+// Issue 49 U21: the report ends on the verdict, counted, not on one line
+// per case met on some nodes only (a broken path ended a 3-node report on
+// 123 such lines); each per-case list shows shownCases and counts the rest.
+func TestReportEndsOnTheVerdict(t *testing.T) {
+	saved := shownCases
+	t.Cleanup(func() { shownCases = saved })
+	shownCases = 3
+	dir := t.TempDir()
+	var nodes []string
+	for _, n := range []string{"a", "b", "c"} {
+		nodes = append(nodes, filepath.Dir(fixture.Planted(t, filepath.Join(dir, n), func(d map[string]any) {
+			if n != "c" {
+				return
+			}
+			for _, r := range d["results"].([]any) {
+				if m := r.(map[string]any); strings.HasSuffix(m["id"].(string), ".after") {
+					m["outcome"] = "fail"
+				}
+			}
+		})))
+	}
+	code, out, _ := runCLI(t, append([]string{"--gate"}, nodes...)...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	last := lines[len(lines)-1]
+	if code != 1 || !strings.HasPrefix(last, "fleet: FAIL — 1 of 3 nodes failing (c); 7 cases met on some nodes and missed on others; 0 gating outliers") {
+		t.Errorf("exit %d, last line %q", code, last)
+	}
+	if n := strings.Count(out, "\n  case host.memfd.canary."); n != 3 || !strings.Contains(out, "… and 4 more cases met on some nodes") || !strings.Contains(out, "  … and 4 more (--json lists every one)") {
+		t.Errorf("%d per-case reason lines, want 3 and a count of the rest:\n%s", n, out)
+	}
+	if code, out, _ := runCLI(t, nodes[:2]...); code != 0 || !strings.HasPrefix(lines0(out), "fleet: PASS — 2 nodes") {
+		t.Errorf("two healthy nodes: exit %d, last line %q", code, lines0(out))
+	}
+}
+
+// lines0 is the last line of out.
+func lines0(out string) string {
+	l := strings.Split(strings.TrimSpace(out), "\n")
+	return l[len(l)-1]
+}
