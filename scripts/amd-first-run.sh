@@ -28,7 +28,7 @@
 #               on the same allocation kind, and hip.pinned.hsavmem (the same
 #               f32 add launched through HIP on HSA fine-grained vmem)
 #   runs/gate   the default suite gated against expectations/amd-gfx942-reported
-#               (with its rocm6/skips.txt where ROCm's .info/version is 6.x)
+#               (with its rocm6/skips.txt where the ranks report HIP 6.x)
 #   runs/baseline-run + baseline/<stack>
 #               a --update-expectations baseline of this machine, in a new folder
 #   system/kfd-io-links.txt, cmdline.txt, amdgpu-params.txt, partition.txt,
@@ -55,6 +55,42 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
+
+# hip_runtime FILE...: the HIP runtime version the ranks reported in the
+# first of these results.json files that has one (environment.gpus[].runtime,
+# "hip 6.4.43484": rank/hip's DeviceInfo.Runtime, the libamdhip64 the ranks
+# loaded), or nothing. The gate's runtime line is keyed from it, never from
+# /opt/rocm/.info/version: a distro ROCm (Debian: /usr/lib, no /opt/rocm)
+# has no such file, and a host with two installs can load another release
+# than the file names (issue 50, Q4).
+hip_runtime() {
+  local f v
+  for f in "$@"; do
+    [ -r "$f" ] || continue
+    v=$(grep -Eo '"runtime": *"hip [0-9]+\.[0-9][0-9.]*"' "$f" | head -n 1 | sed -E 's/.*"hip ([0-9.]+)"$/\1/')
+    [ -n "$v" ] && { echo "$v"; return 0; }
+  done
+  return 1
+}
+
+# rocm_line VERSION: the baseline's runtime line (a folder under it, from
+# internal/amdreported's Row.SkipOn) for a HIP runtime version; none for
+# ROCm 7 and later.
+rocm_line() {
+  case $1 in
+  6.*) echo rocm6 ;;
+  esac
+}
+
+# --runtime-line FILE...: print the runtime version and line the gate would
+# use for these results.json files (scripts/check-amd-first-run.sh checks
+# the keying with it), then stop.
+if [ "${1:-}" = --runtime-line ]; then
+  shift
+  v=$(hip_runtime "$@") || { echo "none"; exit 0; }
+  echo "hip $v ${v:+$(rocm_line "$v")}"
+  exit 0
+fi
 cd "$root"
 
 host=$(hostname -s 2>/dev/null || echo host)
@@ -265,13 +301,16 @@ suite contrast-hip-pinned "$(b hip)" $(kind --pinned) --ginkgo.focus='\.contrast
 # On ROCm 6.x hipMemCreate rejects the Uncached type, so every hip.uncached
 # case skips: the gate adds the baseline's rocm6/skips.txt (generated from
 # internal/amdreported) there, and only there, so a skip on ROCm 7 stays a
-# finding. The version is ROCm's own file; unknown, the gate goes without.
+# finding. The version is the HIP runtime the ranks reported in the steps
+# before (hip_runtime); where no rank opened HIP, the gate goes without.
 gate_exp=$root/expectations/amd-gfx942-reported
-rocm_version=$(cat "$sysroot${ROCM_PATH:-/opt/rocm}/.info/version" 2>/dev/null || cat "$sysroot/opt/rocm/.info/version" 2>/dev/null)
-case $rocm_version in
-  6.*) gate_exp=$gate_exp,$gate_exp/rocm6/skips.txt ;;
-  '') printf '%-28s %s\n' gate-runtime "ROCm version unknown (no .info/version): gated without rocm6/skips.txt" >>"$summary" ;;
-esac
+if hip_ver=$(hip_runtime "$out"/runs/{suite,repro-hip-pinned,repro-hip-uncached,contrast-hip-pinned}/results.json); then
+  line=$(rocm_line "$hip_ver")
+  [ -n "$line" ] && gate_exp=$gate_exp,$gate_exp/$line/skips.txt
+  printf '%-28s %s\n' gate-runtime "hip $hip_ver (the ranks' results.json): gated ${line:+with $line/skips.txt}${line:-without a runtime line}" >>"$summary"
+else
+  printf '%-28s %s\n' gate-runtime "no rank reported a HIP runtime (no hip device in the steps' results.json): gated without a runtime line" >>"$summary"
+fi
 suite gate "$(b auto)" --expectations="$gate_exp" --allow-stack-mismatch
 suite baseline-run "$(b auto)" --expectations="$out/baseline/this-machine" --update-expectations
 # On PCIe (gfx10/11/12) KFD's atomics bits speak of each GPU's root port,

@@ -7,7 +7,8 @@
 # with --trace, the reproductions (the forced fine step on gfx1201), the
 # contrast step, the gate against the reported gfx942 baseline and a new
 # baseline; every copy metric names its engine; a failing step (the fake
-# rocm-smi exits 3) is recorded and does not stop it; no /dev/kfd, a reused
+# rocm-smi exits 3) is recorded and does not stop it; the gate's runtime
+# line comes from the ranks' HIP runtime, not /opt/rocm/.info/version; no /dev/kfd, a reused
 # output folder and a bad knob are one line and exit 2.
 set -uo pipefail
 bin=${1:?usage: check-amd-first-run.sh specs.test OUTDIR}; out=${2:?}
@@ -56,10 +57,11 @@ machine() {
   if [ "$gfx" = gfx942 ]; then link='type 11\nnode_from 2\nnode_to 3\nflags 1\n'; else link='type 2\nnode_from 2\nnode_to 3\nflags 13\n'; fi
   printf "$link" >"$r/sys/class/kfd/kfd/topology/nodes/2/io_links/0/properties"
   [ -n "$part" ] && echo "$part" >"$r/sys/class/drm/card0/device/current_compute_partition"
-  # ROCm's version file: 6.x on the gfx942, 7.x on the gfx1201 (the gate
-  # adds rocm6/skips.txt on 6.x only).
-  mkdir -p "$r/opt/rocm/.info"
-  if [ "$gfx" = gfx942 ]; then echo 6.4.3-120 >"$r/opt/rocm/.info/version"; else echo 7.2.4-40 >"$r/opt/rocm/.info/version"; fi
+  # ROCm's version file, which must not key the gate (issue 50, Q4): none
+  # on the gfx942 (Debian's ROCm lives in /usr/lib, no /opt/rocm), a stale
+  # 6.x on the gfx1201 (a second install the ranks do not load). The ranks
+  # here are the host stand-in's, which report no HIP runtime.
+  if [ "$gfx" = gfx1201 ]; then mkdir -p "$r/opt/rocm/.info"; echo 6.4.3-120 >"$r/opt/rocm/.info/version"; fi
   mkdir -p "$out/fakebin-$gfx"
   # The gfx1201 desktop has its Ryzen iGPU (gfx1036) enabled, listed first.
   local agents=$gfx; [ "$gfx" = gfx1201 ] && agents="gfx1036 gfx1201 gfx1201"
@@ -130,16 +132,31 @@ for gfx in gfx1201 gfx942; do
   # so the gate is refused as comparing nothing (docs/GATING.md); on AMD it gates.
   grep -q 'expectations/amd-gfx942-reported' "$fr/runs/gate.log" && grep -Eq '^p2patomics: (PASS|FAIL) — |shares [0-9]+ of this run' "$fr/runs/gate.log" \
     || fail "$gfx: the gate step did not gate against the reported baseline"
-  # Issue 40 (P2b): ROCm 6.x skips every hip.uncached case; only there is
-  # the baseline's rocm6/skips.txt added.
-  if [ $gfx = gfx942 ]; then
-    grep -Eq '^gate +exit .*amd-gfx942-reported,.*amd-gfx942-reported/rocm6/skips.txt ' "$fr/summary.txt" || fail "gfx942 (ROCm 6.4.3): the gate does not add rocm6/skips.txt: $(grep '^gate' "$fr/summary.txt")"
-  else
-    ! grep -q 'rocm6/skips.txt' "$fr/summary.txt" || fail "gfx1201 (ROCm 7.2.4): the gate adds rocm6/skips.txt"
-  fi
+  # Issue 40 (P2b), issue 50 (Q4): ROCm 6.x skips every hip.uncached case;
+  # the baseline's rocm6/skips.txt is added only where the ranks reported a
+  # HIP 6 runtime (the keying itself: --runtime-line, below). The host
+  # stand-in reports none: no runtime line, whatever /opt/rocm/.info says.
+  grep -Eq '^gate-runtime +no rank reported a HIP runtime' "$fr/summary.txt" || fail "$gfx: the gate's runtime line is not from the ranks: $(grep '^gate-runtime' "$fr/summary.txt")"
+  ! grep -q 'rocm6/skips.txt' "$fr/summary.txt" || fail "$gfx: the gate adds rocm6/skips.txt though no rank reported HIP 6 ($([ $gfx = gfx1201 ] && echo 'a stale /opt/rocm/.info/version says 6.4.3'))"
   grep -qx "$id" "$fr/baseline/this-machine/cases.txt" || fail "$gfx: the new baseline lacks $id"
-  echo "ok:   $gfx: archive with machine facts (io-links, cmdline, amdgpu parameters, partition, BARs, kernel log via dmesg), suite (--trace), repros$([ $gfx = gfx1201 ] && echo ', the forced fine step'), contrast, gate$([ $gfx = gfx942 ] && echo ' (with rocm6/skips.txt)'), new baseline; copy metrics name the engine; a failing step recorded"
+  echo "ok:   $gfx: archive with machine facts (io-links, cmdline, amdgpu parameters, partition, BARs, kernel log via dmesg), suite (--trace), repros$([ $gfx = gfx1201 ] && echo ', the forced fine step'), contrast, gate (runtime line from the ranks, not /opt/rocm), new baseline; copy metrics name the engine; a failing step recorded"
 done
+
+# Issue 50 (Q4): the gate's runtime line is keyed from the HIP runtime the
+# ranks reported in the steps' results.json (environment.gpus[].runtime),
+# the first file that has one: HIP 6.x gives rocm6, 7.x none, no HIP
+# device none.
+mkdir -p "$out/rt"
+printf '{\n  "environment": {\n    "gpus": [\n      {\n        "runtime": "hsa 1.1 amd-ext 1.6 rocr 1.15.0"\n      }\n    ]\n  }\n}\n' >"$out/rt/hsa.json"
+printf '{"environment":{"gpus":[{"name":"AMD Instinct MI300X","runtime":"hip 6.4.43484"}]}}\n' >"$out/rt/hip6.json"
+printf '{\n  "environment": {\n    "gpus": [\n      {\n        "runtime": "hip 7.2.53211"\n      }\n    ]\n  }\n}\n' >"$out/rt/hip7.json"
+for c in "hsa.json hip6.json|hip 6.4.43484 rocm6" "hip7.json hip6.json|hip 7.2.53211 " "missing.json hsa.json|none"; do
+  files=${c%%|*} want=${c#*|}
+  args=(); for f in $files; do args+=("$out/rt/$f"); done
+  got=$(bash scripts/amd-first-run.sh --runtime-line "${args[@]}" 2>&1)
+  [ "$got" = "$want" ] || fail "runtime line for $files: '$got', want '$want'"
+done
+echo "ok:   the gate's runtime line comes from the ranks' HIP runtime (6.x: rocm6; 7.x and no HIP: none)"
 
 # Issue 25, item 9: no AMD GPU (no /dev/kfd) stops before anything runs.
 PATH=$out/fakebin-gfx942:$out/fakebin:$PATH P2PAT_SPECS=$bin P2PAT_FIRST_RUN_ROOT=$out/empty-root \

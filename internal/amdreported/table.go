@@ -59,7 +59,7 @@ var Table = []Row{
 		SkipOn:  "rocm6",
 		SkipReason: "ROCm 6.x: hipMemCreate rejects the Uncached allocation type (0x40000000), so every\n" +
 			"hip.uncached case skips (rank/hip TestUncachedOnCLR6IsASkip). Only for ROCm 6.x runs:\n" +
-			"scripts/amd-first-run.sh adds this file to the gate when the ROCm version is 6.",
+			"scripts/amd-first-run.sh adds this file to the gate when the ranks report a HIP 6.x runtime.",
 		Reason: "HIP VMem Uncached (0x40000000): honoured only on gfx12.0 by late-2026 ROCr, so on gfx942 it takes\n" +
 			"the coarse-grained pool as Pinned does and P2P atomics fault the same way (ROCm 6.x rejects the\n" +
 			"type in hipMemCreate: those runs skip). ROCm/iris issue #418."},
