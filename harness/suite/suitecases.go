@@ -136,6 +136,9 @@ func (s *selfChecks) sigtermChild(dir string) (report.Outcome, string, string) {
 			return report.Error, "remove the child's " + f + ": " + err.Error(), ""
 		}
 	}
+	if err := os.RemoveAll(filepath.Join(dir, "heatmaps")); err != nil {
+		return report.Error, "remove the child's heatmaps: " + err.Error(), ""
+	}
 	_ = report.WriteAtomic(filepath.Join(dir, CanaryNote), []byte(canaryNote))
 	return report.Pass, "child suite got SIGTERM mid-case, exited 4 (INTERRUPTED), wrote results.json with the case incomplete", ""
 }
