@@ -13,9 +13,14 @@
 // suite's stack and shared-case rules (a refused baseline is exit 2).
 //
 // Pair convention and file names: see package p2patomics/harness/pairs.
-// Exit status: 0 on success (also when the run has no results,
-// which it says on stderr), 2 on a usage error, an unreadable results.json
-// or a refused baseline.
+// The verdict line names the run's own case folders (beside its
+// results.json), never folders under --out, where only pictures go.
+//
+// Exit status: 0 on success, whatever the run's verdict (the pictures are
+// no gate; p2preport's exit status is the verdict's), also when the run
+// has no results, which it says on stderr; 1 when a picture could not be
+// written; 2 on a usage error, an unreadable results.json, a refused
+// baseline or an --out another user could redirect; 3 a record of no run.
 package main
 
 import (
@@ -78,15 +83,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "p2pheatmap: %v\n", err)
 		return 2
 	}
-	rj := expect.Rejudge{Out: *out, AllowStackMismatch: *allowMismatch}
+	// The case folders the verdict line names are the run's own (beside
+	// its results.json), not under --out, where only pictures go (issue
+	// 49 U22 named folders that do not exist).
+	rj := expect.Rejudge{Out: filepath.Dir(pos[0]), AllowStackMismatch: *allowMismatch}
 	if *exps != "" {
 		if rj.Set, err = expect.LoadList(*exps); err != nil {
 			fmt.Fprintf(stderr, "p2pheatmap: %v\n", err)
 			return 2
 		}
 		rj.Gate = *exps
-	} else if rep.Gate != nil {
-		rj.Gate = "as recorded in " + pos[0] // as p2preport says it
+	} else if rep.Gate != nil && (rep.Summary == nil || rep.Summary.Gate == "") {
+		rj.Gate = "as recorded in " + pos[0] // as p2preport says it; a summary names the baseline itself
 	}
 	if err := expect.JudgeReport(rep, rj); err != nil {
 		fmt.Fprintf(stderr, "p2pheatmap: --expectations=%s: %v\n", *exps, err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"p2patomics/cmd/internal/fixture"
 	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 )
@@ -42,5 +43,25 @@ func TestRun(t *testing.T) {
 		if n := strings.Count(se.String(), "\n"); n != 1 {
 			t.Errorf("%v: stderr is %d lines: %q", args, n, se.String())
 		}
+	}
+}
+
+// Issue 49 U22: the verdict line names the run's own case folders (beside
+// its results.json, where they exist), not folders under --out, where only
+// pictures go; the pictures are no gate, so the exit status stays 0
+// (documented: p2preport's is the verdict's).
+func TestVerdictNamesFoldersThatExist(t *testing.T) {
+	runDir := filepath.Join(t.TempDir(), "run")
+	in := fixture.Planted(t, runDir, fixture.CrashMarkedExpected(t))
+	if err := os.MkdirAll(filepath.Join(runDir, "cases", fixture.After), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "hm")
+	var so, se bytes.Buffer
+	rc := run([]string{"--out=" + out, in}, &so, &se)
+	lines := strings.Split(strings.TrimSpace(so.String()), "\n")
+	last := lines[len(lines)-1]
+	if rc != 0 || !strings.HasPrefix(last, "p2patomics: FAIL") || !strings.Contains(last, filepath.Join(runDir, "cases", fixture.After)) || strings.Contains(last, out) {
+		t.Errorf("exit %d, last line %q; want FAIL naming %s", rc, last, filepath.Join(runDir, "cases", fixture.After))
 	}
 }

@@ -95,14 +95,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// The suite's rules (expect.JudgeReport): a baseline for another stack
 	// is refused unless --allow-stack-mismatch, one that shares too few
 	// cases always, before anything is rewritten.
-	rj := expect.Rejudge{Out: dir, AllowStackMismatch: *allowMismatch}
+	// The case folders a verdict line names are the run's own (beside its
+	// results.json, where the suite wrote them), wherever --out puts the
+	// reports: issue 49 U22 named folders under --out that do not exist.
+	rj := expect.Rejudge{Out: filepath.Dir(path), AllowStackMismatch: *allowMismatch}
 	if *exps != "" {
 		if rj.Set, err = expect.LoadList(*exps); err != nil {
 			fmt.Fprintf(stderr, "p2preport: %v\n", err)
 			return 2
 		}
 		rj.Gate = *exps
-	} else if rep.Gate != nil {
+	} else if rep.Gate != nil && (rep.Summary == nil || rep.Summary.Gate == "") {
+		// A gated run names its baseline in summary.gate (JudgeReport
+		// keeps it: the replay says what the live run said, U22); an
+		// older record does not.
 		rj.Gate = "as recorded in " + path
 	}
 	// The run's start; results.json files from before the suite recorded
