@@ -120,6 +120,9 @@ func TestMain(m *testing.M) {
 	}
 	run = r
 	run.Style = outputs.StdoutStyle()
+	// The suite's lines go to the real stdout even while testing's are
+	// kept off it (runQuietly swaps os.Stdout around TestSpecs).
+	run.Stdout = os.Stdout
 	if opts.List || suiteCfg.DryRun {
 		// The selected case ids, one a line; nothing runs and no report
 		// is written. The probes go to stderr so the list stays clean.
@@ -153,6 +156,13 @@ func TestMain(m *testing.M) {
 		// go test passes -test.timeout=10m unless told otherwise; its
 		// alarm panics and loses the report, so the run stops first.
 		run.StopAfter(d-min(d/10, 30*time.Second), "-test.timeout="+d.String())
+		// testing's alarm becomes a backstop a minute later: at 10s the
+		// stop has 1s to kill the ranks and write the reports, and on a
+		// loaded machine the alarm's panic must not cut that write short.
+		if err := flag.Set("test.timeout", (d + time.Minute).String()); err != nil {
+			fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+			os.Exit(suite.ExitUsage)
+		}
 	}
 	if d := suiteCfg.Timeout; d > 0 {
 		// Ginkgo's own suite timeout (1h unless told) would skip the
@@ -209,7 +219,6 @@ func suiteEnvSet() bool {
 // stdout). Under go test -json (-test.v=test2json) they stay: test2json
 // reads them, and go test's own ok/FAIL follows the exit status.
 func runQuietly(m *testing.M) {
-	run.Stdout = os.Stdout
 	if flagValue("test.v") == "test2json" {
 		m.Run()
 		return
