@@ -49,6 +49,11 @@ func (b *Backend) eventDone(e uintptr) watchdog.Done {
 // nullIdle is the watchdog's look at the null stream, from the watchdog's
 // own thread: HIP's current device is per thread, so the rank's device is
 // made current there once, then hipStreamQuery(0) asks without waiting.
+// CLR's query (hip_stream.cpp hipStreamQuery_common) may enqueue a marker
+// behind the stream's last command when its fence is dirty and then asks
+// whether the last command completed: an observer that runs nothing on the
+// device. Open's warm-up (warmNullStream) has created the stream before
+// any wait is watched.
 func (b *Backend) nullIdle() watchdog.Done {
 	return func() (bool, string) {
 		if !b.watchDev {
