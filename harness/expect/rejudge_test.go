@@ -185,6 +185,9 @@ func TestWriteBaselineRefusesAForeignLink(t *testing.T) {
 	host := map[string]any{"vendor": backends.HostName, "goarch": "amd64"}
 	rep := &report.Report{Schema: report.Schema, Environment: report.EnvironmentOf(host), Results: []report.Result{
 		{Case: report.ParseCase("host.memfd.a.b", nil), Labels: []string{}, Outcome: report.Pass, Expected: report.Pass, Ranks: []report.Rank{}}}}
+	if err := CheckUpdate(link, rep.Environment, true); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+		t.Errorf("CheckUpdate --force through a foreign link (the suite's check before the first case): %v", err)
+	}
 	err := WriteBaseline(link, rep, nil)
 	if err == nil || !strings.Contains(err.Error(), "the symlink on its way "+link+" belongs to uid 65534") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("WriteBaseline through a foreign link: %v", err)

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
 	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
+	"p2patomics/internal/safefile"
 )
 
 // Refusals of a baseline update (CheckUpdate, PlanUpdate): the one list
@@ -74,8 +76,14 @@ func Fallback(env report.Environment) string {
 // recording into dir, which already holds a baseline, from a run whose
 // stack differs from the folder's "# stack:" header (ErrOtherStack) or
 // that fell back from --backend=auto to the host (ErrFallback). A new
-// folder, or force, is never refused. The error is one line.
+// folder, or force, is never refused on those grounds; a folder another
+// user could redirect (internal/safefile.Ancestors: a foreign link or
+// folder on its way) is refused always, so the suite refuses it before the
+// first case instead of after the run (issue 49 B6). The error is one line.
 func CheckUpdate(dir string, env report.Environment, force bool) error {
+	if err := safefile.Ancestors(safeName, filepath.Join(dir, CasesFile)); err != nil {
+		return fmt.Errorf("expectations: %w", err)
+	}
 	if force {
 		return nil
 	}
