@@ -230,7 +230,10 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	if shadow.NArg() > 0 {
 		return usagef("unexpected argument %q (flags start with --)", shadow.Arg(0))
 	}
-	return refuseEmpty(shadow) // emptyvalues.go
+	if msg := emptyFlag(shadow, allKinds()); msg != "" {
+		return usagef("%s", msg) // emptyvalues.go
+	}
+	return nil
 }
 
 // refuseRetries refuses the go test and Ginkgo flags that would run a case
@@ -466,7 +469,7 @@ func Repro(o *Options, backend, kind, id string, ranks int) string {
 		// The rules are identifiers, digits and :=/,- : nothing to quote.
 		s += " --" + InjectFlag + "=" + strings.Join(rules, ",")
 	}
-	if g := gateFlags(o); g != "" {
+	if g := gateFlags(o.Expectations, o.UpdateExpectations, o.AllowStackMismatch, o.AllowNewFlakes); g != "" {
 		s += " " + g // the gate the case was judged by (repro.go)
 	}
 	return s

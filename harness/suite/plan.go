@@ -179,7 +179,8 @@ func (p *Plan) reproGate() string {
 	if p.gate == nil {
 		return ""
 	}
-	return gateFlags(p.Opts)
+	o := p.Opts
+	return gateFlags(o.Expectations, o.UpdateExpectations, o.AllowStackMismatch, o.AllowNewFlakes)
 }
 
 // inGroups is items in the plan's group order, one slice per backend and
