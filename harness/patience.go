@@ -219,16 +219,21 @@ func (p *patience) extend(deadline time.Time) (shift time.Duration, ok bool) {
 	return st + p.extra, true
 }
 
-// note is what the case's detail says about its patience, "" when it was
-// never extended.
+// note is what the case's detail says about its patience: its budget
+// extended, or its deadline moved a second or more for the suite's stalls;
+// "" otherwise.
 func (p *patience) note() string {
+	if p == nil {
+		return ""
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.grants == 0 && p.stalls()-p.stall0 == 0 {
+	st := p.stalls() - p.stall0
+	if p.grants == 0 && st < time.Second {
 		return ""
 	}
 	s := ""
-	if st := p.stalls() - p.stall0; st > 0 {
+	if st >= time.Second {
 		s = fmt.Sprintf("deadline moved %.1f s for the suite's own stalls", st.Seconds())
 	}
 	if p.grants > 0 {

@@ -732,6 +732,11 @@ func (r *Runner) backstop(cr *caseRun) bool {
 // must not trust.
 func (r *Runner) finish(cr *caseRun) {
 	c, w := cr.c, cr.w
+	if n := cr.pat.note(); n != "" {
+		// A case that needed more than its budget says so, pass or not:
+		// how close a healthy run came to a timeout is worth seeing.
+		cr.res.Detail = strings.TrimPrefix(cr.res.Detail+"; "+n, "; ")
+	}
 	r.endWatch(c, w, cr.cw, cr.res)
 	r.noteSetup(c, *cr.res, cr.err)
 	r.noteWedge(c, *cr.res, cr.err)
