@@ -39,6 +39,7 @@ import (
 	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/internal/cli"
+	"p2patomics/internal/safefile"
 	"p2patomics/kernels"
 )
 
@@ -91,6 +92,12 @@ lost a case; 2 a usage error.`
 	}
 	if o.out, err = filepath.Abs(o.out); err != nil {
 		fmt.Fprintf(stderr, "p2pmutate: --out: %v\n", err)
+		return 2
+	}
+	// Nobody but this user or root may be able to redirect --out
+	// (internal/safefile, the suite's rule; issue 49 B6).
+	if err := safefile.Ancestors("--out", filepath.Join(o.out, "mutate.json")); err != nil {
+		fmt.Fprintf(stderr, "p2pmutate: %v\n", err)
 		return 2
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
@@ -162,11 +169,11 @@ lost a case; 2 a usage error.`
 	text := sc.text()
 	fmt.Fprint(stdout, text)
 	b, _ := json.MarshalIndent(sc, "", "  ")
-	if err := os.WriteFile(filepath.Join(o.out, "mutate.json"), append(b, '\n'), 0o644); err != nil {
+	if err := safefile.WriteFile("--out", filepath.Join(o.out, "mutate.json"), append(b, '\n'), 0o644); err != nil {
 		fmt.Fprintf(stderr, "p2pmutate: %v\n", err)
 		return 1
 	}
-	if err := os.WriteFile(filepath.Join(o.out, "mutate.txt"), []byte(text), 0o644); err != nil {
+	if err := safefile.WriteFile("--out", filepath.Join(o.out, "mutate.txt"), []byte(text), 0o644); err != nil {
 		fmt.Fprintf(stderr, "p2pmutate: %v\n", err)
 		return 1
 	}

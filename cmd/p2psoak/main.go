@@ -31,6 +31,7 @@ import (
 
 	"p2patomics/harness/report"
 	"p2patomics/internal/cli"
+	"p2patomics/internal/safefile"
 	"p2patomics/wire"
 )
 
@@ -131,6 +132,13 @@ Exit status: 0 every run held; 1 one did not (each failure one line);
 		return 2
 	}
 	abs, _ := filepath.Abs(*specs)
+	// --out is removed and made afresh: nobody but this user or root may
+	// be able to redirect it (internal/safefile, the suite's rule; issue
+	// 49 B6), or RemoveAll would empty where another user points.
+	if err := safefile.Ancestors("--out", filepath.Join(*out, "log")); err != nil {
+		fmt.Fprintf(stderr, "p2psoak: %v\n", err)
+		return 2
+	}
 	if err := os.RemoveAll(*out); err != nil {
 		fmt.Fprintf(stderr, "p2psoak: %v\n", err)
 		return 2
