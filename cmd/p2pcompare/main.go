@@ -168,9 +168,10 @@ func readSide(arg string, stderr io.Writer) ([]*report.Report, int) {
 			fmt.Fprintf(stderr, "p2pcompare: %s: %v\n", p, err)
 			return nil, report.ExitNoResult
 		}
-		// Read as a replay through the suite's judge (stream.Judged: the
-		// recorded verdicts kept, a case without one judged as the suite
-		// would), so both sides are judged runs whatever wrote them.
+		// Read as a replay through the suite's judge (stream.Judged: each
+		// recorded verdict re-checked against its outcomes, expect.Recheck,
+		// a case without one judged as the suite would), so both sides are
+		// judged runs whatever wrote them.
 		if err := stream.JudgeRecord(rep, time.Unix(0, 0), expect.Rejudge{}); err != nil {
 			fmt.Fprintf(stderr, "p2pcompare: %s: %v\n", p, err)
 			return nil, 2

@@ -235,7 +235,8 @@ func judgeRun(ns *NodeSummary, rep *report.Report, fail func(string, ...any)) []
 	ns.GPUs = gpuCount(rep.Environment)
 	ns.Ranks = flagRanks(rep.Environment)
 	// Replayed through the suite's judge (stream.Judged: the recorded
-	// verdicts kept, a case without one judged by the verdict's rule), on
+	// verdicts re-checked against the outcomes, a case without one judged
+	// by the verdict's rule), on
 	// a copy: the run's own summary and gate are read below as recorded.
 	judged := *rep
 	if err := stream.JudgeRecord(&judged, time.Unix(0, 0), expect.Rejudge{}); err != nil {

@@ -8,7 +8,8 @@
 //	p2pheatmap --out DIR [--expectations=PATH[,PATH] [--allow-stack-mismatch]] results.json
 //
 // The pictures' verdicts are the run's (expect.JudgeReport, the judge
-// every tool shows): the verdicts results.json recorded, or, with
+// every tool shows): the run's recorded verdicts, each re-checked against
+// its outcomes (expect.Recheck: one they contradict is judged again), or, with
 // --expectations, a fresh judgement against that baseline with the
 // suite's stack and shared-case rules (a refused baseline is exit 2).
 //

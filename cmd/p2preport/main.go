@@ -11,7 +11,9 @@
 //	p2preport [--expectations=PATH[,PATH] [--allow-stack-mismatch]] [--out=DIR] RUN/results.json
 //
 // Without --expectations a case keeps the verdict the run recorded (a
-// gated run's), else is judged against its own expected outcome, with
+// gated run's) where its outcomes agree with it (expect.Recheck: a crash
+// recorded as expected in a pass case is a regression), else is judged
+// against its own expected outcome, with
 // not-supported results (a capability the devices reported absent) listed
 // apart. With --expectations every case is judged against that baseline,
 // with the suite's rules: a baseline whose "# stack:" header is not the

@@ -104,7 +104,8 @@ func JudgeRun(results []report.Result, s *Set, env report.Environment, selected 
 // Rejudge is how JudgeReport judges a recorded run.
 type Rejudge struct {
 	// Set is the baseline to judge against afresh; nil keeps the verdicts
-	// the run recorded (a gated run's), judging only cases without one.
+	// the run recorded (a gated run's) where the outcomes agree with them
+	// (Recheck), judging the cases without one.
 	Set *Set
 	// Gate names Set's paths (with Set), or the recorded gate (without).
 	Gate string

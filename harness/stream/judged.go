@@ -12,7 +12,7 @@ import (
 // Judged judges a recorded run as it is replayed, by the suite's judge
 // (harness/expect: outcomes and metrics alike) with the suite's rules for
 // a recorded run (expect.JudgeReport, Rejudge's baseline or the recorded
-// verdicts): on RunDone it judges the report in place, so a sink fed after
+// verdicts, each re-checked against its outcomes by expect.Recheck): on RunDone it judges the report in place, so a sink fed after
 // it (Reports) writes the judged run. It counts the CaseDone events it
 // was fed: a replay that carried fewer results than the record holds is
 // an error, never a verdict over the ones that came. The offline tools
