@@ -60,3 +60,31 @@ func TestJudgedSink(t *testing.T) {
 		t.Errorf("a refused judgement fed %d events to the sinks", len(rec.got))
 	}
 }
+
+// Issue 49 S3: a replayed record whose verdict its outcome contradicts (a
+// pass case recorded as a crash, its verdict still "expected") reaches the
+// sinks judged again: a regression, the run FAIL, exit 1.
+func TestJudgedSinkRechecksARecordedLie(t *testing.T) {
+	rep, err := report.Read("../report/testdata/host-results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := -1
+	for k, r := range rep.Results {
+		if r.Expected == report.Pass && r.Outcome == report.Pass && i < 0 {
+			i = k
+		}
+	}
+	if i < 0 {
+		t.Fatal("the fixture has no passing case")
+	}
+	rep.Results[i].Outcome, rep.Results[i].Verdict = report.Crash, report.Expected
+	rec := &recorder{}
+	if err := stream.JudgeRecord(rep, time.Unix(0, 0), expect.Rejudge{}, rec); err != nil {
+		t.Fatal(err)
+	}
+	last := rec.got[len(rec.got)-1].(stream.RunDone)
+	if v := last.Report.Results[i].Verdict; v != report.Regression || last.Report.Summary.ExitStatus != report.ExitFail {
+		t.Errorf("the sink saw verdict %s, exit %d; want regression, exit 1", v, last.Report.Summary.ExitStatus)
+	}
+}
