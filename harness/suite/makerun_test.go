@@ -73,3 +73,47 @@ exit $FAKE_RC
 		t.Errorf("a FAIL run's exit_status: %q", b)
 	}
 }
+
+// Issue 49 B5 through scripts/run: it marked OUT as a run before the suite
+// ran (touch OUT/.p2patomics-out), so OUT=<a folder of the user's> became
+// a run the suite moved aside, and the next run removed. The suite alone
+// decides what is a run.
+func TestScriptsRunMarksNoFolder(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Fatalf("make is what scripts/run runs: %v", err)
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"Makefile", "scripts/run"} {
+		b, err := os.ReadFile(filepath.Join("../..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755)
+		os.WriteFile(filepath.Join(dir, f), b, 0o755)
+	}
+	os.Mkdir(filepath.Join(dir, "bin"), 0o755)
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "go.sum"), nil, 0o644)
+	// The stand-in refuses, as the suite refuses a folder that is not a
+	// run, touching nothing; it is newer than go.mod, so make build keeps it.
+	os.WriteFile(filepath.Join(dir, "bin", "specs.test"), []byte("#!/bin/sh\nexit 2\n"), 0o755)
+	proj := filepath.Join(dir, "proj")
+	os.Mkdir(proj, 0o755)
+	os.WriteFile(filepath.Join(proj, "important.txt"), []byte("precious\n"), 0o644)
+	cmd := exec.Command(filepath.Join(dir, "scripts", "run"), "--backend=host")
+	cmd.Env = append(os.Environ(), "OUT="+proj)
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 2 {
+		t.Fatalf("scripts/run: %v, want the stand-in's exit 2: %s", cmd.ProcessState, out)
+	}
+	if _, err := os.Stat(filepath.Join(proj, OutMarker)); !os.IsNotExist(err) {
+		t.Errorf("scripts/run marked the user's folder as a run: %v", err)
+	}
+	os.RemoveAll(proj)
+	cmd = exec.Command(filepath.Join(dir, "scripts", "run"))
+	cmd.Env = append(os.Environ(), "OUT="+proj)
+	cmd.Run()
+	if _, err := os.Stat(proj); !os.IsNotExist(err) {
+		t.Errorf("scripts/run made OUT before the suite ran: %v", err)
+	}
+}
