@@ -194,6 +194,10 @@ func (r *Run) HeardSpec(rep types.SpecReport, skipped string) {
 		l.cutShort(skipped)
 	case rep.State.Is(types.SpecStateTimedout | types.SpecStateInterrupted):
 		l.note(c.ID, "Ginkgo: "+GinkgoFailure(rep))
+	default:
+		// A spec Ginkgo passed whose case left no result: never seen
+		// (Execute records every case it admits), said if it happens.
+		l.note(c.ID, fmt.Sprintf("Ginkgo: spec %s before its case recorded a result", rep.State))
 	}
 }
 
