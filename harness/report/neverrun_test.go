@@ -30,6 +30,13 @@ func TestVerdictLineCountsCasesNeverRun(t *testing.T) {
 	if !strings.Contains(s.Line, "3 unexpected (2 regression, 1 missing) (2 never run: ") {
 		t.Errorf("mixed line %q", s.Line)
 	}
+	// Several streaks: how many cases they were judged from, the first.
+	res[2].Verdict = Regression
+	res[2].JudgedFrom = &JudgedFrom{Case: "host.memfd.counter.z", Outcome: Timeout}
+	s = Summarize(res, "expectations/x", "out")
+	if !strings.Contains(s.Line, "3 regressions (2 never run: judged from 2 earlier cases, first "+streak+" (crash)): ") {
+		t.Errorf("two streaks: %q", s.Line)
+	}
 	// Without a not-run case the line is as before.
 	s = Summarize(res[:1], "expectations/x", "out")
 	if strings.Contains(s.Line, "never run") {

@@ -496,28 +496,35 @@ func (s Summary) unexpectedHead() string {
 // (issue 49 U20). The reason is the one they share, else how many differ.
 func (s Summary) neverRun() string {
 	n := 0
-	why := map[string]bool{}
-	first := ""
+	var why []string
+	seen := map[string]bool{}
 	for _, u := range s.Unexpected {
 		if u.Outcome != NotRunOutcome {
 			continue
 		}
 		n++
 		r := strings.TrimPrefix(strings.TrimPrefix(u.Note, "control lost: "), "not run, ")
-		if !why[r] && first == "" {
-			first = r
+		if r != "" && !seen[r] {
+			seen[r] = true
+			why = append(why, r)
 		}
-		why[r] = true
 	}
 	switch {
 	case n == 0:
 		return ""
-	case len(why) == 1 && first != "":
-		return fmt.Sprintf(" (%d never run: %s)", n, first)
-	case first != "":
-		return fmt.Sprintf(" (%d never run: %s, and %d other reasons)", n, first, len(why)-1)
+	case len(why) == 0:
+		return fmt.Sprintf(" (%d never run)", n)
+	case len(why) == 1:
+		return fmt.Sprintf(" (%d never run: %s)", n, why[0])
 	}
-	return fmt.Sprintf(" (%d never run)", n)
+	from := true
+	for _, r := range why {
+		from = from && strings.HasPrefix(r, "judged from ")
+	}
+	if from {
+		return fmt.Sprintf(" (%d never run: judged from %d earlier cases, first %s)", n, len(why), strings.TrimPrefix(why[0], "judged from "))
+	}
+	return fmt.Sprintf(" (%d never run: %s; %d other reasons)", n, why[0], len(why)-1)
 }
 
 // unexpectedNamed names the first maxNamed unexpected cases, each with its
