@@ -237,7 +237,8 @@ func Recheck(r report.Result, gated, legacy bool, env report.Environment) report
 			s.Flakes = []Pattern{{Re: exact, Text: id}}
 		case v == report.Flake:
 			s.AllowNewFlakes = true
-		case v == report.Expected && r.Outcome == report.Skip:
+		case v == report.Expected && (r.Outcome == report.Skip || r.Outcome == report.NotRunOutcome && r.JudgedFrom != nil && r.JudgedFrom.Outcome == report.Skip):
+			// A skip, or a case judged from a skip, that skips.txt lists.
 			s.Skips = []Pattern{{Re: exact, Text: id}}
 		}
 	}

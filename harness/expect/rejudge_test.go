@@ -150,10 +150,22 @@ func TestRecheckNeverTrustsARecordedVerdict(t *testing.T) {
 		{"known flake", report.Result{Case: c, Outcome: report.Fail, Expected: report.Pass, Verdict: report.KnownFlake}, true, report.KnownFlake},
 		{"allowed flake", report.Result{Case: c, Outcome: report.Fail, Expected: report.Pass, Verdict: report.Flake, Rerun: &report.Attempt{Outcome: report.Pass}}, true, report.Flake},
 		{"recorded regression", report.Result{Case: c, Outcome: report.Pass, Expected: report.Pass, Verdict: report.Regression}, true, report.Regression},
+		{"judged from a crash, marked expected", report.Result{Case: c, Outcome: report.NotRunOutcome, Expected: report.Pass, Verdict: report.Expected, JudgedFrom: &report.JudgedFrom{Case: "host.memfd.a.c", Outcome: report.Crash}}, true, report.Regression},
+		{"judged from a listed crash", report.Result{Case: c, Outcome: report.NotRunOutcome, Expected: report.Pass, Baseline: report.Crash, Verdict: report.ExpectedFail, JudgedFrom: &report.JudgedFrom{Case: "host.memfd.a.c", Outcome: report.Crash}}, true, report.ExpectedFail},
 	} {
 		if got := Recheck(tc.r, tc.gated, false, env); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
+	}
+	// A skip skips.txt lists, and a case judged from one, on a device
+	// that does not advertise the capability (no capability lost).
+	skip := report.Result{Case: report.ParseCase("cuda.vmm.a.b", nil), Outcome: report.Skip, Expected: report.Pass, Verdict: report.Expected}
+	if got := Recheck(skip, true, false, report.Environment{}); got != report.Expected {
+		t.Errorf("skip listed in skips.txt: %s", got)
+	}
+	skip.Outcome, skip.JudgedFrom = report.NotRunOutcome, &report.JudgedFrom{Case: "cuda.vmm.a.c", Outcome: report.Skip}
+	if got := Recheck(skip, true, false, report.Environment{}); got != report.Expected {
+		t.Errorf("judged from a listed skip: %s", got)
 	}
 	// A record from before Result.Baseline (no summary) lists a gated
 	// expected-fail by its outcome alone.
