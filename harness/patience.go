@@ -212,7 +212,9 @@ func (p *patience) extend(deadline time.Time) (shift time.Duration, ok bool) {
 	if grant.After(hard) {
 		grant = hard
 	}
-	p.extra = grant.Sub(deadline) - st
+	// The shift only grows: waits with later deadlines (teardown's) share
+	// it with the body's.
+	p.extra = max(p.extra, grant.Sub(deadline)-st)
 	p.grants++
 	p.why = fmt.Sprintf("extended %d times while moving (last: %s)", p.grants, how)
 	p.prev, p.cur = base, s
