@@ -1,6 +1,8 @@
 package suite
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -41,5 +43,32 @@ func TestSigtermCanaryBlamesAFullDisk(t *testing.T) {
 	}, plenty)
 	if out != report.Fail || n != 1 || strings.Contains(why, "full") {
 		t.Errorf("a real failure: %s %q after %d runs", out, why, n)
+	}
+}
+
+// Issue 49 U15: every green out/ held suite/sigterm/{results.json,
+// report.html,summary.txt} saying "INTERRUPTED — 0 of 1 case ran". The
+// canary's child folder keeps its results.json (the evidence) and a note
+// saying whose it is; its derived reports go.
+func TestCanaryChildKeepsOnlyItsRecord(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"results.json", "junit.xml", "summary.txt", "report.html", "results.csv", "failures.csv", "ginkgo.log", OutMarker} {
+		os.WriteFile(filepath.Join(dir, f), []byte("INTERRUPTED\n"), 0o644)
+	}
+	os.MkdirAll(filepath.Join(dir, "heatmaps"), 0o755)
+	os.WriteFile(filepath.Join(dir, "heatmaps", "index.html"), nil, 0o644)
+	if err := keepCanaryRecord(dir); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	if got := strings.Join(left, " "); got != OutMarker+" "+CanaryNote+" ginkgo.log results.json" {
+		t.Errorf("left in the canary's folder: %s", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, CanaryNote)); !strings.Contains(string(b), "not the run's verdict") {
+		t.Errorf("%s: %q", CanaryNote, b)
 	}
 }

@@ -33,11 +33,15 @@ const (
 	// PlantFlaky fails on its first run in a suite process and passes on
 	// the rerun: scripts/check-gate.sh's planted flake.
 	PlantFlaky
+	// PlantPanic is a case whose body panics in the suite process:
+	// scripts/check-cli.sh's proof that Ginkgo's report of the panic
+	// reaches the results (Run.HeardSpec), a fail naming it.
+	PlantPanic
 	plants
 )
 
 // plantEnv is each plant's variable ("1" plants it), spelt here only.
-var plantEnv = [plants]string{PlantSleep: "P2PAT_INTERNAL_SLEEP_CASE", PlantFlaky: "P2PAT_INTERNAL_FLAKY"}
+var plantEnv = [plants]string{PlantSleep: "P2PAT_INTERNAL_SLEEP_CASE", PlantFlaky: "P2PAT_INTERNAL_FLAKY", PlantPanic: "P2PAT_INTERNAL_PANIC"}
 
 // PlantFunc builds a planted case for one backend and kind.
 type PlantFunc func(o *Options, backend, kind string) *harness.Case
@@ -126,21 +130,28 @@ func (s *selfChecks) sigtermChild(dir string) (report.Outcome, string, string) {
 	if out, why := checkTerminated(cmd, dir); out != report.Pass {
 		return out, why, stderr.String()
 	}
-	// The child's junit.xml is of another run than this one (derived from
-	// its results.json, which stays as the evidence): a CI job collecting
-	// <out>/**/junit.xml must not take it for a run of its own. Its
-	// summary.txt and report.html said INTERRUPTED in a green out/ (issue
-	// 49 U15): they go too, and a note says whose the record is.
-	for _, f := range []string{"junit.xml", "summary.txt", "report.html", "results.csv", "failures.csv"} {
-		if err := os.Remove(filepath.Join(dir, f)); err != nil && !os.IsNotExist(err) {
-			return report.Error, "remove the child's " + f + ": " + err.Error(), ""
+	if err := keepCanaryRecord(dir); err != nil {
+		return report.Error, err.Error(), ""
+	}
+	return report.Pass, "child suite got SIGTERM mid-case, exited 4 (INTERRUPTED), wrote results.json with the case incomplete", ""
+}
+
+// keepCanaryRecord leaves of the SIGTERM canary's child run in dir only
+// its results.json (the case's evidence), beside a note saying whose it
+// is. The child's junit.xml is of another run than this one: a CI job
+// collecting <out>/**/junit.xml must not take it for a run of its own. Its
+// summary.txt, report.html and heatmaps said INTERRUPTED in a green out/
+// (issue 49 U15): they go too.
+func keepCanaryRecord(dir string) error {
+	for _, f := range []string{"junit.xml", "summary.txt", "report.html", "results.csv", "failures.csv", "heatmaps"} {
+		if err := os.RemoveAll(filepath.Join(dir, f)); err != nil {
+			return fmt.Errorf("remove the child's %s: %w", f, err)
 		}
 	}
-	if err := os.RemoveAll(filepath.Join(dir, "heatmaps")); err != nil {
-		return report.Error, "remove the child's heatmaps: " + err.Error(), ""
-	}
+	// The note is a courtesy: a disk too full for it takes nothing from
+	// the canary's verdict.
 	_ = report.WriteAtomic(filepath.Join(dir, CanaryNote), []byte(canaryNote))
-	return report.Pass, "child suite got SIGTERM mid-case, exited 4 (INTERRUPTED), wrote results.json with the case incomplete", ""
+	return nil
 }
 
 // CanaryNote is the note beside the SIGTERM canary's child record.
