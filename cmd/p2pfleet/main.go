@@ -218,6 +218,7 @@ func locate(p string) (file, name string, err error) {
 		// the shared file system was not mounted on it): named by it.
 		file = filepath.Join(p, "results.json")
 	}
+	file = cli.ResultsPath(file) // a committed node's results.json.gz
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		return "", "", err

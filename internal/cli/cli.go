@@ -90,10 +90,19 @@ func Dashes(msg string) string {
 
 // ResultsPath is a run's results.json given either as the file or as the
 // run's folder (the --out a suite wrote): a folder is taken to mean the
-// results.json in it.
+// results.json in it. A committed run may keep it gzipped
+// (results.json.gz, which report.Read reads): where results.json is not
+// there and results.json.gz is, that is the run's record.
 func ResultsPath(p string) string {
 	if st, err := os.Stat(p); err == nil && st.IsDir() {
-		return filepath.Join(p, "results.json")
+		p = filepath.Join(p, "results.json")
+	}
+	if filepath.Base(p) == "results.json" {
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Lstat(p + ".gz"); err == nil {
+				return p + ".gz"
+			}
+		}
 	}
 	return p
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"flag"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -71,5 +72,28 @@ func TestHelpAndWords(t *testing.T) {
 	dir := t.TempDir()
 	if got := ResultsPath(dir); got != filepath.Join(dir, "results.json") {
 		t.Errorf("ResultsPath(folder) = %s", got)
+	}
+}
+
+// A committed run keeps a large results.json gzipped: its folder, or its
+// results.json named though only results.json.gz is there, means the .gz;
+// a plain results.json, when there, wins.
+func TestResultsPathFindsTheGzippedRecord(t *testing.T) {
+	dir := t.TempDir()
+	gz := filepath.Join(dir, "results.json.gz")
+	if err := os.WriteFile(gz, []byte{0x1f, 0x8b}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, arg := range []string{dir, filepath.Join(dir, "results.json")} {
+		if got := ResultsPath(arg); got != gz {
+			t.Errorf("ResultsPath(%s) = %s, want %s", arg, got, gz)
+		}
+	}
+	plain := filepath.Join(dir, "results.json")
+	if err := os.WriteFile(plain, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := ResultsPath(dir); got != plain {
+		t.Errorf("ResultsPath(folder with both) = %s, want %s", got, plain)
 	}
 }
