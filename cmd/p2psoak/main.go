@@ -232,7 +232,7 @@ head -c $(( (512 - $4) * 1024 )) /dev/zero > "$1/filler" 2>/dev/null
 if [ "$5" -gt 0 ]; then (for i in $(seq 1000); do [ -e "$1/o/results.json" ] && break; sleep 0.01; done; sleep "$(printf '0.%03d' $(( $5 % 1000 )))"; [ "$5" -ge 1000 ] && sleep 1; head -c 1G /dev/zero > "$1/filler2" 2>/dev/null) & fi
 "$2" "${@:6}" --out="$1/o"; rc=$?
 wait
-ls -A "$1/o" > "$3/ls" 2>/dev/null; cp "$1/o/results.json" "$3/results.json" 2>/dev/null; exit $rc`
+ls -A "$1/o" > "$3/ls" 2>/dev/null; cp "$1/o/results.json" "$3/results.json" 2>/dev/null; cp "$1/o/results.journal" "$3/results.journal" 2>/dev/null; exit $rc`
 		mnt := filepath.Join(dir, "mnt")
 		os.MkdirAll(mnt, 0o755)
 		cmd = exec.Command("unshare", append([]string{"-m", "--propagation", "private", "bash", "-c", script, "bash", mnt, s.specs, dir, strconv.Itoa(free), strconv.Itoa(later)}, args...)...)

@@ -445,6 +445,19 @@ func Read(path string) (*Report, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("report: %s: %w", path, err)
 	}
+	// A running record's changes since the plan are in its journal
+	// (journal.go): a killed run reads as it stood.
+	if r.State == StateRunning {
+		j, err := ReadRegular(JournalPath(path), MaxInput)
+		if err == nil {
+			err = ApplyJournal(&r, j)
+		} else if errors.Is(err, os.ErrNotExist) {
+			err = nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("report: %s: %w", JournalPath(path), err)
+		}
+	}
 	if err := r.Validate(); err != nil {
 		return nil, fmt.Errorf("report: %s: %s", path, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
