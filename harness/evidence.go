@@ -192,6 +192,10 @@ func rankTrace(p *Proc, seq uint64, c *Case, res *report.Result) (string, error)
 	return sb.String(), nil
 }
 
+// ReproScript is c's repro.sh as the runner writes it, for a case folder
+// the suite makes itself (a case whose body panicked: suite.Run.HeardSpec).
+func (r *Runner) ReproScript(c *Case) string { return r.reproScript(c) }
+
 // reproScript is the case's repro.sh: its repro line, run from any
 // directory with the suite's binary when there is one.
 func (r *Runner) reproScript(c *Case) string {

@@ -217,6 +217,19 @@ else
   echo "FAIL: --ginkgo.fail-fast: exit $rc: $(tail -n 1 "$gf.log")"; fail=1
 fi
 rm -rf "$gf" "$gf.log" "$gf.prev"
+# ... and a case body that panics (the planted body_panics) is that case's
+# fail with the panic and where, its folder holding Ginkgo's report (it was
+# "incomplete: did not run to the end", the panic only in ginkgo.log).
+pn=/tmp/p2pat-cli-panic-$$
+P2PAT_INTERNAL_PANIC=1 "$bin" --backend=host --case=host.memfd.canary.body_panics --out="$pn" >"$pn.log" 2>&1; rc=$?
+if [ $rc = 1 ] && grep -q '"detail": "panic: planted panic in a case body (P2PAT_INTERNAL_PANIC=1) (Ginkgo: spec panicked at .*canaries.go:[0-9]*)"' "$pn/results.json" \
+   && grep -q '"outcome": "fail"' "$pn/results.json" && grep -q '^panic: planted panic' "$pn/cases/host.memfd.canary.body_panics/ginkgo.txt" \
+   && [ -x "$pn/cases/host.memfd.canary.body_panics/repro.sh" ] && tail -n 1 "$pn.log" | grep -q '^p2patomics: FAIL — 1 regression: host.memfd.canary.body_panics pass → fail'; then
+  echo "ok:   a panicking case body -> fail with the panic and where, Ginkgo's report in its folder, exit 1"
+else
+  echo "FAIL: a panicking case body: exit $rc: $(grep -m1 '"detail"' "$pn/results.json" 2>/dev/null); $(tail -n 1 "$pn.log")"; fail=1
+fi
+rm -rf "$pn" "$pn.log" "$pn.prev"
 # Issue 49 U16: testing's own lines stay off the suite's stdout: a PASS
 # with an allowed new flake printed "--- FAIL: TestSpecs" and "FAIL".
 fl=/tmp/p2pat-cli-flake-$$

@@ -40,6 +40,16 @@ func init() {
 				return nil
 			}})
 	})
+	// A case whose body panics in the suite process (a bug in a body):
+	// Ginkgo recovers it and the suite hears it as the case's fail.
+	suite.Planter(suite.PlantPanic, func(o *suite.Options, backend, kind string) *harness.Case {
+		b := &builder{o: o, backend: backend, kind: kind}
+		return b.add(Spec{Name: canarySpec, Variant: "body_panics", Ranks: o.Ranks, Expected: report.Pass,
+			Labels: []report.Label{LabelManual}, Timeout: 30 * time.Second,
+			Run: func(c *harness.Ctx) error {
+				panic("planted panic in a case body (P2PAT_INTERNAL_PANIC=1)")
+			}})
+	})
 }
 
 // canaries: every way a rank can end badly, classified on every run, each

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -186,6 +187,18 @@ func (r *Run) HeardSpec(rep types.SpecReport, skipped string) {
 			Detail: GinkgoFailure(rep), Ranks: []report.Rank{}, Repro: c.Repro}
 		res = expect.JudgeOne(res, r.Plan.gate, report.Environment{})
 		res.Inject = r.Plan.Opts.InjectRules()
+		if l.done() {
+			return // the reports are being written: nothing is recorded now
+		}
+		if r.Plan.Opts.Out != "" {
+			// The folder every failed case has (the verdict line points at
+			// it): Ginkgo's whole report of the failure, the repro.
+			ev := &stream.CaseEvidence{ID: c.ID, Files: ginkgoEvidence(rep, res, r.exec.worlds.get(c.Backend).ReproScript(c))}
+			r.sinks.emit(ev)
+			if ev.Note != "" {
+				res.Detail = strings.TrimSpace(res.Detail + "; " + ev.Note)
+			}
+		}
 		if late := l.put(c.ID, res); !late {
 			r.sinks.emit(stream.CaseDone{Result: res})
 		}
@@ -199,6 +212,30 @@ func (r *Run) HeardSpec(rep types.SpecReport, skipped string) {
 		// (Execute records every case it admits), said if it happens.
 		l.note(c.ID, fmt.Sprintf("Ginkgo: spec %s before its case recorded a result", rep.State))
 	}
+}
+
+// ginkgoEvidence is the folder of a case Ginkgo failed before its result:
+// ginkgo.txt (the failure, where, the stack and the spec's captured
+// output), repro.sh and result.json.
+func ginkgoEvidence(rep types.SpecReport, res report.Result, repro string) []stream.File {
+	var b strings.Builder
+	f := rep.Failure
+	fmt.Fprintf(&b, "# Ginkgo's report of spec %s: %s\n", rep.LeafNodeText, rep.State)
+	fmt.Fprintf(&b, "message: %s\n", f.Message)
+	if f.ForwardedPanic != "" {
+		fmt.Fprintf(&b, "panic: %s\n", f.ForwardedPanic)
+	}
+	fmt.Fprintf(&b, "location: %s:%d\n", f.Location.FileName, f.Location.LineNumber)
+	if f.Location.FullStackTrace != "" {
+		fmt.Fprintf(&b, "\nstack:\n%s\n", f.Location.FullStackTrace)
+	}
+	if out := rep.CapturedGinkgoWriterOutput + rep.CapturedStdOutErr; out != "" {
+		fmt.Fprintf(&b, "\ncaptured output:\n%s\n", out)
+	}
+	js, _ := json.MarshalIndent(res, "", "  ")
+	return []stream.File{{Name: "ginkgo.txt", Data: []byte(b.String()), Mode: 0o644},
+		{Name: "repro.sh", Data: []byte(repro), Mode: 0o755},
+		{Name: "result.json", Data: js, Mode: 0o644}}
 }
 
 // GinkgoFailure is a spec's failure as Ginkgo reported it, on one line:
