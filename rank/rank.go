@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"p2patomics/internal/binding"
 	"p2patomics/internal/inject"
 	"p2patomics/internal/watchdog"
 	"p2patomics/rank/backend"
@@ -225,6 +226,9 @@ func (s *server) hello(h wire.Hello, m *wire.Msg) (any, []int, error) {
 		return nil, nil, err
 	}
 	s.ranks = h.Ranks
+	// An A/B run's stack B names its library file: the backend loads
+	// exactly it, and the load fails if the process maps another.
+	binding.Pin(h.Settings.Library)
 	info, err := be.Open(backend.Config{Rank: h.Rank, Ranks: h.Ranks, Device: h.Device})
 	if err != nil {
 		return nil, nil, err

@@ -346,6 +346,11 @@ type Settings struct {
 	// rule's fires in the one memfd, which the suite reads at the end. Nil
 	// without rules, and in a test's world (each rank then counts alone).
 	InjectCounters *os.File `json:"-"`
+	// Library is the vendor library file the rank loads instead of its
+	// own search (binding.Pin): an A/B run's stack B (--ab, harness/ab),
+	// resolved and checked by the parent. Empty: the rank's own search,
+	// as in every other run.
+	Library string `json:"library,omitempty"`
 }
 
 // DefaultSettings are a rank's settings when the suite's flags say nothing.

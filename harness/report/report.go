@@ -336,6 +336,9 @@ type Report struct {
 	// died idle, a world retired or respawned. Records written before
 	// they were kept have none.
 	WorldEvents []WorldEvent `json:"world_events,omitempty"`
+	// AB is an A/B run's judgement of stack B against stack A (--ab;
+	// ab.go): both stacks and every case's pair. Absent without --ab.
+	AB *AB `json:"ab,omitempty"`
 }
 
 // PairMatrix is one metric over every ordered pair of ranks of one case

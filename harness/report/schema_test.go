@@ -366,6 +366,11 @@ func TestSchemaMatchesModel(t *testing.T) {
 			defs["summary"].(map[string]any)["properties"].(map[string]any)["not_supported"].(map[string]any)["items"].(map[string]any)},
 		"matrix":      {reflect.TypeFor[report.PairMatrix](), defs["matrix"].(map[string]any)},
 		"world_event": {reflect.TypeFor[report.WorldEvent](), defs["world_event"].(map[string]any)},
+		"ab":          {reflect.TypeFor[report.AB](), defs["ab"].(map[string]any)},
+		"ab_stack":    {reflect.TypeFor[report.ABStack](), defs["ab_stack"].(map[string]any)},
+		"ab_pair":     {reflect.TypeFor[report.ABPair](), defs["ab_pair"].(map[string]any)},
+		"ab_side":     {reflect.TypeFor[report.ABSide](), defs["ab_side"].(map[string]any)},
+		"ab_metric":   {reflect.TypeFor[report.ABMetric](), defs["ab_metric"].(map[string]any)},
 	}
 	for name, o := range objs {
 		fields, required := jsonFields(o.typ)

@@ -25,6 +25,7 @@ type executor struct {
 	sinks  *sinks
 	out    func() io.Writer // stdout
 	env    envCache
+	ab     *abRecord // an A/B run's blocks (abrun.go)
 }
 
 // execute runs one case (repeatedly in soak mode) and records the result.
@@ -34,7 +35,12 @@ func (e *executor) execute(c *harness.Case) report.Result {
 	}
 	e.sinks.emit(stream.CaseStarted{ID: c.ID})
 	rn := e.worlds.get(c.Backend)
-	res := e.soak(c, rn)
+	var res report.Result
+	if e.plan.Opts.ab != nil {
+		res = e.abRuns(c, rn) // both stacks, block by block (abrun.go)
+	} else {
+		res = e.soak(c, rn)
+	}
 	gate := e.plan.gate
 	var first *report.Result // the attempt the gate reruns, if it does
 	if gate != nil && res.Verdict == "" && !rn.JudgedFromSetup(c.ID) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"p2patomics/harness"
+	"p2patomics/harness/ab"
 	"p2patomics/harness/backends"
 	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
@@ -58,6 +59,13 @@ type Options struct {
 	// of FlagTable: it is for proving the suite, never for a user's run.
 	Inject string
 	inject []inject.Rule
+	// AB is --ab: stack B of an A/B run (harness/ab; "" none), ABBlocks
+	// --ab-blocks: how many times each case runs on each side. ab is the
+	// SPEC as Validate read it, abLib B's library per backend (NewRun).
+	AB       string
+	ABBlocks int
+	ab       *ab.Spec
+	abLib    map[string]string
 }
 
 // InjectFlag is the hidden flag of the driver-fault injector; its env is
@@ -94,6 +102,8 @@ var FlagTable = []flagDef{
 	{"pairs", "rounds", "rounds|alone: per-pair correctness cases run a round of disjoint pairs at once, or one pair at a time"},
 	{"force", "false", "with --update-expectations: write the baseline even where it turns a regression into an expected outcome"},
 	{"list", "false", "print the selected case ids, one a line, and exit"},
+	{"ab", "", "A/B run: run every case on this stack (A) and on stack B, alternating, and judge B against A; B is a driver library file or folder, same, or inject:RULES (docs/GATING.md)"},
+	{"ab-blocks", "3", "with --ab: how many times each case runs on each side (at least 2: a paired interval needs two blocks)"},
 }
 
 // EnvName is the environment variable for a flag.
@@ -141,7 +151,7 @@ func (o *Options) fields() map[string]any {
 		"case": &o.Case, "seed": &o.Seed, "out": &o.Out, "trace": &o.Trace, "expectations": &o.Expectations,
 		"update-expectations": &o.UpdateExpectations, "perf-runs": &o.PerfRuns, "allow-stack-mismatch": &o.AllowStackMismatch, "allow-new-flakes": &o.AllowNewFlakes,
 		"repeat": &o.Repeat, "duration": &o.Duration, "clocks": &o.Clocks, "pairs": &o.Pairs,
-		"force": &o.Force, "list": &o.List,
+		"force": &o.Force, "list": &o.List, "ab": &o.AB, "ab-blocks": &o.ABBlocks,
 	}
 }
 
@@ -381,6 +391,9 @@ func (o *Options) Validate() error {
 	if _, err := wire.ParseClockPeriod(o.Clocks); err != nil {
 		return usagef("--clocks=%s: %v", quote(o.Clocks), err)
 	}
+	if err := o.validateAB(); err != nil {
+		return err
+	}
 	return o.validateInject()
 }
 
@@ -464,6 +477,13 @@ func Repro(o *Options, backend, kind, id string, ranks int) string {
 	}
 	if o.Pairs == "alone" {
 		s += " --pairs=alone"
+	}
+	if o.AB != "" {
+		// The case on both stacks, as the A/B run ran it.
+		s += " --ab=" + shellWord(o.AB)
+		if o.ABBlocks != ab.DefaultBlocks {
+			s += " --ab-blocks=" + strconv.Itoa(o.ABBlocks)
+		}
 	}
 	if rules := o.InjectRules(); len(rules) > 0 {
 		// The rules are identifiers, digits and :=/,- : nothing to quote.

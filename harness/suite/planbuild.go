@@ -38,6 +38,9 @@ func (p *Plan) fill(userFilter string, cat Catalogue, self *selfChecks) error {
 	if err != nil {
 		return err
 	}
+	if err := o.resolveAB(backends); err != nil {
+		return err // stack B of --ab cannot run (abrun.go)
+	}
 	if err := p.plan(backends, cat, sel, self); err != nil {
 		return err
 	}

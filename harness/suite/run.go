@@ -98,6 +98,8 @@ func (r *Run) build(p *Plan) {
 		}
 		return rn
 	})
+	x.worlds.makeB = runnerB(o, x.worlds.make) // an A/B run's stack B (abrun.go)
+	x.ab = &abRecord{}
 	x.self = &selfChecks{opts: o, worlds: x.worlds}
 	r.exec = x
 	r.sinks.config = func() sinkConfig {
@@ -223,6 +225,10 @@ func (r *Run) finish() int {
 	env.InjectFired = injectFired(o.InjectRules(), r.counters)
 	rep := p.judge(x.ledger.list(p.planned), env, timing, sig, t.faults)
 	rep.WorldEvents = r.sinks.get().world.Events()
+	if a := x.judgeAB(); a != nil {
+		rep.AB = a
+		report.ApplyAB(rep.Summary, a) // B worse than A fails the run; the line names B
+	}
 	code := rep.Summary.ExitStatus
 	if o.UpdateExpectations {
 		code = max(code, recordBaseline(stdoutOf(r), p, x.perf, rep, sig))

@@ -12,12 +12,15 @@ import (
 // (ranks) from the first case that needs one until the run ends or a case
 // needs a fresh one. make builds a backend's runner on first use.
 type worlds struct {
-	mu      sync.Mutex
-	make    func(backend string) *harness.Runner
-	runners map[string]*harness.Runner
+	mu   sync.Mutex
+	make func(backend string) *harness.Runner
+	// makeB builds a backend's stack-B runner of an A/B run (--ab): its
+	// ranks' hello names B's library or injector rules (abrun.go).
+	makeB   func(backend string) *harness.Runner
+	runners map[string]*harness.Runner // by key: the backend, or bKey's
 	order   []string
-	// emitted is, per backend, how many of its runner's world events the
-	// executor has put on the stream.
+	// emitted is, per runner key, how many of its runner's world events
+	// the executor has put on the stream.
 	emitted map[string]int
 }
 
@@ -26,16 +29,33 @@ func newWorlds(make func(backend string) *harness.Runner) *worlds {
 }
 
 // get is backend's runner, made on first use.
-func (w *worlds) get(backend string) *harness.Runner {
+func (w *worlds) get(backend string) *harness.Runner { return w.getKey(backend, backend, w.make) }
+
+// getB is backend's stack-B runner of an A/B run, made on first use.
+func (w *worlds) getB(backend string) *harness.Runner {
+	return w.getKey(bKey(backend), backend, w.makeB)
+}
+
+// bKey is the runners' key of backend's stack-B runner.
+func bKey(backend string) string { return "B " + backend }
+
+func (w *worlds) getKey(key, backend string, make func(string) *harness.Runner) *harness.Runner {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	rn, ok := w.runners[backend]
+	rn, ok := w.runners[key]
 	if !ok {
-		rn = w.make(backend)
-		w.runners[backend] = rn
-		w.order = append(w.order, backend)
+		rn = make(backend)
+		w.runners[key] = rn
+		w.order = append(w.order, key)
 	}
 	return rn
+}
+
+// sideB reports whether rn is a stack-B runner.
+func (w *worlds) sideB(rn *harness.Runner) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.runners[bKey(rn.Backend)] == rn
 }
 
 // list is the runners in the order they were made.
@@ -63,7 +83,9 @@ func (w *worlds) abort() string {
 func (w *worlds) infos() [][]device.Info {
 	var infos [][]device.Info
 	for _, rn := range w.list() {
-		infos = append(infos, rn.DeviceInfos())
+		if !w.sideB(rn) { // stack B's facts are the A/B section's (abrun.go)
+			infos = append(infos, rn.DeviceInfos())
+		}
 	}
 	return infos
 }
@@ -90,7 +112,9 @@ func (w *worlds) closeAll() tally {
 		rn.Close()
 		t.events = append(t.events, rn.Events...)
 		t.faults = append(t.faults, rn.Failures...)
-		t.infos = append(t.infos, rn.Infos)
+		if !w.sideB(rn) {
+			t.infos = append(t.infos, rn.Infos)
+		}
 		t.starts = append(t.starts, rn.Starts...)
 	}
 	return t
@@ -100,13 +124,18 @@ func (w *worlds) closeAll() tally {
 // each runner saw them; each is handed out once.
 func (w *worlds) fresh() []report.WorldEvent {
 	var out []report.WorldEvent
-	for _, rn := range w.list() {
+	w.mu.Lock()
+	keys := append([]string(nil), w.order...)
+	w.mu.Unlock()
+	for _, key := range keys {
+		w.mu.Lock()
+		rn := w.runners[key]
+		w.mu.Unlock()
 		evs := rn.WorldEvents()
 		w.mu.Lock()
-		be := rn.Backend
-		n := min(w.emitted[be], len(evs))
+		n := min(w.emitted[key], len(evs))
 		out = append(out, evs[n:]...)
-		w.emitted[be] = len(evs)
+		w.emitted[key] = len(evs)
 		w.mu.Unlock()
 	}
 	return out

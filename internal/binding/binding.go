@@ -15,10 +15,12 @@
 package binding
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -165,6 +167,12 @@ func Dlopen(path string, flags int, flagNames string, lastTry bool) (uintptr, er
 		sp.EndStatus(-1, err.Error(), lastTry, nil)
 		return 0, err
 	}
+	if path == pinned {
+		if err := checkMapped(path, "/proc/self/maps"); err != nil {
+			sp.EndStatus(-1, err.Error(), true, nil)
+			return 0, err
+		}
+	}
 	sp.End(0, "OK", func() string { return "handle=" + trace.Hex(h) })
 	return h, nil
 }
@@ -179,6 +187,11 @@ func Dlopen(path string, flags int, flagNames string, lastTry bool) (uintptr, er
 // the loader config (AMD's install guide makes that a manual step) is found
 // through dirs (/opt/rocm/lib).
 func Candidates(sonames, first, dirs []string) []string {
+	if pinned != "" {
+		// An A/B run's stack B: exactly the named file, no search (a
+		// fallback would judge a stack nobody named).
+		return []string{pinned}
+	}
 	var out []string
 	seen := map[string]bool{}
 	add := func(p string) {
@@ -392,4 +405,74 @@ func Shadowed(others []string) string {
 		return ""
 	}
 	return fmt.Sprintf("; a different runtime is on disk: %s (set ROCM_PATH to its install)", strings.Join(others, ", "))
+}
+
+// pinned is the library file the hello named (wire.Settings.Library): an
+// A/B run's stack B. Set once, before the backend opens; "" otherwise.
+var pinned string
+
+// Pin makes path the one library this process loads for its backend
+// (Candidates returns it alone, Library returns it for a fixed soname) and
+// makes Dlopen check that the process then maps that very file. "" unpins.
+func Pin(path string) { pinned = path }
+
+// Library is the path to dlopen for a backend whose library has one fixed
+// soname (libcuda.so.1): the pinned file when one is pinned, else soname
+// for the loader's own search.
+func Library(soname string) string {
+	if pinned != "" {
+		return pinned
+	}
+	return soname
+}
+
+// ErrNotMapped is a pinned library the process did not map after loading
+// it: the loader resolved the name to another file (an LD_PRELOAD, an
+// already-loaded library of the same soname), so the stack under test is
+// not the one named.
+var ErrNotMapped = errors.New("the library named is not the one the process mapped")
+
+// checkMapped reports whether the file path names (symlinks resolved) is
+// mapped in maps (a /proc/<pid>/maps): an A/B run must judge the stack it
+// named, never one the loader substituted.
+func checkMapped(path, maps string) error {
+	want, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		want = path
+	}
+	b, err := os.ReadFile(maps)
+	if err != nil {
+		return fmt.Errorf("%s: reading %s to check the library mapped: %w", path, maps, err)
+	}
+	var same []string
+	base := soBase(filepath.Base(want))
+	for _, line := range strings.Split(string(b), "\n") {
+		i := strings.IndexByte(line, '/')
+		if i < 0 {
+			continue
+		}
+		p := strings.TrimSuffix(line[i:], " (deleted)")
+		if p == want {
+			return nil
+		}
+		if strings.HasPrefix(filepath.Base(p), base) && !slices.Contains(same, p) {
+			same = append(same, p)
+		}
+	}
+	return fmt.Errorf("%s (%s) was named but the process mapped %s: %w", path, want, orNone(same), ErrNotMapped)
+}
+
+// soBase is a library file name up to ".so" ("libcuda" of libcuda.so.550.54.15).
+func soBase(name string) string {
+	if i := strings.Index(name, ".so"); i > 0 {
+		return name[:i]
+	}
+	return name
+}
+
+func orNone(ps []string) string {
+	if len(ps) == 0 {
+		return "no library of that name"
+	}
+	return strings.Join(ps, ", ")
 }

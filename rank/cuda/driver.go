@@ -201,7 +201,7 @@ var (
 
 // openDriver loads libcuda.so.1 once per process.
 func openDriver() (*driver, error) {
-	defaultOnce.Do(func() { defaultDriver, defaultErr = loadDriver(libName) })
+	defaultOnce.Do(func() { defaultDriver, defaultErr = loadDriver(binding.Library(libName)) })
 	return defaultDriver, defaultErr
 }
 
