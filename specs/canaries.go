@@ -74,7 +74,7 @@ func (b *builder) canaries() {
 		{"cthread_segv", report.Crash, 20 * time.Second, nil},
 		{"abort", report.Crash, 20 * time.Second, nil},
 		{"panic", report.Crash, 20 * time.Second, nil},
-		{"hang", report.Timeout, time.Second, nil},
+		{"hang", report.Timeout, PlantedHangBudget, nil},
 		{"exit_mid_protocol", report.Crash, 20 * time.Second, nil},
 		{"malformed_reply", report.Error, 20 * time.Second, nil},
 	}
