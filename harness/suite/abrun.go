@@ -1,7 +1,6 @@
 package suite
 
 import (
-	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,7 +32,7 @@ func (o *Options) validateAB() error {
 	}
 	sp, err := ab.Parse(o.AB)
 	if err != nil {
-		return usagef("--ab=%s: %v", quote(o.AB), errors.Unwrap(err))
+		return usagef("--ab=%s: %v", quote(o.AB), specWhy(err))
 	}
 	switch {
 	case o.ABBlocks < 2:
@@ -74,7 +73,7 @@ func (o *Options) resolveAB(bes []string) error {
 	for _, be := range bes {
 		lib, err := o.ab.Resolve(be)
 		if err != nil {
-			return usagef("--ab=%s: %v", quote(o.AB), errors.Unwrap(err))
+			return usagef("--ab=%s: %v", quote(o.AB), specWhy(err))
 		}
 		o.abLib[be] = lib
 		if p := probeFunc(be, o.settingsB(be)); !p.Loaded {
@@ -82,6 +81,12 @@ func (o *Options) resolveAB(bes []string) error {
 		}
 	}
 	return nil
+}
+
+// specWhy is a SPEC refusal's reason, without the sentinel's words (the
+// usage line already starts with --ab=SPEC).
+func specWhy(err error) string {
+	return strings.TrimPrefix(err.Error(), ab.ErrBadSpec.Error()+": ")
 }
 
 // settingsB is what stack B's ranks of backend are told in their hello:
@@ -137,7 +142,11 @@ func (e *executor) abRuns(c *harness.Case, rn *harness.Runner) report.Result {
 			break
 		}
 	}
-	e.ab.add(ab.Case{ID: c.ID, Repro: c.Repro, A: as, B: bs})
+	repro := c.Repro
+	if repro == "" {
+		repro = Repro(o, c.Backend, c.Kind, c.ID, c.Ranks) // carries --ab: the case on both stacks
+	}
+	e.ab.add(ab.Case{ID: c.ID, Repro: repro, A: as, B: bs})
 	res := ab.Worst(as)
 	if len(as) > 1 {
 		ms := make([]map[string]report.Metric, len(as))
