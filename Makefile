@@ -147,7 +147,7 @@ amd-first-run: bin/specs.test
 
 # Schema check of every committed device run too.
 schema: check-go
-	P2PAT_RESULTS=$$(ls "$(CURDIR)"/results/*/results.json | paste -sd:) $(GO) test -count=1 -run Schema ./harness/report
+	P2PAT_RESULTS=$$(ls "$(CURDIR)"/results/*/results.json "$(CURDIR)"/results/*/results.json.gz 2>/dev/null | paste -sd:) $(GO) test -count=1 -run Schema ./harness/report
 
 # Per-pair cases in rounds give the verdicts of one pair at a time (8 ranks).
 rounds: bin/specs.test

@@ -9,16 +9,22 @@ import (
 	"testing"
 
 	"p2patomics/cmd/internal/fixture"
+	"p2patomics/harness/report"
 )
 
-const committed = "../../results/h200x1-580.159.04/"
+// committed: the 1×H200 runs the census is proven on, as recorded
+// (testdata/runs: fixtures gzipped from results/, which tests never read).
+const committed = "../../testdata/runs/h200x1-580.159.04/"
 
 // The committed 1×H200 runs before issue 35 absorbed an Xid 31 into passing
 // cases: the census must find it (owner_frees once, iriw three times), and
 // must pass the same runs once those kernel-log lines are gone.
 func TestCensusFindsTheAbsorbedXid(t *testing.T) {
-	files, _ := filepath.Glob(committed + "run-*/results.json")
-	files = append(files, committed+"results.json")
+	files, _ := filepath.Glob(committed + "run-*/results.json.gz")
+	files = append(files, committed+"results.json.gz")
+	if len(files) != 6 {
+		t.Fatalf("want the 6 recorded 1×H200 runs, found %d", len(files))
+	}
 	var out, errb bytes.Buffer
 	if rc := run(files, &out, &errb); rc != 1 {
 		t.Fatalf("exit %d, want 1; stderr %s", rc, errb.String())
@@ -31,7 +37,7 @@ func TestCensusFindsTheAbsorbedXid(t *testing.T) {
 }
 
 func TestCensusCleanRunsPass(t *testing.T) {
-	clean := stripped(t, committed+"results.json", "")
+	clean := stripped(t, committed+"results.json.gz", "")
 	var out, errb bytes.Buffer
 	if rc := run([]string{clean, clean}, &out, &errb); rc != 0 {
 		t.Fatalf("exit %d, want 0:\n%s%s", rc, tail(out.String()), errb.String())
@@ -44,12 +50,12 @@ func TestCensusCleanRunsPass(t *testing.T) {
 // A planted miss (one case's outcome fail against pass) and a kernel-log
 // line from a pid no rank had are each exit 1, named.
 func TestCensusPlantedMisses(t *testing.T) {
-	bad := stripped(t, committed+"results.json", "cuda.ipc.fdexchange.pattern")
+	bad := stripped(t, committed+"results.json.gz", "cuda.ipc.fdexchange.pattern")
 	var out, errb bytes.Buffer
 	if rc := run([]string{bad}, &out, &errb); rc != 1 || !strings.Contains(out.String(), "cuda.ipc.fdexchange.pattern 1 1") {
 		t.Fatalf("planted fail: exit %d:\n%s", rc, tail(out.String()))
 	}
-	clean := stripped(t, committed+"results.json", "")
+	clean := stripped(t, committed+"results.json.gz", "")
 	kl := filepath.Join(t.TempDir(), "kmsg")
 	os.WriteFile(kl, []byte("[  1.0] NVRM: Xid (PCI:0000:00:06): 31, pid=999999, name=other, Ch 00000008\n"), 0o644)
 	out.Reset()
@@ -62,7 +68,7 @@ func TestCensusPlantedMisses(t *testing.T) {
 // failID is set, that case's verdict made a regression.
 func stripped(t *testing.T, path, failID string) string {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	b, err := report.ReadRaw(path)
 	if err != nil {
 		t.Fatal(err)
 	}

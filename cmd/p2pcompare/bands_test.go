@@ -12,14 +12,16 @@ import (
 
 // committed1x are healthy 1×H200 runs, each on another H200; the first
 // three are the old side, the next three the new.
-var committed1x = []string{"results.json", "run-54c2e67/results.json", "run-83641a1/results.json",
-	"run-8e5cbb8/results.json", "run-a4fbedb/results.json", "run-d20e28f/results.json"}
+// They are read from testdata/runs (fixtures gzipped from results/,
+// which tests never read).
+var committed1x = []string{"results.json.gz", "run-54c2e67/results.json.gz", "run-83641a1/results.json.gz",
+	"run-8e5cbb8/results.json.gz", "run-a4fbedb/results.json.gz", "run-d20e28f/results.json.gz"}
 
 func committed(t *testing.T, i int) string {
 	t.Helper()
-	p := filepath.Join("..", "..", "results", "h200x1-580.159.04", committed1x[i])
+	p := filepath.Join("..", "..", "testdata", "runs", "h200x1-580.159.04", committed1x[i])
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("committed runs absent: %v", err)
+		t.Fatalf("recorded run fixture: %v", err)
 	}
 	return p
 }

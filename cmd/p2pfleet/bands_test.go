@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,13 +42,10 @@ func halvedNode(t *testing.T, p, name string) string {
 // fails it both ways, naming that node. Before (flat 10 %, every metric
 // of a GPU backend) the healthy three failed with 14 bad-side outliers.
 func TestFleetGateOnCommittedRuns(t *testing.T) {
-	root := filepath.Join("..", "..", "results", "h200x1-580.159.04")
-	healthy := []string{filepath.Join(root, "results.json"), filepath.Join(root, "run-54c2e67"), filepath.Join(root, "run-8e5cbb8")}
-	if _, err := os.Stat(healthy[0]); err != nil {
-		t.Skipf("committed runs absent: %v", err)
-	}
+	root := filepath.Join("..", "..", "testdata", "runs", "h200x1-580.159.04")
+	healthy := []string{filepath.Join(root, "results.json.gz"), filepath.Join(root, "run-54c2e67"), filepath.Join(root, "run-8e5cbb8")}
 	exps := "--expectations=" + filepath.Join("..", "..", "expectations", "nvidia-sm_90-580-x1")
-	halved := append(healthy[:2:2], halvedNode(t, filepath.Join(healthy[2], "results.json"), "slow-node"))
+	halved := append(healthy[:2:2], halvedNode(t, filepath.Join(healthy[2], "results.json.gz"), "slow-node"))
 	for _, c := range []struct {
 		name  string
 		args  []string

@@ -39,6 +39,12 @@ func load(t *testing.T, p string) *report.Report {
 	return r
 }
 
+// recorded is a committed GPU run's record as the tests read it:
+// testdata/runs holds them gzipped from results/, which tests never read.
+func recorded(run string) string {
+	return filepath.Join("..", "..", "testdata", "runs", run, "results.json.gz")
+}
+
 // scaleMetric multiplies one case's metric (median and samples' range).
 func scaleMetric(rep *report.Report, id, name string, f float64) {
 	for i := range rep.Results {
@@ -154,7 +160,7 @@ func TestHostFleet(t *testing.T) {
 // Only the slow node's bandwidth is flagged, and the driver upgrade makes
 // its own stack group.
 func TestGPUFleet(t *testing.T) {
-	base := filepath.Join("..", "..", "results", "h200x2-580.159.04", "results.json")
+	base := recorded("h200x2-580.159.04")
 	rep := load(t, base)
 	var bwID string
 	for _, r := range rep.Results {
@@ -201,7 +207,7 @@ func TestGPUFleet(t *testing.T) {
 	}
 	// The committed 4-GPU run merges with them (another shape: its case
 	// ids carry .r4, so no case is compared across the two shapes).
-	ns = append(ns, Node{Name: "h200x4", Report: load(t, filepath.Join("..", "..", "results", "h200x4-580.159.04", "results.json"))})
+	ns = append(ns, Node{Name: "h200x4", Report: load(t, recorded("h200x4-580.159.04"))})
 	if f := Merge(ns); len(f.Stacks) != 3 || len(f.Inconsistent) != 0 {
 		t.Errorf("with the 4-GPU run: %d stacks, %d inconsistent; want 3 and 0", len(f.Stacks), len(f.Inconsistent))
 	}
@@ -348,7 +354,7 @@ func TestIndependentHostRuns(t *testing.T) {
 // as five healthy nodes differ; multi-sample metrics moved within their own
 // samples' range. A clean fleet; a44624c flagged one-sample pair rates.
 func TestPerturbedGPUFleet(t *testing.T) {
-	base := filepath.Join("..", "..", "results", "h200x4-580.159.04", "results.json")
+	base := recorded("h200x4-580.159.04")
 	rng := rand.New(rand.NewPCG(27, 1))
 	var ns []Node
 	for i := range 5 {
@@ -464,7 +470,7 @@ func TestMissingNodeIsNoResult(t *testing.T) {
 // host backend (its driver did not load): the host node fails. a44624c
 // passed it (its cases ran on no other node, so none differed).
 func TestHostNodeInGPUFleet(t *testing.T) {
-	base := filepath.Join("..", "..", "results", "h200x2-580.159.04", "results.json")
+	base := recorded("h200x2-580.159.04")
 	f := Merge([]Node{{Name: "gpu-01", Report: load(t, base)}, {Name: "gpu-02", Report: load(t, base)},
 		{Name: "gpu-03", Report: load(t, filepath.Join("testdata", "indep-1", "results.json"))}})
 	if f.Pass {
@@ -479,7 +485,7 @@ func TestHostNodeInGPUFleet(t *testing.T) {
 // with fewer GPUs than its model's majority, one whose suite exited 1
 // though its results pass: each fails, alone.
 func TestShapeChecks(t *testing.T) {
-	base := filepath.Join("..", "..", "results", "h200x2-580.159.04", "results.json")
+	base := recorded("h200x2-580.159.04")
 	short := load(t, base)
 	short.Results = short.Results[:len(short.Results)-10]
 	lost := load(t, base)
@@ -507,7 +513,7 @@ func TestShapeChecks(t *testing.T) {
 // case counts broke toward the gated node's larger count and failed the
 // healthy node; the missing id is the gated node's own failure.
 func TestTwoNodeTieCountsNoMissingID(t *testing.T) {
-	base := filepath.Join("..", "..", "results", "h200x2-580.159.04", "results.json")
+	base := recorded("h200x2-580.159.04")
 	gated := load(t, base)
 	ghost := report.Result{Case: report.ParseCase("cuda.vmm.counter.ghost_u64_relaxed_sys", nil), Labels: []string{}, Outcome: report.Skip,
 		Expected: report.Pass, Verdict: report.Missing, Ranks: []report.Rank{}, Detail: "in the baseline, not run"}
@@ -589,7 +595,7 @@ func TestMixedFleetNeedsCapability(t *testing.T) {
 // twice is a high outlier on the bad side and does. The unit rule
 // flagged the halved node bad and passed the doubled one.
 func TestFleetReadsTheDeclaredDirection(t *testing.T) {
-	base := filepath.Join("..", "..", "results", "h200x2-580.159.04", "results.json")
+	base := recorded("h200x2-580.159.04")
 	const id, metric = "cuda.vmm.perf.copy_ce_write.r0r1", "bw_ce_write_gbps"
 	declared := func() *report.Report {
 		rep := load(t, base)

@@ -65,7 +65,9 @@ func TestRunHTML(t *testing.T) {
 	}
 }
 
-const committed = "../../results/h200x2-580.159.04/results.json"
+// committed is the gated 2×H200 run as the tests read it (testdata/runs:
+// gzipped from results/, which tests never read).
+const committed = "../../testdata/runs/h200x2-580.159.04/results.json.gz"
 
 // The committed gated 2xH200 run re-renders to failures="0" errors="0"
 // and exit 0: the gate passed, so every report says so.
@@ -93,7 +95,7 @@ func TestRerenderCommittedRun(t *testing.T) {
 // A planted regression in the same run: exit 1, a JUnit <error>, and the
 // last line names it and its folder.
 func TestRerenderPlantedRegression(t *testing.T) {
-	b, err := os.ReadFile(committed)
+	b, err := report.ReadRaw(committed)
 	if err != nil {
 		t.Fatal(err)
 	}

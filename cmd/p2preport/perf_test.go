@@ -16,7 +16,7 @@ import (
 // metric old → new with the percentage.
 func TestPerfGateHalvedCopyEngine(t *testing.T) {
 	const exps = "../../expectations/nvidia-sm_90-580-x1"
-	src := "../../results/h200x1-580.159.04/results.json"
+	src := "../../testdata/runs/h200x1-580.159.04/results.json.gz" // gzipped from results/ for the tests
 	for _, halve := range []bool{false, true} {
 		rep, err := report.Read(src)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"p2patomics/harness/kmsg"
+	"p2patomics/harness/report"
 )
 
 func write(t *testing.T, root, p, content string) {
@@ -285,9 +286,10 @@ func idleTwice(t *testing.T, m *Monitor, nvidia int) Snapshot {
 	return s2
 }
 
-// recordedRun is a committed 4xH200 run: its environment holds each GPU's
+// recordedRun is a committed 4xH200 run (testdata/runs: gzipped from
+// results/, which tests never read): its environment holds each GPU's
 // /proc/driver/nvidia/gpus/<bus>/information as the fingerprint read it.
-const recordedRun = "../../results/h200x4-580.159.04/results.json"
+const recordedRun = "../../testdata/runs/h200x4-580.159.04/results.json.gz"
 
 // driverLabels are the information file's labels for the fingerprint's
 // keys (the driver's spelling, as in nvInfo).
@@ -302,7 +304,7 @@ var driverLabels = [][2]string{
 // root and returns it with the GPUs it lists.
 func recordedMachine(t *testing.T) (string, []map[string]string) {
 	t.Helper()
-	b, err := os.ReadFile(recordedRun)
+	b, err := report.ReadRaw(recordedRun)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package report_test
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -110,18 +109,19 @@ func TestEnvironmentJSONIsTheObject(t *testing.T) {
 }
 
 // TestEveryCommittedEnvironmentReadsBack: the environment of every
-// committed results.json reads into the struct and writes back the bytes
+// committed GPU run the tests hold (testdata/runs, gzipped from results/,
+// which tests never read) reads into the struct and writes back the bytes
 // the open map wrote (the first H200 records' GPUs lack caps; none gains
 // it). It failed before GPU kept the keys it was read with.
 func TestEveryCommittedEnvironmentReadsBack(t *testing.T) {
-	one, _ := filepath.Glob(filepath.Join("..", "..", "results", "*", "results.json"))
-	two, _ := filepath.Glob(filepath.Join("..", "..", "results", "*", "*", "results.json"))
+	one, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "runs", "*", "results.json.gz"))
+	two, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "runs", "*", "*", "results.json.gz"))
 	files := append(one, two...)
-	if len(files) == 0 {
-		t.Fatal("no committed results.json found")
+	if len(files) < 10 {
+		t.Fatalf("want the 10 recorded GPU runs of testdata/runs, found %d", len(files))
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := report.ReadRaw(f)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,3 +31,14 @@ func gunzipped(path string, b []byte) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// ReadRaw is a results.json's bytes as recorded: a regular file under
+// MaxInput (ReadRegular), gunzipped when it is a committed run's
+// results.json.gz, for a reader that edits or scans the JSON itself.
+func ReadRaw(path string) ([]byte, error) {
+	b, err := ReadRegular(path, MaxInput)
+	if err != nil {
+		return nil, err
+	}
+	return gunzipped(path, b)
+}

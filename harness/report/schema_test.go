@@ -454,7 +454,7 @@ func TestSchemaResultsFile(t *testing.T) {
 	}
 	schema := loadSchema(t)
 	for _, p := range strings.Split(path, string(os.PathListSeparator)) {
-		b, err := os.ReadFile(p)
+		b, err := report.ReadRaw(p) // a committed run's results.json.gz too
 		if err != nil {
 			t.Fatalf("P2PAT_RESULTS: %v", err)
 		}
