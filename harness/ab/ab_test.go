@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -216,5 +217,34 @@ func TestCUDAVersion(t *testing.T) {
 	}
 	if err := CheckCUDAVersion(filepath.Join(dir, "550.54.15", "libcuda.so.1"), filepath.Join(dir, "absent")); err != nil {
 		t.Errorf("no kernel module version: %v", err)
+	}
+}
+
+// TestResolveTheShim: the stand-in driver of the device test
+// (scripts/ab-shim/shim.c), built as its header says, is a cuda library
+// SPEC by its file name (it has no soname) and its cuInit; the folder
+// holding it resolves to it. Skipped without a C compiler.
+func TestResolveTheShim(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no cc")
+	}
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "libcuda.so.1")
+	if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, "../../scripts/ab-shim/shim.c", "-ldl").CombinedOutput(); err != nil {
+		t.Fatalf("building the shim: %v\n%s", err, out)
+	}
+	for _, spec := range []string{lib, dir} {
+		s, err := Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Resolve("cuda")
+		if err != nil || got != lib {
+			t.Fatalf("Resolve(%s) = %q, %v; want %s", spec, got, err, lib)
+		}
+		if _, err := s.Resolve("hip"); err == nil || !strings.Contains(err.Error(), "hip driver library") {
+			t.Fatalf("the shim taken as a HIP runtime: %v", err)
+		}
 	}
 }
