@@ -113,6 +113,12 @@ func TestMain(m *testing.M) {
 		os.Exit(suite.ExitUsage)
 	}
 	opts.FocusStrings, opts.SkipStrings = suiteCfg.FocusStrings, suiteCfg.SkipStrings
+	// The binary's own Go tests start now, beside the plan and the probe
+	// (startOwnTests); checkOwnTests waits for them before --out.
+	var own *ownTestsRun
+	if !opts.List && !suiteCfg.DryRun {
+		own = startOwnTests()
+	}
 	r, err := suite.NewRun(&opts, suiteCfg.LabelFilter, Catalogue)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
@@ -136,7 +142,7 @@ func TestMain(m *testing.M) {
 	}
 	// The binary's own Go tests, before --out is touched: one that fails
 	// ends the run here, exit 1 (owntests_test.go says the exit rule).
-	checkOwnTests()
+	checkOwnTests(own)
 	// --out (locked, previous run kept aside, a first results.json) once
 	// the plan is known to be runnable and --out can hold its record.
 	if err := run.Plan.CheckRoom(); err != nil {
