@@ -25,7 +25,7 @@ TEST_PHASES := deps vet build runner unit suite ginkgo cli docs gate gate-selfte
 # coordinator's "context deadline exceeded", on a loaded machine).
 FUZZ_N ?= 2000x
 
-.PHONY: run test check-go deps kernels vet build runner unit suite ginkgo cli docs gate firstrun schema rounds soak fuzz bench bench-hangs device-build amd-first-run mutate fleet-slurm fleet-kube $(TEST_PHASES)
+.PHONY: run test check-go deps kernels vet build runner unit suite ginkgo cli docs gate firstrun schema rounds soak fuzz bench bench-hangs bench-suite device-build amd-first-run mutate fleet-slurm fleet-kube $(TEST_PHASES)
 
 test:
 	@bash scripts/phases.sh $(TEST_PHASES)
@@ -219,6 +219,13 @@ bench: check-go
 # A benchmark: minutes, not part of make test. RUNS, PAUSE, RULES, BASE.
 bench-hangs: check-go
 	bash scripts/bench-hangs.sh
+
+# The host suite at HEAD timed against BENCH_BASE's binary (default 6615a8b),
+# RUNS pairs (default 5), and where its time went from its own records
+# (issue 52; docs/PERFORMANCE.md). A benchmark: minutes, not in make test.
+BENCH_BASE ?= 6615a8b
+bench-suite: bin/specs.test
+	RUNS=$(or $(RUNS),5) bash scripts/bench-suite.sh ./bin/specs.test $(BENCH_BASE)
 
 device-build: check-go
 	bash scripts/build-specs.sh .dev/specs.test
