@@ -113,6 +113,7 @@ func Render(w io.Writer, rep *report.Report, outDir string) error {
 	}
 	writeUnexpected(&b, rep, outDir)
 	writePerf(&b, rep)
+	writeAB(&b, rep.AB) // an A/B run's side-by-side table (ab.go)
 	writeWorldEvents(&b, rep.WorldEvents)
 	b.WriteString(heatmap.HostWords(rep.Environment, "<h2 id=\"pairs-verdict\">Verdicts per GPU pair</h2>\n"))
 	if n := figures(&b, pics, func(f string) bool { return strings.HasPrefix(f, "verdict.") && f != "verdict.svg" }); n == 0 {

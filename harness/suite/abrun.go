@@ -56,6 +56,10 @@ func (o *Options) validateAB() error {
 			}
 		}
 	}
+	// A round's members share one body's run (harness.Round), and its
+	// shares are the round's, not a world's: alternating A and B worlds
+	// would hand one side's share to the other. Per-pair cases run alone.
+	o.Pairs = "alone"
 	o.ab = &sp
 	return nil
 }
