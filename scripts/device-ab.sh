@@ -80,6 +80,14 @@ print("     ab: %d pairs, %d paired metrics, %d regressions, %d improvements, %d
       % (len(a.get("pairs", [])), len(ms), a.get("regressions", 0), a.get("improvements", 0), a.get("perf_regressions", 0), a.get("perf_improvements", 0), a.get("b", {}).get("library", "")))
 for b in bad[:40]:
     print("       " + b)
+# The paired noise of the copy-engine metrics (for docs/PERFORMANCE.md): how
+# far B/A strayed from 1 and how wide the 95 % intervals were, in %.
+ce = [m for m in ms if m["name"].startswith("bw_ce_") and m["verdict"] != "unjudged"]
+if ce:
+    ch = sorted(abs(m["change"]) * 100 for m in ce)
+    hw = sorted((m["ci_high"] - m["ci_low"]) * 50 for m in ce)
+    print("     bw_ce_* paired: %d metrics, |change| median %.2f%% max %.2f%%, interval half-width median %.2f%% max %.2f%%"
+          % (len(ce), ch[len(ch) // 2], ch[-1], hw[len(hw) // 2], hw[-1]))
 PY
   tar -C "$w" -czf "$out/$name.tgz" "$name"
   cp "$w/summary.txt" "$out/summary.txt"
