@@ -39,7 +39,9 @@ func (d Direction) Words() string {
 // MetricKind is a metric's declaration: its name, its unit and which way
 // it is better. A spec declares each once (specs/perf.go's kinds) and
 // passes it to Ctx.Metric; nothing downstream reads a direction from the
-// unit.
+// unit. A rate or a time must name Better: TestEveryDeclaredMetricHasADirection
+// parses every MetricKind literal of the module and fails on one that
+// does not (counts and ratios, never judged for speed, need none).
 type MetricKind struct {
 	Name   string
 	Unit   string
