@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 
+	"p2patomics/harness/perf"
+	"p2patomics/harness/power"
 	"p2patomics/harness/report"
 )
 
@@ -57,7 +59,13 @@ type Option func(*judging)
 type judging struct {
 	interrupted string
 	runFaults   []string
+	power       *power.Target
 }
+
+// StatePower has JudgeRun state the run's power against target t
+// (harness/power; summary.power and the verdict line). The suite always
+// asks; a replay asks when the record stated it (its target kept).
+func StatePower(t power.Target) Option { return func(j *judging) { j.power = &t } }
 
 // RunFaults gives JudgeRun the run's health failures no case carries
 // (report.Summary.RunFaults): any makes the verdict FAIL.
@@ -98,6 +106,13 @@ func JudgeRun(results []report.Result, s *Set, env report.Environment, selected 
 	sum.MarkInjected(env.Inject)
 	sum.MarkFired(env.Inject, env.InjectFired)
 	judgePerf(s, judged, g, &sum)
+	if j.power != nil {
+		var lines []perf.Line
+		if s != nil && s.Perf != nil {
+			lines = s.Perf.Lines
+		}
+		sum.MarkPower(power.Of(judged, lines, *j.power))
+	}
 	return judged, g, sum
 }
 
@@ -183,7 +198,15 @@ func JudgeReport(rep *report.Report, o Rejudge) error {
 			}
 		}
 	}
-	judged, g, sum := JudgeRun(results, o.Set, rep.Environment, nil, gate, o.Out, Interrupted(interrupted), RunFaults(runFaults))
+	opts := []Option{Interrupted(interrupted), RunFaults(runFaults)}
+	if rep.Summary != nil && rep.Summary.Power != nil {
+		// The record stated its power: the replay states it again, against
+		// the target it was run with (a target that no longer parses is
+		// stated without one).
+		t, _ := power.Parse(rep.Summary.Power.Target)
+		opts = append(opts, StatePower(t))
+	}
+	judged, g, sum := JudgeRun(results, o.Set, rep.Environment, nil, gate, o.Out, opts...)
 	if o.Set == nil && rep.Gate != nil {
 		// A gated run's gate, as recorded, with the recorded verdicts.
 		var gg report.Gate

@@ -171,6 +171,9 @@ type Summary struct {
 	// blessed into a baseline never reads as a plain PASS (issue 49 S4,
 	// U26). Absent when the run recorded none, and in older records.
 	Recorded *Recorded `json:"baseline_recorded,omitempty"`
+	// Power is what the run could have caught and whether it reached its
+	// --power target (power.go; issue 52); absent in records before it.
+	Power *Power `json:"power,omitempty"`
 }
 
 // Recorded is a baseline a run wrote at its end.
@@ -448,15 +451,17 @@ func (s Summary) verdictLine() string {
 		if perf != "" {
 			ns += "; " + perf
 		}
-		return fmt.Sprintf("p2patomics: PASS — %s, 0 unexpected%s (%s)", plural(s.Cases, "case"), ns, basis)
+		// The power (power.go) before the basis, so the line still ends
+		// on it (scripts match "(gate …)" last).
+		return fmt.Sprintf("p2patomics: PASS — %s, 0 unexpected%s%s (%s)", plural(s.Cases, "case"), ns, s.Power.line(), basis)
 	case len(s.Unexpected) == 0 && !perfFails:
-		return fmt.Sprintf("p2patomics: FAIL — %s, 0 unexpected; %s", plural(s.Cases, "case"), health)
+		return fmt.Sprintf("p2patomics: FAIL — %s, 0 unexpected; %s%s", plural(s.Cases, "case"), health, s.Power.line())
 	case len(s.Unexpected) == 0:
 		line := fmt.Sprintf("p2patomics: FAIL — %s (%s)", perf, basis)
 		if health != "" {
 			line += "; " + health
 		}
-		return line
+		return line + s.Power.line()
 	}
 	named := strings.Join(s.unexpectedNamed(basis), "; ")
 	if perfFails {
@@ -465,6 +470,7 @@ func (s Summary) verdictLine() string {
 	if health != "" {
 		named += "; " + health
 	}
+	named += s.Power.line()
 	return fmt.Sprintf("p2patomics: FAIL — %s: %s", s.unexpectedHead(), named)
 }
 

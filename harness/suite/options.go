@@ -19,6 +19,7 @@ import (
 	"p2patomics/harness/ab"
 	"p2patomics/harness/backends"
 	"p2patomics/harness/perf"
+	"p2patomics/harness/power"
 	"p2patomics/harness/report"
 	"p2patomics/internal/inject"
 	"p2patomics/kernels"
@@ -66,6 +67,10 @@ type Options struct {
 	ABBlocks int
 	ab       *ab.Spec
 	abLib    map[string]string
+	// Power is --power: the run's power target (harness/power); power is
+	// it as Validate read it.
+	Power string
+	power power.Target
 }
 
 // InjectFlag is the hidden flag of the driver-fault injector; its env is
@@ -104,6 +109,7 @@ var FlagTable = []flagDef{
 	{"list", "false", "print the selected case ids, one a line, and exit"},
 	{"ab", "", "A/B run: run every case on this stack (A) and on stack B, alternating, and judge B against A; B is a driver library file or folder, same, or inject:RULES (docs/GATING.md)"},
 	{"ab-blocks", "3", "with --ab: how many times each case runs on each side (at least 2: a paired interval needs two blocks)"},
+	{"power", "", "power target: perf=P% (every gated perf family flags a P % regression with 95 % power) and/or litmus=R (a weak outcome as rare as R per instance, or R/M per million, seen with 99.9 %), comma separated; unset: today's run sizes, the power stated on the verdict line"},
 }
 
 // EnvName is the environment variable for a flag.
@@ -151,7 +157,7 @@ func (o *Options) fields() map[string]any {
 		"case": &o.Case, "seed": &o.Seed, "out": &o.Out, "trace": &o.Trace, "expectations": &o.Expectations,
 		"update-expectations": &o.UpdateExpectations, "perf-runs": &o.PerfRuns, "allow-stack-mismatch": &o.AllowStackMismatch, "allow-new-flakes": &o.AllowNewFlakes,
 		"repeat": &o.Repeat, "duration": &o.Duration, "clocks": &o.Clocks, "pairs": &o.Pairs,
-		"force": &o.Force, "list": &o.List, "ab": &o.AB, "ab-blocks": &o.ABBlocks,
+		"force": &o.Force, "list": &o.List, "ab": &o.AB, "ab-blocks": &o.ABBlocks, "power": &o.Power,
 	}
 }
 
@@ -391,6 +397,11 @@ func (o *Options) Validate() error {
 	if _, err := wire.ParseClockPeriod(o.Clocks); err != nil {
 		return usagef("--clocks=%s: %v", quote(o.Clocks), err)
 	}
+	t, err := power.Parse(o.Power)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	o.power = t
 	if err := o.validateAB(); err != nil {
 		return err
 	}

@@ -160,7 +160,7 @@ func (p *Plan) judge(results []report.Result, env report.Environment, timing *re
 	if p.gate != nil {
 		gate = p.Opts.Expectations
 	}
-	results, g, sum := expect.JudgeRun(results, p.gate, env, p.selects, gate, p.Opts.Out, expect.Interrupted(sig), expect.RunFaults(runFaults))
+	results, g, sum := expect.JudgeRun(results, p.gate, env, p.selects, gate, p.Opts.Out, expect.Interrupted(sig), expect.RunFaults(runFaults), expect.StatePower(p.Opts.power))
 	return &report.Report{Schema: report.Schema, Environment: env, Results: results, Gate: g, Summary: &sum,
 		Pairs: pairs.PairRows(results), Timing: timing}
 }
