@@ -51,6 +51,7 @@ func SummaryText(rep *report.Report, events []string) []byte {
 	var b bytes.Buffer
 	report.WriteTable(&b, rep, events)
 	PrintMatrices(&b, rep.Results)
+	report.WriteAB(&b, rep.AB) // an A/B run's stacks and differences (report/ab.go)
 	if rep.Timing != nil {
 		printTiming(&b, rep.Timing)
 	}

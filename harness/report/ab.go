@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -189,4 +190,35 @@ func ApplyAB(s *Summary, a *AB) {
 		s.Line = strings.Replace(s.Line, "p2patomics: PASS", "p2patomics: FAIL", 1)
 	}
 	s.Line += " — A/B " + a.Words()
+}
+
+// WriteAB writes an A/B run's section of summary.txt: both stacks, the
+// judgement in words, then one line per case whose outcome differs or
+// with a paired metric beyond its minimum effect (A's outcome, B's, each
+// such metric's change and interval) and its repro on both stacks.
+// Nothing without --ab.
+func WriteAB(w io.Writer, a *AB) {
+	if a == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nA/B: --ab=%s, %d blocks per case\n  %s\n  %s\n  %s\n", a.Spec, a.Blocks, a.A.Line(), a.B.Line(), a.Words())
+	for _, p := range a.Pairs {
+		var ms []string
+		for _, m := range p.Metrics {
+			if m.Verdict == ABPerfRegression || m.Verdict == ABPerfImprovement {
+				ms = append(ms, fmt.Sprintf("%s [%+.1f%%, %+.1f%%] %s", m.Words(), m.Low*100, m.High*100, m.Verdict))
+			}
+		}
+		if p.Change == ABSame && len(ms) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  %s: A %s, B %s (%s)", p.ID, p.A.Outcome, p.B.Outcome, p.Change)
+		if len(ms) > 0 {
+			fmt.Fprintf(w, "; %s", strings.Join(ms, "; "))
+		}
+		if p.Repro != "" {
+			fmt.Fprintf(w, "\n    repro (both stacks): %s", p.Repro)
+		}
+		fmt.Fprintln(w)
+	}
 }

@@ -81,3 +81,25 @@ func TestApplyAB(t *testing.T) {
 		t.Fatalf("A/A: %s %q", s.Verdict, s.Line)
 	}
 }
+
+// TestWriteAB: summary.txt's A/B section names both stacks, the verdict
+// words, and each differing case with its outcomes, its metric beyond the
+// minimum effect and its repro on both stacks.
+func TestWriteAB(t *testing.T) {
+	var b strings.Builder
+	report.WriteAB(&b, abReport().AB)
+	for _, want := range []string{
+		"A/B: --ab=inject:corrupt-read:0, 2 blocks per case\n  A: driver 550.54.15\n  B: driver 550.54.15, inject corrupt-read:0\n",
+		"  host.memfd.copy.one: A pass, B fail (regression); bw_copy_gbps -50% ±0% [-50.0%, -50.0%] perf-regression\n",
+		"    repro (both stacks): ./specs.test --case=host.memfd.copy.one --ab=inject:corrupt-read:0\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary.txt's A/B section lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	report.WriteAB(&b, nil)
+	if b.Len() != 0 {
+		t.Errorf("a run without --ab writes %q", b.String())
+	}
+}
