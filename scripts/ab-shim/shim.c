@@ -23,7 +23,6 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +43,9 @@ typedef struct { char bytes[16]; } CUuuid;
 #define CUDA_ERROR_NOT_FOUND 500
 
 static void *real;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+/* 0: not loaded, 1: loading, 2: loaded. No pthread_once: before glibc
+ * 2.34 it lives in libpthread, which the build line does not link. */
+static int state;
 
 /* self is this library's own file, so the search never picks it. */
 static void self_path(char *out, size_t n) {
@@ -102,7 +103,14 @@ static void load(void) {
 }
 
 static void *sym(const char *name) {
-	pthread_once(&once, load);
+	int want = 0;
+	if (__atomic_compare_exchange_n(&state, &want, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		load();
+		__atomic_store_n(&state, 2, __ATOMIC_RELEASE);
+	}
+	while (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != 2) {
+		/* another thread is loading the real driver */
+	}
 	return real ? dlsym(real, name) : NULL;
 }
 
