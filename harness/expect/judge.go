@@ -217,6 +217,9 @@ func JudgeReport(rep *report.Report, o Rejudge) error {
 	if g != nil {
 		rep.Gate = g
 	}
+	// An A/B run's judgement of B stands in every re-judged record (a B
+	// worse than A fails it; the line names B), as the suite said it.
+	report.ApplyAB(rep.Summary, rep.AB)
 	return nil
 }
 

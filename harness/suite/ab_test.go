@@ -99,7 +99,8 @@ func TestABSameHostPasses(t *testing.T) {
 		len(p.Metrics) != 1 || p.Metrics[0].Verdict != report.ABNoDifference || !strings.Contains(p.Repro, "--ab=same") {
 		t.Fatalf("pair: %+v", p)
 	}
-	if !strings.Contains(rep.Summary.Line, "PASS") || !strings.Contains(rep.Summary.Line, "B: no difference from A (1 case over 2 blocks)") {
+	if !strings.Contains(rep.Summary.Line, "PASS") || !strings.Contains(rep.Summary.Line, "B: no difference from A (1 case over 2 blocks)") ||
+		strings.Count(rep.Summary.Line, "A/B") != 1 || !strings.Contains(stdout, rep.Summary.Line) {
 		t.Fatalf("verdict line: %s", rep.Summary.Line)
 	}
 }
