@@ -1,6 +1,7 @@
 package sampling
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -50,5 +51,33 @@ func TestFlagOffsets(t *testing.T) {
 	}
 	if Stride != 32*4096+3*128 || Placements != 64 {
 		t.Errorf("stride %d, %d placements: scripts/ref/p2pref.cu's kStride and kPlacements must change with them", Stride, Placements)
+	}
+}
+
+// Issue 52 item 2: the atomic sample length comes from power: the
+// shortest length (at least MinTarget) at which the recorded within-run
+// noise adds at most a quarter of the tightest atomic floor to the
+// regression the gate flags with 95 % power. For the 8 % floor and 5
+// samples that is MinTarget, 10 ms (it was a fixed 20 ms: planted, the
+// old constant fails the first check); a tighter floor asks for longer
+// samples, and every length returned keeps the bound.
+func TestTargetFromPower(t *testing.T) {
+	if Target != 10*time.Millisecond || TargetFor(AtomicFloor, AtomicSamples) != Target {
+		t.Errorf("Target = %v, want 10ms from the 8 %% floor and 5 samples", Target)
+	}
+	prev := time.Duration(0)
+	for _, floor := range []float64{0.08, 0.04, 0.02, 0.01} {
+		got := TargetFor(floor, AtomicSamples)
+		if got < prev {
+			t.Errorf("floor %v: %v, shorter than for a looser floor (%v)", floor, got, prev)
+		}
+		prev = got
+		cv := RecordedCV * math.Sqrt(float64(RecordedAt)/float64(got))
+		if add := 1.645 * 1.2533 * cv / math.Sqrt(AtomicSamples); add > NoiseShare*floor*1.001 {
+			t.Errorf("floor %v: %v samples add %.4f to the MDE, over %.4f", floor, got, add, NoiseShare*floor)
+		}
+	}
+	if TargetFor(0.01, AtomicSamples) <= RecordedAt {
+		t.Errorf("a 1 %% floor got %v, want longer than the recorded 20 ms", TargetFor(0.01, AtomicSamples))
 	}
 }
