@@ -204,6 +204,7 @@ func TestCUDAVersion(t *testing.T) {
 		{"550.54.15", ""},
 		{"570.86.10", ""}, // CUDA 12.8 compat on R550
 		{"535.104.05", "older than the kernel module 550.54.15"},
+		{"550.90.07", "within a branch they must match exactly"},
 		{"580.65.06", ""}, // CUDA 13 compat on R550 (floor 535)
 	} {
 		err := CheckCUDAVersion(lib(c.v), kmd)

@@ -191,8 +191,9 @@ var forwardFloor = []struct{ umdFrom, kmdFloor int }{
 
 // CheckCUDAVersion refuses a libcuda whose version (read from its real
 // file name, libcuda.so.550.54.15) the kernel module (versionFile,
-// /proc/driver/nvidia/version) cannot run: older than the module, or newer
-// than forward compatibility allows. A version it cannot read on either
+// /proc/driver/nvidia/version) cannot run: older than the module, newer
+// within the module's own branch, or newer than forward compatibility
+// allows. A version it cannot read on either
 // side (a stand-in library, a machine without the module) is not refused
 // here: the rank's load then says what happened.
 func CheckCUDAVersion(lib, versionFile string) error {
@@ -213,7 +214,12 @@ func CheckCUDAVersion(lib, versionFile string) error {
 	switch {
 	case less(u, k):
 		return fmt.Errorf("%w: %s is CUDA user-mode driver %s, older than the kernel module %s: it cannot run on it", ErrBadSpec, lib, umd[0], kmd[0])
-	case less(k, u) && u[0] != k[0]:
+	case less(k, u) && u[0] == k[0]:
+		// Within one branch the user-mode driver and the kernel module
+		// must be the same build (the module refuses another: "NVRM: API
+		// mismatch"); forward compatibility is across branches only.
+		return fmt.Errorf("%w: %s is CUDA user-mode driver %s, newer than the kernel module %s of its own branch: within a branch they must match exactly (NVRM: API mismatch)", ErrBadSpec, lib, umd[0], kmd[0])
+	case less(k, u):
 		for _, f := range forwardFloor {
 			if u[0] >= f.umdFrom {
 				if k[0] < f.kmdFloor {
