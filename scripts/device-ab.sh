@@ -93,7 +93,7 @@ PY
   cp "$w/summary.txt" "$out/summary.txt"
 }
 ab=(--backend=cuda "--ginkgo.label-filter=$filter" --ab-blocks="$blocks")
-run aa 185 "${ab[@]}" --ab="$real"
-run ab 185 "${ab[@]}" --ab="$shim"
+run aa 180 "${ab[@]}" --ab="$real"
+run ab 180 "${ab[@]}" --ab="$shim"
 echo "device-ab: total $(( $(date +%s) - t00 )) s" | tee -a "$w/summary.txt"
 cp "$w/summary.txt" "$out/summary.txt"
