@@ -50,31 +50,8 @@ func metricDecls(t *testing.T, root string) []metricDecl {
 			if !ok || !isMetricKind(cl.Type, inReport) {
 				return true
 			}
-			d := metricDecl{at: fset.Position(cl.Pos()).String()}
-			if len(cl.Elts) == 3 {
-				if _, keyed := cl.Elts[0].(*ast.KeyValueExpr); !keyed {
-					d.better = true // positional: every field given
-				}
-			}
-			for _, e := range cl.Elts {
-				kv, ok := e.(*ast.KeyValueExpr)
-				if !ok {
-					continue
-				}
-				key, _ := kv.Key.(*ast.Ident)
-				if key == nil {
-					continue
-				}
-				s, isConst := stringConst(kv.Value)
-				switch key.Name {
-				case "Name":
-					d.name = s
-				case "Unit":
-					d.unit, d.unitConst = s, isConst
-				case "Better":
-					d.better = true
-				}
-			}
+			d := declOf(cl)
+			d.at = fset.Position(cl.Pos()).String()
 			out = append(out, d)
 			return true
 		})
@@ -84,6 +61,37 @@ func metricDecls(t *testing.T, root string) []metricDecl {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// declOf reads a MetricKind literal's Name, Unit and whether it names
+// Better (a positional literal gives every field).
+func declOf(cl *ast.CompositeLit) metricDecl {
+	var d metricDecl
+	if len(cl.Elts) == 3 {
+		if _, keyed := cl.Elts[0].(*ast.KeyValueExpr); !keyed {
+			d.better = true
+		}
+	}
+	for _, e := range cl.Elts {
+		kv, ok := e.(*ast.KeyValueExpr)
+		if !ok {
+			continue
+		}
+		key, _ := kv.Key.(*ast.Ident)
+		if key == nil {
+			continue
+		}
+		s, isConst := stringConst(kv.Value)
+		switch key.Name {
+		case "Name":
+			d.name = s
+		case "Unit":
+			d.unit, d.unitConst = s, isConst
+		case "Better":
+			d.better = true
+		}
+	}
+	return d
 }
 
 func isMetricKind(e ast.Expr, inReport bool) bool {
