@@ -62,8 +62,11 @@ func metric(med float64) map[string]report.Metric {
 		"count": {Unit: "", Median: 3, N: 5}}
 }
 
+// res is a perf case's result on a GPU backend (its metrics gated, as
+// perf.Gated gates them).
 func res(o report.Outcome, med float64) report.Result {
-	return report.Result{Outcome: o, Expected: report.Pass, Metrics: metric(med)}
+	return report.Result{Case: report.ParseCase("cuda.vmm.perf.copy_ce_write.r0r1", nil), Labels: []string{"perf"},
+		Outcome: o, Expected: report.Pass, Metrics: metric(med)}
 }
 
 // TestJudgeAA: the same numbers on both sides, block by block, with
@@ -78,6 +81,22 @@ func TestJudgeAA(t *testing.T) {
 	ms := a.Pairs[0].Metrics
 	if len(ms) != 1 || ms[0].Name != "bw_copy_gbps" || ms[0].Verdict != report.ABNoDifference || ms[0].Tolerance != 0.08 {
 		t.Fatalf("metrics: %+v (the undirected count must not be paired)", ms)
+	}
+}
+
+// TestJudgeHostNotGated: the host's metrics are paired and shown but
+// gate nothing (perf.Gated), however far apart: a halved host copy is
+// not-gated, never a perf regression.
+func TestJudgeHostNotGated(t *testing.T) {
+	host := func(med float64) report.Result {
+		r := res(report.Pass, med)
+		r.Case = report.ParseCase("host.memfd.perf.copy_ce_write.r0r1", nil)
+		return r
+	}
+	c := Case{ID: "host.memfd.perf.copy_ce_write.r0r1", A: []report.Result{host(100), host(100), host(100)}, B: []report.Result{host(50), host(50), host(50)}}
+	a := Judge("same", 3, report.ABStack{Side: "A"}, report.ABStack{Side: "B"}, []Case{c})
+	if m := a.Pairs[0].Metrics[0]; a.Differs() || m.Verdict != report.ABNotGated || m.Change != -0.5 {
+		t.Fatalf("host metric: %+v, differs %v", m, a.Differs())
 	}
 }
 

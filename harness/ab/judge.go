@@ -120,13 +120,21 @@ func change(c Case) string {
 
 // metrics pairs each metric A and B both measured with a declared
 // direction and at least perf.MinSamples samples, block by block, and
-// judges it against its family's tolerance (the perf gate's floor).
+// judges it against its family's tolerance (the perf gate's floor) where
+// the perf gate would gate it (perf.Gated: a perf case of a GPU backend).
+// On a shared CPU the host's metrics move by tens of percent between
+// blocks: judged, an A/A run there reads "improvements" by chance.
 func metrics(c Case) []report.ABMetric {
 	names := map[string]bool{}
+	gated := map[string]bool{}
 	for _, r := range c.A {
 		for n, m := range r.Metrics {
 			if m.Direction().Sign() != 0 && m.N >= perf.MinSamples {
 				names[n] = true
+				// Judged where the perf gate would gate it (a perf case of
+				// a GPU backend): elsewhere (the host) the pair is shown
+				// with its interval but gates nothing, as perf.txt does not.
+				gated[n] = gated[n] || perf.Gated(r, m)
 			}
 		}
 	}
@@ -160,7 +168,10 @@ func metrics(c Case) []report.ABMetric {
 			}
 		} else {
 			m.Change, m.Low, m.High = round(change), round(low), round(high)
-			m.Verdict = Decide(low, high, m.Tolerance, m.Better.Sign())
+			m.Verdict = report.ABNotGated
+			if gated[n] {
+				m.Verdict = Decide(low, high, m.Tolerance, m.Better.Sign())
+			}
 		}
 		out = append(out, m)
 	}

@@ -100,6 +100,9 @@ const (
 	ABPerfImprovement = "perf-improvement"
 	// ABUnjudged: fewer than two blocks with the metric on both sides.
 	ABUnjudged = "unjudged"
+	// ABNotGated: paired and shown, not judged: a metric the perf gate
+	// does not gate either (perf.Gated: the host backend's).
+	ABNotGated = "not-gated"
 )
 
 // ABMetric is one metric paired per block: A's and B's medians of each

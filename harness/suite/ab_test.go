@@ -96,7 +96,7 @@ func TestABSameHostPasses(t *testing.T) {
 	}
 	p := a.Pairs[0]
 	if p.ID != abCase || p.Change != report.ABSame || len(p.A.Outcomes) != 2 || len(p.B.Outcomes) != 2 ||
-		len(p.Metrics) != 1 || p.Metrics[0].Verdict != report.ABNoDifference || !strings.Contains(p.Repro, "--ab=same") {
+		len(p.Metrics) != 1 || p.Metrics[0].Verdict != report.ABNotGated || !strings.Contains(p.Repro, "--ab=same") {
 		t.Fatalf("pair: %+v", p)
 	}
 	if !strings.Contains(rep.Summary.Line, "PASS") || !strings.Contains(rep.Summary.Line, "B: no difference from A (1 case over 2 blocks)") ||
