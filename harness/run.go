@@ -198,6 +198,13 @@ type Runner struct {
 	// open (cuInit, a context, a module load) on a loaded machine is not a
 	// hang. Tests shorten it.
 	startFloor time.Duration
+	// standby is the world started beside a case that ends its own
+	// (standby.go); StandbyStarted and StandbyUsed count them; NoStandby
+	// starts none; closed: the runner was closed, no standby starts.
+	standby                     *standby
+	StandbyStarted, StandbyUsed int
+	NoStandby                   bool
+	closed                      bool
 }
 
 // setupStreakMax: after this many cases of one kind in a row whose setup
@@ -375,9 +382,9 @@ func (r *Runner) world(n int, deadline time.Time) (*World, error) {
 	}
 	r.mu.Unlock()
 	// Spawning (and waiting for a device lock) happens without r.mu, so a
-	// SIGTERM's KillAll is never stuck behind it.
-	t0 := time.Now()
-	w, err := NewWorld(r.Backend, n, r.Settings, deadline)
+	// SIGTERM's KillAll is never stuck behind it. A standby world started
+	// beside the case before (standby.go) is taken when one waits.
+	w, err, tookD, fromStandby := r.newOrStandby(n, deadline)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
@@ -387,8 +394,12 @@ func (r *Runner) world(n int, deadline time.Time) (*World, error) {
 		}
 		return nil, err
 	}
-	took := time.Since(t0).Seconds()
-	r.Events = append(r.Events, fmt.Sprintf("world of %d %s ranks ready in %.3f s", n, r.Backend, took))
+	took := tookD.Seconds()
+	ready := fmt.Sprintf("world of %d %s ranks ready in %.3f s", n, r.Backend, took)
+	if fromStandby {
+		ready += " (a standby, started while the case before ran)"
+	}
+	r.Events = append(r.Events, ready)
 	r.Starts = append(r.Starts, report.WorldStart{Backend: r.Backend, Ranks: n, Seconds: round(took)})
 	r.worlds[n] = w
 	if len(w.Infos) > len(r.Infos) {
@@ -409,6 +420,7 @@ func (r *Runner) DeviceInfos() []device.Info {
 // used again is reported here, as a world event, like one found by the
 // next case.
 func (r *Runner) Close() {
+	r.dropStandby()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for n, w := range r.worlds {
@@ -434,6 +446,15 @@ func (r *Runner) KillAll() {
 	ws := make([]*World, 0, len(r.worlds))
 	for _, w := range r.worlds {
 		ws = append(ws, w)
+	}
+	if s := r.standby; s != nil {
+		r.standby = nil
+		go func() { // its start may still run: killed once it ends
+			<-s.done
+			if s.w != nil {
+				s.w.Kill(100*time.Millisecond, errors.New("interrupted"))
+			}
+		}()
 	}
 	r.mu.Unlock()
 	for _, w := range ws {
@@ -476,6 +497,7 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 	if !r.getWorld(cr) || !r.takeBaseline(cr) {
 		return res
 	}
+	r.prestart(c)
 	r.runBody(cr)
 	r.judgeCase(cr)
 	r.witnessDrops(cr)

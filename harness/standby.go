@@ -1,0 +1,106 @@
+package harness
+
+import (
+	"errors"
+	"time"
+
+	"p2patomics/harness/report"
+)
+
+// A standby world (issue 52 item 3): while a case that ends its world by
+// design runs (a canary, a planted crash or hang, a case that kills or
+// poisons its ranks), the next world of its size is started beside it, so
+// the case after does not wait for a world start. 14 of the 16 world
+// starts of the one-GPU suite (0.37 s each) were such planned respawns. A
+// standby is used by the next world start of its size, whenever that
+// comes (a case that left its world alive keeps it waiting), and closed
+// with the runner. It is an ordinary world, started with the runner's
+// settings; a start that fails is the failure the case that takes it
+// would have met starting one itself.
+type standby struct {
+	n    int
+	done chan struct{} // closed once the start ended
+	w    *World
+	err  error
+	took time.Duration
+}
+
+// plansRespawn: c ends its world by design.
+func plansRespawn(c *Case) bool {
+	return c.Canary || c.NoLeak || c.Expected == report.Crash || c.Expected == report.Timeout
+}
+
+// prestart starts a standby world of c's size when c plans to end its
+// world and none is waiting, the backend is available and worlds start.
+func (r *Runner) prestart(c *Case) {
+	if r.NoStandby || c.Standalone != nil || !plansRespawn(c) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.standby != nil || r.unavailable != nil || r.startBroken != "" || r.closed || r.wedged != nil {
+		return
+	}
+	s := &standby{n: c.Ranks, done: make(chan struct{})}
+	r.standby = s
+	r.StandbyStarted++
+	deadline := time.Now().Add(r.startFloor)
+	go func() {
+		defer close(s.done)
+		t0 := time.Now()
+		s.w, s.err = NewWorld(r.Backend, s.n, r.Settings, deadline)
+		s.took = time.Since(t0)
+	}()
+}
+
+// newOrStandby starts a world of n ranks, or takes the standby of n ranks
+// when one is waiting (once its start has ended): the world, its start's
+// error, how long its start took, and whether it was the standby.
+func (r *Runner) newOrStandby(n int, deadline time.Time) (*World, error, time.Duration, bool) {
+	r.mu.Lock()
+	s := r.standby
+	if s != nil && s.n == n {
+		r.standby = nil
+	} else {
+		s = nil
+	}
+	r.mu.Unlock()
+	if s == nil {
+		t0 := time.Now()
+		w, err := NewWorld(r.Backend, n, r.Settings, deadline)
+		return w, err, time.Since(t0), false
+	}
+	<-s.done
+	r.mu.Lock()
+	r.StandbyUsed++
+	r.mu.Unlock()
+	return s.w, s.err, s.took, true
+}
+
+// dropStandby ends a waiting standby (the runner closes or is killed):
+// its start is waited for, then its ranks are killed and closed. Called
+// without r.mu.
+func (r *Runner) dropStandby() {
+	r.mu.Lock()
+	s := r.standby
+	r.standby = nil
+	r.closed = true
+	r.mu.Unlock()
+	if s == nil {
+		return
+	}
+	end := func() {
+		if s.w != nil {
+			s.w.Kill(100*time.Millisecond, errors.New("standby world not needed"))
+			s.w.Close()
+		}
+	}
+	// A start that is still going after a few seconds (a wedged driver)
+	// does not hold the runner's close: it is ended once it returns.
+	select {
+	case <-s.done:
+		end()
+	case <-time.After(5 * time.Second):
+		go func() { <-s.done; end() }()
+	}
+}

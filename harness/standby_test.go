@@ -1,0 +1,81 @@
+package harness_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"p2patomics/harness"
+	"p2patomics/harness/backends"
+	"p2patomics/harness/report"
+	"p2patomics/wire"
+)
+
+// Issue 52 item 3: a case that ends its world by design (here a canary,
+// Canary and NoLeak like the suite's) has the next world started beside
+// it, and the case after takes that standby instead of starting one: a
+// fresh world (every rank a new process), its start said in the world's
+// events. A case that leaves its world alive starts none. Closing the
+// runner ends a standby nobody took: no rank process is left. Count-based:
+// StandbyStarted and StandbyUsed, never a clock. Planted: a Runner without
+// prestart (the old code) starts no standby and fails the counts.
+func TestStandbyWorldForAPlannedRespawn(t *testing.T) {
+	earlier := map[string]bool{} // other tests' processes, not this runner's
+	for _, k := range children() {
+		earlier[k] = true
+	}
+	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
+	mk := deathCase
+	var before []int
+	if res := r.Run(mk("plain", false, func(c *harness.Ctx) error { return nil })); res.Outcome != report.Pass || r.StandbyStarted != 0 {
+		t.Fatalf("a plain case: %s %s, %d standbys started", res.Outcome, res.Detail, r.StandbyStarted)
+	}
+	canary := mk("panics", true, func(c *harness.Ctx) error {
+		for _, p := range c.W.Procs {
+			before = append(before, p.Pid)
+		}
+		return c.Canary(1, "panic")
+	})
+	canary.Canary, canary.Expected = true, report.Crash
+	if res := r.Run(canary); res.Outcome != report.Crash || r.StandbyStarted != 1 {
+		t.Fatalf("the canary: %s %s, %d standbys started", res.Outcome, res.Detail, r.StandbyStarted)
+	}
+	res := r.Run(mk("after", false, func(c *harness.Ctx) error {
+		for i, p := range c.W.Procs {
+			if p.Pid == before[i] {
+				t.Errorf("rank %d is the canary's process %d, not a fresh one", i, p.Pid)
+			}
+		}
+		return nil
+	}))
+	if res.Outcome != report.Pass || r.StandbyUsed != 1 {
+		t.Fatalf("after the canary: %s %s, %d standbys used", res.Outcome, res.Detail, r.StandbyUsed)
+	}
+	if !strings.Contains(strings.Join(r.Events, "\n"), "(a standby, started while the case before ran)") {
+		t.Errorf("the standby's start is not in the events: %q", r.Events)
+	}
+	// A standby nobody takes (the world outlived its case) is ended with
+	// the runner.
+	canary2 := mk("lives", true, func(c *harness.Ctx) error { return nil })
+	canary2.Canary = true
+	if res := r.Run(canary2); res.Outcome != report.Pass || r.StandbyStarted != 2 {
+		t.Fatalf("a canary that left its world: %s %s, %d started", res.Outcome, res.Detail, r.StandbyStarted)
+	}
+	r.Close()
+	for _, k := range children() {
+		if !earlier[k] {
+			t.Errorf("rank process %s left after Close", k)
+		}
+	}
+}
+
+// children are this process's child processes.
+func children() []string {
+	var kids []string
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, task := range tasks {
+		b, _ := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
+		kids = append(kids, strings.Fields(string(b))...)
+	}
+	return kids
+}
