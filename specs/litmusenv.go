@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"p2patomics/harness"
+	"p2patomics/harness/power"
 	"p2patomics/harness/report"
 	"p2patomics/kernels"
 )
@@ -366,6 +367,7 @@ var litmusEnvKernels = kernels.LitmusEnvs
 func (b *builder) litmusEnvs() {
 	// One case per shape kernels/manifest.go declares, in its order: a new
 	// shape touches nothing here.
+	target := b.o.PowerTarget().Litmus // --power's litmus rate, 0: none
 	for _, k := range litmusEnvKernels() {
 		b.add(Spec{Name: "litmus", Variant: k.Name, Ranks: b.o.Ranks, Expected: report.Pass,
 			Labels: []report.Label{facet(shapeLabel(k.Op)), LabelMutation}, Timeout: 120 * time.Second,
@@ -387,6 +389,7 @@ func (b *builder) litmusEnvs() {
 				}()
 				var killed []string
 				var most uint64
+				rarest := 0.0 // the rarest killed mutant's weak rate, per instance
 				for _, m := range k.Mutants {
 					if e.oneRank && kernels.MustLookup(m).Scope == kernels.Dev {
 						// Both roles run on one device, where device scope
@@ -407,10 +410,25 @@ func (b *builder) litmusEnvs() {
 					}
 					if r.killed {
 						killed = append(killed, fmt.Sprintf("%s (%s, %.3g per million)", m, kernels.MustLookup(m).Mutation, r.perMillion()))
+						if p := r.perMillion() / 1e6; rarest == 0 || p < rarest {
+							rarest = p
+						}
 					}
 					most = max(most, r.instances)
 				}
+				// The strong kernel is sized from power (issue 52): enough
+				// instances to see a weak outcome as rare as the rarest
+				// mutant killed here (or --power's litmus rate) with 99.9 %
+				// confidence, at least as many as a mutant ran, within the
+				// budget and the cap; with neither, the budget decides.
+				stop := e.sh.maxInstances
+				if n := power.StrongInstances(rarest, target); n > 0 && c.Backend().GPU {
+					e.sh.maxInstances = min(stop, max(most, n))
+					lines = append(lines, fmt.Sprintf("strong sized to %d instances: a weak outcome of %.3g per million seen with 99.9 %% (rarest killed mutant %.3g per million, --power litmus %.3g per million)",
+						n, power.Seen(float64(n))*1e6, rarest*1e6, target*1e6))
+				}
 				r, err := e.run(k.Name, false, most)
+				e.sh.maxInstances = stop
 				if err != nil {
 					return err
 				}

@@ -258,3 +258,20 @@ func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 func pct(f float64) string { return report.Percent(f) }
 
 func fmtRate(r float64) string { return report.Rate(r) }
+
+// StrongInstances sizes a litmus case's strong kernel from power (issue 52
+// item 2): the instances that see, with Confidence, a weak outcome as rare
+// as the rarest mutant this case killed (rarestKilled, per instance; the
+// measured kill rates set the target), or as target (per instance,
+// --power's litmus) when that is rarer. 0 when neither is known (no
+// mutant killed, no target): the case keeps its time budget.
+func StrongInstances(rarestKilled, target float64) uint64 {
+	p := rarestKilled
+	if target > 0 && (p <= 0 || target < p) {
+		p = target
+	}
+	if !(p > 0) {
+		return 0
+	}
+	return uint64(Instances(p))
+}

@@ -162,3 +162,23 @@ func TestPowerOfTheCommittedRun(t *testing.T) {
 		t.Errorf("perf=8%%,litmus=1/M on the committed run: short %v", p.Short)
 	}
 }
+
+// The strong kernel's size: ln(1000)/p for the rarest killed mutant's rate
+// p, or the target's when rarer; nothing known keeps the budget (0).
+func TestStrongInstances(t *testing.T) {
+	for _, c := range []struct {
+		killed, target float64
+		want           uint64
+	}{
+		{16.2e-6, 0, 426405},     // vmm-host IRIW's relaxed mutant
+		{3197e-6, 0, 2161},       // vmm-host MP's
+		{3197e-6, 1e-6, 6907756}, // a rarer target wins
+		{16.2e-6, 1e-3, 426405},  // a commoner one does not
+		{0, 0, 0},
+		{0, 1e-5, 690776},
+	} {
+		if got := power.StrongInstances(c.killed, c.target); got != c.want {
+			t.Errorf("StrongInstances(%g, %g) = %d, want %d", c.killed, c.target, got, c.want)
+		}
+	}
+}

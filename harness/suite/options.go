@@ -408,6 +408,9 @@ func (o *Options) Validate() error {
 	return o.validateInject()
 }
 
+// PowerTarget is --power as Validate read it (the zero Target: none).
+func (o *Options) PowerTarget() power.Target { return o.power }
+
 // validatePerfRuns: --perf-runs records perf.txt, so it needs
 // --update-expectations, and at least perf.MinRuns passes (one pass's
 // medians cannot tell run-to-run noise from a change).
