@@ -329,24 +329,93 @@ func init() {
 	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
 }
 
+// LitmusShape is one parallel-testing-environment shape, declared once:
+// its kernels (the strong one and its mutants), the outcome the tally
+// counts as weak, the outcomes a run must show, its roles and whether a
+// collect launch reads its outcome. Every litmus list derives from the
+// rows of litmusShapes, read by one loop (addLitmusEnvs), as cilium/ebpf
+// reads elf_sections.go's rows: a new shape is one row here, its kernel
+// bodies (kernels.cu), its host body (rank/host/litmus.go) and its row in
+// docs/LITMUS.md.
+type LitmusShape struct {
+	Op     Op
+	Strong Order  // the strong kernel's order (Relaxed: its only mutant is device scope)
+	Doc    string // what the roles do and which outcome is weak
+	Relax  string // what the relaxed-order mutant drops ("" when Strong is Relaxed)
+	// Fenceless names IRIW's extra mutant: acquire loads and relaxed
+	// stores, only the fence that makes readers agree taken away.
+	Fenceless string
+	Weak      [2]uint64   // res[2k], res[2k+1] of an instance that showed the weak outcome (kernels.cu)
+	Needs     [][2]uint64 // the outcomes a run must show before silence means anything
+	Roles     uint64      // roles per instance: 2 unless declared
+	Collect   bool        // the outcome is the final memory state, read by a role-3 launch
+}
+
+// litmusShapes are the parallel testing environments, in the order of
+// docs/LITMUS.md's table and the catalogue's litmus cases.
+var litmusShapes = []LitmusShape{
+	{Op: OpPMP, Strong: AcqRel, Doc: "MP: role 0 x=1 (relaxed), y=1 (release); role 1 ry=y (acquire), rx=x (relaxed), res=1+2ry+rx; weak: ry=1, rx=0",
+		Relax: "relaxed flag store and load instead of release/acquire",
+		Weak:  [2]uint64{1, 3}, Needs: [][2]uint64{{1, 1}, {1, 4}}}, // reader saw (y, x) = (0, 0): before the writer; (1, 1): after it
+	{Op: OpPSB, Strong: SeqCst, Doc: "SB: role r stores 1 to its word (seq_cst) then reads the other's (seq_cst); weak: both read 0",
+		Relax: "no fence: relaxed store and load instead of fence.sc + seq_cst",
+		Weak:  [2]uint64{1, 1}, Needs: [][2]uint64{{1, 2}, {2, 1}}}, // role 0 first (it reads 0, role 1 reads 1), and role 1 first
+	{Op: OpPLB, Strong: AcqRel, Doc: "LB: role 0 reads x (acquire) then y=1 (release), role 1 reads y then x=1; weak: both read 1",
+		Relax: "relaxed load and store instead of acquire/release",
+		Weak:  [2]uint64{2, 2}, Needs: [][2]uint64{{1, 2}, {2, 1}}}, // role 0 first (reads 0; role 1 then reads 1), and role 1 first
+	{Op: OpPIRIW, Strong: SeqCst, Doc: "IRIW: role 0 x=1, role 1 y=1 (seq_cst stores); role 2 reads x then y, role 3 y then x (seq_cst loads: " +
+		"fence.sc between them on PTX); readers record 1+2*first+second in res slots 0 and 1, writers nothing; weak: (3, 3)",
+		Relax:     "no fence: relaxed stores and loads instead of seq_cst",
+		Fenceless: "acquire loads and relaxed stores without fence.sc",
+		Weak:      [2]uint64{3, 3}, Needs: [][2]uint64{{1, 1}, {4, 4}}, Roles: 4}, // both readers before both writers, and after them
+	{Op: OpP22W, Strong: SeqCst, Doc: "2+2W: role 0 x=1 then y=2, role 1 y=1 then x=2 (seq_cst stores); res = 1, then the collect launch " +
+		"(role 3) writes 1 + final x, 1 + final y; weak: x=1 and y=1 (2, 2)",
+		Relax: "no fence: relaxed stores instead of seq_cst",
+		Weak:  [2]uint64{2, 2}, Needs: [][2]uint64{{3, 2}, {2, 3}}, Collect: true}, // final (x, y) = (2, 1): role 0 then role 1; (1, 2): role 1 then role 0
+	// CoRR's strong kernel is already relaxed: coherence needs no
+	// ordering, so its only mutant is the device-scope one.
+	{Op: OpPCoRR, Strong: Relaxed, Doc: "CoRR: role 0 x=1 (relaxed); role 1 reads x twice (relaxed), res = 1+2*first+second; weak: new then old (1, 3)",
+		Weak: [2]uint64{1, 3}, Needs: [][2]uint64{{1, 1}, {1, 4}}}, // reader saw (0, 0): before the write; (1, 1): after it
+}
+
+// LitmusShapes returns the parallel-testing-environment shapes, in
+// declaration order.
+func LitmusShapes() []LitmusShape { return slices.Clone(litmusShapes) }
+
+// litmusShape is op's row; ok is false for an op that is no shape.
+func litmusShape(op Op) (LitmusShape, bool) {
+	i := slices.IndexFunc(litmusShapes, func(s LitmusShape) bool { return s.Op == op })
+	if i < 0 {
+		return LitmusShape{}, false
+	}
+	return litmusShapes[i], true
+}
+
 // LitmusWeak is the tally of a litmus environment shape: res[2k], res[2k+1]
-// of an instance that showed the shape's weak outcome (kernels.cu).
-var LitmusWeak = map[Op][2]uint64{OpPMP: {1, 3}, OpPSB: {1, 1}, OpPLB: {2, 2}, OpPIRIW: {3, 3}, OpP22W: {2, 2}, OpPCoRR: {1, 3}}
+// of an instance that showed the shape's weak outcome (kernels.cu). It
+// derives from the rows (LitmusShape.Weak).
+var LitmusWeak = func() map[Op][2]uint64 {
+	m := map[Op][2]uint64{}
+	for _, s := range litmusShapes {
+		m[s.Op] = s.Weak
+	}
+	return m
+}()
 
 // LitmusNeeds lists, per shape, the outcomes (result pairs, as LitmusWeak)
 // that a run must show before the absence of the weak outcome means
 // anything: the shape's two sequential orders of its roles. A histogram
 // without every one of them is degenerate (the roles never overlapped
 // enough to tell an ordering from a schedule) and a strong case with it is
-// inconclusive (docs/LITMUS.md, "Histograms").
-var LitmusNeeds = map[Op][][2]uint64{
-	OpPMP:   {{1, 1}, {1, 4}}, // reader saw (y, x) = (0, 0): before the writer; (1, 1): after it
-	OpPSB:   {{1, 2}, {2, 1}}, // role 0 first (it reads 0, role 1 reads 1), and role 1 first
-	OpPLB:   {{1, 2}, {2, 1}}, // role 0 first (reads 0; role 1 then reads 1), and role 1 first
-	OpPIRIW: {{1, 1}, {4, 4}}, // both readers before both writers, and after them
-	OpP22W:  {{3, 2}, {2, 3}}, // final (x, y) = (2, 1): role 0 then role 1; (1, 2): role 1 then role 0
-	OpPCoRR: {{1, 1}, {1, 4}}, // reader saw (0, 0): before the write; (1, 1): after it
-}
+// inconclusive (docs/LITMUS.md, "Histograms"). It derives from the rows
+// (LitmusShape.Needs).
+var LitmusNeeds = func() map[Op][][2]uint64 {
+	m := map[Op][][2]uint64{}
+	for _, s := range litmusShapes {
+		m[s.Op] = s.Needs
+	}
+	return m
+}()
 
 // LitmusLacking lists the outcomes of LitmusNeeds[op] that hist (a tally
 // histogram) never shows; empty when the histogram is not degenerate.
@@ -361,21 +430,31 @@ func LitmusLacking(op Op, hist *[TallyBins]uint64) [][2]uint64 {
 }
 
 // IsLitmusEnv reports whether op is a parallel-testing-environment shape.
-func IsLitmusEnv(op Op) bool { _, ok := LitmusWeak[op]; return ok }
+func IsLitmusEnv(op Op) bool { _, ok := litmusShape(op); return ok }
 
-// LitmusRoles is how many roles an instance of a shape has (2 unless
-// listed): role 2 runs them all in one launch, role 0/1 half of them each.
+// LitmusRoles is how many roles an instance of a shape has (2 unless its
+// row declares more): role 2 runs them all in one launch, role 0/1 half of
+// them each.
 func LitmusRoles(op Op) uint64 {
-	if op == OpPIRIW {
-		return 4
+	if s, ok := litmusShape(op); ok && s.Roles != 0 {
+		return s.Roles
 	}
 	return 2
 }
 
 // LitmusCollect lists the shapes whose outcome is the final memory state:
 // after the roles' launches, one more launch with role 3 (threads [0,n))
-// turns each recorded instance's res into 1 + final x, 1 + final y.
-var LitmusCollect = map[Op]bool{OpP22W: true}
+// turns each recorded instance's res into 1 + final x, 1 + final y. It
+// derives from the rows (LitmusShape.Collect).
+var LitmusCollect = func() map[Op]bool {
+	m := map[Op]bool{}
+	for _, s := range litmusShapes {
+		if s.Collect {
+			m[s.Op] = true
+		}
+	}
+	return m
+}()
 
 // LitmusEnvArgs are the arguments of every parallel-testing-environment kernel.
 var LitmusEnvArgs = []Arg{p("mem"), p("res"), v("n"), v("iters"), v("role"), v("block"), v("tblocks"),
@@ -407,59 +486,43 @@ func addLitmusEnvs() {
 		"writers 0,1 or readers 2,3); role 3 = collect (2+2W); blocks >= tblocks stress 4096 hot words " +
 		"stress times; rounds aligned across parties blocks (NVIDIA: on mem's sync word, a timeout adds sync[1]; AMD: a store barrier, " +
 		"each party's epoch word after the hot words, a timeout sets its give-up word, LitmusLateWord); res[2k+slot] = 1 + read. "
-	shapes := []struct {
-		op     Op
-		strong Order
-		doc    string
-		relax  string
-	}{
-		{OpPMP, AcqRel, "MP: role 0 x=1 (relaxed), y=1 (release); role 1 ry=y (acquire), rx=x (relaxed), res=1+2ry+rx; weak: ry=1, rx=0",
-			"relaxed flag store and load instead of release/acquire"},
-		{OpPSB, SeqCst, "SB: role r stores 1 to its word (seq_cst) then reads the other's (seq_cst); weak: both read 0",
-			"no fence: relaxed store and load instead of fence.sc + seq_cst"},
-		{OpPLB, AcqRel, "LB: role 0 reads x (acquire) then y=1 (release), role 1 reads y then x=1; weak: both read 1",
-			"relaxed load and store instead of acquire/release"},
-		{OpPIRIW, SeqCst, "IRIW: role 0 x=1, role 1 y=1 (seq_cst stores); role 2 reads x then y, role 3 y then x (seq_cst loads: " +
-			"fence.sc between them on PTX); readers record 1+2*first+second in res slots 0 and 1, writers nothing; weak: (3, 3)",
-			"no fence: relaxed stores and loads instead of seq_cst"},
-		{OpP22W, SeqCst, "2+2W: role 0 x=1 then y=2, role 1 y=1 then x=2 (seq_cst stores); res = 1, then the collect launch " +
-			"(role 3) writes 1 + final x, 1 + final y; weak: x=1 and y=1 (2, 2)",
-			"no fence: relaxed stores instead of seq_cst"},
-		// CoRR's strong kernel is already relaxed: coherence needs no
-		// ordering, so its only mutant is the device-scope one.
-		{OpPCoRR, Relaxed, "CoRR: role 0 x=1 (relaxed); role 1 reads x twice (relaxed), res = 1+2*first+second; weak: new then old (1, 3)", ""},
-	}
-	for _, sh := range shapes {
-		strong := Name(sh.op, U32, sh.strong, Sys)
-		relaxed := Name(sh.op, U32, Relaxed, Sys)
-		dev := Name(sh.op, U32, sh.strong, Dev)
-		var mutants []string
-		if sh.strong != Relaxed {
-			mutants = append(mutants, relaxed)
+	for _, sh := range litmusShapes {
+		for _, k := range litmusKernels(envDoc, sh) {
+			add(k)
 		}
-		if sh.op == OpPIRIW {
-			// The reads' own order kept (acquire), only the fence that
-			// makes the readers agree on the writes' order taken away.
-			acq := Name(sh.op, U32, Acquire, Sys)
-			mutants = append(mutants, acq)
-			add(Kernel{Name: acq, Op: sh.op, Type: U32, Order: Acquire, Scope: Sys, Args: LitmusEnvArgs, Spins: true, Info: true,
-				Mutation: "acquire loads and relaxed stores without fence.sc", Doc: "mutant of " + strong + ": acquire loads and relaxed stores, no fence"})
-		}
-		mutants = append(mutants, dev)
-		add(Kernel{Name: strong, Op: sh.op, Type: U32, Order: sh.strong, Scope: Sys, Args: LitmusEnvArgs, Spins: true,
-			Mutants: mutants, Doc: envDoc + sh.doc})
-		litmusEnvs = append(litmusEnvs, strong)
-		if sh.strong != Relaxed {
-			add(Kernel{Name: relaxed, Op: sh.op, Type: U32, Order: Relaxed, Scope: Sys, Args: LitmusEnvArgs, Spins: true, Info: true,
-				Mutation: sh.relax, Doc: "mutant of " + strong + ": " + sh.relax})
-		}
-		add(Kernel{Name: dev, Op: sh.op, Type: U32, Order: sh.strong, Scope: Dev, Args: LitmusEnvArgs, Spins: true, Info: true,
-			Mutation: "device (agent) scope instead of system scope", Doc: "mutant of " + strong + ": every access at device scope"})
+		litmusEnvs = append(litmusEnvs, Name(sh.Op, U32, sh.Strong, Sys))
 	}
 	add(Kernel{Name: Name(OpTally, U32, Relaxed, Dev), Op: OpTally, Type: U32, Order: Relaxed, Scope: Dev,
 		Args: []Arg{p("res"), p("out"), v("n"), v("block"), v("nthreads"), p("wit"), v("nonce")}, Witness: true,
 		Doc: "the outcome histogram: for i = g; i < n; i += nthreads: out[TallyBin(res[2i], res[2i+1])] += 1 " +
 			"(TallyBins u64 words, relaxed device adds); witness: instances read"})
+}
+
+// litmusKernels are one shape's manifest entries, read from its row: the
+// strong kernel (naming its mutants), then the relaxed-order mutant (unless
+// the strong kernel is relaxed), IRIW's fenceless mutant where the row names
+// one, and the device-scope mutant.
+func litmusKernels(envDoc string, sh LitmusShape) []Kernel {
+	strong := Name(sh.Op, U32, sh.Strong, Sys)
+	relaxed := Name(sh.Op, U32, Relaxed, Sys)
+	dev := Name(sh.Op, U32, sh.Strong, Dev)
+	var mutants []Kernel
+	if sh.Strong != Relaxed {
+		mutants = append(mutants, Kernel{Name: relaxed, Op: sh.Op, Type: U32, Order: Relaxed, Scope: Sys, Args: LitmusEnvArgs, Spins: true, Info: true,
+			Mutation: sh.Relax, Doc: "mutant of " + strong + ": " + sh.Relax})
+	}
+	if sh.Fenceless != "" {
+		mutants = append(mutants, Kernel{Name: Name(sh.Op, U32, Acquire, Sys), Op: sh.Op, Type: U32, Order: Acquire, Scope: Sys, Args: LitmusEnvArgs,
+			Spins: true, Info: true, Mutation: sh.Fenceless, Doc: "mutant of " + strong + ": acquire loads and relaxed stores, no fence"})
+	}
+	mutants = append(mutants, Kernel{Name: dev, Op: sh.Op, Type: U32, Order: sh.Strong, Scope: Dev, Args: LitmusEnvArgs, Spins: true, Info: true,
+		Mutation: "device (agent) scope instead of system scope", Doc: "mutant of " + strong + ": every access at device scope"})
+	var names []string
+	for _, m := range mutants {
+		names = append(names, m.Name)
+	}
+	return append([]Kernel{{Name: strong, Op: sh.Op, Type: U32, Order: sh.Strong, Scope: Sys, Args: LitmusEnvArgs, Spins: true,
+		Mutants: names, Doc: envDoc + sh.Doc}}, mutants...)
 }
 
 // litmusEnvs are the strong kernels of the parallel testing environments,
