@@ -26,14 +26,6 @@ func init() {
 	backend.Register("cuda", func() backend.Backend { return &Backend{} })
 }
 
-// Allocation kinds.
-const (
-	KindVMM     = "vmm"
-	KindVMMHost = "vmm-host"
-	KindIPC     = "ipc"
-	KindDmaBuf  = "dmabuf"
-)
-
 // Backend is one rank's view of one CUDA device. It is not safe for
 // concurrent use: the rank server makes every call from one goroutine locked
 // to its OS thread.
@@ -90,7 +82,7 @@ func (b *Backend) Name() string { return "cuda" }
 func (b *Backend) AppliesSpeedRules() {}
 
 // Kinds implements backend.Backend.
-func (b *Backend) Kinds() []string { return []string{KindVMM, KindVMMHost, KindIPC, KindDmaBuf} }
+func (b *Backend) Kinds() []string { return kindNames() }
 
 // arena layout (bytes). The driver dereferences kernelParams (an array of
 // pointers to argument values) and the JIT option values, so both live in an
@@ -517,15 +509,11 @@ func (b *Backend) Alloc(kind string, size uint64) (backend.Buffer, backend.Expor
 	if size == 0 {
 		return nil, none, errors.New("cuda: zero-byte allocation")
 	}
-	switch kind {
-	case KindVMM, KindVMMHost:
-		return b.allocVMM(kind, size)
-	case KindIPC:
-		return b.allocIPC(size)
-	case KindDmaBuf:
-		return b.allocDmaBuf(size)
+	k, err := kindOf(kind)
+	if err != nil {
+		return nil, none, err
 	}
-	return nil, none, backend.NotSupportedf("cuda: no allocation kind %q (kinds: %s)", kind, strings.Join(b.Kinds(), ", "))
+	return k.alloc(b, kind, size)
 }
 
 func (b *Backend) vmmProp(kind string) (memAllocationProp, error) {
@@ -540,7 +528,7 @@ func (b *Backend) vmmProp(kind string) (memAllocationProp, error) {
 	if err := b.requireAttr(attrHandleTypePosixFileDescriptorSupported); err != nil {
 		return prop, err
 	}
-	if kind == KindVMMHost {
+	if hostNUMA(kind) {
 		if err := b.requireAttr(attrHostNumaVirtualMemoryManagementSupp); err != nil {
 			return prop, err
 		}
@@ -583,7 +571,7 @@ func (b *Backend) allocVMM(kind string, size uint64) (backend.Buffer, backend.Ex
 		return nil, none, err
 	}
 	meta := map[string]string{"granularity": strconv.FormatUint(g, 10), "owner": strconv.Itoa(b.cfg.Device)}
-	if kind == KindVMMHost {
+	if hostNUMA(kind) {
 		meta["numa_node"] = strconv.Itoa(int(prop.Location.ID))
 	}
 	// Grant this device only. Importers grant themselves in their own
@@ -669,18 +657,11 @@ func (b *Backend) Import(kind string, exp backend.Export, grant bool) (backend.B
 	if err := b.bind(); err != nil {
 		return nil, err
 	}
-	switch kind {
-	case KindVMM, KindVMMHost:
-		if fd < 0 {
-			return nil, fmt.Errorf("cuda: %s import without an fd", kind)
-		}
-		return b.importVMM(kind, fd, exp, grant)
-	case KindIPC:
-		return b.importIPC(exp, grant)
-	case KindDmaBuf:
-		return nil, backend.NotSupportedf("cuda: a dma-buf fd cannot be mapped back into CUDA; checked through fdinfo")
+	k, err := kindOf(kind)
+	if err != nil {
+		return nil, err
 	}
-	return nil, backend.NotSupportedf("cuda: no allocation kind %q (kinds: %s)", kind, strings.Join(b.Kinds(), ", "))
+	return k.imp(b, kind, fd, exp, grant)
 }
 
 func (b *Backend) importVMM(kind string, fd int, exp backend.Export, grant bool) (backend.Buffer, error) {
@@ -744,7 +725,7 @@ func (b *Backend) CPUWord(x backend.Buffer, off uint64) (*uint64, error) {
 	if err != nil {
 		return nil, err
 	}
-	if buf.kind != KindVMMHost {
+	if !hostNUMA(buf.kind) {
 		return nil, backend.NotSupportedf("cuda: %s memory is device memory; the CPU has no mapping of it", buf.kind)
 	}
 	if off%8 != 0 || span(buf, off, 8) != nil {
@@ -982,23 +963,7 @@ func (b *Backend) Free(x backend.Buffer) error {
 	return b.free(buf)
 }
 
-func (b *Backend) free(buf *buffer) error {
-	d := b.d
-	var errs []error
-	switch {
-	case buf.kind == KindVMM || buf.kind == KindVMMHost:
-		errs = append(errs, d.check(d.cuMemUnmap(buf.addr, buf.size)))
-		if !buf.imported {
-			errs = append(errs, d.check(d.cuMemRelease(buf.handle)))
-		}
-		errs = append(errs, d.check(d.cuMemAddressFree(buf.addr, buf.size)))
-	case buf.kind == KindIPC && buf.imported:
-		errs = append(errs, d.check(d.cuIpcCloseMemHandle(buf.addr)))
-	default: // own ipc and dmabuf: cuMemAlloc memory
-		errs = append(errs, d.check(d.cuMemFree(buf.addr)))
-	}
-	return errors.Join(errs...)
-}
+func (b *Backend) free(buf *buffer) error { return freeOf(b.d, buf) }
 
 // MemInfo implements backend.Backend.
 func (b *Backend) MemInfo() (free, total uint64, err error) {

@@ -273,8 +273,25 @@ func TestKinds(t *testing.T) {
 	if b.Name() != "cuda" {
 		t.Errorf("Name() = %q", b.Name())
 	}
-	if got := strings.Join(b.Kinds(), ","); got != "vmm,vmm-host,ipc,dmabuf" {
-		t.Errorf("Kinds() = %s", got)
+	// The kinds are allocKinds' rows (kinds.go), each whole: a new kind is
+	// one row, so this test lists none of them (TestMatrixMatchesBackends
+	// holds the rows equal to harness/backends'), and checks what a row
+	// must hold.
+	if got, want := strings.Join(b.Kinds(), ","), strings.Join(kindNames(), ","); got != want || len(b.Kinds()) < 4 {
+		t.Errorf("Kinds() = %s, the rows %s", got, want)
+	}
+	seen := map[string]bool{}
+	for _, k := range allocKinds {
+		if k.name == "" || seen[k.name] || k.alloc == nil || k.imp == nil || k.free == nil || (k.hostNUMA && !k.vmm) {
+			t.Errorf("row %+v: want a unique name, alloc, imp and free, and host-NUMA only for vmm memory", k)
+		}
+		seen[k.name] = true
+		if r, err := kindOf(k.name); err != nil || r.name != k.name || hostNUMA(k.name) != k.hostNUMA {
+			t.Errorf("kindOf(%s) = %+v, %v", k.name, r, err)
+		}
+	}
+	if _, err := kindOf("vmm-nope"); !errors.Is(err, backend.ErrNotSupported) || !strings.Contains(err.Error(), strings.Join(kindNames(), ", ")) {
+		t.Errorf("an unknown kind: %v, want not supported naming the kinds", err)
 	}
 }
 
