@@ -22,6 +22,10 @@
 //	hang-at:<symbol>=<N>           the N-th call of each rank process never returns
 //	corrupt-read:<bit>             every device-to-host read comes back with <bit> flipped (read.go)
 //
+// Each kind is one row of ruleKinds (kinds.go: name, syntax, parser, text,
+// seam), which Parse and Rule.String read; TestEveryRuleKindFiresAtItsSeam
+// fails for a row its seam does not act on.
+//
 // copy-times and stretch are the speed rules: they slow the real driver
 // path inside its timed window and change no result, so a run under them
 // passes every correctness check and only its metrics move (the perf gate
@@ -93,28 +97,10 @@ type Rule struct {
 	Bit uint8
 }
 
-// String is the rule as Parse reads it back.
+// String is the rule as Parse reads it back (its row's format).
 func (r Rule) String() string {
-	if r.Kind == CorruptRead {
-		return readString(r)
-	}
-	switch r.Kind {
-	case Drop:
-		return Drop + ":" + r.Target
-	case DropEvery:
-		return fmt.Sprintf("%s:%d", DropEvery, r.Every)
-	case Fail:
-		return fmt.Sprintf("%s:%s=%d", Fail, r.Target, r.Code)
-	case Noop:
-		return Noop + ":" + r.Target
-	case FailEvery:
-		return fmt.Sprintf("%s:%s=%d/%d", FailEvery, r.Target, r.Code, r.Every)
-	case CopyTimes:
-		return CopyTimes + ":" + factorText(r.Factor)
-	case Stretch:
-		return Stretch + ":" + r.Target + "=" + factorText(r.Factor)
-	case Hang, HangAt:
-		return hangString(r)
+	if rk, ok := kindOf(r.Kind); ok {
+		return rk.format(r)
 	}
 	return r.Kind + ":" + r.Target
 }
@@ -165,82 +151,18 @@ func Parse(s string) ([]Rule, error) {
 	return out, nil
 }
 
+// parseOne reads one rule by its kind's row (kinds.go).
 func parseOne(f string) (Rule, error) {
 	kind, arg, ok := strings.Cut(f, ":")
 	if !ok {
-		return Rule{}, errors.New("want kind:argument (" + kindList + ")")
+		return Rule{}, errors.New("want kind:argument (" + kindNames() + ")")
 	}
-	if r, ok, err := parseHang(kind, arg); ok {
-		return r, err
+	rk, ok := kindOf(kind)
+	if !ok {
+		return Rule{}, fmt.Errorf("unknown kind %q (want %s)", kind, kindNames())
 	}
-	switch kind {
-	case CopyTimes:
-		f, err := factor(arg)
-		if err != nil {
-			return Rule{}, fmt.Errorf("want copy-times:<F>: %w", err)
-		}
-		return Rule{Kind: CopyTimes, Factor: f}, nil
-	case Stretch:
-		k, fText, ok := strings.Cut(arg, "=")
-		if !ok || !name(k) {
-			return Rule{}, errors.New("want stretch:<kernel>=<F>, the kernel's manifest name")
-		}
-		f, err := factor(fText)
-		if err != nil {
-			return Rule{}, fmt.Errorf("want stretch:<kernel>=<F>: %w", err)
-		}
-		return Rule{Kind: Stretch, Target: k, Factor: f}, nil
-	case Drop:
-		if !name(arg) {
-			return Rule{}, errors.New("want drop:<kernel>, the kernel's manifest name")
-		}
-		return Rule{Kind: Drop, Target: arg}, nil
-	case DropEvery:
-		n, err := every(arg)
-		if err != nil {
-			return Rule{}, err
-		}
-		return Rule{Kind: DropEvery, Every: n}, nil
-	case Noop:
-		if !name(arg) {
-			return Rule{}, errors.New("want noop:<symbol>")
-		}
-		return Rule{Kind: Noop, Target: arg}, nil
-	case Fail, FailEvery:
-		sym, rest, ok := strings.Cut(arg, "=")
-		if !ok || !name(sym) {
-			if kind == Fail {
-				return Rule{}, errors.New("want fail:<symbol>=<code>")
-			}
-			return Rule{}, errors.New("want fail-every:<symbol>=<code>/<N>")
-		}
-		r := Rule{Kind: kind, Target: sym}
-		codeText := rest
-		if kind == FailEvery {
-			var nText string
-			if codeText, nText, ok = strings.Cut(rest, "/"); !ok {
-				return Rule{}, errors.New("want fail-every:<symbol>=<code>/<N>")
-			}
-			n, err := every(nText)
-			if err != nil {
-				return Rule{}, err
-			}
-			r.Every = n
-		}
-		c, err := strconv.ParseInt(codeText, 0, 64)
-		if err != nil || c == 0 || c < -1<<31 || c > 1<<32-1 {
-			return Rule{}, fmt.Errorf("code %q: want a non-zero status that fits 32 bits (0 is success in every vendor's enum: use noop)", codeText)
-		}
-		r.Code = c
-		return r, nil
-	}
-	if r, ok, err := parseRead(kind, arg); ok {
-		return r, err
-	}
-	return Rule{}, fmt.Errorf("unknown kind %q (want %s)", kind, kindList)
+	return rk.parse(kind, arg)
 }
-
-const kindList = "drop, drop-every, fail, noop, fail-every, copy-times, stretch, hang, hang-at, corrupt-read"
 
 // factor reads a speed rule's F: a finite number above 1 (1 would plant
 // nothing) and at most MaxFactor.
