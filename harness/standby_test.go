@@ -54,8 +54,9 @@ func TestStandbyWorldForAPlannedRespawn(t *testing.T) {
 	if !strings.Contains(strings.Join(r.Events, "\n"), "(a standby, started while the case before ran)") {
 		t.Errorf("the standby's start is not in the events: %q", r.Events)
 	}
-	// A standby nobody takes (the world outlived its case) is ended with
-	// the runner.
+	// Taking it started the next one (respawns come in runs); a canary
+	// now finds it waiting and starts none; one nobody takes (the world
+	// outlived its case) is ended with the runner.
 	canary2 := mk("lives", true, func(c *harness.Ctx) error { return nil })
 	canary2.Canary = true
 	if res := r.Run(canary2); res.Outcome != report.Pass || r.StandbyStarted != 2 {
