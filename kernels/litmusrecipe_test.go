@@ -11,10 +11,14 @@ import (
 	"testing"
 )
 
+// recipeEdit is one step of a recipe: insert after the one place in file
+// that holds after.
+type recipeEdit struct{ file, after, insert string }
+
 // litmusRecipe is docs/ARCHITECTURE.md's "… a litmus test" done for a new
 // shape, pcorw (a copy of CoRR): one edit per file the recipe names, each
 // an insertion after an anchor that today's file holds.
-var litmusRecipe = []struct{ file, after, insert string }{
+var litmusRecipe = []recipeEdit{
 	{"kernels/manifest.go", "weak: new then old (1, 3)\",\n\t\tWeak: [2]uint64{1, 3}, Needs: [][2]uint64{{1, 1}, {1, 4}}}, // reader saw (0, 0): before the write; (1, 1): after it\n",
 		"\t{Op: \"pcorw\", Strong: Relaxed, Doc: \"CoRW (the recipe test's copy of CoRR)\",\n\t\tWeak: [2]uint64{1, 3}, Needs: [][2]uint64{{1, 1}, {1, 4}}},\n"},
 	{"kernels/src/kernels.cu", "P2P_K_LITMUS(pcorr, relaxed, dev, 2, P2P_CORR_BODY(p2p_st_relaxed_u32_dev, p2p_ld_relaxed_u32_dev), )\n",
@@ -28,17 +32,17 @@ var litmusRecipe = []struct{ file, after, insert string }{
 		"| CoRW (the recipe test's copy) | x=1 (relaxed) | r0=x; r1=x (relaxed) | r0=1, r1=0 | `pcorw_u32_relaxed_sys` | `pcorw_u32_relaxed_dev` only |\n"},
 }
 
-// recipePaths are the paths the "… a litmus test" recipe of
+// sectionPaths are the paths the "… <title>" recipe of
 // docs/ARCHITECTURE.md names (as TestRecipesAreHonest reads them).
-func recipePaths(t *testing.T, root string) []string {
+func sectionPaths(t *testing.T, root, title string) []string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(root, "docs", "ARCHITECTURE.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sec, ok := strings.Cut(string(b), "\n### … a litmus test\n")
+	_, sec, ok := strings.Cut(string(b), "\n### … "+title+"\n")
 	if !ok {
-		t.Fatal(`docs/ARCHITECTURE.md has no "… a litmus test" recipe`)
+		t.Fatalf("docs/ARCHITECTURE.md has no %q recipe", "… "+title)
 	}
 	sec, _, _ = strings.Cut(sec, "\n### ")
 	var paths []string
@@ -80,12 +84,12 @@ func copyModule(t *testing.T, root, dst string) {
 	}
 }
 
-// applyRecipe makes litmusRecipe's edits in the module at dir, less the
-// ones to files in skip, and returns the files it changed.
-func applyRecipe(t *testing.T, dir string, skip ...string) []string {
+// applyEdits makes edits in the module at dir, less the ones to files in
+// skip, and returns the files it changed.
+func applyEdits(t *testing.T, dir string, edits []recipeEdit, skip ...string) []string {
 	t.Helper()
 	var changed []string
-	for _, e := range litmusRecipe {
+	for _, e := range edits {
 		if slices.Contains(skip, e.file) {
 			continue
 		}
@@ -95,7 +99,7 @@ func applyRecipe(t *testing.T, dir string, skip ...string) []string {
 			t.Fatal(err)
 		}
 		if strings.Count(string(b), e.after) != 1 {
-			t.Fatalf("%s no longer holds the recipe's anchor once: %q (update litmusRecipe)", e.file, e.after)
+			t.Fatalf("%s no longer holds the recipe's anchor once: %q (update the recipe test)", e.file, e.after)
 		}
 		if err := os.WriteFile(p, []byte(strings.Replace(string(b), e.after, e.after+e.insert, 1)), 0o644); err != nil {
 			t.Fatal(err)
@@ -107,6 +111,8 @@ func applyRecipe(t *testing.T, dir string, skip ...string) []string {
 	slices.Sort(changed)
 	return changed
 }
+
+func getenv(k string) string { return os.Getenv(k) }
 
 // goIn runs the go command in dir and returns its output and whether it
 // succeeded.
@@ -137,12 +143,12 @@ func TestLitmusRecipeRuns(t *testing.T) {
 		t.Skip("inside a recipe run's copy")
 	}
 	root := repoRoot(t)
-	named := recipePaths(t, root)
+	named := sectionPaths(t, root, "a litmus test")
 	dir := t.TempDir()
 	copyModule(t, root, dir)
 	bare := filepath.Join(t.TempDir(), "bare")
 	copyModule(t, root, bare)
-	if changed := applyRecipe(t, dir); !slices.Equal(changed, named) {
+	if changed := applyEdits(t, dir, litmusRecipe); !slices.Equal(changed, named) {
 		t.Errorf("the recipe run changed %v; docs/ARCHITECTURE.md's recipe names %v", changed, named)
 	}
 	derive := "^(TestLitmusTableMatchesManifest|TestLitmusNeeds|TestSourceMatchesManifest|TestRecipesAreHonest|TestHowToAddIsHonest)$"
@@ -168,7 +174,7 @@ func TestLitmusRecipeRuns(t *testing.T) {
 		}
 	}
 
-	applyRecipe(t, bare, "docs/LITMUS.md")
+	applyEdits(t, bare, litmusRecipe, "docs/LITMUS.md")
 	if out, ok := goIn(t, bare, "test", "-count=1", "-run", "^TestLitmusTableMatchesManifest$", "./kernels"); ok || !strings.Contains(out, "docs/LITMUS.md") {
 		t.Errorf("the recipe without its docs/LITMUS.md row passed TestLitmusTableMatchesManifest (ok %v):\n%s", ok, out)
 	}

@@ -11,7 +11,7 @@ import (
 // CUDAName is the NVIDIA backend's name (rank/cuda).
 const CUDAName = "cuda"
 
-// CUDA's kinds (rank/cuda/backend.go's Kind* constants).
+// CUDA's kinds (rank/cuda/kinds.go's Kind* constants and rows).
 const (
 	VMM     Kind = "vmm"
 	VMMHost Kind = "vmm-host"
