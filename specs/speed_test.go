@@ -9,6 +9,7 @@ import (
 
 	"p2patomics/harness"
 	"p2patomics/harness/backends"
+	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
 	"p2patomics/harness/suite"
 	"p2patomics/internal/inject"
@@ -85,4 +86,15 @@ func TestCopyTimesSlowsTheHostCopy(t *testing.T) {
 		t.Errorf("%s under copy-times:2: %d copies issued again for %d timed samples, want at least one each", id, again, slowed.N)
 	}
 	t.Logf("%s: %s %.4g healthy, %.4g under copy-times:2 (%.2fx); %d copies issued again", id, metric, healthy.Median, slowed.Median, healthy.Median/slowed.Median, again)
+}
+
+// Issue 52 item 2: a host copy case takes the samples its ungated metric
+// needs (perf.MinSamples timed), not the GPU's 5; counted, not timed.
+// Planted: the fixed 6 samples (5 timed) fail it.
+func TestHostCopySamplesFromPower(t *testing.T) {
+	c := hostCase(t, "host.memfd.perf.copy_ce_write.r0r1")
+	m, _ := underRule(t, c, "bw_ce_write_gbps", inject.CopyTimes)
+	if m.N != perf.MinSamples {
+		t.Errorf("a host copy case took %d timed samples, want %d (its metric is not gated)", m.N, perf.MinSamples)
+	}
 }
