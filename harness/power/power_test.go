@@ -82,9 +82,9 @@ func TestMDE(t *testing.T) {
 
 func committed(t *testing.T) (*report.Report, *perf.File) {
 	t.Helper()
-	f, err := os.Open("../../results/h200x1-580.159.04/final-60d227d/gated/results.json.gz")
+	f, err := os.Open("../../testdata/runs/h200x1-580.159.04/final-60d227d-gated/results.json.gz")
 	if err != nil {
-		t.Skip("the committed gated H200 run is not here:", err)
+		t.Fatal("the gated H200 fixture:", err)
 	}
 	defer f.Close()
 	z, err := gzip.NewReader(f)
