@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"p2patomics/kernels"
 	"p2patomics/rank/backend"
@@ -192,5 +193,35 @@ func TestPingPongPlacements(t *testing.T) {
 	h.Write(b, 2*stride, []byte{7, 0, 0, 0, 0, 0, 0, 0}) // planted: placement 2 not cleared
 	if done, late := run(uint64(2e9)); done != 2*n || late != 1 {
 		t.Fatalf("dirty placement 2: %d rounds done (want %d), timed out %d (want 1)", done, 2*n, late)
+	}
+}
+
+// The planted racy kernel loses an update however its threads are
+// scheduled: the test holds thread 1 after the barrier until thread 0 has
+// either stored (the threads then run one after the other, as two ranks'
+// threads did on a loaded machine) or is waiting in the first add's
+// rendezvous. One add each must leave the counter at 1. Fails without the
+// rendezvous (the counter reads 2: nothing lost).
+func TestRacyLosesAnUpdateWhateverTheSchedule(t *testing.T) {
+	h, b := openWithPage(t)
+	racy := kernels.MustLookup("racy_u64_plain_sys")
+	base, _, err := h.resolve(b.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	racyHook = func(g uint64) {
+		if g == 1 {
+			spin(5*time.Second, func() bool { return w64.load(at(base, 2, 8)) >= 1 || w64.load(base) >= 1 })
+		}
+	}
+	defer func() { racyHook = nil }()
+	h.Write(b, 0, make([]byte, 24))
+	if _, err := h.Launch(racy, 2, 1, []uint64{b.Addr(), b.Addr() + 8, 1, 1, 0, 2, uint64(5e9)}); err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, 8)
+	h.Read(b, 0, p)
+	if got := le(p); got != 1 {
+		t.Fatalf("two racy adds, thread 1 held until thread 0 stored or waits: counter %d, want 1 (an update lost)", got)
 	}
 }

@@ -24,7 +24,7 @@ var patternOps = map[kernels.Op]hostOp{
 		}},
 	kernels.OpPingPong: {ptrs: []string{"flag", "peer", "out"}, build: pingPongBody, needBytes: pingPongBytes},
 	kernels.OpRacy: {ptrs: []string{"target"}, build: racyBody,
-		needBytes: fixed(map[string]uint64{"target": 8, "bar": 8})},
+		needBytes: fixed(map[string]uint64{"target": 8, "bar": 16})},
 	kernels.OpWait: {ptrs: []string{"flag", "out"}, build: waitBody,
 		needBytes: fixed(map[string]uint64{"flag": 4, "out": 8})},
 	kernels.OpFill: {ptrs: []string{"dst", "wit"}, build: fillBody,
@@ -130,6 +130,14 @@ func pingPongBody(l *launchArgs) (func(g uint64), error) {
 
 // racyBody is the planted bug: after an optional barrier (bar counts the
 // blocks in, up to parties), a load, a pause, a store.
+//
+// With the barrier, the first add of every party is a rendezvous: each
+// loads, counts itself in at bar[1], and stores only once parties have
+// loaded (or the timeout passed), so at least two threads read the same
+// value and one update is lost however the OS schedules them (issue 48:
+// on a loaded machine the two ranks' threads ran one after another and
+// pairs.racy_pair_in_round passed; the racy CPU control got the same
+// rendezvous in 60d227d).
 func racyBody(l *launchArgs) (func(g uint64), error) {
 	tgt, bar, iters := l.ptr["target"], l.ptr["bar"], l.val["iters"]
 	pause, parties, block, timeout := l.val["pause"], l.val["parties"], l.block, l.timeout()
@@ -140,9 +148,17 @@ func racyBody(l *launchArgs) (func(g uint64), error) {
 			}
 			spin(timeout, func() bool { return w64.load(bar) >= parties })
 		}
+		if racyHook != nil {
+			racyHook(g)
+		}
 		for i := uint64(0); i < iters; i++ {
 			// Each access is atomic on its own; the increment is not.
 			x := w64.load(tgt)
+			if i == 0 && bar != nil {
+				loaded := at(bar, 1, 8)
+				w64.add(loaded, 1)
+				spin(timeout, func() bool { return w64.load(loaded) >= min(parties, 2) })
+			}
 			for j := uint64(0); j < pause; j++ {
 			}
 			// Yield inside the window too: with fewer free CPUs than
@@ -153,6 +169,10 @@ func racyBody(l *launchArgs) (func(g uint64), error) {
 		}
 	}, nil
 }
+
+// racyHook, set by tests only, runs in each racy thread after the barrier:
+// a test holds a thread there to plant a schedule.
+var racyHook func(g uint64)
 
 // waitBody: thread 0 waits for flag to equal expect; out[0] is 1 when it
 // did, 2 on timeout, out[1] the flag's last value.
