@@ -110,6 +110,9 @@ type progress struct {
 	cpu  time.Duration
 	seqs []uint64
 	cpus []time.Duration
+	// runnable: a thread of some rank was runnable when looked at (starved
+	// of a CPU on a loaded machine, not blocked: it uses no CPU yet moves)
+	runnable bool
 }
 
 // moved says whether the world moved between a and b, and how. It did when
@@ -133,6 +136,8 @@ func moved(a, b progress, blocked func(r int) string) (bool, string) {
 		return true, fmt.Sprintf("%d traced calls in %.1f s", b.seq-a.seq, span.Seconds())
 	case !idle(b.cpu - a.cpu):
 		return true, fmt.Sprintf("%.0f ms of CPU in %.1f s", float64(b.cpu-a.cpu)/1e6, span.Seconds())
+	case b.runnable:
+		return true, fmt.Sprintf("a rank runnable but starved of a CPU (%.0f ms of CPU in %.1f s)", float64(b.cpu-a.cpu)/1e6, span.Seconds())
 	}
 	return false, fmt.Sprintf("no traced call and %.0f ms of CPU in %.1f s", float64(b.cpu-a.cpu)/1e6, span.Seconds())
 }
@@ -259,6 +264,7 @@ func lookWorld(w *World) progress {
 			}
 		}
 		cpu := cpuTime(p.Pid)
+		pr.runnable = pr.runnable || runnable(p.Pid)
 		pr.seq += seq
 		pr.cpu += cpu
 		pr.seqs = append(pr.seqs, seq)
@@ -271,8 +277,8 @@ func lookWorld(w *World) progress {
 // flight that is not a request), "" when none: read only when the rank
 // showed no progress, as it reads the whole ring.
 func blockedIn(w *World, r int) string {
-	if r >= len(w.Procs) || w.Procs[r].Trace == nil {
-		return ""
+	if r >= len(w.Procs) || w.Procs[r].Trace == nil || runnable(w.Procs[r].Pid) {
+		return "" // a runnable thread is starved, not blocked
 	}
 	recs, err := trace.ReadShared(w.Procs[r].Trace, 0)
 	if err != nil {
@@ -320,4 +326,25 @@ func statCPU(s string) time.Duration {
 		return 0
 	}
 	return time.Duration(u+st) * clockTick
+}
+
+// runnable reports whether any thread of the process is runnable (state R
+// in /proc/<pid>/task/<tid>/stat): on a loaded machine a spinning thread
+// may get no CPU for a second and more, which is not a blocked call.
+func runnable(pid int) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(dir + "/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'R' {
+			return true
+		}
+	}
+	return false
 }

@@ -23,6 +23,8 @@ type fakeWorld struct {
 	// two ranks: rank 0 does what advance says; rank 1, when blocked names
 	// a call, sits in it doing nothing, else idles between requests
 	blocked string
+	// starved: a rank's thread is runnable at every look (no CPU given)
+	starved bool
 }
 
 func newFakeWorld() *fakeWorld {
@@ -33,7 +35,7 @@ func newFakeWorld() *fakeWorld {
 func (f *fakeWorld) patience(budget, hard time.Duration) (*patience, time.Time) {
 	p := newPatience(func() time.Time { return f.now },
 		func() progress {
-			return progress{at: f.now, seq: f.seq, cpu: f.cpu, seqs: []uint64{f.seq, 7}, cpus: []time.Duration{f.cpu, time.Second}}
+			return progress{at: f.now, seq: f.seq, cpu: f.cpu, seqs: []uint64{f.seq, 7}, cpus: []time.Duration{f.cpu, time.Second}, runnable: f.starved}
 		},
 		func(r int) string {
 			if r == 1 {
@@ -328,5 +330,18 @@ func TestPatienceABlockedRankIsStuckWhileItsPeerSpins(t *testing.T) {
 	p, dl = f.patience(2*time.Second, 30*time.Second)
 	if got := f.waitOut(p, dl, 0, 0.5); got != 30*time.Second {
 		t.Errorf("a spinning rank beside an idle one gave up at %s, want its own 30s", got)
+	}
+}
+
+// A world that neither traces nor uses CPU but has a runnable thread is
+// starved on a loaded machine (a spinning role thread pinned to a CPU
+// that 15 other tasks share got 0 ms in 1.2 s, at load 30), not stopped:
+// it runs on to its own limit. Fails without the runnable check.
+func TestPatienceAStarvedWorldIsMoving(t *testing.T) {
+	f := newFakeWorld()
+	f.starved = true
+	p, dl := f.patience(2*time.Second, 30*time.Second)
+	if got := f.waitOut(p, dl, 0, 0); got != 30*time.Second {
+		t.Errorf("a starved world (runnable, no CPU) gave up at %s, want its own 30s", got)
 	}
 }
