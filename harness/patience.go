@@ -136,7 +136,9 @@ func moved(a, b progress, blocked func(r int) string) (bool, string) {
 		return true, fmt.Sprintf("%d traced calls in %.1f s", b.seq-a.seq, span.Seconds())
 	case !idle(b.cpu - a.cpu):
 		return true, fmt.Sprintf("%.0f ms of CPU in %.1f s", float64(b.cpu-a.cpu)/1e6, span.Seconds())
-	case b.runnable:
+	case a.runnable && b.runnable:
+		// Runnable at both looks: a starved spinner is runnable nearly
+		// always, a blocked rank's runtime timer thread only for moments.
 		return true, fmt.Sprintf("a rank runnable but starved of a CPU (%.0f ms of CPU in %.1f s)", float64(b.cpu-a.cpu)/1e6, span.Seconds())
 	}
 	return false, fmt.Sprintf("no traced call and %.0f ms of CPU in %.1f s", float64(b.cpu-a.cpu)/1e6, span.Seconds())
