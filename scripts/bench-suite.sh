@@ -41,7 +41,7 @@ print(f"  {len(rep['results'])} cases; suite wall {wall:.2f} s" + (f", process w
 print(f"  case bodies (world starts a case needed included) {cases:.2f} s:")
 for f, v in sorted(fam.items(), key=lambda a: -a[1]):
     print(f"    {f:<16} {n[f]:4d} cases {v:7.2f} s")
-print(f"  world starts: {len(worlds)}, {sum(worlds):.2f} s (inside the cases that needed them)")
+print(f"  world starts: {len(worlds)}, {sum(worlds):.2f} s (a start a case waited for is inside its duration; a standby's ran beside the case before it)")
 print(f"  suite wall outside case bodies (own tests, plan, checkpoint, Ginkgo, judging): {wall - cases:.2f} s")
 if ext:
     print(f"  process wall outside the suite wall (start-up, reports): {ext - wall:.2f} s")
