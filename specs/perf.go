@@ -335,8 +335,8 @@ func copySize(c *harness.Ctx) uint64 {
 // backends only): it takes the least a reported metric needs,
 // perf.MinSamples timed (issue 52, run sizes from power: the host suite's
 // ten copy cases took 0.12-0.25 s each at 6).
-func copySamples(c *harness.Ctx) int {
-	if c.Backend().GPU {
+func copySamples(gpu bool) int {
+	if gpu {
 		return 6
 	}
 	return perf.MinSamples + 1
@@ -354,7 +354,7 @@ func runCopyOpts(c *harness.Ctx, s, d int, eng, dir report.Label, planted bool) 
 	if err := c.NeedPeer(false); err != nil {
 		return err
 	}
-	size, samples := copySize(c), copySamples(c)
+	size, samples := copySize(c), copySamples(c.Backend().GPU)
 	if planted {
 		size, samples = 16<<20, 1
 	}

@@ -89,12 +89,15 @@ func TestCopyTimesSlowsTheHostCopy(t *testing.T) {
 }
 
 // Issue 52 item 2: a host copy case takes the samples its ungated metric
-// needs (perf.MinSamples timed), not the GPU's 5; counted, not timed.
-// Planted: the fixed 6 samples (5 timed) fail it.
+// needs (perf.MinSamples timed, after the warm-up), a GPU's the 5 its bands
+// were recorded with. A pure check: this file's tests run before every
+// suite run (the own Go tests), so it starts no world. Planted: the fixed
+// 6 for both fails it.
 func TestHostCopySamplesFromPower(t *testing.T) {
-	c := hostCase(t, "host.memfd.perf.copy_ce_write.r0r1")
-	m, _ := underRule(t, c, "bw_ce_write_gbps", inject.CopyTimes)
-	if m.N != perf.MinSamples {
-		t.Errorf("a host copy case took %d timed samples, want %d (its metric is not gated)", m.N, perf.MinSamples)
+	if got := copySamples(false); got != perf.MinSamples+1 {
+		t.Errorf("host copy samples %d, want %d (a warm-up and perf.MinSamples timed: its metric is not gated)", got, perf.MinSamples+1)
+	}
+	if got := copySamples(true); got != 6 {
+		t.Errorf("GPU copy samples %d, want 6 (a warm-up and the 5 timed its bands were recorded with)", got)
 	}
 }
