@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/wire"
 )
@@ -254,7 +255,7 @@ func TestLateReplyOnlyForATimedOutRequest(t *testing.T) {
 // expected timeout (a control spinning in synchronize) never counts, nor
 // does a timeout with no call named. Fails without the wedge rule.
 func TestWedgedCallJudgesLaterCasesNotRun(t *testing.T) {
-	r := NewRunner("host", wire.Settings{}, 1)
+	r := NewRunner(backends.HostName, wire.Settings{}, 1)
 	timeout := func(id string, expected report.Outcome, call string) {
 		c := &Case{ID: id, Expected: expected}
 		res := report.Result{Outcome: report.Timeout, Detail: "rank 1 did not answer launch"}
@@ -289,7 +290,7 @@ func TestWedgedCallJudgesLaterCasesNotRun(t *testing.T) {
 // times the budget, never less than the recorded one, never past the
 // case's own limit. Fails with a fixed budget.
 func TestBudgetScalesWithTheRunsPace(t *testing.T) {
-	r := NewRunner("host", wire.Settings{}, 1)
+	r := NewRunner(backends.HostName, wire.Settings{}, 1)
 	r.Recorded = map[string]float64{"a": 0.5, "b": 0.3, "slow": 1.0}
 	c := &Case{ID: "slow", Timeout: 60 * time.Second}
 	if got := r.budgeted(c).Limit(); got != 10*time.Second {
@@ -304,7 +305,7 @@ func TestBudgetScalesWithTheRunsPace(t *testing.T) {
 	if got := r.budgeted(&Case{ID: "slow", Timeout: 20 * time.Second}).Limit(); got != 20*time.Second {
 		t.Fatalf("budget past the case's own limit: %s", got)
 	}
-	fast := NewRunner("host", wire.Settings{}, 1)
+	fast := NewRunner(backends.HostName, wire.Settings{}, 1)
 	fast.Recorded = r.Recorded
 	fast.notePace(&Case{ID: "a"}, report.Result{Outcome: report.Pass, Duration: 0.1})
 	if got := fast.budgeted(c).Limit(); got != 10*time.Second {

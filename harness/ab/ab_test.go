@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 )
 
@@ -188,7 +189,7 @@ func TestResolveRefuses(t *testing.T) {
 	cases := []struct{ path, backend, want string }{
 		{text, "cuda", "is not a loadable library"},
 		{t.TempDir(), "cuda", "holds no cuda driver library"},
-		{text, "host", "backend host loads none"},
+		{text, backends.HostName, "backend " + backends.HostName + " loads none"},
 	}
 	if libc != "" {
 		cases = append(cases, struct{ path, backend, want string }{libc, "cuda", "not the cuda driver library"})

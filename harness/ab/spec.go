@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 
+	"p2patomics/harness/backends"
 	"p2patomics/internal/inject"
 )
 
@@ -78,22 +79,17 @@ func (s Spec) RuleStrings() []string {
 	return inject.Strings(s.Rules)
 }
 
-// kind is what makes a file a backend's driver library: its soname and a
-// symbol every one exports.
-type kind struct {
-	soname *regexp.Regexp
-	symbol string
-	inRoot []string // where a folder (a ROCm root, a cuda-compat folder) holds it
+// Backends lists the backends a library SPEC can name: those whose row
+// names a driver library (harness/backends), in the rows' order.
+func Backends() []string {
+	var names []string
+	for _, b := range backends.All {
+		if b.Library != nil {
+			names = append(names, b.Name)
+		}
+	}
+	return names
 }
-
-var kinds = map[string]kind{
-	"cuda": {regexp.MustCompile(`^libcuda\.so\.1$`), "cuInit", []string{"libcuda.so.1", "lib64/libcuda.so.1", "lib/libcuda.so.1"}},
-	"hip":  {regexp.MustCompile(`^libamdhip64\.so\.\d+$`), "hipInit", []string{"libamdhip64.so", "lib/libamdhip64.so"}},
-	"hsa":  {regexp.MustCompile(`^libhsa-runtime64\.so\.1$`), "hsa_init", []string{"libhsa-runtime64.so.1", "lib/libhsa-runtime64.so.1"}},
-}
-
-// Backends lists the backends a library SPEC can name.
-func Backends() []string { return []string{"cuda", "hip", "hsa"} }
 
 // Resolve is the library file stack B loads on backend: the file named,
 // or the backend's library in the folder named (directly, or in its lib/:
@@ -102,21 +98,22 @@ func Backends() []string { return []string{"cuda", "hip", "hsa"} }
 // symbol every one exports), and a CUDA user-mode driver whose version the
 // kernel module cannot run (CheckCUDAVersion).
 func (s Spec) Resolve(backend string) (string, error) {
-	k, ok := kinds[backend]
-	if !ok {
+	b := backends.Lookup(backend)
+	if b == nil || b.Library == nil {
 		return "", fmt.Errorf("%w: --ab=%s names a driver library, but backend %s loads none (use same or inject:RULES)", ErrBadSpec, s.Raw, backend)
 	}
+	k := b.Library
 	file := s.Path
 	if fi, err := os.Stat(file); err == nil && fi.IsDir() {
 		file = ""
-		for _, rel := range k.inRoot {
+		for _, rel := range k.InRoot {
 			if fi, err := os.Stat(filepath.Join(s.Path, rel)); err == nil && !fi.IsDir() {
 				file = filepath.Join(s.Path, rel)
 				break
 			}
 		}
 		if file == "" {
-			return "", fmt.Errorf("%w: %s holds no %s driver library (looked for %s)", ErrBadSpec, s.Path, backend, strings.Join(k.inRoot, ", "))
+			return "", fmt.Errorf("%w: %s holds no %s driver library (looked for %s)", ErrBadSpec, s.Path, backend, strings.Join(k.InRoot, ", "))
 		}
 	}
 	abs, err := filepath.Abs(file)
@@ -126,8 +123,8 @@ func (s Spec) Resolve(backend string) (string, error) {
 	if err := checkLibrary(abs, backend, k); err != nil {
 		return "", err
 	}
-	if backend == "cuda" {
-		if err := CheckCUDAVersion(abs, "/proc/driver/nvidia/version"); err != nil {
+	if k.ModuleVersionFile != "" {
+		if err := CheckCUDAVersion(abs, k.ModuleVersionFile); err != nil {
 			return "", err
 		}
 	}
@@ -141,7 +138,7 @@ var machines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AA
 // not the backend's soname, without the backend's entry point. A stand-in
 // built without a soname (a test's pass-through) is taken by its file
 // name.
-func checkLibrary(path, backend string, k kind) error {
+func checkLibrary(path, backend string, k *backends.DriverLibrary) error {
 	f, err := elf.Open(path)
 	if err != nil {
 		return fmt.Errorf("%w: %s is not a loadable library: %v", ErrBadSpec, path, err)
@@ -156,22 +153,22 @@ func checkLibrary(path, backend string, k kind) error {
 	name := filepath.Base(path)
 	if sonames, err := f.DynString(elf.DT_SONAME); err == nil && len(sonames) > 0 {
 		name = sonames[0]
-	} else if real, err := filepath.EvalSymlinks(path); err == nil && !k.soname.MatchString(name) {
+	} else if real, err := filepath.EvalSymlinks(path); err == nil && !k.Soname.MatchString(name) {
 		name = filepath.Base(real)
 	}
-	if !k.soname.MatchString(name) {
-		return fmt.Errorf("%w: %s is %s, not the %s driver library (%s)", ErrBadSpec, path, name, backend, k.soname)
+	if !k.Soname.MatchString(name) {
+		return fmt.Errorf("%w: %s is %s, not the %s driver library (%s)", ErrBadSpec, path, name, backend, k.Soname)
 	}
 	syms, err := f.DynamicSymbols()
 	if err != nil {
 		return fmt.Errorf("%w: %s: no dynamic symbols: %v", ErrBadSpec, path, err)
 	}
 	for _, s := range syms {
-		if s.Name == k.symbol && s.Section != elf.SHN_UNDEF {
+		if s.Name == k.InitSymbol && s.Section != elf.SHN_UNDEF {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: %s exports no %s: not a %s driver library", ErrBadSpec, path, k.symbol, backend)
+	return fmt.Errorf("%w: %s exports no %s: not a %s driver library", ErrBadSpec, path, k.InitSymbol, backend)
 }
 
 // versionRe finds a driver version (550.54.15, 570.86.10, 535.104.05).

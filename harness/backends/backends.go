@@ -11,6 +11,7 @@ package backends
 
 import (
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -106,6 +107,29 @@ type Backend struct {
 	// HSAVmemCase: its first kind also gets the hipvmem case, HIP's dispatch
 	// on HSA fine-grained vmem memory (docs/AMD.md, "HIP on HSA vmem").
 	HSAVmemCase bool
+	// Library is the driver library its ranks load, as --ab's library SPEC
+	// checks a stack B's file (harness/ab); nil for a backend that loads
+	// none (host).
+	Library *DriverLibrary
+}
+
+// DriverLibrary is what makes a file a backend's driver library: its
+// soname, a symbol every version of it exports, and where a folder (a ROCm
+// root, a cuda-compat folder) holds it.
+type DriverLibrary struct {
+	// Soname matches its soname (or, for a stand-in built without one, its
+	// file name).
+	Soname *regexp.Regexp
+	// InitSymbol is the entry point every version exports (cuInit).
+	InitSymbol string
+	// InRoot are the paths, relative to a folder SPEC, where the library
+	// is looked for, in order.
+	InRoot []string
+	// ModuleVersionFile, where set, is the kernel module's version file
+	// (/proc/driver/nvidia/version): a user-mode library whose version the
+	// module cannot run is refused before the run (NVIDIA's forward
+	// compatibility; harness/ab.CheckCUDAVersion).
+	ModuleVersionFile string
 }
 
 // All is the one list of backends, filled by each row's file (register):
@@ -216,6 +240,18 @@ func RunsOnCPU(name string) bool {
 func Driverless(vendor string) bool {
 	for _, b := range All {
 		if b.NoDriver && b.Vendor == vendor {
+			return true
+		}
+	}
+	return false
+}
+
+// CPUVendor says whether vendor (a device.Info.Vendor, a record's
+// Environment.Vendor) is a backend's without a GPU (host): the devices its
+// ranks report are the CPU.
+func CPUVendor(vendor string) bool {
+	for _, b := range All {
+		if !b.GPU && b.Vendor == vendor {
 			return true
 		}
 	}

@@ -37,6 +37,11 @@ var CUDA = Backend{
 	DeviceNodes:  []string{"/dev/nvidia[0-9]*"},
 	LoadHint:     "libcuda.so.1 must load and see a GPU: check nvidia-smi and LD_LIBRARY_PATH; --backend=auto prints what each backend says",
 	FaultParsers: []FaultParser{{Name: "cuda-sticky", Text: parseCUDASticky}},
+	Library: &DriverLibrary{
+		Soname: regexp.MustCompile(`^libcuda\.so\.1$`), InitSymbol: "cuInit",
+		InRoot:            []string{"libcuda.so.1", "lib64/libcuda.so.1", "lib/libcuda.so.1"},
+		ModuleVersionFile: "/proc/driver/nvidia/version",
+	},
 }
 
 // reCUDASticky: CUDA's sticky errors as a Go error string names them, the

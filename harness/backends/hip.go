@@ -32,6 +32,10 @@ var HIP = Backend{
 	DeviceNodes:  []string{"/dev/kfd"},
 	LoadHint:     "libamdhip64 must load and see a GPU: check rocminfo and LD_LIBRARY_PATH",
 	FaultParsers: []FaultParser{rocrFaults, {Name: "clr-queue", Line: parseCLRLine}},
+	Library: &DriverLibrary{
+		Soname: regexp.MustCompile(`^libamdhip64\.so\.\d+$`), InitSymbol: "hipInit",
+		InRoot: []string{"libamdhip64.so", "lib/libamdhip64.so"},
+	},
 }
 
 // reCLRQueue is CLR's queue error callback (rocclr/device/rocm/rocvirtual.cpp

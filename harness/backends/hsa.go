@@ -39,6 +39,10 @@ var HSA = Backend{
 	DeviceNodes:  []string{"/dev/kfd"},
 	LoadHint:     "libhsa-runtime64.so.1 must load and /dev/kfd be usable: check rocminfo and LD_LIBRARY_PATH",
 	FaultParsers: []FaultParser{rocrFaults},
+	Library: &DriverLibrary{
+		Soname: regexp.MustCompile(`^libhsa-runtime64\.so\.1$`), InitSymbol: "hsa_init",
+		InRoot: []string{"libhsa-runtime64.so.1", "lib/libhsa-runtime64.so.1"},
+	},
 }
 
 var (

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/pairs"
 	"p2patomics/harness/report"
 )
@@ -47,7 +48,7 @@ func Title(env report.Environment) string {
 
 // IsHost reports whether env is a host-backend run (no GPU: its "devices"
 // are the CPU, and its pictures' rows and columns are ranks).
-func IsHost(env report.Environment) bool { return env.Vendor == "host" }
+func IsHost(env report.Environment) bool { return backends.CPUVendor(env.Vendor) }
 
 // HostWords says "rank" where a picture's or page's fixed text says "GPU",
 // for a host run (IsHost); other runs' text is returned as it is.

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"p2patomics/harness/backends"
 )
 
 // Issue 49 U5: every printed repro (the inline `repro:` line, results.json's
@@ -19,7 +21,7 @@ func TestReproCarriesTheGate(t *testing.T) {
 	os.Mkdir("bl", 0o755)
 	os.WriteFile(filepath.Join("bl", "cases.txt"), []byte("host.memfd.counter.add\n"), 0o644)
 	o := &Options{Seed: 1, Expectations: "bl", AllowNewFlakes: true, AllowStackMismatch: true}
-	got := Repro(o, "host", "memfd", "host.memfd.counter.add", 2)
+	got := Repro(o, backends.HostName, "memfd", "host.memfd.counter.add", 2)
 	want := " --expectations=" + filepath.Join(dir, "bl") + " --allow-stack-mismatch --allow-new-flakes"
 	if !strings.HasSuffix(got, want) {
 		t.Errorf("gated repro %q, want it to end %q", got, want)
@@ -36,7 +38,7 @@ func TestReproCarriesTheGate(t *testing.T) {
 	}
 	// Ungated, and recording a baseline (not judged by it): no gate.
 	for _, o := range []*Options{{Seed: 1}, {Seed: 1, Expectations: "bl", UpdateExpectations: true}} {
-		if r := Repro(o, "host", "memfd", "host.memfd.counter.add", 2); strings.Contains(r, "--expectations") {
+		if r := Repro(o, backends.HostName, "memfd", "host.memfd.counter.add", 2); strings.Contains(r, "--expectations") {
 			t.Errorf("%+v: repro %q names a gate", o, r)
 		}
 	}
