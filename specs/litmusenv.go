@@ -456,10 +456,14 @@ func (b *builder) litmusEnvs() {
 				return nil
 			}})
 	}
-	// The planted bug: a strong kernel with its fence (or release/acquire)
-	// removed, judged as if it were the strong one, must fail. The shape is
-	// the one whose weak outcome this backend can show: MP on GPUs (about 3
-	// per million on H200), SB on the host (x86-TSO never reorders MP).
+	b.plantedNofence()
+}
+
+// plantedNofence adds the planted bug: a strong kernel with its fence (or
+// release/acquire) removed, judged as if it were the strong one, must fail.
+// The shape is the one whose weak outcome this backend can show: MP on GPUs
+// (about 3 per million on H200), SB on the host (x86-TSO never reorders MP).
+func (b *builder) plantedNofence() {
 	b.add(Spec{Name: "litmus", Variant: "planted-nofence", Ranks: b.o.Ranks, Expected: report.Fail,
 		Labels: []report.Label{LabelPlanted, LabelMutation}, Timeout: 120 * time.Second,
 		Run: func(c *harness.Ctx) error {

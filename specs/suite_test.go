@@ -56,46 +56,7 @@ func TestMain(m *testing.M) {
 	// From here a SIGINT/SIGTERM/SIGHUP is one line and exit 4, and once
 	// --out is ready it leaves results (before the GPU backend probe).
 	suite.CatchSignals(&opts)
-	opts.Register(flag.CommandLine)
-	if err := suite.Parse(flag.CommandLine, os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			suite.Help(os.Stdout)
-			os.Exit(0)
-		}
-		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
-		os.Exit(2)
-	}
-	flag.Parse()
-	// -test.run/-test.skip/-test.list/-test.timeout that would leave the
-	// suite out or cut it short are refused here while a suite flag asks
-	// for a run (a previous results.json in --out would read as this
-	// run's); without one they are go test's.
-	sel, err := suite.CheckTestSelection(flag.CommandLine, suiteEnvSet())
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
-		os.Exit(suite.ExitUsage)
-	}
-	switch sel {
-	case suite.SelectList:
-		os.Exit(m.Run()) // go test -list: testing lists, nothing runs
-	case suite.SelectGoTests:
-		// go test -run=TestLabels: those tests, as go test runs them; no
-		// --out is touched. A selection of nothing is refused where it
-		// would read as a run (refuseEmptySelection).
-		refuseEmptySelection()
-		os.Exit(m.Run())
-	}
-	outSet := false
-	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
-	if _, env := os.LookupEnv(suite.EnvName("out")); !outSet && !env {
-		// go tool ginkgo runs the binary in specs/; the default out/ is
-		// the checkout's either way (make run passes $(CURDIR)/out).
-		opts.Out = suite.DefaultOut()
-	}
-	if err := opts.Validate(); err != nil {
-		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
-		os.Exit(2)
-	}
+	parseFlags(m)
 	suiteCfg, repCfg := GinkgoConfiguration()
 	ginkgoReports = suite.GinkgoReportsOf(&repCfg)
 	if suiteCfg.ParallelTotal > 1 && suiteCfg.ParallelProcess != 1 {
@@ -158,6 +119,64 @@ func TestMain(m *testing.M) {
 	}
 	fmt.Printf("p2patomics: %d case(s), seed %d, reports in %s\n", len(run.Plan.IDs()), opts.Seed, opts.Out)
 	run.WatchSignals()
+	armStops(suiteCfg)
+	runQuietly(m)
+	run.RerunPending() // the gate's flake checks, one fresh world per kind
+	// Ginkgo's own reports were written as its run ended: one not written
+	// is exit 3, which Finish records in results.json and the last line.
+	run.GinkgoReportsNotWritten(ginkgoReportsErr)
+	os.Exit(suite.ExitWithGinkgoReports(run.Finish(), ginkgoReportsErr))
+}
+
+// parseFlags parses the suite's flags and testing's, and validates them;
+// a go test selection that leaves the suite out runs those tests (or
+// lists them) and exits; a usage error exits 2.
+func parseFlags(m *testing.M) {
+	opts.Register(flag.CommandLine)
+	if err := suite.Parse(flag.CommandLine, os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			suite.Help(os.Stdout)
+			os.Exit(0)
+		}
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		os.Exit(2)
+	}
+	flag.Parse()
+	// -test.run/-test.skip/-test.list/-test.timeout that would leave the
+	// suite out or cut it short are refused here while a suite flag asks
+	// for a run (a previous results.json in --out would read as this
+	// run's); without one they are go test's.
+	sel, err := suite.CheckTestSelection(flag.CommandLine, suiteEnvSet())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		os.Exit(suite.ExitUsage)
+	}
+	switch sel {
+	case suite.SelectList:
+		os.Exit(m.Run()) // go test -list: testing lists, nothing runs
+	case suite.SelectGoTests:
+		// go test -run=TestLabels: those tests, as go test runs them; no
+		// --out is touched. A selection of nothing is refused where it
+		// would read as a run (refuseEmptySelection).
+		refuseEmptySelection()
+		os.Exit(m.Run())
+	}
+	outSet := false
+	flag.Visit(func(f *flag.Flag) { outSet = outSet || f.Name == "out" })
+	if _, env := os.LookupEnv(suite.EnvName("out")); !outSet && !env {
+		// go tool ginkgo runs the binary in specs/; the default out/ is
+		// the checkout's either way (make run passes $(CURDIR)/out).
+		opts.Out = suite.DefaultOut()
+	}
+	if err := opts.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
+		os.Exit(2)
+	}
+}
+
+// armStops makes -test.timeout and Ginkgo's suite timeout stop the run
+// before either cuts it short, and leaves only TestSpecs to testing.
+func armStops(suiteCfg types.SuiteConfig) {
 	if d := testTimeout(); d > 0 {
 		// go test passes -test.timeout=10m unless told otherwise; its
 		// alarm panics and loses the report, so the run stops first.
@@ -187,12 +206,6 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "p2patomics: %v\n", err)
 		os.Exit(suite.ExitUsage)
 	}
-	runQuietly(m)
-	run.RerunPending() // the gate's flake checks, one fresh world per kind
-	// Ginkgo's own reports were written as its run ended: one not written
-	// is exit 3, which Finish records in results.json and the last line.
-	run.GinkgoReportsNotWritten(ginkgoReportsErr)
-	os.Exit(suite.ExitWithGinkgoReports(run.Finish(), ginkgoReportsErr))
 }
 
 // testTimeout is testing's -test.timeout (0: none, as the Ginkgo CLI

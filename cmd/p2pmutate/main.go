@@ -118,8 +118,6 @@ lost a case; 2 a usage error.`
 	}
 	groups := groupKernels(plan)
 	runs := map[string]map[string]report.Outcome{} // kernel -> case -> outcome
-	results := make([]map[string]report.Outcome, len(groups))
-	errs := make([]error, len(groups))
 	jobs := 1
 	if backends.RunsOnCPU(o.backend) {
 		// Most of a mutated host run is waiting (litmus budgets, world
@@ -128,31 +126,7 @@ lost a case; 2 a usage error.`
 	}
 	fmt.Fprintf(stderr, "p2pmutate: plan after %.1f s: %d passing cases launch a kernel; %d mutated runs, %d at once\n",
 		time.Since(t0).Seconds(), len(plan.Kernels), len(groups), min(len(groups), jobs))
-	sem := make(chan struct{}, jobs)
-	var wg sync.WaitGroup
-	var mu sync.Mutex // done and the progress lines
-	done := 0
-	for i, g := range groups {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			ts := time.Now()
-			results[i], errs[i] = o.mutated(i, g, plan, stderr)
-			mu.Lock()
-			done++
-			// A group can hold dozens of kernels: a short line names few.
-			what := strings.Join(g, ",")
-			if len(g) > 3 {
-				what = fmt.Sprintf("%d kernels: %s, ...", len(g), strings.Join(g[:2], ","))
-			}
-			fmt.Fprintf(stderr, "p2pmutate: [%d/%d] drop-%02d (%s; %d cases reported) ended after %.1f s\n",
-				done, len(groups), i, what, len(results[i]), time.Since(ts).Seconds())
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	results, errs := o.mutants(groups, plan, jobs, stderr)
 	for i, g := range groups {
 		if errs[i] != nil {
 			fmt.Fprintf(stderr, "p2pmutate: run %d (%s): %v\n", i, strings.Join(g, ","), errs[i])
@@ -181,6 +155,39 @@ lost a case; 2 a usage error.`
 		return 1
 	}
 	return 0
+}
+
+// mutants runs each group's mutated run, jobs at once, and says each
+// run's end on stderr: per group, the outcomes it reported or its error.
+func (o options) mutants(groups [][]string, plan Plan, jobs int, stderr io.Writer) ([]map[string]report.Outcome, []error) {
+	results := make([]map[string]report.Outcome, len(groups))
+	errs := make([]error, len(groups))
+	sem := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
+	var mu sync.Mutex // done and the progress lines
+	done := 0
+	for i, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			ts := time.Now()
+			results[i], errs[i] = o.mutated(i, g, plan, stderr)
+			mu.Lock()
+			done++
+			// A group can hold dozens of kernels: a short line names few.
+			what := strings.Join(g, ",")
+			if len(g) > 3 {
+				what = fmt.Sprintf("%d kernels: %s, ...", len(g), strings.Join(g[:2], ","))
+			}
+			fmt.Fprintf(stderr, "p2pmutate: [%d/%d] drop-%02d (%s; %d cases reported) ended after %.1f s\n",
+				done, len(groups), i, what, len(results[i]), time.Since(ts).Seconds())
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return results, errs
 }
 
 // Plan is the healthy run: the kernels each case launched, for the cases

@@ -198,15 +198,7 @@ func JudgeReport(rep *report.Report, o Rejudge) error {
 			}
 		}
 	}
-	opts := []Option{Interrupted(interrupted), RunFaults(runFaults)}
-	if rep.Summary != nil && rep.Summary.Power != nil {
-		// The record stated its power: the replay states it again, against
-		// the target it was run with (a target that no longer parses is
-		// stated without one).
-		t, _ := power.Parse(rep.Summary.Power.Target)
-		opts = append(opts, StatePower(t))
-	}
-	judged, g, sum := JudgeRun(results, o.Set, rep.Environment, nil, gate, o.Out, opts...)
+	judged, g, sum := JudgeRun(results, o.Set, rep.Environment, nil, gate, o.Out, replayOptions(rep, interrupted, runFaults)...)
 	if o.Set == nil && rep.Gate != nil {
 		// A gated run's gate, as recorded, with the recorded verdicts.
 		var gg report.Gate
@@ -221,6 +213,20 @@ func JudgeReport(rep *report.Report, o Rejudge) error {
 	// worse than A fails it; the line names B), as the suite said it.
 	report.ApplyAB(rep.Summary, rep.AB)
 	return nil
+}
+
+// replayOptions are JudgeRun's options for a re-judged record: its
+// interruption and run faults, and its power where the record stated one.
+func replayOptions(rep *report.Report, interrupted string, runFaults []string) []Option {
+	opts := []Option{Interrupted(interrupted), RunFaults(runFaults)}
+	if rep.Summary != nil && rep.Summary.Power != nil {
+		// The record stated its power: the replay states it again, against
+		// the target it was run with (a target that no longer parses is
+		// stated without one).
+		t, _ := power.Parse(rep.Summary.Power.Target)
+		opts = append(opts, StatePower(t))
+	}
+	return opts
 }
 
 // Recheck is the verdict a recorded result keeps when a run is re-judged

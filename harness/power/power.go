@@ -132,46 +132,8 @@ func Of(results []report.Result, lines []perf.Line, t Target) *report.Power {
 		for name, m := range r.Metrics {
 			byKey[id+" "+name] = m
 		}
-		group := ""
-		switch spec := r.Spec; {
-		case spec == "counter":
-			group = "counter"
-		case patternSpecs[spec]:
-			group = "pattern"
-		}
-		if group != "" {
-			c := cov[group]
-			if c == nil {
-				c = &report.Coverage{Family: group}
-				cov[group] = c
-			}
-			c.Planned++
-			if ran(r.Outcome) {
-				c.Ran++
-			}
-		}
-		if r.Spec == "litmus" {
-			// A planted litmus bug (planted-nofence) is the control that
-			// must show weak outcomes, not evidence of their absence.
-			n := r.Metrics["instances"].Median
-			if !(n > 0) || !ran(r.Outcome) || slices.Contains(r.Labels, "planted") {
-				continue
-			}
-			if lit == nil {
-				lit = &report.LitmusPower{}
-			}
-			lit.Cases++
-			if seen := Seen(n) * 1e6; seen > lit.SeenPerMillion {
-				lit.SeenPerMillion, lit.Weakest, lit.Instances = round3(seen), id, int64(n)
-			}
-			for name, m := range r.Metrics {
-				if strings.HasPrefix(name, "mutant.") && strings.HasSuffix(name, ".weak_per_million") && m.Median > 0 {
-					if lit.RarestKilledPerMillion == 0 || m.Median < lit.RarestKilledPerMillion {
-						lit.RarestKilledPerMillion = round3(m.Median)
-					}
-				}
-			}
-		}
+		countCoverage(cov, r)
+		lit = addLitmus(lit, r)
 	}
 	p.Litmus = lit
 	for _, g := range []string{"counter", "pattern"} {
@@ -179,6 +141,67 @@ func Of(results []report.Result, lines []perf.Line, t Target) *report.Power {
 			p.Coverage = append(p.Coverage, *c)
 		}
 	}
+	p.Perf = perfPower(lines, byKey)
+	p.Short = shortfalls(p, t)
+	return p
+}
+
+// countCoverage counts r in its family's coverage (counter or pattern; a
+// case of another spec is in neither): planned, and ran.
+func countCoverage(cov map[string]*report.Coverage, r report.Result) {
+	group := ""
+	switch spec := r.Spec; {
+	case spec == "counter":
+		group = "counter"
+	case patternSpecs[spec]:
+		group = "pattern"
+	}
+	if group == "" {
+		return
+	}
+	c := cov[group]
+	if c == nil {
+		c = &report.Coverage{Family: group}
+		cov[group] = c
+	}
+	c.Planned++
+	if ran(r.Outcome) {
+		c.Ran++
+	}
+}
+
+// addLitmus adds a litmus case that ran to lit (nil until the first):
+// the rarest rate its instances see, and its mutants' rarest kill.
+func addLitmus(lit *report.LitmusPower, r report.Result) *report.LitmusPower {
+	if r.Spec != "litmus" {
+		return lit
+	}
+	// A planted litmus bug (planted-nofence) is the control that
+	// must show weak outcomes, not evidence of their absence.
+	n := r.Metrics["instances"].Median
+	if !(n > 0) || !ran(r.Outcome) || slices.Contains(r.Labels, "planted") {
+		return lit
+	}
+	if lit == nil {
+		lit = &report.LitmusPower{}
+	}
+	lit.Cases++
+	if seen := Seen(n) * 1e6; seen > lit.SeenPerMillion {
+		lit.SeenPerMillion, lit.Weakest, lit.Instances = round3(seen), r.ID(), int64(n)
+	}
+	for name, m := range r.Metrics {
+		if strings.HasPrefix(name, "mutant.") && strings.HasSuffix(name, ".weak_per_million") && m.Median > 0 {
+			if lit.RarestKilledPerMillion == 0 || m.Median < lit.RarestKilledPerMillion {
+				lit.RarestKilledPerMillion = round3(m.Median)
+			}
+		}
+	}
+	return lit
+}
+
+// perfPower is, per family of lines, the weakest line's smallest
+// regression it flags (MDE) against this run's metrics (byKey), by family.
+func perfPower(lines []perf.Line, byKey map[string]report.Metric) []report.PerfPower {
 	fam := map[string]*report.PerfPower{}
 	for _, l := range lines {
 		m, ok := byKey[l.Key()]
@@ -196,21 +219,29 @@ func Of(results []report.Result, lines []perf.Line, t Target) *report.Power {
 			f.Regression, f.Weakest = round3(mde), l.Key()
 		}
 	}
+	var out []report.PerfPower
 	for _, f := range fam {
-		p.Perf = append(p.Perf, *f)
+		out = append(out, *f)
 	}
-	sort.Slice(p.Perf, func(i, j int) bool { return p.Perf[i].Family < p.Perf[j].Family })
+	sort.Slice(out, func(i, j int) bool { return out[i].Family < out[j].Family })
+	return out
+}
+
+// shortfalls are where p falls short of t: a perf family that sees a
+// larger regression than t's, the litmus rate above t's.
+func shortfalls(p *report.Power, t Target) []string {
+	var short []string
 	if t.Perf > 0 {
 		for _, f := range p.Perf {
 			if f.Regression > t.Perf {
-				p.Short = append(p.Short, fmt.Sprintf("perf %s sees %s, not %s", f.Family, pct(f.Regression), pct(t.Perf)))
+				short = append(short, fmt.Sprintf("perf %s sees %s, not %s", f.Family, pct(f.Regression), pct(t.Perf)))
 			}
 		}
 	}
-	if t.Litmus > 0 && lit != nil && lit.SeenPerMillion > t.Litmus*1e6 {
-		p.Short = append(p.Short, fmt.Sprintf("litmus %s sees %s/M, not %s/M", lit.Weakest, fmtRate(lit.SeenPerMillion), fmtRate(t.Litmus*1e6)))
+	if lit := p.Litmus; t.Litmus > 0 && lit != nil && lit.SeenPerMillion > t.Litmus*1e6 {
+		short = append(short, fmt.Sprintf("litmus %s sees %s/M, not %s/M", lit.Weakest, fmtRate(lit.SeenPerMillion), fmtRate(t.Litmus*1e6)))
 	}
-	return p
+	return short
 }
 
 // MDE is the smallest regression (a fraction of this run's median) that

@@ -237,6 +237,25 @@ func writeEvents(w io.Writer, rep *Report, events []string) {
 	}
 }
 
+// tableDetail is a result's DETAIL column: its metrics' medians, by name,
+// before its detail.
+func tableDetail(r Result) string {
+	if len(r.Metrics) == 0 {
+		return r.Detail
+	}
+	names := make([]string, 0, len(r.Metrics))
+	for n := range r.Metrics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var ms []string
+	for _, n := range names {
+		m := r.Metrics[n]
+		ms = append(ms, fmt.Sprintf("%s=%.3g %s", n, m.Median, m.Unit))
+	}
+	return strings.TrimSpace(strings.Join(ms, " ") + " " + r.Detail)
+}
+
 // WriteTable writes the full per-case table (out/summary.txt): every case
 // with outcome, expected, verdict, time and detail, then the totals and
 // the verdict line. events are a live run's world events as printed (nil:
@@ -249,20 +268,7 @@ func WriteTable(w io.Writer, rep *Report, events []string) {
 	}
 	fmt.Fprintf(w, "%-*s  %-10s %-10s %-22s %9s  %s\n", idw, "CASE", "OUTCOME", "EXPECTED", "VERDICT", "TIME", "DETAIL")
 	for _, r := range results {
-		detail := r.Detail
-		if len(r.Metrics) > 0 {
-			names := make([]string, 0, len(r.Metrics))
-			for n := range r.Metrics {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			var ms []string
-			for _, n := range names {
-				m := r.Metrics[n]
-				ms = append(ms, fmt.Sprintf("%s=%.3g %s", n, m.Median, m.Unit))
-			}
-			detail = strings.TrimSpace(strings.Join(ms, " ") + " " + detail)
-		}
+		detail := tableDetail(r)
 		v := string(r.Verdict)
 		if r.NotSupported != "" {
 			v += " (not-supported)"

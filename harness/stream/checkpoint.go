@@ -267,6 +267,22 @@ func sum(b []byte) uint64 {
 	return h.Sum64()
 }
 
+// changedContext is a journal entry holding rep's environment and world
+// events where they differ from what the record read back holds, and
+// their encodings (the record's own where unchanged), kept once the line
+// is written.
+func (c *Checkpoint) changedContext(rep *report.Report) (e report.JournalEntry, env, we []byte) {
+	env, we = c.env, c.we
+	if b, err := json.Marshal(rep.Environment); err == nil && !bytes.Equal(b, c.env) {
+		e.Environment, env = &rep.Environment, b
+	}
+	if b, err := json.Marshal(rep.WorldEvents); err == nil && !bytes.Equal(b, c.we) {
+		events := rep.WorldEvents
+		e.WorldEvents, we = &events, b
+	}
+	return e, env, we
+}
+
 // lines appends one journal line holding what changed: the pending
 // cases' results (every result when all), the environment and the world
 // events when they differ from what the record read back holds. One write
@@ -275,15 +291,7 @@ func sum(b []byte) uint64 {
 func (c *Checkpoint) lines(rep *report.Report, all bool) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	var e report.JournalEntry
-	env, we := c.env, c.we
-	if b, err := json.Marshal(rep.Environment); err == nil && !bytes.Equal(b, c.env) {
-		e.Environment, env = &rep.Environment, b
-	}
-	if b, err := json.Marshal(rep.WorldEvents); err == nil && !bytes.Equal(b, c.we) {
-		events := rep.WorldEvents
-		e.WorldEvents, we = &events, b
-	}
+	e, env, we := c.changedContext(rep)
 	want := map[string]bool{}
 	for _, id := range c.pending {
 		want[id] = true

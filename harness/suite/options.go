@@ -343,29 +343,8 @@ func (o *Options) Validate() error {
 	if _, ok := harness.Matrix[o.Backend]; !ok && o.Backend != "auto" {
 		return usagef("--backend=%s: unknown backend (want auto or one of %s)", quote(o.Backend), strings.Join(harness.BackendNames(), ", "))
 	}
-	var shorthand []string
-	for k, set := range o.kindFlags {
-		if *set {
-			shorthand = append(shorthand, k)
-		}
-	}
-	sort.Strings(shorthand)
-	if len(shorthand) > 1 {
-		return usagef("--%s and --%s: choose one allocation kind", shorthand[0], shorthand[1])
-	}
-	if len(shorthand) == 1 {
-		if o.Alloc != "" && o.Alloc != shorthand[0] {
-			return usagef("--alloc=%s and --%s disagree", quote(o.Alloc), shorthand[0])
-		}
-		o.Alloc = shorthand[0]
-	}
-	if o.Alloc != "" {
-		if !slices.Contains(allKinds(), o.Alloc) {
-			return usagef("--alloc=%s: unknown allocation kind (known: %s)", quote(o.Alloc), strings.Join(allKinds(), ", "))
-		}
-		if o.Backend != "auto" && !slices.Contains(harness.Matrix[o.Backend], o.Alloc) {
-			return usagef("--alloc=%s: backend %s has no such kind (it has %s)", o.Alloc, o.Backend, strings.Join(harness.Matrix[o.Backend], ", "))
-		}
+	if err := o.validateAlloc(); err != nil {
+		return err
 	}
 	if o.Ranks < 2 {
 		return usagef("--ranks=%d: at least 2 ranks are needed", o.Ranks)
@@ -406,6 +385,36 @@ func (o *Options) Validate() error {
 		return err
 	}
 	return o.validateInject()
+}
+
+// validateAlloc checks --alloc and its shorthands (--<kind>: one at most,
+// agreeing with --alloc, which it sets) against the backend's kinds.
+func (o *Options) validateAlloc() error {
+	var shorthand []string
+	for k, set := range o.kindFlags {
+		if *set {
+			shorthand = append(shorthand, k)
+		}
+	}
+	sort.Strings(shorthand)
+	if len(shorthand) > 1 {
+		return usagef("--%s and --%s: choose one allocation kind", shorthand[0], shorthand[1])
+	}
+	if len(shorthand) == 1 {
+		if o.Alloc != "" && o.Alloc != shorthand[0] {
+			return usagef("--alloc=%s and --%s disagree", quote(o.Alloc), shorthand[0])
+		}
+		o.Alloc = shorthand[0]
+	}
+	if o.Alloc != "" {
+		if !slices.Contains(allKinds(), o.Alloc) {
+			return usagef("--alloc=%s: unknown allocation kind (known: %s)", quote(o.Alloc), strings.Join(allKinds(), ", "))
+		}
+		if o.Backend != "auto" && !slices.Contains(harness.Matrix[o.Backend], o.Alloc) {
+			return usagef("--alloc=%s: backend %s has no such kind (it has %s)", o.Alloc, o.Backend, strings.Join(harness.Matrix[o.Backend], ", "))
+		}
+	}
+	return nil
 }
 
 // PowerTarget is --power as Validate read it (the zero Target: none).
