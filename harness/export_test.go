@@ -35,3 +35,6 @@ func SetKernelLog(r *Runner, path string) error {
 	r.book.open = func() (*kmsg.Reader, *health.Monitor, error) { return kr, mon, nil }
 	return nil
 }
+
+// Prestart is Runner.prestart, for the standby tests.
+func Prestart(r *Runner, c *Case) { r.prestart(c) }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 )
 
@@ -26,6 +27,18 @@ type standby struct {
 	took time.Duration
 }
 
+// standbyFits says whether a standby world may start beside a running
+// case on backend: only where the leak check counts the case's own
+// processes (host: /proc). A GPU backend's leak check reads the device's
+// free memory, which every process on the GPU moves: a standby's ranks
+// creating their contexts (about 500 MB on an H100) while a leak-checked
+// case ran read as that case leaking, 4-5 new flakes and unexpected
+// passes in every healthy gated run on one H100 (results/h100x1-580.159.04,
+// issue48-ae422b1).
+func standbyFits(backend string) bool {
+	return backends.RunsOnCPU(backend)
+}
+
 // plansRespawn: c ends its world by design.
 func plansRespawn(c *Case) bool {
 	return c.Canary || c.NoLeak || c.Expected == report.Crash || c.Expected == report.Timeout
@@ -44,7 +57,7 @@ func (r *Runner) prestart(c *Case) {
 // backend is unavailable, starts are broken, the machine is wedged or the
 // runner closed.
 func (r *Runner) startStandby(n int) {
-	if r.NoStandby {
+	if r.NoStandby || !standbyFits(r.Backend) {
 		return
 	}
 	r.mu.Lock()
