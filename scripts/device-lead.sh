@@ -10,7 +10,8 @@
 # again still finds it).
 # Usage: OUT=... STEPS="speed:330 hangs:220" scripts/device-lead.sh
 #   each step is <script>:<seconds>, the script scripts/device-<script>.sh;
-#   SPEED_RUNS, HANGS_RUNS pass RUNS to those scripts.
+#   SPEED_RUNS, HANGS_RUNS pass RUNS to those scripts; FORCE_RECORD=1
+#   records a baseline on this card whatever it is (under LEAD_BASE_DIR).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0
@@ -18,8 +19,9 @@ out=${OUT:?set OUT}
 w=$(mktemp -d)/lead
 mkdir -p "$w"
 card=$(timeout 10 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+base=${LEAD_BASE_DIR:-/var/tmp/p2p}/speed-base-$(printf '%s' "${card:-unknown}" | tr -c 'A-Za-z0-9\n' '-' | tr 'A-Z' 'a-z')
 case $card in
-  *H200*) base=expectations/nvidia-sm_90-580-x1 ;;
+  *H200*) [ -n "${FORCE_RECORD:-}" ] || base=expectations/nvidia-sm_90-580-x1 ;;
   *) base=${LEAD_BASE_DIR:-/var/tmp/p2p}/speed-base-$(printf '%s' "${card:-unknown}" | tr -c 'A-Za-z0-9\n' '-' | tr 'A-Z' 'a-z') ;;
 esac
 echo "device-lead: $(date -u +%FT%TZ) ${card:-no card}; driver $(cat /sys/module/nvidia/version 2>/dev/null); base $base; steps ${STEPS:-}" | tee "$out/summary.txt"
