@@ -189,7 +189,8 @@ func SendRaw(fd int, b []byte) error {
 // deadline while the rank's reply arrived reads the reply, never "did not
 // answer" (issue 48).
 func Recv(fd int, deadline time.Time) (Msg, error) {
-	for polled := false; ; polled = true {
+	polled := false // a poll that returned, not one a signal interrupted
+	for {
 		timeout := -1
 		if !deadline.IsZero() {
 			d := time.Until(deadline)
@@ -203,6 +204,7 @@ func Recv(fd int, deadline time.Time) (Msg, error) {
 		if err == unix.EINTR {
 			continue
 		}
+		polled = true
 		if err != nil {
 			return Msg{}, fmt.Errorf("wire: poll: %w", err)
 		}
