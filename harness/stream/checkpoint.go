@@ -54,6 +54,9 @@ type Checkpoint struct {
 	// NoJournal rewrites results.json whole every time, as before the
 	// journal (a reader that cannot read one; the cost model's test).
 	NoJournal bool
+	// WriteAtomic replaces a file whole (report.WriteAtomic when nil; a
+	// test's full disk).
+	WriteAtomic func(path string, data []byte) error
 
 	last     time.Time
 	cost     time.Duration
@@ -61,6 +64,8 @@ type Checkpoint struct {
 	stopped  bool
 	final    bool
 	finalErr error
+	// amendErr is ReportsNotWritten's rewrite's error.
+	amendErr error
 
 	// journal is open once results.json holds the plan (based); sums are
 	// what the record read back holds now: each result's encoding's hash
@@ -75,7 +80,8 @@ type Checkpoint struct {
 }
 
 // Handle writes the plan's record on RunStarted, a line for each CaseDone,
-// stops for good on Interrupted and writes the final record on RunDone.
+// stops for good on Interrupted, writes the final record on RunDone and
+// rewrites it, when it exists, on ReportsNotWritten.
 func (c *Checkpoint) Handle(e Event) {
 	switch d := e.(type) {
 	case RunStarted:
@@ -94,7 +100,74 @@ func (c *Checkpoint) Handle(e Event) {
 			c.closeJournal(true)
 		}
 		c.mu.Unlock()
+	case ReportsNotWritten:
+		c.mu.Lock()
+		c.amendErr = c.amend(d.Report)
+		c.mu.Unlock()
 	}
+}
+
+// Begin writes the record a run has before its plan (state no-plan), at
+// once: the suite's Prepare finds an unwritable --out with it before the
+// first case, and a suite killed before its plan leaves this record.
+func (c *Checkpoint) Begin(rep *report.Report) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.store(rep, false)
+}
+
+// store is the one write of a record to results.json in the module
+// (TestOneWriterOfEachFile): whole, indented (report.Report.Write), or
+// compact, a third smaller, on a full disk. The journal's lines are
+// appended beside it (lines), never to it.
+func (c *Checkpoint) store(rep *report.Report, compact bool) error {
+	if !compact {
+		if c.WriteAtomic == nil {
+			return rep.Write(c.Path)
+		}
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return fmt.Errorf("report: encode: %w", err)
+		}
+		return c.WriteAtomic(c.Path, append(b, '\n'))
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return fmt.Errorf("report: encode: %w", err)
+	}
+	return atomicWriter(c.WriteAtomic).write(c.Path, append(b, '\n'))
+}
+
+// amend rewrites the final record, when the run has one, as rep now says
+// (ReportsNotWritten). Where the disk has no room for a second copy the
+// record replaces the old one in its own space, trimmed and compact as
+// the final write does on a full disk.
+func (c *Checkpoint) amend(rep *report.Report) error {
+	if !exists(c.Path) {
+		return nil
+	}
+	w := atomicWriter(c.WriteAtomic)
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err == nil {
+		err = w.inPlace(c.Path, append(b, '\n'))
+	}
+	if NoSpace(err) {
+		if b, err = json.Marshal(Trimmed(rep)); err == nil {
+			err = w.inPlace(c.Path, append(b, '\n'))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("results.json (%w)", err)
+	}
+	return nil
+}
+
+// AmendErr is ReportsNotWritten's rewrite's error, nil when there was none
+// or it was written.
+func (c *Checkpoint) AmendErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.amendErr
 }
 
 // closeJournal closes the journal and, once the final record is written
@@ -125,54 +198,60 @@ func (c *Checkpoint) FinalErr() error {
 // removed first so the new file has its space, and put back if the new
 // one still does not fit.
 func (c *Checkpoint) writeFinal(rep *report.Report) error {
-	err := rep.Write(c.Path)
+	err := c.store(rep, false)
 	if !NoSpace(err) {
 		return err
 	}
 	if c.NoSpace != nil {
 		c.NoSpace(err)
 	}
-	Trim(rep)
 	old, rerr := os.ReadFile(c.Path)
 	os.Remove(c.Path)
 	// Compact, not indented: a third smaller.
-	b, err2 := json.Marshal(rep)
-	if err2 == nil {
-		err2 = report.WriteAtomic(c.Path, append(b, '\n'))
-	}
-	if err2 != nil {
+	if err2 := c.store(Trimmed(rep), true); err2 != nil {
 		if rerr == nil {
 			// The last checkpoint goes back where it was (its own space
 			// is free again): a record of what finished before is kept.
-			report.WriteAtomic(c.Path, old)
+			atomicWriter(c.WriteAtomic).write(c.Path, old)
 		}
 		return err2
 	}
 	return nil
 }
 
-// Trim cuts what a full disk cannot hold from the record, saying so in
-// the environment (trimmed) so no reader takes the cut for the data: rank
+// Trimmed is rep with what a full disk cannot hold cut, saying so in the
+// environment (trimmed) so no reader takes the cut for the data: rank
 // stderr tails to 512 bytes, metric samples, pair rows and matrices; the
-// summary and every outcome kept.
-func Trim(rep *report.Report) {
-	for i := range rep.Results {
-		res := &rep.Results[i]
+// summary and every outcome kept. rep itself is left as it is: it is an
+// event's, and no sink writes into an event.
+func Trimmed(rep *report.Report) *report.Report {
+	out := *rep
+	out.Results = make([]report.Result, len(rep.Results))
+	for i, res := range rep.Results {
+		if len(res.Ranks) > 0 {
+			res.Ranks = append([]report.Rank(nil), res.Ranks...)
+		}
 		for j := range res.Ranks {
 			if t := res.Ranks[j].StderrTail; len(t) > 512 {
 				res.Ranks[j].StderrTail = "…" + t[len(t)-512:]
 			}
 		}
-		for k, m := range res.Metrics {
-			m.Samples = nil
-			res.Metrics[k] = m
+		if res.Metrics != nil {
+			ms := make(map[string]report.Metric, len(res.Metrics))
+			for k, m := range res.Metrics {
+				m.Samples = nil
+				ms[k] = m
+			}
+			res.Metrics = ms
 		}
 		if len(res.KernelLog) > 8 {
 			res.KernelLog = res.KernelLog[len(res.KernelLog)-8:]
 		}
+		out.Results[i] = res
 	}
-	rep.Pairs, rep.Matrices = nil, nil
-	rep.Environment.Trimmed = "--out was full: rank stderr tails cut to 512 bytes, metric samples, pair rows and matrices dropped"
+	out.Pairs, out.Matrices = nil, nil
+	out.Environment.Trimmed = "--out was full: rank stderr tails cut to 512 bytes, metric samples, pair rows and matrices dropped"
+	return &out
 }
 
 func (c *Checkpoint) now() time.Time {
@@ -240,7 +319,7 @@ func (c *Checkpoint) whole(rep *report.Report) error {
 			c.journal, c.size = f, 0
 		}
 	}
-	if err := rep.Write(c.Path); err != nil {
+	if err := c.store(rep, false); err != nil {
 		return err
 	}
 	c.pending = c.pending[:0]

@@ -148,7 +148,7 @@ func TestCheckpointFinalWrite(t *testing.T) {
 		t.Fatalf("final record: %v %v %+v", err, c.FinalErr(), rep)
 	}
 	trimmed := &report.Report{Results: append([]report.Result(nil), rs...)}
-	stream.Trim(trimmed)
+	trimmed = stream.Trimmed(trimmed)
 	if tail := trimmed.Results[0].Ranks[0].StderrTail; len(tail) > 520 || trimmed.Environment.Trimmed == "" {
 		t.Errorf("Trim: tail of %d bytes, trimmed %q", len(tail), trimmed.Environment.Trimmed)
 	}

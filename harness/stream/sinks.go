@@ -1,9 +1,12 @@
 package stream
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"p2patomics/harness/outputs"
@@ -52,28 +55,71 @@ func (l *Live) Done() int {
 }
 
 // Reports writes the derived reports (outputs.WriteReports: summary.txt,
-// junit.xml, results.csv, failures.csv, report.html) into Dir on RunDone.
-// It leaves results.json as it is: the record is the checkpoint's.
+// junit.xml, results.csv, failures.csv, report.html) into Dir on RunDone,
+// and rewrites junit.xml and summary.txt on ReportsNotWritten: it is the
+// one writer of junit.xml (TestOneWriterOfEachFile). It leaves
+// results.json as it is: the record is the checkpoint's.
 type Reports struct {
 	mu  sync.Mutex
 	Dir string
-	err error
-	n   int
+	// WriteAtomic replaces a file whole on ReportsNotWritten
+	// (report.WriteAtomic when nil; a test's full disk).
+	WriteAtomic func(path string, data []byte) error
+	err         error
+	amendErr    error
+	n           int
 }
 
-// Handle writes the reports on RunDone; a write error is kept for Err.
+// Handle writes the reports on RunDone (a write error is kept for Err)
+// and rewrites them on ReportsNotWritten (AmendErr).
 func (r *Reports) Handle(e Event) {
-	d, ok := e.(RunDone)
-	if !ok {
-		return
+	switch d := e.(type) {
+	case RunDone:
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.n++
+		if err := outputs.WriteReports(r.Dir, d.Report, d.Events, d.Start); err != nil {
+			// As WriteReports said it: the suite and p2preport print it whole.
+			r.err = err
+		}
+	case ReportsNotWritten:
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.amendErr = r.amend(d)
 	}
+}
+
+// amend rewrites junit.xml and summary.txt, those that were written, in
+// their own space where the disk has no room for a second copy.
+func (r *Reports) amend(d ReportsNotWritten) error {
+	w := atomicWriter(r.WriteAtomic)
+	var errs []string
+	if path := filepath.Join(r.Dir, "junit.xml"); exists(path) {
+		b, err := report.JUnit(d.Report, d.Start)
+		if err == nil {
+			err = w.inPlace(path, b)
+		}
+		if err != nil {
+			errs = append(errs, "junit.xml ("+err.Error()+")")
+		}
+	}
+	if path := filepath.Join(r.Dir, "summary.txt"); exists(path) {
+		if err := w.inPlace(path, outputs.SummaryText(d.Report, d.Events)); err != nil {
+			errs = append(errs, "summary.txt ("+err.Error()+")")
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// AmendErr is ReportsNotWritten's rewrites' error, each file not
+// rewritten named; nil when none came or each was written.
+func (r *Reports) AmendErr() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.n++
-	if err := outputs.WriteReports(r.Dir, d.Report, d.Events, d.Start); err != nil {
-		// As WriteReports said it: the suite and p2preport print it whole.
-		r.err = err
-	}
+	return r.amendErr
 }
 
 // Err is the last write's error; it says so when no RunDone came, since

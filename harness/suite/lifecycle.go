@@ -13,6 +13,7 @@ import (
 
 	"p2patomics/harness"
 	"p2patomics/harness/report"
+	"p2patomics/harness/stream"
 )
 
 // Exit statuses beyond 0 (PASS) and 1 (FAIL) (docs/GATING.md).
@@ -62,7 +63,8 @@ func Prepare(o *Options) error {
 	// no result, not as 0 cases passed.
 	rep := &report.Report{Schema: report.Schema, State: report.StateNoPlan, Environment: environment(o, nil), Results: []report.Result{}}
 	sigMu.Lock()
-	werr := rep.Write(filepath.Join(od.Path, "results.json"))
+	ckpt := &stream.Checkpoint{Path: filepath.Join(od.Path, "results.json"), WriteAtomic: atomicSeam}
+	werr := ckpt.Begin(rep)
 	if werr == nil {
 		// Only a record that exists is named by the pre-plan signal line.
 		prepared = od

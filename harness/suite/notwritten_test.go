@@ -3,6 +3,7 @@ package suite
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -32,7 +33,7 @@ func TestGinkgoReportsNotWrittenIsRecorded(t *testing.T) {
 		if err := rep.Write(filepath.Join(out, "results.json")); err != nil {
 			t.Fatal(err)
 		}
-		noteGinkgoReports(errors.New(`--ginkgo.json-report=x: open x: permission denied`), out, time.Unix(0, 0), rep, c.code, nil)
+		sinksOn(out).noteGinkgoReports(errors.New(`--ginkgo.json-report=x: open x: permission denied`), time.Unix(0, 0), rep, c.code, nil)
 		got, err := report.Read(filepath.Join(out, "results.json"))
 		if err != nil {
 			t.Fatal(err)
@@ -45,6 +46,12 @@ func TestGinkgoReportsNotWrittenIsRecorded(t *testing.T) {
 			t.Errorf("exit %d: results.json exit_status %d, line %q; want %d", c.code, got.Summary.ExitStatus, got.Summary.Line, want)
 		}
 	}
+}
+
+// sinksOn is the sinks of a run whose --out is out, as Finish has them
+// (no checkpoints: the records here were written by the test).
+func sinksOn(out string) *sinks {
+	return &sinks{config: func() sinkConfig { return sinkConfig{out: out, stdout: io.Discard} }}
 }
 
 // diskOf fakes a file system of max bytes under dir for writeAtomic: a
@@ -102,7 +109,7 @@ func TestReportsNotWrittenFitOnAFullDisk(t *testing.T) {
 		total += fi.Size()
 	}
 	diskOf(t, out, total+64) // full: no second copy of anything fits
-	recordNotWritten(out, start, rep, []string{"htmlreport: write report.html: no space left on device"}, nil)
+	sinksOn(out).recordNotWritten(start, rep, []string{"htmlreport: write report.html: no space left on device"}, nil)
 
 	got, err := report.Read(filepath.Join(out, "results.json"))
 	if err != nil {

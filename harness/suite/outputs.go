@@ -1,63 +1,44 @@
 package suite
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"p2patomics/harness/outputs"
 	"p2patomics/harness/report"
 	"p2patomics/harness/stream"
 )
 
 // recordNotWritten makes the reports that were written say exit 3: the
-// summary (stdout's last line), results.json, junit.xml and summary.txt
-// again. The usual cause is a full --out, where the derived reports took
-// the room an atomic rewrite needs for its second copy: then each file is
-// replaced in its own space (rewrite), results.json trimmed and compact as
-// the final write does on a full disk, so the record never says exit 0
-// for a run that exits 3 (issue 49 B10, U9: results.json and junit.xml
-// said PASS, exit 0 on a 300 KiB tmpfs). What still cannot be rewritten is
-// named on stderr, with what it still reads.
-func recordNotWritten(out string, start time.Time, rep *report.Report, notWritten []string, events []string) {
+// summary (stdout's last line), then ReportsNotWritten on the stream, so
+// the sink that wrote each file rewrites it (the checkpoint results.json,
+// the reports sink junit.xml and summary.txt). The usual cause is a full
+// --out, where the derived reports took the room an atomic rewrite needs
+// for its second copy: then each sink replaces its file in its own space,
+// results.json trimmed and compact as the final write does on a full
+// disk, so the record never says exit 0 for a run that exits 3 (issue 49
+// B10, U9: results.json and junit.xml said PASS, exit 0 on a 300 KiB
+// tmpfs). What still cannot be rewritten is named on stderr, with what it
+// still reads.
+func (s *sinks) recordNotWritten(start time.Time, rep *report.Report, notWritten []string, events []string) {
 	what := "results.json"
 	if len(notWritten) > 0 {
 		what = strings.Join(notWritten, "; ")
 	}
 	before := rep.Summary.ExitStatus
 	rep.Summary.ReportsNotWritten(oneLine(what))
+	s.emit(stream.ReportsNotWritten{Report: rep, Events: events, Start: start})
 	var failed []string
-	if path := filepath.Join(out, "results.json"); exists(path) {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err == nil {
-			err = rewrite(path, append(b, '\n'))
-		}
-		if stream.NoSpace(err) {
-			stream.Trim(rep)
-			if b, err = json.Marshal(rep); err == nil {
-				err = rewrite(path, append(b, '\n'))
-			}
-		}
-		if err != nil {
-			failed = append(failed, "results.json ("+err.Error()+")")
+	if c := s.get().ckpt; c != nil {
+		if err := c.AmendErr(); err != nil {
+			failed = append(failed, err.Error())
 		}
 	}
-	if path := filepath.Join(out, "junit.xml"); exists(path) {
-		b, err := report.JUnit(rep, start)
-		if err == nil {
-			err = rewrite(path, b)
-		}
-		if err != nil {
-			failed = append(failed, "junit.xml ("+err.Error()+")")
-		}
-	}
-	if path := filepath.Join(out, "summary.txt"); exists(path) {
-		if err := rewrite(path, outputs.SummaryText(rep, events)); err != nil {
-			failed = append(failed, "summary.txt ("+err.Error()+")")
+	if r := s.get().reports; r != nil {
+		if err := r.AmendErr(); err != nil {
+			failed = append(failed, err.Error())
 		}
 	}
 	if len(failed) > 0 {
@@ -66,45 +47,18 @@ func recordNotWritten(out string, start time.Time, rep *report.Report, notWritte
 	}
 }
 
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
-}
-
-// writeAtomic is report.WriteAtomic (a test fakes a full disk).
+// writeAtomic is how the sinks replace a file whole on ReportsNotWritten,
+// report.WriteAtomic (a test fakes a full disk).
 var writeAtomic = report.WriteAtomic
-
-// rewrite replaces path's content with data, atomically where the disk
-// has room for a second copy beside the first; where it has not, the old
-// copy is removed first so the new one has its space, and put back (from
-// memory: its space is free again) when the new one still does not fit.
-func rewrite(path string, data []byte) error {
-	err := writeAtomic(path, data)
-	if !stream.NoSpace(err) {
-		return err
-	}
-	old, rerr := os.ReadFile(path)
-	if rerr != nil {
-		return err
-	}
-	if rerr := os.Remove(path); rerr != nil {
-		return err
-	}
-	if err := writeAtomic(path, data); err != nil {
-		_ = writeAtomic(path, old)
-		return err
-	}
-	return nil
-}
 
 // noteGinkgoReports: a run whose Ginkgo reports were not written (gerr)
 // exits 3 (an interrupted one stays 4, ExitWithGinkgoReports), so its last
 // line and reports must not say PASS, exit 0 (issue 38 item 7).
-func noteGinkgoReports(gerr error, out string, start time.Time, rep *report.Report, code int, events []string) {
+func (s *sinks) noteGinkgoReports(gerr error, start time.Time, rep *report.Report, code int, events []string) {
 	if gerr == nil || code == ExitInterrupted || code == ExitNoReport || rep.Summary == nil {
 		return
 	}
-	recordNotWritten(out, start, rep, []string{gerr.Error()}, events)
+	s.recordNotWritten(start, rep, []string{gerr.Error()}, events)
 }
 
 // printEnd prints the run's last lines: the world events a person must

@@ -239,7 +239,7 @@ func (r *Run) finish() int {
 	r.mu.Lock()
 	gerr := r.ginkgoErr
 	r.mu.Unlock()
-	noteGinkgoReports(gerr, o.Out, r.t0, rep, code, t.events)
+	r.sinks.noteGinkgoReports(gerr, r.t0, rep, code, t.events)
 	printEnd(stdoutOf(r), r.Style, o.Out, rep, t.events, timing)
 	return code
 }

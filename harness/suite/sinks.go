@@ -61,7 +61,7 @@ func (s *sinks) get() *sinks {
 		if c.out != "" {
 			s.reserve = &stream.Reserve{Dir: c.out, Need: c.need, Stderr: os.Stderr}
 			s.evidence.Room = s.reserve.Room
-			s.ckpt = &stream.Checkpoint{Path: filepath.Join(c.out, "results.json"), Stderr: os.Stderr,
+			s.ckpt = &stream.Checkpoint{Path: filepath.Join(c.out, "results.json"), Stderr: os.Stderr, WriteAtomic: atomicSeam,
 				NoSpace: func(err error) bool {
 					if !stream.NoSpace(err) {
 						return false
@@ -71,7 +71,7 @@ func (s *sinks) get() *sinks {
 					s.reserve.MarkFull("results.json: " + err.Error())
 					return true
 				}}
-			s.reports = &stream.Reports{Dir: c.out}
+			s.reports = &stream.Reports{Dir: c.out, WriteAtomic: atomicSeam}
 			if c.checkpoints {
 				s.ckpt.Snapshot = c.snapshot
 				all = append(all, s.reserve)
@@ -98,6 +98,10 @@ func (s *sinks) checkpoint() {
 		c.Write()
 	}
 }
+
+// atomicSeam is writeAtomic as it is when called (a test sets it after
+// the sinks were made).
+func atomicSeam(path string, data []byte) error { return writeAtomic(path, data) }
 
 // liveOnly prints a result's live line and nothing else: a case the run
 // did not run (an abort) is not checkpointed at this moment.
@@ -141,7 +145,7 @@ func (s *sinks) runDone(rep *report.Report, events []string, start time.Time, ou
 		code = ExitNoReport
 	}
 	if code == ExitNoReport && rep.Summary != nil {
-		recordNotWritten(out, start, rep, notWritten, events)
+		s.recordNotWritten(start, rep, notWritten, events)
 	}
 	return code
 }
