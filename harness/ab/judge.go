@@ -158,7 +158,7 @@ func metrics(c Case) []report.ABMetric {
 			m.Ratios = append(m.Ratios, mb.Median/ma.Median)
 		}
 		fam := perf.Classify(c.ID, n)
-		m.Family, m.Tolerance = fam.Name, fam.Floor
+		m.Family, m.Tolerance = fam.Name, fam.PairedFloor() // a shift of the whole machine hits A and B alike
 		change, low, high, ok := Paired(m.Ratios)
 		if !ok {
 			m.Verdict = report.ABUnjudged

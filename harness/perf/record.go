@@ -156,7 +156,7 @@ func cv(xs []float64) float64 {
 }
 
 func familyRank(name string) int {
-	for i, f := range []Family{CopyOneWay, CopyBoth, AtomicContended, AtomicHost, AtomicSpread, RoundTripLaunch, RoundTripProcess, Other} {
+	for i, f := range families {
 		if f.Name == name {
 			return i
 		}
