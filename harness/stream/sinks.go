@@ -14,7 +14,9 @@ import (
 )
 
 // Live prints each case's line as it finishes ("[  n/total] ok ..."),
-// numbering the cases in the order they finish.
+// numbering the cases in the order they finish, and a line for each
+// gate's rerun ("rerun <id>: first → again (verdict)"); a perf pass's
+// CaseDone has its own lines (the perf work's) and gets none here.
 type Live struct {
 	mu    sync.Mutex
 	W     io.Writer
@@ -30,11 +32,17 @@ type Live struct {
 // Handle prints CaseDone's line; other events leave the count as it is.
 func (l *Live) Handle(e Event) {
 	d, ok := e.(CaseDone)
-	if !ok {
+	if !ok || d.Pass == PerfPass {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if d.Pass == Rerun {
+		if a := d.Result.Rerun; a != nil {
+			fmt.Fprintf(l.W, "rerun %s: %s → %s (%s)\n", d.Result.ID(), d.Result.Outcome, a.Outcome, d.Result.Verdict)
+		}
+		return
+	}
 	l.done++
 	res := d.Result
 	if l.Baseline != nil {
@@ -131,32 +139,6 @@ func (r *Reports) Err() error {
 		return fmt.Errorf("reports: the run never ended (no RunDone), nothing written to %s", r.Dir)
 	}
 	return r.err
-}
-
-// RerunQueue is the gate's rerun queue (deqp-runner's rule: an unexpected
-// result gets one rerun in a fresh world): the first attempts of the
-// CaseDone events that carry one, in the order they finished.
-type RerunQueue struct {
-	mu     sync.Mutex
-	queued []report.Result
-}
-
-// Handle queues a CaseDone's First attempt.
-func (q *RerunQueue) Handle(e Event) {
-	if d, ok := e.(CaseDone); ok && d.First != nil {
-		q.mu.Lock()
-		q.queued = append(q.queued, *d.First)
-		q.mu.Unlock()
-	}
-}
-
-// Take empties the queue and returns what it held, in order.
-func (q *RerunQueue) Take() []report.Result {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	out := q.queued
-	q.queued = nil
-	return out
 }
 
 // WorldLog keeps the run's world events in the order they were emitted:

@@ -7,6 +7,7 @@
 package stream
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 )
 
 // Event is one thing that happened in a run: RunStarted, CaseStarted,
-// *CaseEvidence, CaseDone, WorldEvent, Interrupted or RunDone.
+// *CaseEvidence, CaseDone, WorldEvent, EnvironmentKnown, Interrupted,
+// RunDone or ReportsNotWritten.
 type Event interface{ event() }
 
 // RunStarted: the plan exists and no case has run; every case is
@@ -24,13 +26,45 @@ type RunStarted struct{ Total int }
 // CaseStarted: a case was admitted and is about to run.
 type CaseStarted struct{ ID string }
 
-// CaseDone: a case finished with its (judged) result. First, when set, is
-// its first attempt as it ran (unjudged), which the gate calls a
-// regression: the case waits for its rerun in a fresh world (RerunQueue).
+// CaseDone: a case finished with its (judged) result, which replaces any
+// result the case had: every result the record keeps comes this way, the
+// main pass's, an abort's (a case not run), the gate's rerun and each
+// perf pass alike (Pass says which).
 type CaseDone struct {
 	Result report.Result
-	First  *report.Result
+	Pass   Pass
 }
+
+// Pass is which of a case's results a CaseDone carries.
+type Pass uint8
+
+const (
+	// Main is the case's result from the main pass (one not run too: an
+	// abort, Ginkgo's failure before the body recorded one).
+	Main Pass = iota
+	// Rerun is the gate's rerun in a fresh world (deqp-runner's rule): the
+	// result holds both attempts (Result.Rerun) and the verdict from both.
+	Rerun
+	// PerfPass is a measurement again in a fresh world (the perf gate's
+	// re-measurement, a --perf-runs extra pass): Result.PerfReruns grew.
+	PerfPass
+)
+
+func (p Pass) String() string {
+	switch p {
+	case Main:
+		return "main"
+	case Rerun:
+		return "rerun"
+	case PerfPass:
+		return "perf"
+	}
+	return fmt.Sprintf("Pass(%d)", p)
+}
+
+// EnvironmentKnown is the run's fingerprint with the device facts known so
+// far: before RunStarted, and again whenever a world brought new facts.
+type EnvironmentKnown struct{ Environment report.Environment }
 
 // WorldEvent is one thing a world did outside any case (a rank that died
 // idle, crashed while its world started), in the order the runners saw it.
@@ -47,12 +81,13 @@ type RunDone struct {
 	Start  time.Time
 }
 
-func (RunStarted) event()  {}
-func (CaseStarted) event() {}
-func (CaseDone) event()    {}
-func (WorldEvent) event()  {}
-func (Interrupted) event() {}
-func (RunDone) event()     {}
+func (RunStarted) event()       {}
+func (CaseStarted) event()      {}
+func (CaseDone) event()         {}
+func (WorldEvent) event()       {}
+func (EnvironmentKnown) event() {}
+func (Interrupted) event()      {}
+func (RunDone) event()          {}
 
 // Sink consumes a run's events. Handle is called in the order the events
 // were emitted, never concurrently for one Fanout.
@@ -68,6 +103,14 @@ type Fanout struct {
 
 // NewFanout returns a Fanout feeding sinks in the order given.
 func NewFanout(sinks ...Sink) *Fanout { return &Fanout{sinks: sinks} }
+
+// Add puts s last in the order, from the next event on (a test listens to
+// a run's stream this way).
+func (f *Fanout) Add(s Sink) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sinks = append(f.sinks, s)
+}
 
 // Emit hands e to every sink, in order, before any later event.
 func (f *Fanout) Emit(e Event) {

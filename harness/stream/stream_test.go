@@ -126,22 +126,22 @@ func TestReportsSinkReplay(t *testing.T) {
 
 func fmtType(e stream.Event) string { return fmt.Sprintf("%T", e) }
 
-// The rerun queue holds the first attempts of the cases the gate reruns,
-// in the order they finished, once: Take empties it.
-func TestRerunQueue(t *testing.T) {
-	q := &stream.RerunQueue{}
-	f := stream.NewFanout(q)
+// A case's later results are CaseDone events too (issue 51 item 2): the
+// live line numbers only the main pass's, says a gate's rerun in its own
+// line, and leaves a perf pass to the perf work's lines.
+func TestLiveNumbersTheMainPassOnly(t *testing.T) {
+	var buf bytes.Buffer
+	l := &stream.Live{W: &buf, Total: 2}
+	f := stream.NewFanout(l)
 	a := result("host.memfd.counter.a", report.Crash)
-	c := result("host.memfd.counter.c", report.Fail)
-	f.Emit(stream.CaseDone{Result: a, First: &a})
+	f.Emit(stream.CaseDone{Result: a})
+	again := a
+	again.Rerun, again.Verdict = &report.Attempt{Outcome: report.Pass}, report.Flake
+	f.Emit(stream.CaseDone{Result: again, Pass: stream.Rerun})
+	f.Emit(stream.CaseDone{Result: result("host.memfd.counter.a", report.Pass), Pass: stream.PerfPass})
 	f.Emit(stream.CaseDone{Result: result("host.memfd.counter.b", report.Pass)})
-	f.Emit(stream.Interrupted{Signal: "SIGINT"})
-	f.Emit(stream.CaseDone{Result: c, First: &c})
-	got := q.Take()
-	if len(got) != 2 || got[0].ID() != a.ID() || got[1].ID() != c.ID() || got[1].Outcome != report.Fail {
-		t.Fatalf("queue: %+v, want a then c", got)
-	}
-	if again := q.Take(); len(again) != 0 {
-		t.Errorf("a second Take returned %d", len(again))
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if l.Done() != 2 || len(lines) != 3 || lines[1] != "rerun host.memfd.counter.a: crash → pass (flake)" || !strings.Contains(lines[2], "2/2") {
+		t.Errorf("done %d, lines:\n%s", l.Done(), buf.String())
 	}
 }

@@ -40,14 +40,15 @@ func caseEnv(rn *harness.Runner) report.Environment {
 }
 
 // envCache is the fingerprint with the device facts known so far, for the
-// checkpoints: collected again only when a world brought new ones.
+// stream (EnvironmentKnown): collected again only when a world brought new
+// ones. changed is true the first time and whenever it was collected again.
 type envCache struct {
 	mu  sync.Mutex
 	env *report.Environment
 	n   int
 }
 
-func (c *envCache) now(o *Options, infos [][]device.Info) report.Environment {
+func (c *envCache) now(o *Options, infos [][]device.Info) (env report.Environment, changed bool) {
 	n := 0
 	for _, in := range infos {
 		n += len(in)
@@ -56,9 +57,9 @@ func (c *envCache) now(o *Options, infos [][]device.Info) report.Environment {
 	defer c.mu.Unlock()
 	if c.env == nil || n != c.n {
 		env := environment(o, infos)
-		c.env, c.n = &env, n
+		c.env, c.n, changed = &env, n, true
 	}
-	return *c.env
+	return *c.env, changed
 }
 
 // injectFired is how many times each injector rule acted in the whole run,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"p2patomics/harness"
@@ -14,18 +15,26 @@ import (
 
 // executor admits and runs the plan's cases, one at a time as Ginkgo
 // calls, and puts what happens on the result stream (CaseStarted,
-// CaseDone, WorldEvent): the sinks do the rest. After the last spec it
-// reruns what the gate calls a regression and does the perf work.
+// CaseDone, WorldEvent, EnvironmentKnown): the sinks do the rest, the
+// ledger first. After the last spec it reruns what the gate calls a
+// regression and does the perf work; each result they make is a CaseDone
+// too. It reaches no sink but through the stream (emit).
 type executor struct {
 	plan   *Plan
 	ledger *ledger
 	worlds *worlds
 	self   *selfChecks
 	perf   *perfWork
-	sinks  *sinks
+	emit   func(stream.Event)
 	out    func() io.Writer // stdout
 	env    envCache
 	ab     *abRecord // an A/B run's blocks (abrun.go)
+
+	mu sync.Mutex
+	// reruns are the first attempts the gate calls a regression, in the
+	// order they finished: each is rerun once in a fresh world
+	// (rerunPending).
+	reruns []pendingRerun
 }
 
 // execute runs one case (repeatedly in soak mode) and records the result.
@@ -33,7 +42,7 @@ func (e *executor) execute(c *harness.Case) report.Result {
 	if res, done := e.admit(c); done {
 		return res
 	}
-	e.sinks.emit(stream.CaseStarted{ID: c.ID})
+	e.emit(stream.CaseStarted{ID: c.ID})
 	rn := e.worlds.get(c.Backend)
 	var res report.Result
 	if e.plan.Opts.ab != nil {
@@ -42,7 +51,7 @@ func (e *executor) execute(c *harness.Case) report.Result {
 		res = e.soak(c, rn)
 	}
 	gate := e.plan.gate
-	var first *report.Result // the attempt the gate reruns, if it does
+	var first *pendingRerun // the attempt the gate reruns, if it does
 	if gate != nil && res.Verdict == "" && !rn.JudgedFromSetup(c.ID) {
 		// deqp-runner's rule: an unexpected result gets one rerun in a
 		// fresh world; meeting the baseline then makes it a flake. The
@@ -50,8 +59,7 @@ func (e *executor) execute(c *harness.Case) report.Result {
 		// one per regressed case. A case judged from its kind's setup
 		// streak never ran, and is not rerun either.
 		if v := expect.Judge(res, gate, nil); expect.NeedsRerun(v) {
-			unjudged := res
-			first = &unjudged
+			first = &pendingRerun{c: c, first: res}
 		}
 		e.perf.flag(gate, c, res)
 	}
@@ -59,19 +67,36 @@ func (e *executor) execute(c *harness.Case) report.Result {
 	// fail and its live line agree with the verdict.
 	res = expect.JudgeOne(res, gate, caseEnv(rn))
 	res.Inject = e.plan.Opts.InjectRules() // also on a result the runner did not make (abort)
-	// After an interrupt the reports are already being written with this
-	// case incomplete: a late result changes nothing, and no sink takes it.
-	if late := e.ledger.put(c.ID, res); !late {
-		e.worldEvents()
-		e.sinks.emit(stream.CaseDone{Result: res, First: first})
+	if e.done(res, stream.Main) && first != nil {
+		e.mu.Lock()
+		e.reruns = append(e.reruns, *first)
+		e.mu.Unlock()
 	}
 	return res
 }
 
-// worldEvents puts the worlds' events that are not on the stream yet on it.
-func (e *executor) worldEvents() {
+// done puts a result on the stream (the ledger records it, the checkpoint
+// writes it), after the worlds' facts that came with it; false when the
+// run has finished: after an interrupt the reports are already being
+// written with this case incomplete, a late result changes nothing, and
+// no sink takes it.
+func (e *executor) done(res report.Result, pass stream.Pass) bool {
+	if e.ledger.done() {
+		return false
+	}
+	e.facts()
+	e.emit(stream.CaseDone{Result: res, Pass: pass})
+	return true
+}
+
+// facts puts on the stream the worlds' events that are not on it yet,
+// and the environment when a world brought new device facts.
+func (e *executor) facts() {
 	for _, w := range e.worlds.fresh() {
-		e.sinks.emit(stream.WorldEvent{Event: w})
+		e.emit(stream.WorldEvent{Event: w})
+	}
+	if env, changed := e.env.now(e.plan.Opts, e.worlds.infos()); changed {
+		e.emit(stream.EnvironmentKnown{Environment: env})
 	}
 }
 
@@ -95,8 +120,7 @@ func (e *executor) admit(c *harness.Case) (res report.Result, done bool) {
 		res := report.Result{Case: c.Identity(), Labels: c.Labels, Outcome: report.Abort, Expected: c.Expected,
 			Detail: "not run: the machine stopped being trustworthy: " + why, Ranks: []report.Rank{}, Repro: c.Repro}
 		res = expect.JudgeOne(res, e.plan.gate, report.Environment{})
-		e.ledger.put(c.ID, res)
-		e.sinks.liveOnly(res)
+		e.emit(stream.CaseDone{Result: res}) // recorded, checkpointed and said, as every result is
 		return res, true
 	}
 	if !e.ledger.begin(c.ID) {
@@ -171,12 +195,10 @@ func worse(a, b report.Result) bool {
 // kind's first rerun). A case that meets the baseline on its rerun is a
 // flake. An interrupt stops it and keeps the first verdicts.
 func (e *executor) rerunPending() {
-	var pending []pendingRerun
-	for _, first := range e.sinks.get().reruns.Take() {
-		if c := e.plan.caseOf(first.ID()); c != nil {
-			pending = append(pending, pendingRerun{c: c, first: first})
-		}
-	}
+	e.mu.Lock()
+	pending := e.reruns
+	e.reruns = nil
+	e.mu.Unlock()
 	if len(pending) == 0 {
 		return
 	}
@@ -220,22 +242,20 @@ func (e *executor) rerunGroup(ps []pendingRerun) {
 		res.Detail = strings.TrimSpace(res.Detail + fmt.Sprintf(" (rerun in a fresh world: %s)", again.Outcome))
 		res = expect.JudgeOne(res, e.plan.gate, caseEnv(rn))
 		res.Inject = e.plan.Opts.InjectRules()
-		if e.ledger.put(p.c.ID, res) {
+		if !e.done(res, stream.Rerun) { // the live line says "rerun <id>: first → again (verdict)"
 			return
 		}
-		e.worldEvents()
-		fmt.Fprintf(e.out(), "rerun %s: %s → %s (%s)\n", p.c.ID, p.first.Outcome, again.Outcome, res.Verdict)
 	}
-	e.sinks.checkpoint()
 }
 
 // again runs one kind's cases ps once more, in a world fresh for this
-// round (the kind's runner closed first), and hands each result to keep
-// with the ledger's results, unless the run finished meanwhile. The perf
-// gate's re-measurements and --perf-runs' extra passes both run this way
+// round (the kind's runner closed first), and puts each case's result as
+// keep makes it from the recorded one on the stream (a perf pass's
+// CaseDone), unless the run finished meanwhile. The perf gate's
+// re-measurements and --perf-runs' extra passes both run this way
 // (againFunc). false when the run was interrupted or the machine stopped
 // being trustworthy.
-func (e *executor) again(ps []pendingPerf, keep func(p pendingPerf, again report.Result, results map[string]report.Result)) bool {
+func (e *executor) again(ps []pendingPerf, keep func(p pendingPerf, again, recorded report.Result) report.Result) bool {
 	rn := e.worlds.get(ps[0].c.Backend)
 	rn.Close() // this round's fresh world for the kind
 	for _, p := range ps {
@@ -243,32 +263,17 @@ func (e *executor) again(ps []pendingPerf, keep func(p pendingPerf, again report
 			return false // interrupted, untrustworthy, or a wedged driver's (nothing to measure)
 		}
 		again := rn.Rerun(p.c)
-		if e.ledger.with(func(results map[string]report.Result) { keep(p, again, results) }) {
+		recorded, _ := e.ledger.result(p.c.ID)
+		if !e.done(keep(p, again, recorded), stream.PerfPass) {
 			return false
 		}
-		e.worldEvents()
 	}
 	return true
 }
 
 // perfWork is the perf gate's re-measurements, then --perf-runs' extra
-// passes (a recording run has no gate, so only one of the two ever runs),
-// each followed by a checkpoint when it changed the record.
+// passes (a recording run has no gate, so only one of the two ever runs).
 func (e *executor) perfWork() {
-	if e.perf.remeasure(e.out(), e.plan, e.ledger, e.again) {
-		e.sinks.checkpoint()
-	}
-	if e.perf.extraPasses(e.out(), e.plan, e.ledger, e.again) {
-		e.sinks.checkpoint()
-	}
-}
-
-// snapshot is the record a checkpoint writes; nil once the run finished
-// (the final write is RunDone's; a checkpoint would race it).
-func (e *executor) snapshot() *report.Report {
-	if e.ledger.done() {
-		return nil
-	}
-	return &report.Report{Schema: report.Schema, State: report.StateRunning, Environment: e.env.now(e.plan.Opts, e.worlds.infos()),
-		Results: e.ledger.list(e.plan.planned), WorldEvents: e.sinks.world.Events()}
+	e.perf.remeasure(e.out(), e.plan, e.ledger, e.again)
+	e.perf.extraPasses(e.out(), e.plan, e.ledger, e.again)
 }

@@ -199,8 +199,8 @@ func (r *Run) HeardSpec(rep types.SpecReport, skipped string) {
 				res.Detail = strings.TrimSpace(res.Detail + "; " + ev.Note)
 			}
 		}
-		if late := l.put(c.ID, res); !late {
-			r.sinks.emit(stream.CaseDone{Result: res})
+		if !l.done() {
+			r.sinks.emit(stream.CaseDone{Result: res}) // the ledger records it
 		}
 	case rep.State.Is(types.SpecStateSkipped | types.SpecStatePending):
 		l.note(c.ID, "not run: Ginkgo skipped its spec: "+skipped)

@@ -5,16 +5,24 @@ import (
 
 	"p2patomics/harness"
 	"p2patomics/harness/report"
+	"p2patomics/harness/stream"
 )
 
-// ledger is the run's results as cases finish: each case's result by id,
-// the case running now, and whether the run has finished, after which
-// nothing is recorded (the reports are being written: a late result must
-// not change them). Its lock is its own: the executor, the checkpoint's
-// snapshot and the interrupt path each take it briefly.
+// ledger is the stream's collector (deqp-runner's results collection):
+// the first sink, it keeps each case's result by id as CaseDone says it
+// (the main pass's, an abort's, a rerun's, a perf pass's), the world
+// events and the run's environment as the stream says them, and the
+// record they make, which the checkpoint writes (record) and Finish
+// judges. It also knows the case running now and whether the run has
+// finished, after which nothing is recorded (the reports are being
+// written: a late result must not change them). Its lock is its own: the
+// stream, the executor and the interrupt path each take it briefly.
 type ledger struct {
 	mu       sync.Mutex
+	plan     *Plan // the planned cases, in order (filled before RunStarted)
 	results  map[string]report.Result
+	env      report.Environment
+	world    stream.WorldLog
 	current  string
 	finished bool
 	by       string // what interrupted the run ("" none)
@@ -23,9 +31,43 @@ type ledger struct {
 	notes map[string]string
 }
 
-func newLedger() *ledger {
-	return &ledger{results: map[string]report.Result{}, notes: map[string]string{}}
+func newLedger(p *Plan) *ledger {
+	return &ledger{plan: p, results: map[string]report.Result{}, notes: map[string]string{}}
 }
+
+// Handle collects: a CaseDone's result (unless the run has finished; it
+// ends the running case either way), a world event, the environment.
+func (l *ledger) Handle(e stream.Event) {
+	l.world.Handle(e)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch d := e.(type) {
+	case stream.CaseDone:
+		if !l.finished {
+			l.results[d.Result.ID()] = d.Result
+		}
+		l.current = ""
+	case stream.EnvironmentKnown:
+		l.env = d.Environment
+	}
+}
+
+// record is results.json as the stream has told it so far, every planned
+// case not done incomplete: what the checkpoint writes. nil once the run
+// finished (the final record is RunDone's; a checkpoint would race it).
+func (l *ledger) record() *report.Report {
+	if l.done() {
+		return nil
+	}
+	l.mu.Lock()
+	env := l.env
+	l.mu.Unlock()
+	return &report.Report{Schema: report.Schema, State: report.StateRunning, Environment: env,
+		Results: l.list(l.plan.planned), WorldEvents: l.world.Events()}
+}
+
+// worldEvents are the world events the stream carried, ordered by time.
+func (l *ledger) worldEvents() []report.WorldEvent { return l.world.Events() }
 
 // note keeps why id has no result (Ginkgo's word for its spec); the first
 // note stands.
@@ -73,24 +115,6 @@ func (l *ledger) begin(id string) bool {
 	}
 	l.current = id
 	return true
-}
-
-// put records id's result unless the run has finished (late: true), and
-// ends the running case.
-func (l *ledger) put(id string, res report.Result) (late bool) {
-	return l.with(func(m map[string]report.Result) { m[id] = res })
-}
-
-// with runs f on the results unless the run has finished (late: true),
-// and ends the running case.
-func (l *ledger) with(f func(map[string]report.Result)) (late bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.finished {
-		f(l.results)
-	}
-	l.current = ""
-	return l.finished
 }
 
 // finish ends the run: nothing is recorded after it.

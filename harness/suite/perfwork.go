@@ -47,10 +47,11 @@ type pendingPerf struct {
 func (p pendingPerf) caseOf() *harness.Case { return p.c }
 
 // againFunc runs one kind's cases once more, in a world fresh for the
-// round, handing each result to keep (unless the run finished meanwhile,
-// with the results map to change); false when the run was interrupted or
-// the machine stopped being trustworthy (the executor's again).
-type againFunc func(ps []pendingPerf, keep func(p pendingPerf, again report.Result, results map[string]report.Result)) bool
+// round, and records each case's result as keep makes it from the new
+// run and the recorded result (a perf pass's CaseDone); false when the run
+// was interrupted or the machine stopped being trustworthy (the
+// executor's again).
+type againFunc func(ps []pendingPerf, keep func(p pendingPerf, again, recorded report.Result) report.Result) bool
 
 // perfWork is the run's perf work after the main pass: the perf gate's
 // re-measurements of flagged cases, and --perf-runs' extra passes with
@@ -85,21 +86,20 @@ func (w *perfWork) flag(gate *expect.Set, c *harness.Case, res report.Result) {
 // world neither the first pass nor another round used. The medians join
 // the case's result (Result.PerfReruns); the perf gate judges them with
 // the first pass's (expect.JudgeMetrics): perf-regression when the median of all is
-// still past the limit, perf-noise when not. Both are reported. true when
-// it changed a result.
-func (w *perfWork) remeasure(out io.Writer, p *Plan, l *ledger, again againFunc) bool {
+// still past the limit, perf-noise when not. Both are reported.
+func (w *perfWork) remeasure(out io.Writer, p *Plan, l *ledger, again againFunc) {
 	w.mu.Lock()
 	pending := w.pending
 	w.pending = nil
 	w.mu.Unlock()
 	if len(pending) == 0 {
-		return false
+		return
 	}
 	fmt.Fprintf(out, "re-measuring %d perf case(s) with a metric past its perf.txt limit, %d times each, each in a fresh world\n", len(pending), PerfReruns)
 	for round := 1; round <= PerfReruns; round++ {
 		for _, ps := range inGroups(p, pending, pendingPerf.caseOf) {
 			if !again(ps, keepReruns) {
-				return true
+				return
 			}
 		}
 	}
@@ -109,15 +109,13 @@ func (w *perfWork) remeasure(out io.Writer, p *Plan, l *ledger, again againFunc)
 			fmt.Fprintf(out, "perf rerun %s %s: %s → reruns %s\n", pp.c.ID, m, fmtMedian(res.Metrics[m].Median), fmtMedians(res.PerfReruns[m]))
 		}
 	}
-	return true
 }
 
-// keepReruns adds again's medians of p's metrics to the case's result
-// (Result.PerfReruns).
-func keepReruns(p pendingPerf, again report.Result, results map[string]report.Result) {
-	res := results[p.c.ID]
-	res.PerfReruns = addReruns(res, again, p.metrics)
-	results[p.c.ID] = res
+// keepReruns is the case's recorded result with again's medians of p's
+// metrics added (Result.PerfReruns).
+func keepReruns(p pendingPerf, again, recorded report.Result) report.Result {
+	recorded.PerfReruns = addReruns(recorded, again, p.metrics)
+	return recorded
 }
 
 // addReruns is res.PerfReruns with again's median of each metric added
@@ -157,37 +155,36 @@ func fmtMedians(vs []float64) string {
 // results are kept for perf.txt (record); each extra median also joins
 // the case's result as evidence (Result.PerfReruns), which no verdict
 // reads while recording: the correctness baseline and the run's verdict
-// are the main pass's alone. true when it changed a result.
-func (w *perfWork) extraPasses(out io.Writer, p *Plan, l *ledger, again againFunc) bool {
+// are the main pass's alone.
+func (w *perfWork) extraPasses(out io.Writer, p *Plan, l *ledger, again againFunc) {
 	n := p.Opts.PerfRuns
 	if n < perf.MinRuns || !p.Opts.UpdateExpectations {
-		return false
+		return
 	}
 	ps := gatedCases(p, l)
 	if len(ps) == 0 {
 		w.ungated = "no case of this run has a gated perf metric (perf.Gated: the perf cases of GPU backends; the host backend's are not gated)"
-		return false
+		return
 	}
 	fmt.Fprintf(out, "--perf-runs=%d: measuring %d perf case(s) %d more times for perf.txt, each pass in fresh worlds\n", n, len(ps), n-1)
 	for pass := 2; pass <= n; pass++ {
 		got := map[string]report.Result{}
-		keep := func(pp pendingPerf, again report.Result, results map[string]report.Result) {
+		keep := func(pp pendingPerf, again, recorded report.Result) report.Result {
 			got[pp.c.ID] = again
-			keepReruns(pp, again, results)
 			if again.Outcome != report.Pass {
 				// Not judged (the verdict is the main pass's), but said.
 				fmt.Fprintf(out, "--perf-runs pass %d: %s %s (left out of perf.txt for this pass)\n", pass, pp.c.ID, again.Outcome)
 			}
+			return keepReruns(pp, again, recorded)
 		}
 		for _, g := range inGroups(p, ps, pendingPerf.caseOf) {
 			if !again(g, keep) {
 				w.stopped = fmt.Sprintf("pass %d did not finish: interrupted, or the machine stopped being trustworthy", pass)
-				return true
+				return
 			}
 		}
 		w.passes = append(w.passes, got)
 	}
-	return true
 }
 
 // gatedCases are the planned cases whose main-pass result has a gated

@@ -13,6 +13,7 @@ import (
 	"p2patomics/harness/backends"
 	"p2patomics/harness/expect"
 	"p2patomics/harness/report"
+	"p2patomics/harness/stream"
 	"p2patomics/wire"
 )
 
@@ -217,7 +218,7 @@ func TestLiveLineShowsBaseline(t *testing.T) {
 	var buf bytes.Buffer
 	id := "host.memfd.counter.add"
 	r := handMade(&Plan{Opts: &Options{}, gate: &expect.Set{Fails: map[string]report.Outcome{id: report.Fail}}}, &buf)
-	r.sinks.liveOnly(report.Result{Case: report.ParseCase(id, nil), Outcome: report.Fail, Expected: report.Pass})
+	r.sinks.emit(stream.CaseDone{Result: report.Result{Case: report.ParseCase(id, nil), Outcome: report.Fail, Expected: report.Pass}})
 	if !strings.Contains(buf.String(), "expected fail") {
 		t.Errorf("gated live line: %q, want the baseline's fail as expected", buf.String())
 	}

@@ -69,7 +69,7 @@ func (r *Run) build(p *Plan) {
 	r.Plan = p
 	o := p.Opts
 	r.sinks = &sinks{}
-	x := &executor{plan: p, ledger: newLedger(), perf: &perfWork{}, sinks: r.sinks, out: func() io.Writer { return stdoutOf(r) }}
+	x := &executor{plan: p, ledger: newLedger(p), perf: &perfWork{}, emit: r.sinks.emit, out: func() io.Writer { return stdoutOf(r) }}
 	x.worlds = newWorlds(func(backend string) *harness.Runner {
 		set := o.Settings()
 		set.InjectCounters = r.counters
@@ -104,7 +104,7 @@ func (r *Run) build(p *Plan) {
 	r.exec = x
 	r.sinks.config = func() sinkConfig {
 		c := sinkConfig{out: o.Out, checkpoints: o.Out != "" && prepared != nil, total: len(p.planned), need: p.recordRoom(),
-			style: r.Style, stdout: stdoutOf(r), snapshot: x.snapshot}
+			style: r.Style, stdout: stdoutOf(r), collector: x.ledger}
 		if p.gate != nil {
 			// Gated, "expected" is the baseline's outcome. JudgeOne has
 			// set Baseline on every result the run prints; the sink sets
@@ -132,6 +132,7 @@ func (r *Run) WatchSignals() {
 	catchSignals(r.Plan.Opts)
 	stop := func(sig os.Signal) { r.stop(sigName(sig), "interrupted by "+sigName(sig), sigName(sig)) }
 	active.Store(&stop)
+	r.exec.facts() // the environment the first record holds
 	r.sinks.emit(stream.RunStarted{Total: len(r.Plan.planned)})
 }
 
@@ -210,7 +211,7 @@ func (r *Run) finish() int {
 	x, p, o := r.exec, r.Plan, r.Plan.Opts
 	x.ledger.finish()
 	t := x.worlds.closeAll()
-	x.worldEvents()
+	x.facts()
 	timing := &report.Timing{Worlds: t.starts, SuiteWallS: math.Round(time.Since(r.t0).Seconds()*1000) / 1000}
 	sig := x.ledger.interruptedBy()
 	if sig == "" {
@@ -224,7 +225,7 @@ func (r *Run) finish() int {
 	env.WorldsStarted = new(len(timing.Worlds))
 	env.InjectFired = injectFired(o.InjectRules(), r.counters)
 	rep := p.judge(x.ledger.list(p.planned), env, timing, sig, t.faults)
-	rep.WorldEvents = r.sinks.get().world.Events()
+	rep.WorldEvents = x.ledger.worldEvents()
 	if a := x.judgeAB(); a != nil {
 		rep.AB = a
 		report.ApplyAB(rep.Summary, a) // B worse than A fails the run; the line names B

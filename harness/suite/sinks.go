@@ -15,25 +15,24 @@ import (
 )
 
 // sinks are the run's sinks, fed every event in one order (stream.Fanout):
-// the world log (the checkpoints read it), the disk reserve (it gives its
-// room back on RunDone before the record is written), the evidence
-// folders, the checkpoint (results.json: written before the live line, so
-// a parent killed after the line was printed finds the case in it), the
-// live line, the gate's rerun queue, and the derived reports. Each is its
-// own type in harness/stream, with its own lock and unit test. They are
-// made on the first use, once the suite has set how stdout looks (a Run
-// made by hand in a test has no plan step to make them in).
+// the ledger (the collector: the record the checkpoint writes), the disk
+// reserve (it gives its room back on RunDone before the record is
+// written), the evidence folders, the checkpoint (results.json: written
+// before the live line, so a parent killed after the line was printed
+// finds the case in it), the live line and the derived reports. Each but
+// the ledger is its own type in harness/stream, with its own lock and
+// unit test. They are made on the first use, once the suite has set how
+// stdout looks (a Run made by hand in a test has no plan step to make
+// them in).
 type sinks struct {
 	once   sync.Once
 	config func() sinkConfig
 
 	fan      *stream.Fanout
-	world    stream.WorldLog
 	reserve  *stream.Reserve // nil without --out
 	evidence *stream.Evidence
 	ckpt     *stream.Checkpoint // nil without --out
 	live     *stream.Live
-	reruns   stream.RerunQueue
 	reports  *stream.Reports // nil without --out
 }
 
@@ -49,7 +48,12 @@ type sinkConfig struct {
 	style       report.Style
 	stdout      io.Writer
 	baseline    func(report.Result) report.Outcome // gated: the baseline's outcome
-	snapshot    func() *report.Report
+	// collector is the first sink (the ledger); the checkpoint writes
+	// its record.
+	collector interface {
+		stream.Sink
+		record() *report.Report
+	}
 }
 
 func (s *sinks) get() *sinks {
@@ -57,7 +61,10 @@ func (s *sinks) get() *sinks {
 		c := s.config()
 		s.live = &stream.Live{W: c.stdout, Style: c.style, Total: c.total, Baseline: c.baseline}
 		s.evidence = &stream.Evidence{Dir: c.out}
-		all := []stream.Sink{&s.world}
+		var all []stream.Sink
+		if c.collector != nil {
+			all = append(all, c.collector)
+		}
 		if c.out != "" {
 			s.reserve = &stream.Reserve{Dir: c.out, Need: c.need, Stderr: os.Stderr}
 			s.evidence.Room = s.reserve.Room
@@ -73,12 +80,12 @@ func (s *sinks) get() *sinks {
 				}}
 			s.reports = &stream.Reports{Dir: c.out, WriteAtomic: atomicSeam}
 			if c.checkpoints {
-				s.ckpt.Snapshot = c.snapshot
+				s.ckpt.Snapshot = c.collector.record
 				all = append(all, s.reserve)
 			}
 			all = append(all, s.evidence, s.ckpt)
 		}
-		all = append(all, s.live, &s.reruns)
+		all = append(all, s.live)
 		if s.reports != nil {
 			all = append(all, s.reports)
 		}
@@ -90,22 +97,9 @@ func (s *sinks) get() *sinks {
 // emit feeds e to every sink, in order.
 func (s *sinks) emit(e stream.Event) { s.get().fan.Emit(e) }
 
-// checkpoint rewrites results.json under the checkpoint's cost model: the
-// suite's moments that change the record without a case finishing (a
-// rerun, a perf pass).
-func (s *sinks) checkpoint() {
-	if c := s.get().ckpt; c != nil {
-		c.Write()
-	}
-}
-
 // atomicSeam is writeAtomic as it is when called (a test sets it after
 // the sinks were made).
 func atomicSeam(path string, data []byte) error { return writeAtomic(path, data) }
-
-// liveOnly prints a result's live line and nothing else: a case the run
-// did not run (an abort) is not checkpointed at this moment.
-func (s *sinks) liveOnly(res report.Result) { s.get().live.Handle(stream.CaseDone{Result: res}) }
 
 // room reports whether --out still has results.json's room.
 func (s *sinks) room() bool {
