@@ -371,92 +371,130 @@ func (b *builder) litmusEnvs() {
 	for _, k := range litmusEnvKernels() {
 		b.add(Spec{Name: "litmus", Variant: k.Name, Ranks: b.o.Ranks, Expected: report.Pass,
 			Labels: []report.Label{facet(shapeLabel(k.Op)), LabelMutation}, Timeout: 120 * time.Second,
-			Run: func(c *harness.Ctx) error {
-				if err := litmusPeer(c); err != nil {
-					return err
-				}
-				e, err := newLitmusEnv(c)
-				if err != nil {
-					return err
-				}
-				// The detail leads with the evidence (a table cuts it short);
-				// the parameters and per-kernel counts follow in run order.
-				lines := []string{e.params()}
-				defer func() {
-					for _, l := range lines {
-						c.Note("%s", l)
-					}
-				}()
-				var killed []string
-				var most uint64
-				rarest := 0.0 // the rarest killed mutant's weak rate, per instance
-				for _, m := range k.Mutants {
-					if e.oneRank && kernels.MustLookup(m).Scope == kernels.Dev {
-						// Both roles run on one device, where device scope
-						// is all the ordering needs: this mutant cannot show
-						// its weak outcome here, and running it only spends
-						// the budget (0.7 s a case on host memory).
-						lines = append(lines, fmt.Sprintf("mutant %s not run: both roles are on one device, where device scope suffices", m))
-						continue
-					}
-					r, err := e.run(m, true, 0)
-					if err != nil {
-						return err
-					}
-					e.metric("mutant."+m+".", r)
-					lines = append(lines, "mutant "+e.note(r))
-					if r.missing > 0 {
-						return harness.Failf("mutant %s: %d instances never recorded a result", m, r.missing)
-					}
-					if r.killed {
-						killed = append(killed, fmt.Sprintf("%s (%s, %.3g per million)", m, kernels.MustLookup(m).Mutation, r.perMillion()))
-						if p := r.perMillion() / 1e6; rarest == 0 || p < rarest {
-							rarest = p
-						}
-					}
-					most = max(most, r.instances)
-				}
-				// The strong kernel is sized from power (issue 52): enough
-				// instances to see a weak outcome as rare as the rarest
-				// mutant killed here (or --power's litmus rate) with 99.9 %
-				// confidence, at least as many as a mutant ran, within the
-				// budget and the cap; with neither, the budget decides.
-				stop := e.sh.maxInstances
-				if n := power.StrongInstances(rarest, target); n > 0 && c.Backend().GPU {
-					e.sh.maxInstances = min(stop, max(most, n))
-					lines = append(lines, fmt.Sprintf("strong sized to %d instances: a weak outcome of %.3g per million seen with 99.9 %% (rarest killed mutant %.3g per million, --power litmus %.3g per million)",
-						n, power.Seen(float64(n))*1e6, rarest*1e6, target*1e6))
-				}
-				r, err := e.run(k.Name, false, most)
-				e.sh.maxInstances = stop
-				if err != nil {
-					return err
-				}
-				e.metric("", r)
-				lines = append(lines, "strong "+e.note(r))
-				if r.missing > 0 {
-					return harness.Failf("%d of %d instances never recorded a result", r.missing, r.instances)
-				}
-				if r.weak > 0 {
-					return harness.Failf("forbidden outcome: %d of %d instances showed %s's weak outcome (%.3g per million)",
-						r.weak, r.instances, shapeLabel(k.Op), r.perMillion())
-				}
-				if lack := r.degenerate(); lack != "" {
-					// The absence of the weak outcome means nothing when
-					// the roles never ran in both orders.
-					c.Evidence = report.EvidenceInconclusive
-					c.Note("evidence inconclusive: the histogram never shows %s, the outcomes %s needs to tell an ordering from a schedule", lack, shapeLabel(k.Op))
-				} else if len(killed) > 0 {
-					c.Evidence = report.EvidenceStrong
-					c.Note("evidence strong: killed %s", strings.Join(killed, ", "))
-				} else {
-					c.Evidence = report.EvidenceWeak
-					c.Note("evidence weak: no mutant showed the weak outcome in this run, so this pass cannot tell a working ordering from a broken one")
-				}
-				return nil
-			}})
+			Run: func(c *harness.Ctx) error { return runLitmusEnv(c, k, target) }})
 	}
 	b.plantedNofence()
+}
+
+// runLitmusEnv is one mutation-scored case: the mutants of k, then k, the
+// detail leading with the evidence (a table cuts it short), the
+// parameters and per-kernel counts following in run order.
+func runLitmusEnv(c *harness.Ctx, k kernels.Kernel, target float64) error {
+	if err := litmusPeer(c); err != nil {
+		return err
+	}
+	e, err := newLitmusEnv(c)
+	if err != nil {
+		return err
+	}
+	lines := []string{e.params()}
+	defer func() {
+		for _, l := range lines {
+			c.Note("%s", l)
+		}
+	}()
+	killed, killedMost, rarest, err := e.mutants(k, target, &lines)
+	if err != nil {
+		return err
+	}
+	// The strong kernel is sized from power (issue 52): enough instances
+	// to see a weak outcome as rare as the rarest mutant killed here (or
+	// --power's litmus rate) with 99.9 % confidence, at least as many as a
+	// killed mutant ran, within the budget and the cap. With neither a
+	// killed mutant nor a target there is no rate to size from: one launch,
+	// the least any case runs (the run states its weakest case's rate, so
+	// more instances here would raise no stated power). A mutant that
+	// survived sets nothing: its instances are evidence of no rate.
+	stop := e.sh.maxInstances
+	if c.Backend().GPU {
+		e.sh.maxInstances = power.StrongCap(rarest, target, killedMost, e.launchInstances(), stop)
+		if n := power.StrongInstances(rarest, target); n > 0 {
+			lines = append(lines, fmt.Sprintf("strong sized to %d instances: a weak outcome of %.3g per million seen with 99.9 %% (rarest killed mutant %.3g per million, --power litmus %.3g per million; runs whole launches, at least a killed mutant's)",
+				n, power.Seen(float64(n))*1e6, rarest*1e6, target*1e6))
+		} else {
+			lines = append(lines, fmt.Sprintf("strong sized to one launch (%d instances): no mutant killed and no --power litmus rate to size from", e.launchInstances()))
+		}
+	}
+	r, err := e.run(k.Name, false, killedMost)
+	e.sh.maxInstances = stop
+	if err != nil {
+		return err
+	}
+	e.metric("", r)
+	lines = append(lines, "strong "+e.note(r))
+	if r.missing > 0 {
+		return harness.Failf("%d of %d instances never recorded a result", r.missing, r.instances)
+	}
+	if r.weak > 0 {
+		return harness.Failf("forbidden outcome: %d of %d instances showed %s's weak outcome (%.3g per million)",
+			r.weak, r.instances, shapeLabel(k.Op), r.perMillion())
+	}
+	gradeLitmus(c, k, r, killed)
+	return nil
+}
+
+// launchInstances is how many instances one launch runs (n per round,
+// iters rounds): the granularity of every run.
+func (e *litmusEnv) launchInstances() uint64 { return e.sh.n * e.sh.iters }
+
+// mutants runs k's mutants in manifest order, each until it is killed, its
+// budget is spent or it ran its cap; on a GPU a mutant after one that was
+// killed is capped by power (power.MutantCap: the instances the strong
+// kernel will run for the rarest rate killed so far), so a mutant that
+// cannot die here costs a launch, not the 0.7 s budget or the 32 M cap.
+// It returns the kills, the most instances a killed mutant ran and the
+// rarest killed rate (per instance).
+func (e *litmusEnv) mutants(k kernels.Kernel, target float64, lines *[]string) (killed []string, killedMost uint64, rarest float64, err error) {
+	for _, m := range k.Mutants {
+		if e.oneRank && kernels.MustLookup(m).Scope == kernels.Dev {
+			// Both roles run on one device, where device scope is all the
+			// ordering needs: this mutant cannot show its weak outcome
+			// here, and running it only spends the budget (0.7 s a case on
+			// host memory).
+			*lines = append(*lines, fmt.Sprintf("mutant %s not run: both roles are on one device, where device scope suffices", m))
+			continue
+		}
+		stop := e.sh.maxInstances
+		if e.c.Backend().GPU {
+			e.sh.maxInstances = power.MutantCap(rarest, target, e.launchInstances(), stop)
+		}
+		r, err := e.run(m, true, 0)
+		e.sh.maxInstances = stop
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		e.metric("mutant."+m+".", r)
+		*lines = append(*lines, "mutant "+e.note(r))
+		if r.missing > 0 {
+			return nil, 0, 0, harness.Failf("mutant %s: %d instances never recorded a result", m, r.missing)
+		}
+		if r.killed {
+			killed = append(killed, fmt.Sprintf("%s (%s, %.3g per million)", m, kernels.MustLookup(m).Mutation, r.perMillion()))
+			if p := r.perMillion() / 1e6; rarest == 0 || p < rarest {
+				rarest = p
+			}
+			killedMost = max(killedMost, r.instances)
+		}
+	}
+	return killed, killedMost, rarest, nil
+}
+
+// gradeLitmus sets the evidence of a pass: inconclusive when the
+// histogram lacks an outcome the shape needs (the absence of the weak
+// outcome means nothing when the roles never ran in both orders), strong
+// when a mutant was killed, weak otherwise.
+func gradeLitmus(c *harness.Ctx, k kernels.Kernel, r envRun, killed []string) {
+	switch lack := r.degenerate(); {
+	case lack != "":
+		c.Evidence = report.EvidenceInconclusive
+		c.Note("evidence inconclusive: the histogram never shows %s, the outcomes %s needs to tell an ordering from a schedule", lack, shapeLabel(k.Op))
+	case len(killed) > 0:
+		c.Evidence = report.EvidenceStrong
+		c.Note("evidence strong: killed %s", strings.Join(killed, ", "))
+	default:
+		c.Evidence = report.EvidenceWeak
+		c.Note("evidence weak: no mutant showed the weak outcome in this run, so this pass cannot tell a working ordering from a broken one")
+	}
 }
 
 // plantedNofence adds the planted bug: a strong kernel with its fence (or

@@ -306,3 +306,84 @@ func StrongInstances(rarestKilled, target float64) uint64 {
 	}
 	return uint64(Instances(p))
 }
+
+// MutantCap is where a mutant's run stops on a GPU when it is not killed
+// first (issue 52 item 2): at the instances the strong kernel will run for
+// the rarest rate killed so far in its case (or the target's, when rarer),
+// at least one launch, within cap (the budget's instance cap). Run longer,
+// a kill would only be a rate rarer than the case claims; run shorter, a
+// mutant of the claimed rate could survive. Nothing known yet (no kill, no
+// target): cap, so the first mutant runs as it always did.
+func MutantCap(rarestKilled, target float64, launch, cap uint64) uint64 {
+	n := StrongInstances(rarestKilled, target)
+	if n == 0 {
+		return cap
+	}
+	return min(cap, max(n, launch))
+}
+
+// StrongCap is where a litmus case's strong kernel stops on a GPU: the
+// instances that see its rarest killed rate (or the target's) with
+// Confidence, at least as many as a killed mutant ran (killedMost) and one
+// launch, within cap. A mutant that survived sets nothing: its instances
+// are evidence of no rate. With neither a kill nor a target there is no
+// rate to size from: one launch, the least any case runs, so the run's
+// stated litmus power (its weakest case's) is what it was.
+func StrongCap(rarestKilled, target float64, killedMost, launch, cap uint64) uint64 {
+	return min(cap, max(StrongInstances(rarestKilled, target), killedMost, launch))
+}
+
+// NoiseShare is how much of a perf line's tolerance the noise of a run's
+// median may add to the smallest regression it flags with 95 % power when
+// no --power perf target is set: a quarter (specs/sampling sizes the
+// atomic samples' length by the same share).
+const NoiseShare = 0.25
+
+// d2 is the mean range of k normal samples in standard deviations
+// (d2[k], k = 2..25): a band of k run medians spans about d2·σ.
+var d2 = [...]float64{0, 0, 1.128, 1.693, 2.059, 2.326, 2.534, 2.704, 2.847, 2.970, 3.078, 3.173, 3.258,
+	3.336, 3.407, 3.472, 3.532, 3.588, 3.640, 3.689, 3.735, 3.778, 3.819, 3.858, 3.895, 3.931}
+
+// MedianNoise is the relative standard deviation of a run's median that
+// line l's band records: the spread of its runs' medians (each of as many
+// samples as the recording took) over the d2 of that many runs. Between-
+// world shifts are in it too, so it overstates what more samples would
+// average away: sizing from it errs towards more samples.
+func MedianNoise(l perf.Line) float64 {
+	mid := (l.Lo + l.Hi) / 2
+	if !(mid > 0) || l.Runs < 2 {
+		return math.Inf(1)
+	}
+	return (l.Hi - l.Lo) / mid / d2[min(l.Runs, len(d2)-1)]
+}
+
+// Samples is how many timed samples the case of line l takes in a gated
+// run (issue 52 item 2), sized from the noise its baseline recorded
+// (MedianNoise, at recorded samples, the count every recording run takes)
+// instead of a constant: the fewest, at least perf.MinSamples and at most
+// recorded, whose median's noise adds at most NoiseShare of the line's
+// tolerance to the regression it flags with 95 % power, or, with a
+// target (a fraction, --power's perf), that flags the target: the
+// distance from the band's far edge to the limit plus zPower times the
+// noise of a median of n samples. A target the band's distance alone
+// exceeds takes recorded. A quiet machine's narrow band runs fewer.
+func Samples(l perf.Line, recorded int, target float64) int {
+	if recorded <= perf.MinSamples {
+		return recorded
+	}
+	allow := NoiseShare * l.Tol
+	if target > 0 {
+		d := 1 - l.Limit/l.Hi // the median at the band's best edge
+		if l.Op == "<=" {
+			d = l.Limit/l.Lo - 1
+		}
+		allow = target - d
+	}
+	sd := MedianNoise(l)
+	if !(allow > 0) || math.IsInf(sd, 0) || math.IsNaN(sd) {
+		return recorded
+	}
+	// zPower·sd·√(recorded/n) ≤ allow.
+	n := math.Ceil(float64(recorded) * math.Pow(zPower*sd/allow, 2))
+	return int(min(float64(recorded), max(float64(perf.MinSamples), n)))
+}

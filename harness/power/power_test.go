@@ -182,3 +182,95 @@ func TestStrongInstances(t *testing.T) {
 		}
 	}
 }
+
+// A mutant that is not killed stops where the strong kernel will (the
+// rarest rate killed so far), in whole launches; before any kill it keeps
+// the budget's cap. Planted: returning cap always (the old rule) fails the
+// second and third rows (vmm-host IRIW's acquire mutant ran 2 launches on
+// one H100, 32 on vmm).
+func TestMutantCap(t *testing.T) {
+	const launch, cap = 1 << 20, 1 << 25
+	for _, c := range []struct {
+		killed, target float64
+		want           uint64
+	}{
+		{0, 0, cap},              // the first mutant: nothing known yet
+		{13.4e-6, 0, launch},     // after vmm-host IRIW's relaxed kill: 515 515 → one launch
+		{354e-6, 0, launch},      // vmm IRIW's: 19 514 → one launch
+		{0.5e-6, 0, 13815511},    // a rare kill: its own instances
+		{0, 1e-8, cap},           // a target past the cap: the cap
+		{0, 20e-6, launch},       // a target alone sizes it too
+		{3197e-6, 1e-6, 6907756}, // the rarer of kill and target
+	} {
+		if got := power.MutantCap(c.killed, c.target, launch, cap); got != c.want {
+			t.Errorf("MutantCap(%g, %g) = %d, want %d", c.killed, c.target, got, c.want)
+		}
+	}
+}
+
+// The strong kernel stops at the power its kills call for, at least a
+// killed mutant's run and one launch; a surviving mutant's run sets
+// nothing, and with no kill and no target it runs one launch. Planted:
+// max over every mutant's instances (the old rule: 33.5 M on vmm IRIW,
+// whose acquire mutant survived its cap) fails the second row; keeping the
+// budget without a kill (the old rule) fails the fourth.
+func TestStrongCap(t *testing.T) {
+	const launch, cap = 1 << 20, 1 << 25
+	for _, c := range []struct {
+		killed, target float64
+		most           uint64
+		want           uint64
+	}{
+		{13.4e-6, 0, launch, launch},         // vmm-host IRIW: 515 515 needed, one launch ran to kill
+		{354e-6, 0, launch, launch},          // vmm IRIW: the surviving acquire mutant's 33.5 M not counted
+		{13.4e-6, 0, 3 * launch, 3 * launch}, // a kill that took three launches
+		{0, 0, 0, launch},                    // CoRR on one GPU: no mutant runs
+		{0, 1e-6, 0, 6907756},                // --power litmus=1/M
+		{1e-9, 0, launch, cap},               // within the cap
+	} {
+		if got := power.StrongCap(c.killed, c.target, c.most, launch, cap); got != c.want {
+			t.Errorf("StrongCap(%g, %g, %d) = %d, want %d", c.killed, c.target, c.most, got, c.want)
+		}
+	}
+}
+
+// A gated perf case's timed samples come from its baseline's noise: the
+// H100's narrow bands (issue 48's record at 57dfa3e) take the least a
+// gated metric has, a wide band keeps the recorded 5, and a target the
+// band cannot meet keeps 5. Planted: a constant 5 (the old count) fails
+// the first two rows; sizing without the noise (always MinSamples) fails
+// the third.
+func TestSamplesFromTheBand(t *testing.T) {
+	line := func(s string) perf.Line {
+		t.Helper()
+		f, err := perf.Parse("perf.txt", []byte(s+"\n"))
+		if err != nil || len(f.Lines) != 1 {
+			t.Fatalf("%q: %v", s, err)
+		}
+		return f.Lines[0]
+	}
+	for _, c := range []struct {
+		line   string
+		target float64
+		want   int
+	}{
+		// vmm-host copy engine: band 0.26 % wide over 3 runs.
+		{"cuda.vmm-host.perf.copy_ce_read.r0r1 bw_ce_read_gbps >= 46.5124 GB/s | band 50.557..50.689 runs=3 tol=8% family=copy one direction", 0, 3},
+		// copy-times:1.2's 16.7 % as a target: 8.3 % of room, 3 samples.
+		{"cuda.vmm-host.perf.copy_ce_read.r0r1 bw_ce_read_gbps >= 46.5124 GB/s | band 50.557..50.689 runs=3 tol=8% family=copy one direction", 0.167, 3},
+		// ipc kernel read r1r0: band 5.2 % wide, tol 10.7 %: keeps 5.
+		{"cuda.ipc.perf.copy_kernel_read.r1r0 bw_kernel_read_gbps >= 1212.93 GB/s | band 1358.26..1431.2 runs=3 tol=10.7% family=copy one direction", 0, 5},
+		// a 10 % target where the band's edge is already 8.3 % from the limit.
+		{"cuda.ipc.perf.copy_kernel_read.r1r0 bw_kernel_read_gbps >= 1212.93 GB/s | band 1358.26..1431.2 runs=3 tol=10.7% family=copy one direction", 0.10, 5},
+		// a round trip, lower is better: the shared-GPU one, 0.02 % wide.
+		{"cuda.vmm.perf.pingpong_latency.r0r1 rtt_sys_shared_gpu_us <= 4632.6 us | band 4210.5..4211.45 runs=3 tol=10% family=round trip, two processes", 0, 3},
+	} {
+		if got := power.Samples(line(c.line), 5, c.target); got != c.want {
+			t.Errorf("Samples(%.40s…, target %g) = %d, want %d (median noise %.3g)", c.line, c.target, got, c.want, power.MedianNoise(line(c.line)))
+		}
+	}
+	// A case that records 3 or fewer keeps them.
+	if got := power.Samples(line("cuda.vmm.perf.x.r0r1 bw_ce_read_gbps >= 1 GB/s | band 2..9 runs=3 tol=40% family=copy one direction"), 3, 0); got != 3 {
+		t.Errorf("recorded 3: %d", got)
+	}
+}
