@@ -37,9 +37,10 @@ func (b *builder) perf() {
 			for _, eng := range []report.Label{LabelCE, LabelKernel} {
 				for _, dir := range []report.Label{LabelWrite, LabelRead} {
 					variant := fmt.Sprintf("copy_%s_%s.r%dr%d", eng, dir, s, d)
+					timed := b.timedSamples(variant)
 					b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
 						Labels: []report.Label{LabelPerf, LabelBandwidth, eng, dir}, Pair: &[2]int{s, d}, Timeout: 120 * time.Second,
-						Run: func(c *harness.Ctx) error { return runCopy(c, s, d, eng, dir) }})
+						Run: func(c *harness.Ctx) error { return runCopy(c, s, d, eng, dir, timed) }})
 				}
 			}
 		}
@@ -49,16 +50,17 @@ func (b *builder) perf() {
 	if n >= 2 {
 		b.add(Spec{Name: "copycheck", Variant: "skipped_copy", Ranks: n, Expected: report.Fail,
 			Labels: []report.Label{LabelBandwidth, LabelControl, LabelPlanted}, Timeout: 60 * time.Second,
-			Run: func(c *harness.Ctx) error { return runCopyOpts(c, 0, 1, LabelCE, LabelWrite, true) }})
+			Run: func(c *harness.Ctx) error { return runCopyOpts(c, 0, 1, LabelCE, LabelWrite, true, 0) }})
 	}
 	// Both directions at once: rank s pushes into d while d pushes into s.
 	for s := 0; s < n; s++ {
 		for d := s + 1; d < n; d++ {
 			for _, eng := range []report.Label{LabelCE, LabelKernel} {
 				variant := fmt.Sprintf("copy_%s_bidir.r%dr%d", eng, s, d)
+				timed := b.timedSamples(variant)
 				b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
 					Labels: []report.Label{LabelPerf, LabelBandwidth, eng, LabelBidir}, Pair: &[2]int{s, d}, Timeout: 120 * time.Second,
-					Run: func(c *harness.Ctx) error { return runBidir(c, s, d, eng) }})
+					Run: func(c *harness.Ctx) error { return runBidir(c, s, d, eng, timed) }})
 			}
 		}
 	}
@@ -78,9 +80,10 @@ func (b *builder) perf() {
 					name = facet(pat)
 				}
 				variant := fmt.Sprintf("atomic_%s_%s_%s", name, where, s)
+				timed := b.timedSamples(variant)
 				b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
 					Labels: []report.Label{LabelPerf, LabelAtomics, name, where, facet(s)}, Timeout: 60 * time.Second,
-					Run: func(c *harness.Ctx) error { return runAtomicRate(c, k, where) }})
+					Run: func(c *harness.Ctx) error { return runAtomicRate(c, k, where, timed) }})
 			}
 		}
 	}
@@ -90,17 +93,20 @@ func (b *builder) perf() {
 	for _, sc := range kernels.Scopes {
 		pp := kernels.MustLookup(kernels.Name(kernels.OpPingPong, kernels.U64, kernels.AcqRel, sc))
 		if sc == kernels.Dev {
+			timed := b.timedSamples("pingpong_latency_local")
 			b.add(Spec{Name: "perf", Variant: "pingpong_latency_local", Ranks: n, Expected: report.Pass,
 				Labels: []report.Label{LabelPerf, LabelLatency, facet(sc)}, Pair: &[2]int{0, 0}, Timeout: 60 * time.Second,
-				Run: func(c *harness.Ctx) error { return runPingPong(c, pp, 0, 0) }})
+				Run: func(c *harness.Ctx) error { return runPingPong(c, pp, 0, 0, timed) }})
 			continue
 		}
 		for s := 0; s < n; s++ {
 			for d := 0; d < n; d++ {
 				if s != d {
-					b.add(Spec{Name: "perf", Variant: fmt.Sprintf("pingpong_latency.r%dr%d", s, d), Ranks: n, Expected: report.Pass,
+					variant := fmt.Sprintf("pingpong_latency.r%dr%d", s, d)
+					timed := b.timedSamples(variant)
+					b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
 						Labels: []report.Label{LabelPerf, LabelLatency, facet(sc)}, Pair: &[2]int{s, d}, Timeout: 60 * time.Second,
-						Run: func(c *harness.Ctx) error { return runPingPong(c, pp, s, d) }})
+						Run: func(c *harness.Ctx) error { return runPingPong(c, pp, s, d, timed) }})
 				}
 			}
 		}
@@ -114,7 +120,7 @@ func (b *builder) perf() {
 // the chain at each of sampling.Placements flag placements in turn (the
 // round trip on one GPU depends on the flags' L2 slice); side 0's elapsed
 // time over all its rounds is the sample.
-func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
+func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b, timed int) error {
 	if err := c.NeedPeer(false); err != nil {
 		return err
 	}
@@ -141,7 +147,7 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 			return err
 		}
 	}
-	arg := func(r, role int, timeout time.Duration) map[string]wireArg {
+	arg := func(r, role int, rounds uint64, timeout time.Duration) map[string]wireArg {
 		own, peer := harness.P(f0.Bufs[r], 0), harness.P(f1.Bufs[r], 64)
 		if role == 1 {
 			own, peer = peer, own
@@ -150,18 +156,29 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 			"role": harness.V(uint64(role)), "timeout_ns": harness.V(uint64(timeout)),
 			"places": harness.V(sampling.Placements), "stride": harness.V(sampling.Stride)}
 	}
-	launches := func(timeout time.Duration) []harness.Launch {
+	launches := func(rounds uint64, timeout time.Duration) []harness.Launch {
 		if local {
-			return []harness.Launch{{Rank: a, Kernel: pp.Name, Grid: 2, Block: 1, Args: arg(a, 2, timeout)}}
+			return []harness.Launch{{Rank: a, Kernel: pp.Name, Grid: 2, Block: 1, Args: arg(a, 2, rounds, timeout)}}
 		}
-		return []harness.Launch{{Rank: a, Kernel: pp.Name, Grid: 1, Block: 1, Args: arg(a, 0, timeout)},
-			{Rank: b, Kernel: pp.Name, Grid: 1, Block: 1, Args: arg(b, 1, timeout)}}
+		return []harness.Launch{{Rank: a, Kernel: pp.Name, Grid: 1, Block: 1, Args: arg(a, 0, rounds, timeout)},
+			{Rank: b, Kernel: pp.Name, Grid: 1, Block: 1, Args: arg(b, 1, rounds, timeout)}}
 	}
 	if !local && c.SharedGPU(a, b) {
-		return sharedPingPong(c, pp, a, b, f0, f1, outs)
+		return sharedPingPong(c, pp, a, b, f0, f1, outs, timedOr(timed, 5))
 	}
-	total := rounds * sampling.Placements
-	for sample := 0; sample < 6; sample++ {
+	warm := rounds
+	if c.Backend().GPU {
+		// The warm-up runs an eighth of the rounds at every placement; the
+		// timed samples are sized from it (pingPongRounds).
+		warm = max(1, rounds/pingPongWarmShare)
+	}
+	samples := 1 + timedOr(timed, 5)
+	for sample := 0; sample < samples; sample++ {
+		n := rounds
+		if sample == 0 {
+			n = warm
+		}
+		total := n * sampling.Placements
 		// The warm-up polls with a bound, so a path that loses a flag ends
 		// as fail; once it has delivered every flag, the timed samples poll
 		// without one (the bound's bookkeeping cost 6.6% on one H200; a flag
@@ -170,7 +187,7 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 		if sample == 0 {
 			timeout = 5 * time.Second
 		}
-		ls := launches(timeout)
+		ls := launches(n, timeout)
 		// Every placement's flags start at 0, cleared by host writes (one per
 		// placement and side). One fill kernel over each flag buffer instead
 		// moved the one-GPU round trip from 0.94 to 1.16 µs on 2xH200
@@ -196,9 +213,12 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 		}
 		if done != total {
 			st, _ := c.U64(a, outs[a], 16)
-			return harness.Failf("ping-pong stopped after %d of %d rounds (placement %d, flag last seen %d)", done, total, done/rounds, st)
+			return harness.Failf("ping-pong stopped after %d of %d rounds (placement %d, flag last seen %d)", done, total, done/n, st)
 		}
 		if sample == 0 {
+			if c.Backend().GPU {
+				rounds = pingPongRounds(rounds, warm, el[0])
+			}
 			continue // warm-up
 		}
 		c.Metric(report.MetricKind{Name: "rtt_" + string(pp.Scope) + "_us", Unit: "us", Better: report.Lower},
@@ -206,6 +226,34 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int) error {
 			el[0].Seconds()*1e6/float64(total))
 	}
 	return nil
+}
+
+// A ping-pong's warm-up runs 1/pingPongWarmShare of the rounds at every
+// placement, with bounded polls; each timed sample then runs about
+// pingPongSampleTarget (pingPongRounds). On device memory 625 rounds a
+// placement (40 000 round trips of about 1 µs) are already that long and
+// stay; on host memory (vmm-host, 4.2 µs a round trip on one H100) they
+// took 167 ms a sample, six samples 1.05 s of the one-GPU suite, for a
+// metric whose within-run CV was 0.11 % against a 40 % tolerance.
+const (
+	pingPongWarmShare    = 8
+	pingPongSampleTarget = 50 * time.Millisecond
+)
+
+// pingPongRounds is a timed sample's rounds per placement: about
+// pingPongSampleTarget at the round trip the warm-up measured (warm rounds
+// a placement in el), at least warm, at most most (today's 625).
+func pingPongRounds(most, warm uint64, el time.Duration) uint64 {
+	return min(most, sampling.Iters(warm, el, pingPongSampleTarget))
+}
+
+// timedOr is a perf case's timed samples: timed where its baseline sized
+// them (builder.timedSamples), else today's count.
+func timedOr(timed, today int) int {
+	if timed > 0 {
+		return timed
+	}
+	return today
 }
 
 // Shared-GPU ping-pong bounds: each poll gives up after sharedPollBound,
@@ -228,7 +276,7 @@ const (
 // bounded number of rounds at one flag placement, every poll bounded,
 // under its own metric name so it is never compared with a link's round
 // trip. docs/PERFORMANCE.md says why this measures rather than skips.
-func sharedPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int, f0, f1 *harness.Mem, outs []int) error {
+func sharedPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int, f0, f1 *harness.Mem, outs []int, timed int) error {
 	mps := "no MPS: kernels time-sliced"
 	if c.MPS(a) && c.MPS(b) {
 		mps = "MPS: kernels co-resident"
@@ -270,7 +318,7 @@ func sharedPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int, f0, f1 *harness
 	}
 	rounds := sampling.Iters(sharedWarmRounds, warm, sharedSampleTarget)
 	rounds = min(max(rounds, sharedMinRounds), 625*sampling.Placements)
-	for sample := 0; sample < 5; sample++ {
+	for sample := 0; sample < timed; sample++ {
 		el, err := run(rounds)
 		if err != nil {
 			return err
@@ -335,26 +383,26 @@ func copySize(c *harness.Ctx) uint64 {
 // backends only): it takes the least a reported metric needs,
 // perf.MinSamples timed (issue 52, run sizes from power: the host suite's
 // ten copy cases took 0.12-0.25 s each at 6).
-func copySamples(gpu bool) int {
+func copySamples(gpu bool, timed int) int {
 	if gpu {
-		return 6
+		return 1 + timedOr(timed, 5)
 	}
 	return perf.MinSamples + 1
 }
 
 // runCopy moves size bytes between rank s's local buffer and memory owned
 // by rank d, from rank s: "write" pushes into d, "read" pulls from d.
-func runCopy(c *harness.Ctx, s, d int, eng, dir report.Label) error {
-	return runCopyOpts(c, s, d, eng, dir, false)
+func runCopy(c *harness.Ctx, s, d int, eng, dir report.Label, timed int) error {
+	return runCopyOpts(c, s, d, eng, dir, false, timed)
 }
 
 // runCopyOpts is runCopy; planted skips the copies (16 MiB, one sample), so
 // the data check must fail.
-func runCopyOpts(c *harness.Ctx, s, d int, eng, dir report.Label, planted bool) error {
+func runCopyOpts(c *harness.Ctx, s, d int, eng, dir report.Label, planted bool, timed int) error {
 	if err := c.NeedPeer(false); err != nil {
 		return err
 	}
-	size, samples := copySize(c), copySamples(c.Backend().GPU)
+	size, samples := copySize(c), copySamples(c.Backend().GPU, timed)
 	if planted {
 		size, samples = 16<<20, 1
 	}
@@ -450,7 +498,7 @@ func runCopyOpts(c *harness.Ctx, s, d int, eng, dir report.Label, planted bool) 
 
 // runBidir copies size bytes from each of s and d into the other at the same
 // time; the metric is the sum of both directions.
-func runBidir(c *harness.Ctx, s, d int, eng report.Label) error {
+func runBidir(c *harness.Ctx, s, d int, eng report.Label, timed int) error {
 	if err := c.NeedPeer(false); err != nil {
 		return err
 	}
@@ -463,7 +511,7 @@ func runBidir(c *harness.Ctx, s, d int, eng report.Label) error {
 	if c.SharedGPU(s, d) {
 		method += "; shared GPU: both copies run on one device (time-sliced kernels unless MPS runs), one device's memory, no link"
 	}
-	for sample := 0; sample < 6; sample++ {
+	for sample := 0; sample < 1+timedOr(timed, 5); sample++ {
 		wins, err := x.sample(sample)
 		if err != nil {
 			return err
@@ -613,7 +661,7 @@ func (x *bidir) both() ([]harness.Window, error) {
 // runAtomicRate measures atomic throughput on words of rank 0's memory:
 // rank 0 alone (local), rank 1 alone through its mapping (peer), or every
 // rank at once (all). The count is checked after every sample.
-func runAtomicRate(c *harness.Ctx, k kernels.Kernel, where report.Label) error {
+func runAtomicRate(c *harness.Ctx, k kernels.Kernel, where report.Label, timed int) error {
 	sz := sizing(c, k.Op)
 	size := max(sz.threads()*8, 4096)
 	// bufs[r] is rank r's id of the counters.
@@ -669,7 +717,7 @@ func runAtomicRate(c *harness.Ctx, k kernels.Kernel, where report.Label) error {
 			method += "; some ranks share a GPU (time-sliced kernels unless MPS runs)"
 		}
 	}
-	for sample := 0; sample < 6; sample++ {
+	for sample := 0; sample < 1+timedOr(timed, 5); sample++ {
 		if err := c.Zero(0, bufs[0], 0, sz.threads()*8); err != nil {
 			return err
 		}
