@@ -37,10 +37,10 @@ func (b *builder) perf() {
 			for _, eng := range []report.Label{LabelCE, LabelKernel} {
 				for _, dir := range []report.Label{LabelWrite, LabelRead} {
 					variant := fmt.Sprintf("copy_%s_%s.r%dr%d", eng, dir, s, d)
-					timed := b.timedSamples(variant)
+					sp := b.samplePlan(variant)
 					b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
 						Labels: []report.Label{LabelPerf, LabelBandwidth, eng, dir}, Pair: &[2]int{s, d}, Timeout: 120 * time.Second,
-						Run: func(c *harness.Ctx) error { return runCopy(c, s, d, eng, dir, timed) }})
+						Run: func(c *harness.Ctx) error { return runCopy(c, s, d, eng, dir, sp) }})
 				}
 			}
 		}
@@ -50,17 +50,17 @@ func (b *builder) perf() {
 	if n >= 2 {
 		b.add(Spec{Name: "copycheck", Variant: "skipped_copy", Ranks: n, Expected: report.Fail,
 			Labels: []report.Label{LabelBandwidth, LabelControl, LabelPlanted}, Timeout: 60 * time.Second,
-			Run: func(c *harness.Ctx) error { return runCopyOpts(c, 0, 1, LabelCE, LabelWrite, true, 0) }})
+			Run: func(c *harness.Ctx) error { return runCopyOpts(c, 0, 1, LabelCE, LabelWrite, true, samplePlan{}) }})
 	}
 	// Both directions at once: rank s pushes into d while d pushes into s.
 	for s := 0; s < n; s++ {
 		for d := s + 1; d < n; d++ {
 			for _, eng := range []report.Label{LabelCE, LabelKernel} {
 				variant := fmt.Sprintf("copy_%s_bidir.r%dr%d", eng, s, d)
-				timed := b.timedSamples(variant)
+				sp := b.samplePlan(variant)
 				b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
 					Labels: []report.Label{LabelPerf, LabelBandwidth, eng, LabelBidir}, Pair: &[2]int{s, d}, Timeout: 120 * time.Second,
-					Run: func(c *harness.Ctx) error { return runBidir(c, s, d, eng, timed) }})
+					Run: func(c *harness.Ctx) error { return runBidir(c, s, d, eng, sp) }})
 			}
 		}
 	}
@@ -80,10 +80,10 @@ func (b *builder) perf() {
 					name = facet(pat)
 				}
 				variant := fmt.Sprintf("atomic_%s_%s_%s", name, where, s)
-				timed := b.timedSamples(variant)
+				sp := b.samplePlan(variant)
 				b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
 					Labels: []report.Label{LabelPerf, LabelAtomics, name, where, facet(s)}, Timeout: 60 * time.Second,
-					Run: func(c *harness.Ctx) error { return runAtomicRate(c, k, where, timed) }})
+					Run: func(c *harness.Ctx) error { return runAtomicRate(c, k, where, sp) }})
 			}
 		}
 	}
@@ -93,20 +93,20 @@ func (b *builder) perf() {
 	for _, sc := range kernels.Scopes {
 		pp := kernels.MustLookup(kernels.Name(kernels.OpPingPong, kernels.U64, kernels.AcqRel, sc))
 		if sc == kernels.Dev {
-			timed := b.timedSamples("pingpong_latency_local")
+			sp := b.samplePlan("pingpong_latency_local")
 			b.add(Spec{Name: "perf", Variant: "pingpong_latency_local", Ranks: n, Expected: report.Pass,
 				Labels: []report.Label{LabelPerf, LabelLatency, facet(sc)}, Pair: &[2]int{0, 0}, Timeout: 60 * time.Second,
-				Run: func(c *harness.Ctx) error { return runPingPong(c, pp, 0, 0, timed) }})
+				Run: func(c *harness.Ctx) error { return runPingPong(c, pp, 0, 0, sp) }})
 			continue
 		}
 		for s := 0; s < n; s++ {
 			for d := 0; d < n; d++ {
 				if s != d {
 					variant := fmt.Sprintf("pingpong_latency.r%dr%d", s, d)
-					timed := b.timedSamples(variant)
+					sp := b.samplePlan(variant)
 					b.add(Spec{Name: "perf", Variant: variant, Ranks: n, Expected: report.Pass,
 						Labels: []report.Label{LabelPerf, LabelLatency, facet(sc)}, Pair: &[2]int{s, d}, Timeout: 60 * time.Second,
-						Run: func(c *harness.Ctx) error { return runPingPong(c, pp, s, d, timed) }})
+						Run: func(c *harness.Ctx) error { return runPingPong(c, pp, s, d, sp) }})
 				}
 			}
 		}
@@ -120,7 +120,7 @@ func (b *builder) perf() {
 // the chain at each of sampling.Placements flag placements in turn (the
 // round trip on one GPU depends on the flags' L2 slice); side 0's elapsed
 // time over all its rounds is the sample.
-func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b, timed int) error {
+func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int, sp samplePlan) error {
 	if err := c.NeedPeer(false); err != nil {
 		return err
 	}
@@ -163,8 +163,8 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b, timed int) error {
 		return []harness.Launch{{Rank: a, Kernel: pp.Name, Grid: 1, Block: 1, Args: arg(a, 0, rounds, timeout)},
 			{Rank: b, Kernel: pp.Name, Grid: 1, Block: 1, Args: arg(b, 1, rounds, timeout)}}
 	}
-	if !local && c.SharedGPU(a, b) {
-		return sharedPingPong(c, pp, a, b, f0, f1, outs, timedOr(timed, 5))
+	if !local && c.W.SharedGPU(a, b) {
+		return sharedPingPong(c, pp, a, b, f0, f1, outs, sp)
 	}
 	warm := rounds
 	if c.Backend().GPU {
@@ -172,8 +172,9 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b, timed int) error {
 		// timed samples are sized from it (pingPongRounds).
 		warm = max(1, rounds/pingPongWarmShare)
 	}
-	samples := 1 + timedOr(timed, 5)
-	for sample := 0; sample < samples; sample++ {
+	metric := report.MetricKind{Name: "rtt_" + string(pp.Scope) + "_us", Unit: "us", Better: report.Lower}
+	var got []float64
+	for sample := 0; sample <= todayTimed && !sp.done(metric.Name, got); sample++ {
 		n := rounds
 		if sample == 0 {
 			n = warm
@@ -221,9 +222,9 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b, timed int) error {
 			}
 			continue // warm-up
 		}
-		c.Metric(report.MetricKind{Name: "rtt_" + string(pp.Scope) + "_us", Unit: "us", Better: report.Lower},
-			fmt.Sprintf("side 0 kernel elapsed / rounds (dependent acquire/release chain, local polls, posted stores), %d rounds at each of %d flag placements in one launch, unbounded polls after a bounded warm-up", rounds, sampling.Placements),
-			el[0].Seconds()*1e6/float64(total))
+		got = append(got, el[0].Seconds()*1e6/float64(total))
+		c.Metric(metric, fmt.Sprintf("side 0 kernel elapsed / rounds (dependent acquire/release chain, local polls, posted stores), %d rounds at each of %d flag placements in one launch, unbounded polls after a bounded warm-up", rounds, sampling.Placements),
+			got[len(got)-1])
 	}
 	return nil
 }
@@ -247,15 +248,6 @@ func pingPongRounds(most, warm uint64, el time.Duration) uint64 {
 	return min(most, sampling.Iters(warm, el, pingPongSampleTarget))
 }
 
-// timedOr is a perf case's timed samples: timed where its baseline sized
-// them (builder.timedSamples), else today's count.
-func timedOr(timed, today int) int {
-	if timed > 0 {
-		return timed
-	}
-	return today
-}
-
 // Shared-GPU ping-pong bounds: each poll gives up after sharedPollBound,
 // the warm-up runs sharedWarmRounds round trips, and each timed sample
 // about sharedSampleTarget, at least sharedMinRounds and at most the
@@ -276,12 +268,12 @@ const (
 // bounded number of rounds at one flag placement, every poll bounded,
 // under its own metric name so it is never compared with a link's round
 // trip. docs/PERFORMANCE.md says why this measures rather than skips.
-func sharedPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int, f0, f1 *harness.Mem, outs []int, timed int) error {
+func sharedPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int, f0, f1 *harness.Mem, outs []int, sp samplePlan) error {
 	mps := "no MPS: kernels time-sliced"
-	if c.MPS(a) && c.MPS(b) {
+	if c.W.MPS(a) && c.W.MPS(b) {
 		mps = "MPS: kernels co-resident"
 	}
-	c.Note("shared-gpu: ranks %d and %d share GPU %s (%s); round trip measured with bounded rounds", a, b, c.DeviceKey(a), mps)
+	c.Note("shared-gpu: ranks %d and %d share GPU %s (%s); round trip measured with bounded rounds", a, b, c.W.DeviceKey(a), mps)
 	run := func(rounds uint64) (time.Duration, error) {
 		for _, z := range [][2]int{{a, f0.Bufs[a]}, {b, f1.Bufs[b]}} {
 			if err := c.Zero(z[0], z[1], sampling.FlagOffset(0), 128); err != nil {
@@ -318,14 +310,15 @@ func sharedPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int, f0, f1 *harness
 	}
 	rounds := sampling.Iters(sharedWarmRounds, warm, sharedSampleTarget)
 	rounds = min(max(rounds, sharedMinRounds), 625*sampling.Placements)
-	for sample := 0; sample < timed; sample++ {
+	metric := report.MetricKind{Name: "rtt_" + string(pp.Scope) + "_shared_gpu_us", Unit: "us", Better: report.Lower}
+	for got := []float64(nil); !sp.done(metric.Name, got); {
 		el, err := run(rounds)
 		if err != nil {
 			return err
 		}
-		c.Metric(report.MetricKind{Name: "rtt_" + string(pp.Scope) + "_shared_gpu_us", Unit: "us", Better: report.Lower},
-			fmt.Sprintf("shared-gpu (%s): side 0 kernel elapsed / rounds, %d rounds at one flag placement, every poll bounded by %v", mps, rounds, sharedPollBound),
-			el.Seconds()*1e6/float64(rounds))
+		got = append(got, el.Seconds()*1e6/float64(rounds))
+		c.Metric(metric, fmt.Sprintf("shared-gpu (%s): side 0 kernel elapsed / rounds, %d rounds at one flag placement, every poll bounded by %v", mps, rounds, sharedPollBound),
+			got[len(got)-1])
 	}
 	return nil
 }
@@ -383,26 +376,26 @@ func copySize(c *harness.Ctx) uint64 {
 // backends only): it takes the least a reported metric needs,
 // perf.MinSamples timed (issue 52, run sizes from power: the host suite's
 // ten copy cases took 0.12-0.25 s each at 6).
-func copySamples(gpu bool, timed int) int {
+func copySamples(gpu bool) int {
 	if gpu {
-		return 1 + timedOr(timed, 5)
+		return 1 + todayTimed
 	}
 	return perf.MinSamples + 1
 }
 
 // runCopy moves size bytes between rank s's local buffer and memory owned
 // by rank d, from rank s: "write" pushes into d, "read" pulls from d.
-func runCopy(c *harness.Ctx, s, d int, eng, dir report.Label, timed int) error {
-	return runCopyOpts(c, s, d, eng, dir, false, timed)
+func runCopy(c *harness.Ctx, s, d int, eng, dir report.Label, sp samplePlan) error {
+	return runCopyOpts(c, s, d, eng, dir, false, sp)
 }
 
 // runCopyOpts is runCopy; planted skips the copies (16 MiB, one sample), so
 // the data check must fail.
-func runCopyOpts(c *harness.Ctx, s, d int, eng, dir report.Label, planted bool, timed int) error {
+func runCopyOpts(c *harness.Ctx, s, d int, eng, dir report.Label, planted bool, sp samplePlan) error {
 	if err := c.NeedPeer(false); err != nil {
 		return err
 	}
-	size, samples := copySize(c), copySamples(c.Backend().GPU, timed)
+	size, samples := copySize(c), copySamples(c.Backend().GPU)
 	if planted {
 		size, samples = 16<<20, 1
 	}
@@ -415,7 +408,7 @@ func runCopyOpts(c *harness.Ctx, s, d int, eng, dir report.Label, planted bool, 
 		return err
 	}
 	copyK := kernels.MustLookup("copy_b128_plain_dev")
-	grid, block := uint32(c.Units(s)*4), uint32(256)
+	grid, block := uint32(c.W.Units(s)*4), uint32(256)
 	if !c.Backend().GPU {
 		grid, block = 1, 2
 	}
@@ -438,7 +431,8 @@ func runCopyOpts(c *harness.Ctx, s, d int, eng, dir report.Label, planted bool, 
 	if err != nil {
 		return err
 	}
-	for sample := 0; sample < samples; sample++ {
+	var got []float64
+	for sample := 0; sample < samples && !sp.done(name, got); sample++ {
 		val := uint64(0x0101010101010101) * uint64(sample+1)
 		if err := fillBuf(srcRank, srcBuf, val); err != nil {
 			return err
@@ -485,11 +479,12 @@ func runCopyOpts(c *harness.Ctx, s, d int, eng, dir report.Label, planted bool, 
 			continue // warm-up
 		}
 		where := ""
-		if c.SharedGPU(s, d) {
+		if c.W.SharedGPU(s, d) {
 			where = " (shared GPU: no link between GPUs)"
 		}
+		got = append(got, float64(size)/el.Seconds()/1e9)
 		if err := c.Bandwidth(name, fmt.Sprintf("%s, %d MiB, rank %d %s rank %d%s", method, size>>20, s, map[report.Label]string{LabelWrite: "→", LabelRead: "←"}[dir], d, where),
-			ceil, float64(size)/el.Seconds()/1e9); err != nil {
+			ceil, got[len(got)-1]); err != nil {
 			return err
 		}
 	}
@@ -498,7 +493,7 @@ func runCopyOpts(c *harness.Ctx, s, d int, eng, dir report.Label, planted bool, 
 
 // runBidir copies size bytes from each of s and d into the other at the same
 // time; the metric is the sum of both directions.
-func runBidir(c *harness.Ctx, s, d int, eng report.Label, timed int) error {
+func runBidir(c *harness.Ctx, s, d int, eng report.Label, sp samplePlan) error {
 	if err := c.NeedPeer(false); err != nil {
 		return err
 	}
@@ -508,10 +503,12 @@ func runBidir(c *harness.Ctx, s, d int, eng report.Label, timed int) error {
 	}
 	ceil := c.CopyCeiling(harness.Flow{Exec: s, Src: c.MemLoc(s), Dst: c.MemLoc(d)}, harness.Flow{Exec: d, Src: c.MemLoc(d), Dst: c.MemLoc(s)})
 	method := fmt.Sprintf("both directions' bytes (%d MiB each) / (last end - first start), CLOCK_MONOTONIC read by each rank around its issue and synchronise", x.size>>20)
-	if c.SharedGPU(s, d) {
+	if c.W.SharedGPU(s, d) {
 		method += "; shared GPU: both copies run on one device (time-sliced kernels unless MPS runs), one device's memory, no link"
 	}
-	for sample := 0; sample < 1+timedOr(timed, 5); sample++ {
+	name := "bw_" + eng.String() + "_bidir_gbps"
+	var got []float64
+	for sample := 0; sample <= todayTimed && !sp.done(name, got); sample++ {
 		wins, err := x.sample(sample)
 		if err != nil {
 			return err
@@ -527,7 +524,8 @@ func runBidir(c *harness.Ctx, s, d int, eng report.Label, timed int) error {
 		if !ok || span <= 0 {
 			return fmt.Errorf("bidirectional %s copy sample %d: a rank reported no CLOCK_MONOTONIC window (%+v)", eng, sample, wins)
 		}
-		if err := c.Bandwidth("bw_"+eng.String()+"_bidir_gbps", method, ceil, 2*float64(x.size)/span.Seconds()/1e9); err != nil {
+		got = append(got, 2*float64(x.size)/span.Seconds()/1e9)
+		if err := c.Bandwidth(name, method, ceil, got[len(got)-1]); err != nil {
 			return err
 		}
 	}
@@ -563,7 +561,7 @@ func newBidir(c *harness.Ctx, s, d int, eng report.Label) (*bidir, error) {
 			return nil, err
 		}
 	}
-	x.grid, x.block = uint32(c.Units(s)*4), uint32(256)
+	x.grid, x.block = uint32(c.W.Units(s)*4), uint32(256)
 	if !c.Backend().GPU {
 		x.grid, x.block = 1, 2
 	}
@@ -661,7 +659,7 @@ func (x *bidir) both() ([]harness.Window, error) {
 // runAtomicRate measures atomic throughput on words of rank 0's memory:
 // rank 0 alone (local), rank 1 alone through its mapping (peer), or every
 // rank at once (all). The count is checked after every sample.
-func runAtomicRate(c *harness.Ctx, k kernels.Kernel, where report.Label, timed int) error {
+func runAtomicRate(c *harness.Ctx, k kernels.Kernel, where report.Label, sp samplePlan) error {
 	sz := sizing(c, k.Op)
 	size := max(sz.threads()*8, 4096)
 	// bufs[r] is rank r's id of the counters.
@@ -713,11 +711,12 @@ func runAtomicRate(c *harness.Ctx, k kernels.Kernel, where report.Label, timed i
 		// ranks whose kernels did not overlap (one GPU, time-sliced) are
 		// not credited as if they had.
 		method = "all ranks' operations / (last end - first start), CLOCK_MONOTONIC read by each rank around its issue and synchronise"
-		if c.AnySharedGPU() {
+		if c.W.AnySharedGPU() {
 			method += "; some ranks share a GPU (time-sliced kernels unless MPS runs)"
 		}
 	}
-	for sample := 0; sample < 1+timedOr(timed, 5); sample++ {
+	var got []float64
+	for sample := 0; sample <= todayTimed && !sp.done(atomicRate.Name, got); sample++ {
 		if err := c.Zero(0, bufs[0], 0, sz.threads()*8); err != nil {
 			return err
 		}
@@ -759,7 +758,8 @@ func runAtomicRate(c *harness.Ctx, k kernels.Kernel, where report.Label, timed i
 			continue
 		}
 		if slowest > 0 {
-			c.Metric(atomicRate, method, float64(ops)/slowest.Seconds()/1e6)
+			got = append(got, float64(ops)/slowest.Seconds()/1e6)
+			c.Metric(atomicRate, method, got[len(got)-1])
 		}
 	}
 	return nil

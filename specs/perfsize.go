@@ -15,19 +15,38 @@ import (
 // perf.txt band is a spread of medians of this many samples.
 const todayTimed = 5
 
-// timedSamples is the timed samples of the perf case variant in a run
-// gated on a perf.txt (issue 52 item 2): the most any of its lines needs
-// (power.Samples: from the noise the line's band recorded, for the run's
-// --power perf target or, without one, for the line's own tolerance), at
-// most todayTimed. 0, today's count, when the run has no perf baseline or
-// the case no line (an ungated metric, another machine's baseline).
-func (b *builder) timedSamples(variant string) int {
-	lines := b.perfLines[b.fullID("perf", variant, b.o.Ranks)]
-	n := 0
-	for _, l := range lines {
-		n = max(n, power.Samples(l, todayTimed, b.o.PowerTarget().Perf))
+// samplePlan is when a perf case may stop taking timed samples: after
+// todayTimed, or in a run gated on a perf.txt once its samples are enough
+// for every line of the metric (power.Enough: perf.MinSamples at least, and
+// their own noise small against the line's tolerance, or within --power's
+// perf target), so a quiet machine takes fewer (issue 52 item 2).
+type samplePlan struct {
+	lines  []perf.Line // the case's perf.txt lines (none: today's count)
+	target float64     // --power's perf target (0: none)
+}
+
+// samplePlan is the plan of the perf case variant.
+func (b *builder) samplePlan(variant string) samplePlan {
+	return samplePlan{lines: b.perfLines[b.fullID("perf", variant, b.o.Ranks)], target: b.o.PowerTarget().Perf}
+}
+
+// done says whether got, the timed samples of metric so far, end the
+// case's sampling.
+func (p samplePlan) done(metric string, got []float64) bool {
+	if len(got) >= todayTimed {
+		return true
 	}
-	return n
+	seen := false
+	for _, l := range p.lines {
+		if l.Metric != metric {
+			continue
+		}
+		if !power.Enough(l, got, p.target) {
+			return false
+		}
+		seen = true
+	}
+	return seen
 }
 
 // perfLineCache holds each expectation list's perf.txt lines by case id,

@@ -91,66 +91,66 @@ func TestCopyTimesSlowsTheHostCopy(t *testing.T) {
 }
 
 // Issue 52 item 2: a host copy case takes the samples its ungated metric
-// needs (perf.MinSamples timed, after the warm-up); a GPU's the count its
-// baseline sized (timed), or without one the 5 every band was recorded
-// with. A pure check: this file's tests run before every suite run (the
-// own Go tests), so it starts no world. Planted: the fixed 6 for both fails
-// it.
+// needs (perf.MinSamples timed, after the warm-up), a GPU's at most the 5
+// its bands were recorded with (samplePlan may stop it sooner). A pure
+// check: this file's tests run before every suite run (the own Go tests),
+// so it starts no world. Planted: the fixed 6 for both fails it.
 func TestHostCopySamplesFromPower(t *testing.T) {
-	if got := copySamples(false, 3); got != perf.MinSamples+1 {
+	if got := copySamples(false); got != perf.MinSamples+1 {
 		t.Errorf("host copy samples %d, want %d (a warm-up and perf.MinSamples timed: its metric is not gated)", got, perf.MinSamples+1)
 	}
-	if got := copySamples(true, 0); got != 6 {
-		t.Errorf("GPU copy samples without a baseline %d, want 6 (a warm-up and the 5 timed its bands were recorded with)", got)
-	}
-	if got := copySamples(true, 3); got != 4 {
-		t.Errorf("GPU copy samples sized to 3 timed: %d, want 4 (a warm-up and 3)", got)
+	if got := copySamples(true); got != 6 {
+		t.Errorf("GPU copy samples %d, want 6 (a warm-up and the 5 timed its bands were recorded with)", got)
 	}
 }
 
-// Issue 52 item 2: a gated run sizes each GPU perf case's timed samples
-// from its perf.txt line's band (power.Samples): the H100's narrow
-// vmm-host copy-engine band takes perf.MinSamples, a wide band keeps 5, a
-// case without a line, an ungated run and a recording run keep 5 (0 here:
-// today's count). Planted: timedSamples returning 0 (today's count
-// always) fails the first row; reading the lines while recording fails
-// the last check.
-func TestPerfSamplesFromTheBaseline(t *testing.T) {
+// Issue 52 item 2: in a run gated on a perf.txt a GPU perf case stops
+// sampling once its own samples are enough for its line (power.Enough):
+// the H100's quiet vmm-host copy engine after perf.MinSamples, a noisy one
+// not before today's 5; a case without a line, an ungated run and a
+// recording run take today's 5. Planted: done without the lines (today's
+// count always) fails the first row; reading the lines while recording
+// fails the last checks.
+func TestPerfSamplesStopOnTheRunsNoise(t *testing.T) {
 	dir := t.TempDir()
 	body := "# stack: vendor=nvidia arch=sm_90 driver=580\n# scope: machine GPU-e9bfb33c-6c2b-8234-68ee-88b3a9acdfb7\n# recorded: 3 runs in fresh worlds\n" +
-		"cuda.vmm-host.perf.copy_ce_read.r0r1 bw_ce_read_gbps >= 46.5124 GB/s | band 50.557..50.689 runs=3 tol=8% family=copy one direction\n" +
-		"cuda.ipc.perf.copy_kernel_read.r1r0 bw_kernel_read_gbps >= 1212.93 GB/s | band 1358.26..1431.2 runs=3 tol=10.7% family=copy one direction\n"
+		"cuda.vmm-host.perf.copy_ce_read.r0r1 bw_ce_read_gbps >= 46.5124 GB/s | band 50.557..50.689 runs=3 tol=8% family=copy one direction\n"
 	if err := os.WriteFile(filepath.Join(dir, perf.FileName), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var o suite.Options
 	o.Register(flag.NewFlagSet("t", flag.ContinueOnError))
 	o.Ranks, o.Expectations = 2, dir
-	at := func(kind, variant string, o *suite.Options) int {
-		b := &builder{o: o, backend: "cuda", kind: kind, perfLines: gatedPerfLines(o)}
-		return b.timedSamples(variant)
+	const metric = "bw_ce_read_gbps"
+	quiet := []float64{50.48, 50.21, 50.55}
+	noisy := []float64{50.5, 46.9, 52.1, 50.2}
+	stops := func(o *suite.Options, variant string, got []float64) bool {
+		b := &builder{o: o, backend: "cuda", kind: "vmm-host", perfLines: gatedPerfLines(o)}
+		return b.samplePlan(variant).done(metric, got)
 	}
 	for _, c := range []struct {
-		kind, variant string
-		want          int
+		variant string
+		got     []float64
+		want    bool
 	}{
-		{"vmm-host", "copy_ce_read.r0r1", perf.MinSamples},
-		{"ipc", "copy_kernel_read.r1r0", todayTimed},
-		{"vmm-host", "copy_ce_read.r1r0", 0}, // no line: today's
+		{"copy_ce_read.r0r1", quiet, true},
+		{"copy_ce_read.r0r1", quiet[:2], false},
+		{"copy_ce_read.r0r1", noisy, false},
+		{"copy_ce_read.r0r1", append(noisy, 50.3), true}, // today's 5
+		{"copy_ce_read.r1r0", quiet, false},              // no line: today's 5
 	} {
-		if got := at(c.kind, c.variant, &o); got != c.want {
-			t.Errorf("%s %s: %d timed samples, want %d", c.kind, c.variant, got, c.want)
+		if got := stops(&o, c.variant, c.got); got != c.want {
+			t.Errorf("%s after %v: done %v, want %v", c.variant, c.got, got, c.want)
 		}
 	}
 	rec := o
 	rec.UpdateExpectations = true
-	if got := at("vmm-host", "copy_ce_read.r0r1", &rec); got != 0 {
-		t.Errorf("a recording run sized %d timed samples from the old baseline, want 0 (today's 5: every band is of 5)", got)
-	}
 	none := o
 	none.Expectations = ""
-	if got := at("vmm-host", "copy_ce_read.r0r1", &none); got != 0 {
-		t.Errorf("an ungated run: %d, want 0", got)
+	for name, o := range map[string]*suite.Options{"a recording run": &rec, "an ungated run": &none} {
+		if stops(o, "copy_ce_read.r0r1", quiet) {
+			t.Errorf("%s stopped at %d samples, want today's %d (every band is of %d)", name, len(quiet), todayTimed, todayTimed)
+		}
 	}
 }
 

@@ -249,31 +249,35 @@ func shortfalls(p *report.Power, t Target) []string {
 // distance from the median to the limit, plus zPower standard errors of
 // a run median of as many samples.
 func MDE(l perf.Line, m report.Metric) float64 {
-	n := float64(len(m.Samples))
-	if n == 0 {
-		n = float64(max(m.N, 1))
-	}
-	se := 0.0
-	if len(m.Samples) > 1 {
-		mean, ss := 0.0, 0.0
-		for _, s := range m.Samples {
-			mean += s
-		}
-		mean /= n
-		for _, s := range m.Samples {
-			ss += (s - mean) * (s - mean)
-		}
-		if mean > 0 {
-			se = medianFactor * math.Sqrt(ss/(n-1)) / mean / math.Sqrt(n)
-		}
-	}
 	var d float64
 	if l.Op == ">=" {
 		d = 1 - l.Limit/m.Median
 	} else {
 		d = l.Limit/m.Median - 1
 	}
-	return max(0, d) + zPower*se
+	return max(0, d) + noise(m)
+}
+
+// noise is what m's samples add to the regression a line flags with 95 %
+// power: zPower standard errors of a median of as many samples (1.2533
+// σ/√n), relative to their mean; 0 for fewer than two samples.
+func noise(m report.Metric) float64 {
+	n := float64(len(m.Samples))
+	if n < 2 {
+		return 0
+	}
+	mean, ss := 0.0, 0.0
+	for _, s := range m.Samples {
+		mean += s
+	}
+	mean /= n
+	for _, s := range m.Samples {
+		ss += (s - mean) * (s - mean)
+	}
+	if !(mean > 0) {
+		return 0
+	}
+	return zPower * medianFactor * math.Sqrt(ss/(n-1)) / mean / math.Sqrt(n)
 }
 
 func ran(o report.Outcome) bool {
@@ -339,51 +343,34 @@ func StrongCap(rarestKilled, target float64, killedMost, launch, cap uint64) uin
 // atomic samples' length by the same share).
 const NoiseShare = 0.25
 
-// d2 is the mean range of k normal samples in standard deviations
-// (d2[k], k = 2..25): a band of k run medians spans about d2·σ.
-var d2 = [...]float64{0, 0, 1.128, 1.693, 2.059, 2.326, 2.534, 2.704, 2.847, 2.970, 3.078, 3.173, 3.258,
-	3.336, 3.407, 3.472, 3.532, 3.588, 3.640, 3.689, 3.735, 3.778, 3.819, 3.858, 3.895, 3.931}
-
-// MedianNoise is the relative standard deviation of a run's median that
-// line l's band records: the spread of its runs' medians (each of as many
-// samples as the recording took) over the d2 of that many runs. Between-
-// world shifts are in it too, so it overstates what more samples would
-// average away: sizing from it errs towards more samples.
-func MedianNoise(l perf.Line) float64 {
-	mid := (l.Lo + l.Hi) / 2
-	if !(mid > 0) || l.Runs < 2 {
-		return math.Inf(1)
+// Enough says whether samples, this run's timed samples so far of line l's
+// metric, are enough for a gated run to stop sampling (issue 52 item 2):
+// at least perf.MinSamples, and their median's noise (zPower standard
+// errors, from their own spread: this machine's noise, measured) adds at
+// most NoiseShare of the line's tolerance to the regression it flags; or,
+// with a target (a fraction, --power's perf), the regression it flags
+// (MDE: the distance from their median to the line's limit plus that
+// noise) is within the target. A target the distance alone exceeds is
+// never met: the case takes all its samples. A quiet machine stops at
+// perf.MinSamples; the line's tolerance and limit are the baseline's.
+func Enough(l perf.Line, samples []float64, target float64) bool {
+	if len(samples) < perf.MinSamples {
+		return false
 	}
-	return (l.Hi - l.Lo) / mid / d2[min(l.Runs, len(d2)-1)]
+	m := report.Metric{Median: median(samples), Samples: samples, N: len(samples)}
+	if target > 0 {
+		return MDE(l, m) <= target
+	}
+	return noise(m) <= NoiseShare*l.Tol
 }
 
-// Samples is how many timed samples the case of line l takes in a gated
-// run (issue 52 item 2), sized from the noise its baseline recorded
-// (MedianNoise, at recorded samples, the count every recording run takes)
-// instead of a constant: the fewest, at least perf.MinSamples and at most
-// recorded, whose median's noise adds at most NoiseShare of the line's
-// tolerance to the regression it flags with 95 % power, or, with a
-// target (a fraction, --power's perf), that flags the target: the
-// distance from the band's far edge to the limit plus zPower times the
-// noise of a median of n samples. A target the band's distance alone
-// exceeds takes recorded. A quiet machine's narrow band runs fewer.
-func Samples(l perf.Line, recorded int, target float64) int {
-	if recorded <= perf.MinSamples {
-		return recorded
+// median of xs (not empty), xs left as it was.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
 	}
-	allow := NoiseShare * l.Tol
-	if target > 0 {
-		d := 1 - l.Limit/l.Hi // the median at the band's best edge
-		if l.Op == "<=" {
-			d = l.Limit/l.Lo - 1
-		}
-		allow = target - d
-	}
-	sd := MedianNoise(l)
-	if !(allow > 0) || math.IsInf(sd, 0) || math.IsNaN(sd) {
-		return recorded
-	}
-	// zPower·sd·√(recorded/n) ≤ allow.
-	n := math.Ceil(float64(recorded) * math.Pow(zPower*sd/allow, 2))
-	return int(min(float64(recorded), max(float64(perf.MinSamples), n)))
+	return (s[n/2-1] + s[n/2]) / 2
 }
