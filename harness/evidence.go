@@ -29,10 +29,11 @@ type Evidence struct {
 	// repro.sh passes them, so a gate failure's repro reproduces the
 	// verdict, not just the outcome.
 	Gate string
-	// Emit hands the case's folder to the run's evidence sink
-	// (stream.Evidence, which keeps results.json's room on a full disk);
-	// nil writes it into Out/cases/ at once, room or not.
-	Emit func(stream.Event)
+	// Write hands the case's folder to the run's evidence writer
+	// (stream.Evidence.Write, which keeps results.json's room on a full
+	// disk) and returns the note the case's detail gets ("" written); nil
+	// writes it into Out/cases/ at once, room or not.
+	Write func(id string, files []stream.File) (note string)
 }
 
 // The kernel log is one per machine: one reader for the suite process.
@@ -122,16 +123,15 @@ func (r *Runner) endWatch(c *Case, w *World, cw *caseWatch, res *report.Result) 
 		return
 	}
 	// Made here, while the world still holds each rank's trace and
-	// stderr; written by the evidence sink, which gives the folder up
+	// stderr; written by the evidence writer, which gives the folder up
 	// (and says so) when results.json needs the room.
-	ev := &stream.CaseEvidence{ID: c.ID, Files: r.evidenceFiles(c, w, cw, res)}
-	if r.Evidence.Emit != nil {
-		r.Evidence.Emit(ev)
-	} else {
-		(&stream.Evidence{Dir: r.Evidence.Out}).Handle(ev)
+	files := r.evidenceFiles(c, w, cw, res)
+	write := r.Evidence.Write
+	if write == nil {
+		write = (&stream.Evidence{Dir: r.Evidence.Out}).Write
 	}
-	if ev.Note != "" {
-		res.Detail = strings.TrimSpace(res.Detail + "; " + ev.Note)
+	if note := write(c.ID, files); note != "" {
+		res.Detail = strings.TrimSpace(res.Detail + "; " + note)
 	}
 }
 

@@ -168,7 +168,7 @@ func readSide(arg string, stderr io.Writer) ([]*report.Report, int) {
 			fmt.Fprintf(stderr, "p2pcompare: %s: %v\n", p, err)
 			return nil, report.ExitNoResult
 		}
-		// Read as a replay through the suite's judge (stream.Judged: each
+		// Judged by the suite's judge before any replay (stream.JudgeRecord: each
 		// recorded verdict re-checked against its outcomes, expect.Recheck,
 		// a case without one judged as the suite would), so both sides are
 		// judged runs whatever wrote them.

@@ -234,7 +234,7 @@ func judgeRun(ns *NodeSummary, rep *report.Report, fail func(string, ...any)) []
 	ns.Backend = backendOf(rep.Results)
 	ns.GPUs = gpuCount(rep.Environment)
 	ns.Ranks = flagRanks(rep.Environment)
-	// Replayed through the suite's judge (stream.Judged: the recorded
+	// Judged by the suite's judge (stream.JudgeRecord: the recorded
 	// verdicts re-checked against the outcomes, a case without one judged
 	// by the verdict's rule), on
 	// a copy: the run's own summary and gate are read below as recorded.

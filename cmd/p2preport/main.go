@@ -119,7 +119,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if t, err := time.Parse(time.RFC3339, rep.Environment.Started); err == nil {
 		stamp = t
 	}
-	// A replay: the recorded results go through the judge (stream.Judged:
+	// A replay: the recorded results are judged (stream.JudgeRecord:
 	// the suite's rules, refusing before anything is rewritten) and then
 	// the report-writing sink the suite writes its own reports through.
 	reports := &stream.Reports{Dir: dir}

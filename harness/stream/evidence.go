@@ -15,27 +15,16 @@ type File struct {
 	Mode os.FileMode
 }
 
-// CaseEvidence is a case's evidence folder, made by the runner while the
-// case's world still holds what it needs (each rank's trace and stderr):
-// the evidence sink writes it to <Dir>/cases/<ID>/ and answers in Note
-// what the case's detail must say (the folder dropped for want of room,
-// or not written), "" when it was written. Only the pointer is an Event:
-// the sink's answer is read by the emitter once Emit returns.
-type CaseEvidence struct {
-	ID    string
-	Files []File
-	Note  string
-}
-
-func (*CaseEvidence) event() {}
-
 // Dropped is the note of a folder given up so results.json keeps its room.
 const Dropped = "evidence dropped: --out is nearly full and results.json keeps its room"
 
 // Evidence writes evidence folders into Dir/cases/ while Room says the
 // record's room is free: results.json keeps every case on a full disk,
 // and evidence is what gives way (a folder whose writing took that room
-// is removed again).
+// is removed again). It is a collaborator the runner calls while the
+// case's world still holds what the folder needs (each rank's trace and
+// stderr), not a sink: its answer is a return value, and no event carries
+// it back (Ginkgo's reporters take values and return nothing).
 type Evidence struct {
 	Dir  string
 	Room func() bool // nil: always room
@@ -44,36 +33,34 @@ type Evidence struct {
 	written int
 }
 
-// Handle writes a *CaseEvidence's folder and sets its Note.
-func (s *Evidence) Handle(e Event) {
-	ev, ok := e.(*CaseEvidence)
-	if !ok || s.Dir == "" {
-		return
+// Write writes case id's folder, <Dir>/cases/<id>/, and returns what the
+// case's detail must say: the folder dropped for want of room, or not
+// written and why; "" when it was written (or there is no Dir).
+func (s *Evidence) Write(id string, files []File) (note string) {
+	if s.Dir == "" {
+		return ""
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.Room != nil && !s.Room() {
-		ev.Note = Dropped
-		return
+		return Dropped
 	}
-	if ev.ID == "" || ev.ID != filepath.Base(ev.ID) || ev.ID == "." || ev.ID == ".." {
+	if id == "" || id != filepath.Base(id) || id == "." || id == ".." {
 		// The folder is named by the id: one that is not a single folder
 		// name would put files outside cases/.
-		ev.Note = fmt.Sprintf("evidence not written: case id %q is not a folder name", ev.ID)
-		return
+		return fmt.Sprintf("evidence not written: case id %q is not a folder name", id)
 	}
-	dir := filepath.Join(s.Dir, "cases", ev.ID)
-	err := s.write(dir, ev.Files)
+	dir := filepath.Join(s.Dir, "cases", id)
+	err := s.write(dir, files)
 	if NoSpace(err) || (s.Room != nil && !s.Room()) {
 		os.RemoveAll(dir)
-		ev.Note = Dropped
-		return
+		return Dropped
 	}
 	if err != nil {
-		ev.Note = "evidence not written: " + err.Error()
-		return
+		return "evidence not written: " + err.Error()
 	}
 	s.written++
+	return ""
 }
 
 func (s *Evidence) write(dir string, files []File) error {

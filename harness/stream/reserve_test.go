@@ -59,53 +59,45 @@ func TestReserveSink(t *testing.T) {
 	}
 }
 
-// The evidence sink writes a folder while there is room, drops it (and
-// says so in the event's note) when there is none or when writing it took
-// the room, and says why a folder it could not write was not written.
-func TestEvidenceSink(t *testing.T) {
+// The evidence writer writes a folder while there is room, drops it (and
+// says so in its answer) when there is none or when writing it took the
+// room, and says why a folder it could not write was not written.
+func TestEvidenceWriter(t *testing.T) {
 	dir := t.TempDir()
 	room := true
 	s := &stream.Evidence{Dir: dir, Room: func() bool { return room }}
-	f := stream.NewFanout(s)
-	ev := &stream.CaseEvidence{ID: "host.memfd.counter.add", Files: []stream.File{{Name: "repro.sh", Data: []byte("#!/bin/sh\n"), Mode: 0o755}, {Name: "kernel.log", Data: []byte("# none\n"), Mode: 0o644}}}
-	f.Emit(ev)
-	if ev.Note != "" || s.Written() != 1 {
-		t.Fatalf("folder with room: note %q, written %d", ev.Note, s.Written())
+	files := []stream.File{{Name: "repro.sh", Data: []byte("#!/bin/sh\n"), Mode: 0o755}, {Name: "kernel.log", Data: []byte("# none\n"), Mode: 0o644}}
+	id := "host.memfd.counter.add"
+	if note := s.Write(id, files); note != "" || s.Written() != 1 {
+		t.Fatalf("folder with room: note %q, written %d", note, s.Written())
 	}
-	if fi, err := os.Stat(filepath.Join(dir, "cases", ev.ID, "repro.sh")); err != nil || fi.Mode().Perm() != 0o755 {
+	if fi, err := os.Stat(filepath.Join(dir, "cases", id, "repro.sh")); err != nil || fi.Mode().Perm() != 0o755 {
 		t.Errorf("repro.sh: %v %v", fi, err)
 	}
 	room = false
-	ev2 := &stream.CaseEvidence{ID: "host.memfd.counter.sub", Files: ev.Files}
-	f.Emit(ev2)
-	if ev2.Note != stream.Dropped {
-		t.Errorf("no room: note %q", ev2.Note)
+	if note := s.Write("host.memfd.counter.sub", files); note != stream.Dropped {
+		t.Errorf("no room: note %q", note)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "cases", ev2.ID)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, "cases", "host.memfd.counter.sub")); !os.IsNotExist(err) {
 		t.Errorf("a dropped folder exists: %v", err)
 	}
 	// Writing took the room: the folder is removed again.
 	calls := 0
 	s.Room = func() bool { calls++; return calls == 1 }
-	ev3 := &stream.CaseEvidence{ID: "host.memfd.counter.xchg", Files: ev.Files}
-	f.Emit(ev3)
-	if _, err := os.Stat(filepath.Join(dir, "cases", ev3.ID)); ev3.Note != stream.Dropped || !os.IsNotExist(err) {
-		t.Errorf("a folder that took the room: note %q, stat %v", ev3.Note, err)
+	note := s.Write("host.memfd.counter.xchg", files)
+	if _, err := os.Stat(filepath.Join(dir, "cases", "host.memfd.counter.xchg")); note != stream.Dropped || !os.IsNotExist(err) {
+		t.Errorf("a folder that took the room: note %q, stat %v", note, err)
 	}
 	// Not writable: the note says why.
 	s.Room = nil
-	bad := &stream.Evidence{Dir: filepath.Join(dir, "cases", ev.ID, "repro.sh")}
-	ev4 := &stream.CaseEvidence{ID: "x", Files: ev.Files}
-	bad.Handle(ev4)
-	if !strings.HasPrefix(ev4.Note, "evidence not written: ") {
-		t.Errorf("unwritable: note %q", ev4.Note)
+	bad := &stream.Evidence{Dir: filepath.Join(dir, "cases", id, "repro.sh")}
+	if note := bad.Write("x", files); !strings.HasPrefix(note, "evidence not written: ") {
+		t.Errorf("unwritable: note %q", note)
 	}
 	// An id that is not one folder name writes nothing outside cases/.
 	for _, id := range []string{"../escape", "a/b", "..", ""} {
-		ev5 := &stream.CaseEvidence{ID: id, Files: ev.Files}
-		s.Handle(ev5)
-		if !strings.Contains(ev5.Note, "is not a folder name") {
-			t.Errorf("id %q: note %q", id, ev5.Note)
+		if note := s.Write(id, files); !strings.Contains(note, "is not a folder name") {
+			t.Errorf("id %q: note %q", id, note)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "escape")); !os.IsNotExist(err) {

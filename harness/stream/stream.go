@@ -15,8 +15,10 @@ import (
 )
 
 // Event is one thing that happened in a run: RunStarted, CaseStarted,
-// *CaseEvidence, CaseDone, WorldEvent, EnvironmentKnown, Interrupted,
-// RunDone or ReportsNotWritten.
+// CaseDone, WorldEvent, EnvironmentKnown, Interrupted, RunDone or
+// ReportsNotWritten. An event is a fact: a sink reads it and writes
+// nothing into it, the report a RunDone points to included
+// (TestNoSinkWritesIntoAnEvent).
 type Event interface{ event() }
 
 // RunStarted: the plan exists and no case has run; every case is

@@ -225,7 +225,7 @@ func runnerB(o *Options, makeA func(string) *harness.Runner) func(string) *harne
 		if rn.Evidence != nil {
 			ev := *rn.Evidence
 			ev.Out = filepath.Join(o.Out, "b")
-			ev.Emit = nil
+			ev.Write = nil
 			rn.Evidence = &ev
 		}
 		return rn

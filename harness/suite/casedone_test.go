@@ -112,3 +112,23 @@ func TestPerfPassIsACaseDone(t *testing.T) {
 }
 
 const perfCaseID = "host.memfd.perf.planted_us"
+
+// Issue 51 item 2: a case not run because the machine stopped being
+// trustworthy is a CaseDone (abort) too; it used to be put in the ledger
+// and printed by reaching into the live sink (liveOnly), past the stream.
+func TestAbortIsACaseDone(t *testing.T) {
+	a, b := seq("host.suite.t.a", report.Pass), seq("host.suite.t.b", report.Pass)
+	r := handMade(&Plan{Opts: &Options{Backend: backends.HostName, Ranks: 2, Repeat: 1}, planned: []*harness.Case{a, b}}, io.Discard)
+	heard := listen(r)
+	r.Execute(a)
+	r.exec.worlds.get(backends.HostName).Abort = "planted: the GPU was reset"
+	if res := r.Execute(b); res.Outcome != report.Abort {
+		t.Fatalf("after the machine stopped being trustworthy: %s, want abort", res.Outcome)
+	}
+	if got := heard.passes(b.ID); !slices.Equal(got, []stream.Pass{stream.Main}) {
+		t.Fatalf("CaseDone passes of an aborted case: %v, want [main]", got)
+	}
+	if res := resultsOf(r)[1]; res.Outcome != report.Abort {
+		t.Errorf("recorded %s, want abort", res.Outcome)
+	}
+}

@@ -193,10 +193,9 @@ func (r *Run) HeardSpec(rep types.SpecReport, skipped string) {
 		if r.Plan.Opts.Out != "" {
 			// The folder every failed case has (the verdict line points at
 			// it): Ginkgo's whole report of the failure, the repro.
-			ev := &stream.CaseEvidence{ID: c.ID, Files: ginkgoEvidence(rep, res, r.exec.worlds.get(c.Backend).ReproScript(c))}
-			r.sinks.emit(ev)
-			if ev.Note != "" {
-				res.Detail = strings.TrimSpace(res.Detail + "; " + ev.Note)
+			note := r.sinks.writeEvidence(c.ID, ginkgoEvidence(rep, res, r.exec.worlds.get(c.Backend).ReproScript(c)))
+			if note != "" {
+				res.Detail = strings.TrimSpace(res.Detail + "; " + note)
 			}
 		}
 		if !l.done() {

@@ -85,7 +85,7 @@ func (r *Run) build(p *Plan) {
 			Env:    func() report.Environment { return environment(o, [][]device.Info{rn.Infos}) },
 			Binary: suiteBinary(),
 			Gate:   p.reproGate(),
-			Emit:   r.sinks.emit,
+			Write:  r.sinks.writeEvidence,
 			MakeForm: func(repro string) string {
 				// The repro carries the gate (Repro, gateFlags); a gate
 				// path that needs quotes cannot sit inside ARGS='…'.

@@ -17,13 +17,13 @@ import (
 // sinks are the run's sinks, fed every event in one order (stream.Fanout):
 // the ledger (the collector: the record the checkpoint writes), the disk
 // reserve (it gives its room back on RunDone before the record is
-// written), the evidence folders, the checkpoint (results.json: written
-// before the live line, so a parent killed after the line was printed
-// finds the case in it), the live line and the derived reports. Each but
-// the ledger is its own type in harness/stream, with its own lock and
-// unit test. They are made on the first use, once the suite has set how
-// stdout looks (a Run made by hand in a test has no plan step to make
-// them in).
+// written), the checkpoint (results.json: written before the live line,
+// so a parent killed after the line was printed finds the case in it),
+// the live line and the derived reports. Each but the ledger is its own
+// type in harness/stream, with its own lock and unit test. The evidence
+// writer beside them is no sink: the runner calls it (writeEvidence).
+// They are made on the first use, once the suite has set how stdout looks
+// (a Run made by hand in a test has no plan step to make them in).
 type sinks struct {
 	once   sync.Once
 	config func() sinkConfig
@@ -83,7 +83,7 @@ func (s *sinks) get() *sinks {
 				s.ckpt.Snapshot = c.collector.record
 				all = append(all, s.reserve)
 			}
-			all = append(all, s.evidence, s.ckpt)
+			all = append(all, s.ckpt)
 		}
 		all = append(all, s.live)
 		if s.reports != nil {
@@ -96,6 +96,12 @@ func (s *sinks) get() *sinks {
 
 // emit feeds e to every sink, in order.
 func (s *sinks) emit(e stream.Event) { s.get().fan.Emit(e) }
+
+// writeEvidence writes a case's evidence folder (stream.Evidence.Write),
+// answering with the note the case's detail gets.
+func (s *sinks) writeEvidence(id string, files []stream.File) string {
+	return s.get().evidence.Write(id, files)
+}
 
 // atomicSeam is writeAtomic as it is when called (a test sets it after
 // the sinks were made).
