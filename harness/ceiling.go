@@ -96,7 +96,7 @@ func (rt *route) add(r int, k resource, dir string) {
 	if bw.GBps <= 0 {
 		return
 	}
-	name := fmt.Sprintf("%s%s of %s", k, dir, rt.c.DeviceKey(r))
+	name := fmt.Sprintf("%s%s of %s", k, dir, rt.c.W.DeviceKey(r))
 	rt.uses[name] = use{name, bw}
 	rt.load[name] += rt.share
 }
@@ -129,7 +129,7 @@ func (rt *route) move(e int, l Loc, read bool) {
 			return
 		}
 		rt.add(e, pcie, eDir)
-	case rt.c.DeviceKey(l.Rank) == rt.c.DeviceKey(e):
+	case rt.c.W.DeviceKey(l.Rank) == rt.c.W.DeviceKey(e):
 		rt.add(e, hbm, "")
 	default:
 		rt.add(l.Rank, hbm, "")
@@ -204,7 +204,7 @@ const FloorMinSamples = 3
 // belowFloor is the case's failure when a bandwidth metric's median is
 // below FloorFraction of its ceiling, naming each such metric with its
 // value, ceiling and fraction; nil when none is.
-func (c *Ctx) belowFloor() error {
+func belowFloor(c *Ctx) error {
 	names := make([]string, 0, len(c.Metrics))
 	for name := range c.Metrics {
 		names = append(names, name)
@@ -228,12 +228,12 @@ func (c *Ctx) belowFloor() error {
 	return Failf("%s", strings.Join(low, "; "))
 }
 
-// FloorCheck is the body's result with the physics floor applied: a body
+// floorCheck is the body's result with the physics floor applied: a body
 // that passed fails when a bandwidth metric is below its floor; any other
 // result stands (the floor never hides an error or a crash).
-func (c *Ctx) FloorCheck(body error) error {
+func floorCheck(c *Ctx, body error) error {
 	if body != nil {
 		return body
 	}
-	return c.belowFloor()
+	return belowFloor(c)
 }

@@ -105,23 +105,23 @@ func TestSpan(t *testing.T) {
 
 func TestSharedGPU(t *testing.T) {
 	c := world("vmm", h200("GPU-a", false), h200("GPU-b", false), h200("GPU-a", false))
-	if !c.SharedGPU(0, 2) || c.SharedGPU(0, 1) || c.SharedGPU(1, 2) || c.SharedGPU(0, 0) {
+	if !c.W.SharedGPU(0, 2) || c.W.SharedGPU(0, 1) || c.W.SharedGPU(1, 2) || c.W.SharedGPU(0, 0) {
 		t.Errorf("by UUID: 0,2 share; 0,1 and 1,2 do not; a rank with itself is not a pair")
 	}
-	if !c.AnySharedGPU() {
+	if !c.W.AnySharedGPU() {
 		t.Error("AnySharedGPU missed ranks 0 and 2")
 	}
 	noUUID := world("vmm", device.Info{Vendor: "amd"}, device.Info{Vendor: "amd"})
 	noUUID.W.Procs[1].Device = 0
-	if !noUUID.SharedGPU(0, 1) {
+	if !noUUID.W.SharedGPU(0, 1) {
 		t.Error("without UUIDs the ordinal decides: both on device 0 share")
 	}
 	host := world("memfd", device.Info{Vendor: backends.HostName}, device.Info{Vendor: backends.HostName})
 	host.W.Procs[1].Device = 0
-	if host.SharedGPU(0, 1) || host.AnySharedGPU() {
+	if host.W.SharedGPU(0, 1) || host.W.AnySharedGPU() {
 		t.Error("host ranks are processes on a CPU, never a shared GPU")
 	}
-	if !strings.Contains(c.SharedGPUNote(0, 2), "not supported") {
+	if !strings.Contains(c.W.SharedGPUNote(0, 2), "not supported") {
 		t.Error("the shared-GPU skip reason must say not supported")
 	}
 }

@@ -3,8 +3,9 @@ package harness
 import (
 	"fmt"
 	"strings"
-	"time"
+	"sync"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/health"
 	"p2patomics/harness/kmsg"
 	"p2patomics/harness/report"
@@ -13,8 +14,14 @@ import (
 // faultBook is what the runner keeps to charge a kernel-log line to the
 // case it belongs to: whose rank each pid was, and the last case each world
 // ran. A line names its process (kmsg.Pid); a rank's pid belongs to one
-// world for the world's life, and a world runs one case at a time.
+// world for the world's life, and a world runs one case at a time. What
+// it charges to no case's result is a RunFault, typed where it is found;
+// a line it charges to nobody is a world event. Its own lock.
 type faultBook struct {
+	backend string
+	log     *eventLog
+	mu      sync.Mutex
+	faults  []RunFault
 	owners  map[int]rankOwner    // every rank pid this runner started
 	last    map[*World]lastEnded // the case each world ran last
 	lastAny lastEnded            // the case the runner ran last
@@ -34,29 +41,29 @@ type lastEnded struct {
 }
 
 // register notes w's ranks' pids (idempotent).
-func (r *Runner) register(w *World) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.book.owners == nil {
-		r.book.owners = map[int]rankOwner{}
+func (b *faultBook) register(w *World) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.owners == nil {
+		b.owners = map[int]rankOwner{}
 	}
 	for _, p := range w.Procs {
 		if p.Pid > 0 {
-			r.book.owners[p.Pid] = rankOwner{w: w, rank: p.Rank}
+			b.owners[p.Pid] = rankOwner{w: w, rank: p.Rank}
 		}
 	}
 }
 
 // noteLast records c as the last case w ran, with the outcome it ended
 // with: a fault found later in w is that case's.
-func (r *Runner) noteLast(w *World, c *Case, res *report.Result) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.book.last == nil {
-		r.book.last = map[*World]lastEnded{}
+func (b *faultBook) noteLast(w *World, c *Case, res *report.Result) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last == nil {
+		b.last = map[*World]lastEnded{}
 	}
-	r.book.last[w] = lastEnded{id: c.ID, outcome: res.Outcome}
-	r.book.lastAny = r.book.last[w]
+	b.last[w] = lastEnded{id: c.ID, outcome: res.Outcome}
+	b.lastAny = b.last[w]
 }
 
 // harnessMarker: lines the harness and its tests write themselves
@@ -70,7 +77,7 @@ func harnessMarker(e kmsg.Event) bool { return strings.HasPrefix(e.Lines[0].Text
 // it was logged), and a failing one fails a GPU case too: nothing else ran
 // on the GPU then that the run knows of. A line naming another pid is not
 // the case's (chargeElsewhere).
-func (r *Runner) chargeLines(c *Case, w *World, res *report.Result, evs []kmsg.Event) {
+func (b *faultBook) chargeLines(c *Case, w *World, res *report.Result, evs []kmsg.Event) {
 	own := map[int]int{}
 	for _, p := range w.Procs {
 		own[p.Pid] = p.Rank
@@ -93,7 +100,7 @@ func (r *Runner) chargeLines(c *Case, w *World, res *report.Result, evs []kmsg.E
 				chargeCase(res, f, fmt.Sprintf("rank %d (pid %d) logged a GPU fault", rank, e.Pid))
 			}
 		default:
-			r.chargeElsewhere(c.ID, c.GPU, e, f)
+			b.chargeElsewhere(c.ID, c.GPU, e, f)
 		}
 	}
 }
@@ -125,26 +132,17 @@ func chargeCase(res *report.Result, f *report.Fault, why string) {
 
 // chargeBetween charges the events logged between two cases: none is the
 // next case's, so each is some world's last case's, or foreign.
-func (r *Runner) chargeBetween(evs []kmsg.Event) {
-	gpu := r.gpuBackend()
+func (b *faultBook) chargeBetween(evs []kmsg.Event) {
+	// A host run's ranks use no GPU, so another process's GPU fault cannot
+	// touch its results.
+	gpu := backends.IsGPU(b.backend)
 	for _, e := range evs {
 		f := health.CaseFault(e)
 		if harnessMarker(e) {
 			f = nil
 		}
-		r.chargeElsewhere("", gpu, e, f)
+		b.chargeElsewhere("", gpu, e, f)
 	}
-}
-
-// gpuBackend: the runner's backend drives a GPU (a host run's ranks use
-// none, so another process's GPU fault cannot touch its results).
-func (r *Runner) gpuBackend() bool {
-	for _, b := range Backends {
-		if b.Name == r.Backend {
-			return b.GPU
-		}
-	}
-	return false
 }
 
 // chargeElsewhere charges an event that is not the running case's (during
@@ -159,48 +157,64 @@ func (r *Runner) gpuBackend() bool {
 // the rank's own fault or kill): an event, nothing more. gpu says whether
 // a foreign fault can touch the run's results (a host case's ranks use no
 // GPU): if not, it is an event.
-func (r *Runner) chargeElsewhere(during string, gpu bool, e kmsg.Event, f *report.Fault) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (b *faultBook) chargeElsewhere(during string, gpu bool, e kmsg.Event, f *report.Fault) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	when := "between cases"
 	if during != "" {
 		when = "while " + during + " ran"
 	}
-	o, known := r.book.owners[e.Pid]
+	o, known := b.owners[e.Pid]
 	who := fmt.Sprintf("pid %d, none of the run's ranks,", e.Pid)
-	target, ok := r.book.last[o.w]
+	target, ok := b.last[o.w]
 	switch {
 	case known:
 		who = fmt.Sprintf("rank %d (pid %d) of a world of %d", o.rank, e.Pid, o.w.N)
 	case e.Pid == 0:
 		who = "a line naming no process, charged by time window,"
-		target, ok = r.book.lastAny, r.book.lastAny.id != ""
+		target, ok = b.lastAny, b.lastAny.id != ""
 	}
-	line := e.Lines[0].String()
 	switch {
 	case f == nil || (ok && (target.outcome == report.Crash || target.outcome == report.Timeout)) || (!ok && !known && !gpu):
-		r.Events = append(r.Events, fmt.Sprintf("%s: kernel log %s (not charged to a case): %s", time.Now().Format(time.TimeOnly), when, line))
+		b.log.addf(report.EventOther, "kernel log %s (not charged to a case): %s", when, e.Lines[0].String())
 	case ok:
-		r.Failures = append(r.Failures, fmt.Sprintf("%s ended %s, but %s logged a GPU fault after it was recorded (%s): %v",
-			target.id, target.outcome, who, when, f))
-	case known:
-		r.Failures = append(r.Failures, fmt.Sprintf("%s that had run no case logged a GPU fault (%s): %v", who, when, f))
+		b.faults = append(b.faults, RunFault{Case: target.id, Outcome: target.outcome, Who: who, When: when, Fault: f})
 	default:
-		r.Failures = append(r.Failures, fmt.Sprintf("foreign GPU fault: %s logged %s: %v", who, when, f))
+		b.faults = append(b.faults, RunFault{Who: who, When: when, Fault: f, Foreign: !known})
 	}
 }
 
 // afterLast names the case w ran last, for a failure found between cases
-// (a probe's sticky error, a rank that died idle): it is recorded in
-// Failures against that case and the returned text goes into the world
-// event. Call with r.mu held.
-func (r *Runner) afterLast(w *World, what string) string {
-	last, ran := r.book.last[w]
+// (a probe's sticky error, a rank that died idle): it is recorded as a
+// RunFault against that case and the returned text goes into the world
+// event.
+func (b *faultBook) afterLast(w *World, what string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	last, ran := b.last[w]
 	if !ran {
 		return ""
 	}
 	if last.outcome != report.Crash && last.outcome != report.Timeout {
-		r.Failures = append(r.Failures, fmt.Sprintf("%s ended %s, but after it %s", last.id, last.outcome, what))
+		b.faults = append(b.faults, RunFault{Case: last.id, Outcome: last.outcome, What: what})
 	}
 	return fmt.Sprintf(" after case %s (%s)", last.id, last.outcome)
+}
+
+// note records a run fault.
+func (b *faultBook) note(f RunFault) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.faults = append(b.faults, f)
+}
+
+// runFaults are the run faults so far, as results.json's lines.
+func (b *faultBook) runFaults() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, f := range b.faults {
+		out = append(out, f.String())
+	}
+	return out
 }

@@ -12,7 +12,6 @@ import (
 
 	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
-	"p2patomics/internal/device"
 	"p2patomics/kernels"
 	"p2patomics/wire"
 )
@@ -28,21 +27,101 @@ type Ctx struct {
 	// Clocks makes every launch and copy sample its device's clock (perf
 	// cases); what comes back is kept per case and attached to each metric.
 	Clocks bool
-	clock  *report.Clock
-	owned  []owned // freed at teardown
 	mu     sync.Mutex
 	notes  []string
-	// dropped are the launches the injector dropped (the ranks' replies
-	// say so): "rank R kernel K (rule)", for the control witness.
-	dropped []string
 	// Evidence grades the case's pass (report.Result.Evidence); only
 	// mutation-scored cases set it, and the runner keeps it on a pass only.
 	Evidence report.Evidence
-	wit      map[int]*witBuf    // per rank: the witness slots (NewWitness)
-	frames   map[int]*readFrame // per rank: the read check's frame (readcheck.go)
+	wit      map[int]*witBuf // per rank: the witness slots (NewWitness)
+	held     held            // what the case allocated, freed at teardown
+	launches launchLog       // clocks seen, launches the injector dropped
+	reads    readCheck       // the read-back integrity check (readcheck.go)
+}
+
+// held is what a case allocated in its ranks, each buffer by rank; the
+// runner frees it at teardown (peers first). Its own lock: a body's
+// ranks allocate at once.
+type held struct {
+	mu   sync.Mutex
+	bufs []owned
 }
 
 type owned struct{ rank, buf int }
+
+func (h *held) add(r, buf int) {
+	h.mu.Lock()
+	h.bufs = append(h.bufs, owned{r, buf})
+	h.mu.Unlock()
+}
+
+// forget drops one buffer freed early (FreeBuf).
+func (h *held) forget(r, buf int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, o := range h.bufs {
+		if o.rank == r && o.buf == buf {
+			h.bufs = append(h.bufs[:i], h.bufs[i+1:]...)
+			return
+		}
+	}
+}
+
+// take hands every held buffer over (to teardown), in allocation order.
+func (h *held) take() []owned {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	bufs := h.bufs
+	h.bufs = nil
+	return bufs
+}
+
+// launchLog is what the ranks' launch and copy replies said beside their
+// result: the device clocks seen (perf cases), and the launches the
+// injector dropped ("rank R's K (rule)", for the control witness). Its own
+// lock: a Run's launches reply at once.
+type launchLog struct {
+	mu      sync.Mutex
+	clock   *report.Clock
+	dropped []string
+}
+
+// clockSeen folds a rank's clock samples (device dev) into the case's.
+func (l *launchLog) clockSeen(dev int, cs *wire.ClockStats) {
+	if cs == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clock = l.clock.Add(dev, cs.MinMHz, cs.MaxMHz, cs.N, cs.Reasons, cs.Error)
+}
+
+// clockNow is a copy of the clocks seen so far, nil when none.
+func (l *launchLog) clockNow() *report.Clock {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.clock == nil {
+		return nil
+	}
+	cl := *l.clock
+	return &cl
+}
+
+// drop records a launch the rank says the injector dropped.
+func (l *launchLog) drop(rank int, kernel, rule string) {
+	if rule == "" {
+		return
+	}
+	l.mu.Lock()
+	l.dropped = append(l.dropped, fmt.Sprintf("rank %d's %s (%s)", rank, kernel, rule))
+	l.mu.Unlock()
+}
+
+// drops are the launches the injector dropped so far.
+func (l *launchLog) drops() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dropped
+}
 
 // Metric is one measurement a case reports (report.Metric's input).
 type Metric struct {
@@ -70,12 +149,6 @@ func (c *Ctx) N() int { return c.W.N }
 // Note adds a line to the case's detail.
 func (c *Ctx) Note(format string, a ...any) { c.notes = append(c.notes, fmt.Sprintf(format, a...)) }
 
-// Info returns rank r's device facts and capabilities.
-func (c *Ctx) Info(r int) device.Info { return c.W.Infos[r] }
-
-// Units returns the rank's parallel units (SMs, CUs, CPUs).
-func (c *Ctx) Units(r int) int { return max(c.W.Infos[r].Units, 1) }
-
 // Backend is the descriptor of the world's backend (harness/backends): what
 // a case asks instead of comparing names (Backend().GPU). A world of a
 // backend no row has gets an empty row (no GPU, no kinds) rather than nil.
@@ -89,13 +162,11 @@ func (c *Ctx) Backend() *backends.Backend {
 // KindSpec is the case's kind's properties (KindSpec().HostMemory, ...).
 func (c *Ctx) KindSpec() backends.KindSpec { return backends.KindSpecOf(c.W.Backend, c.Kind) }
 
-func (c *Ctx) proc(r int) *Proc { return c.W.Procs[r] }
-
 // Alloc allocates in rank r and returns its buffer id plus the raw reply and
 // received fd (-1 if none). The caller owns the fd.
-func (c *Ctx) alloc(r int, kind string, size uint64) (wire.AllocReply, int, error) {
+func alloc(c *Ctx, r int, kind string, size uint64) (wire.AllocReply, int, error) {
 	var ar wire.AllocReply
-	m, err := c.proc(r).call(wire.TAlloc, wire.Alloc{Kind: kind, Size: size}, c.Deadline, &ar)
+	m, err := c.W.Procs[r].call(wire.TAlloc, wire.Alloc{Kind: kind, Size: size}, c.Deadline, &ar)
 	if err != nil {
 		return ar, -1, err
 	}
@@ -109,17 +180,15 @@ func (c *Ctx) alloc(r int, kind string, size uint64) (wire.AllocReply, int, erro
 	} else {
 		m.CloseFds()
 	}
-	c.mu.Lock()
-	c.owned = append(c.owned, owned{r, ar.Buf})
-	c.mu.Unlock()
+	c.held.add(r, ar.Buf)
 	return ar, fd, nil
 }
 
 // Local allocates size bytes of the case's kind in rank r only.
-func (c *Ctx) Local(r int, size uint64) (int, error) { return c.localKind(r, c.Kind, size) }
+func (c *Ctx) Local(r int, size uint64) (int, error) { return localKind(c, r, c.Kind, size) }
 
-func (c *Ctx) localKind(r int, kind string, size uint64) (int, error) {
-	ar, fd, err := c.alloc(r, kind, size)
+func localKind(c *Ctx, r int, kind string, size uint64) (int, error) {
+	ar, fd, err := alloc(c, r, kind, size)
 	if fd >= 0 {
 		unix.Close(fd)
 	}
@@ -134,7 +203,7 @@ func (c *Ctx) localKind(r int, kind string, size uint64) (int, error) {
 // one-GPU suite's host-memory copy time).
 func (c *Ctx) ScratchWords(r int, size uint64) (int, error) {
 	if k := c.Backend().ScratchKind(); k != "" {
-		return c.localKind(r, k, size)
+		return localKind(c, r, k, size)
 	}
 	return c.Local(r, size)
 }
@@ -148,7 +217,7 @@ func (c *Ctx) Shared(owner int, size uint64, grant bool) (*Mem, error) {
 
 // SharedKind is Shared with an explicit kind.
 func (c *Ctx) SharedKind(owner int, kind string, size uint64, grant bool) (*Mem, error) {
-	ar, fd, err := c.alloc(owner, kind, size)
+	ar, fd, err := alloc(c, owner, kind, size)
 	if err != nil {
 		return nil, err
 	}
@@ -172,14 +241,14 @@ func (c *Ctx) SharedKind(owner int, kind string, size uint64, grant bool) (*Mem,
 				fds = []int{fd} // the kernel dups it into the peer
 			}
 			var br wire.BufReply
-			_, err := c.proc(r).call(wire.TImport, req, c.Deadline, &br, fds...)
+			_, err := c.W.Procs[r].call(wire.TImport, req, c.Deadline, &br, fds...)
 			if err != nil {
 				errs[r] = err
 				return
 			}
 			c.mu.Lock()
 			m.Bufs[r] = br.Buf
-			c.owned = append(c.owned, owned{r, br.Buf})
+			c.held.add(r, br.Buf)
 			c.mu.Unlock()
 		}()
 	}
@@ -202,7 +271,7 @@ func (c *Ctx) SharedAll(size uint64) ([]*Mem, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			replies[r], fds[r], errs[r] = c.alloc(r, c.Kind, size)
+			replies[r], fds[r], errs[r] = alloc(c, r, c.Kind, size)
 		}()
 	}
 	wg.Wait()
@@ -229,13 +298,13 @@ func (c *Ctx) SharedAll(size uint64) ([]*Mem, error) {
 					f = []int{fds[o]}
 				}
 				var br wire.BufReply
-				if _, err := c.proc(r).call(wire.TImport, req, c.Deadline, &br, f...); err != nil {
+				if _, err := c.W.Procs[r].call(wire.TImport, req, c.Deadline, &br, f...); err != nil {
 					errs[r] = err
 					return
 				}
 				c.mu.Lock()
 				mems[o].Bufs[r] = br.Buf
-				c.owned = append(c.owned, owned{r, br.Buf})
+				c.held.add(r, br.Buf)
 				c.mu.Unlock()
 			}
 		}()
@@ -270,7 +339,7 @@ func closeLater(fds ...int) {
 // ShareFd allocates in owner and sends the raw exported fd to every peer,
 // which reports /proc/self/fdinfo for it (the dma-buf identity check).
 func (c *Ctx) ShareFd(owner int, kind string, size uint64) (own map[string]string, peers []map[string]string, err error) {
-	_, fd, err := c.alloc(owner, kind, size)
+	_, fd, err := alloc(c, owner, kind, size)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -281,7 +350,7 @@ func (c *Ctx) ShareFd(owner int, kind string, size uint64) (own map[string]strin
 	peers = make([]map[string]string, c.N())
 	for r := 0; r < c.N(); r++ {
 		var fr wire.FdInfoReply
-		if _, err := c.proc(r).call(wire.TFdInfo, nil, c.Deadline, &fr, fd); err != nil {
+		if _, err := c.W.Procs[r].call(wire.TFdInfo, nil, c.Deadline, &fr, fd); err != nil {
 			return nil, nil, err
 		}
 		peers[r] = fr.Info
@@ -390,11 +459,11 @@ func (c *Ctx) RunTimed(ls ...Launch) ([]time.Duration, []Window, error) {
 		go func() {
 			defer wg.Done()
 			var t wire.Timing
-			_, errs[i] = c.proc(l.Rank).call(wire.TLaunch, reqs[i], c.Deadline, &t)
+			_, errs[i] = c.W.Procs[l.Rank].call(wire.TLaunch, reqs[i], c.Deadline, &t)
 			out[i] = time.Duration(t.ElapsedNs)
 			wins[i] = Window{t.StartNs, t.EndNs}
-			c.noteClock(l.Rank, t.Clock)
-			c.noteDropped(l.Rank, l.Kernel, t.Dropped)
+			c.launches.clockSeen(c.W.Procs[l.Rank].Device, t.Clock)
+			c.launches.drop(l.Rank, l.Kernel, t.Dropped)
 		}()
 	}
 	wg.Wait()
@@ -409,7 +478,7 @@ func worstErr(errs []error) error { return heaviest(errs) }
 func (c *Ctx) Write(r, buf int, off uint64, p []byte) error {
 	for done := 0; done < len(p); {
 		k := min(len(p)-done, wire.MaxData)
-		if _, err := c.proc(r).call(wire.TWrite, wire.Write{Buf: buf, Off: off + uint64(done), Data: p[done : done+k]}, c.Deadline, nil); err != nil {
+		if _, err := c.W.Procs[r].call(wire.TWrite, wire.Write{Buf: buf, Off: off + uint64(done), Data: p[done : done+k]}, c.Deadline, nil); err != nil {
 			return err
 		}
 		done += k
@@ -445,12 +514,12 @@ func (c *Ctx) Sum(r, buf int, off, n uint64, width int) (uint64, error) {
 		return 0, fmt.Errorf("sum of %d-bit words: only 64-bit sums can be verified (%s)", width, sumKernel)
 	}
 	var s wire.SumReply
-	if _, err := c.proc(r).call(wire.TSum, wire.Sum{Buf: buf, Off: off, N: n, Width: width}, c.Deadline, &s); err != nil {
+	if _, err := c.W.Procs[r].call(wire.TSum, wire.Sum{Buf: buf, Off: off, N: n, Width: width}, c.Deadline, &s); err != nil {
 		return 0, err
 	}
-	dev, err := c.deviceWordSum(r, buf, off, n)
+	dev, err := c.reads.deviceWordSum(c, r, buf, off, n)
 	if err != nil {
-		return 0, c.checkFailed(r, buf, off, n, err)
+		return 0, checkFailed(r, buf, off, n, err)
 	}
 	if dev != s.Sum {
 		return 0, Failf("read-back integrity: rank %d's sum of buffer %d [%d, +%d words): device sum %#x, the rank's read-back sum %#x",
@@ -469,43 +538,28 @@ func (c *Ctx) Copy(r, dst int, dstOff uint64, src int, srcOff, n uint64) (time.D
 // one clock (see Span).
 func (c *Ctx) CopyTimed(r, dst int, dstOff uint64, src int, srcOff, n uint64) (time.Duration, Window, string, error) {
 	var t wire.Timing
-	_, err := c.proc(r).call(wire.TCopy, wire.Copy{Dst: dst, DstOff: dstOff, Src: src, SrcOff: srcOff, N: n, Clocks: c.Clocks}, c.Deadline, &t)
-	c.noteClock(r, t.Clock)
+	_, err := c.W.Procs[r].call(wire.TCopy, wire.Copy{Dst: dst, DstOff: dstOff, Src: src, SrcOff: srcOff, N: n, Clocks: c.Clocks}, c.Deadline, &t)
+	c.launches.clockSeen(c.W.Procs[r].Device, t.Clock)
 	return time.Duration(t.ElapsedNs), Window{t.StartNs, t.EndNs}, t.Method, err
-}
-
-// noteClock folds a rank's clock samples into the case's.
-func (c *Ctx) noteClock(r int, cs *wire.ClockStats) {
-	if cs == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.clock = c.clock.Add(c.W.Procs[r].Device, cs.MinMHz, cs.MaxMHz, cs.N, cs.Reasons, cs.Error)
 }
 
 // Canary asks rank r to misbehave.
 func (c *Ctx) Canary(r int, how string) error {
-	_, err := c.proc(r).call(wire.TCanary, wire.Canary{How: how}, c.Deadline, nil)
+	_, err := c.W.Procs[r].call(wire.TCanary, wire.Canary{How: how}, c.Deadline, nil)
 	return err
 }
 
-// MemInfo asks rank r for its memory and fd counts.
-func (c *Ctx) MemInfo(r int) (wire.MemInfo, error) {
+// memInfo asks rank r for its memory and fd counts (the leak check).
+func memInfo(c *Ctx, r int) (wire.MemInfo, error) {
 	var mi wire.MemInfo
-	_, err := c.proc(r).call(wire.TMemInfo, nil, c.Deadline, &mi)
+	_, err := c.W.Procs[r].call(wire.TMemInfo, nil, c.Deadline, &mi)
 	return mi, err
 }
 
 // FreeBuf releases one buffer early (lifetime cases).
 func (c *Ctx) FreeBuf(r, buf int) error {
-	for i, o := range c.owned {
-		if o.rank == r && o.buf == buf {
-			c.owned = append(c.owned[:i], c.owned[i+1:]...)
-			break
-		}
-	}
-	_, err := c.proc(r).call(wire.TFree, wire.Free{Buf: buf}, c.Deadline, nil)
+	c.held.forget(r, buf)
+	_, err := c.W.Procs[r].call(wire.TFree, wire.Free{Buf: buf}, c.Deadline, nil)
 	return err
 }
 
@@ -520,29 +574,26 @@ func (c *Ctx) Metric(k report.MetricKind, method string, samples ...float64) {
 	m := c.Metrics[name]
 	m.Unit, m.Better, m.Method = k.Unit, k.Better, method
 	m.Samples = append(m.Samples, samples...)
-	c.mu.Lock()
-	if c.clock != nil {
-		cl := *c.clock
-		m.Clock = &cl
+	if cl := c.launches.clockNow(); cl != nil {
+		m.Clock = cl
 	}
-	c.mu.Unlock()
 	c.Metrics[name] = m
 }
 
 // teardown frees everything the case allocated, peers first so an owner's
 // memory is never freed under a live import.
-func (c *Ctx) teardown() error {
+func teardown(c *Ctx) error {
 	var errs []error
-	for i := len(c.owned) - 1; i >= 0; i-- {
-		o := c.owned[i]
+	bufs := c.held.take()
+	for i := len(bufs) - 1; i >= 0; i-- {
+		o := bufs[i]
 		if !c.W.Procs[o.rank].Alive() {
 			continue
 		}
-		if _, err := c.proc(o.rank).call(wire.TFree, wire.Free{Buf: o.buf}, c.Deadline, nil); err != nil {
+		if _, err := c.W.Procs[o.rank].call(wire.TFree, wire.Free{Buf: o.buf}, c.Deadline, nil); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	c.owned = nil
 	return errors.Join(errs...)
 }
 

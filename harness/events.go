@@ -2,119 +2,136 @@ package harness
 
 import (
 	"fmt"
-	"regexp"
-	"strconv"
-	"strings"
+	"sync"
 	"time"
 
 	"p2patomics/harness/report"
 )
 
-// World events are kept twice: Events, the lines stdout and summary.txt
-// print (any code of the runner may append one, "HH:MM:SS: what
-// happened"), and their typed records (report.WorldEvent), which
-// results.json, junit.xml and report.html carry. A line appended to Events
-// directly is typed when next seen (stampEvents): its kind read from its
-// words, its rank, pid and signal from a Classify summary in it.
+// A runner's world events and world starts are facts kept typed, in the
+// order they happened: each is built as a report.WorldEvent (or a
+// report.WorldStart) at the site that saw it, with its rank, pid and
+// signal from what that site knows, never read back from words. The lines
+// stdout and summary.txt print are rendered from them (lines); results.json,
+// junit.xml and report.html carry the records (events).
 
-// event records e: its line in Events and its typed record. Call with r.mu
-// held.
-func (r *Runner) event(e report.WorldEvent) {
-	r.stampEvents()
+// eventLog is a runner's facts. Its own lock: any step of a case, the
+// standby's start and the kernel-log charging add to it.
+type eventLog struct {
+	mu      sync.Mutex
+	backend string
+	facts   []fact
+}
+
+// fact is one entry: a world event, or a world's start (timing, not an
+// event: timing.worlds records every start).
+type fact struct {
+	at      time.Time
+	event   *report.WorldEvent
+	start   report.WorldStart
+	standby bool // the start took a standby world (standby.go)
+}
+
+// add records e, stamped now and with the log's backend when it names none.
+func (l *eventLog) add(e report.WorldEvent) {
 	now := time.Now()
 	if e.Time == "" {
 		e.Time = now.UTC().Format(time.RFC3339)
 	}
 	if e.Backend == "" {
-		e.Backend = r.Backend
+		e.Backend = l.backend
 	}
-	r.Events = append(r.Events, now.Format(time.TimeOnly)+": "+e.Detail)
-	if r.typed == nil {
-		r.typed = map[int]report.WorldEvent{}
-	}
-	r.typed[len(r.Events)-1] = e
-	r.stamped = len(r.Events)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.facts = append(l.facts, fact{at: now, event: &e})
 }
 
-// eventf records a world event of kind in words. Call with r.mu held.
-func (r *Runner) eventf(kind, format string, a ...any) {
-	r.event(report.WorldEvent{Kind: kind, Detail: fmt.Sprintf(format, a...)})
+// addf records a world event of kind in words.
+func (l *eventLog) addf(kind, format string, a ...any) {
+	l.add(report.WorldEvent{Kind: kind, Detail: fmt.Sprintf(format, a...)})
 }
 
-// WorldEvents are the runner's world events so far, typed, in the order
-// they happened. A world's "ready" line is not one: timing.worlds records
-// every start.
-func (r *Runner) WorldEvents() []report.WorldEvent {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stampEvents()
+// started records a world's start.
+func (l *eventLog) started(s report.WorldStart, standby bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.facts = append(l.facts, fact{at: time.Now(), start: s, standby: standby})
+}
+
+// events are the world events so far, in the order they happened.
+func (l *eventLog) events() []report.WorldEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	var out []report.WorldEvent
-	for i := range r.Events {
-		if e, ok := r.typed[i]; ok && e.Kind != "" {
-			out = append(out, e)
+	for _, f := range l.facts {
+		if f.event != nil {
+			out = append(out, *f.event)
 		}
 	}
 	return out
 }
 
-var (
-	lineTime = regexp.MustCompile(`^([0-9]{2}:[0-9]{2}:[0-9]{2}): `)
-	lineRank = regexp.MustCompile(`rank ([0-9]+) \(pid ([0-9]+)\)(?: killed by (SIG[A-Z0-9]+))?`)
-)
-
-// lineKinds read a line's kind from its words, first match wins.
-var lineKinds = []struct{ words, kind string }{
-	{"idle rank died", report.EventIdleDeath},
-	{"retired", report.EventRetired},
-	{"respawn", report.EventRespawn},
-	{"stopped answering between cases", report.EventRespawn},
-	{"judged from it without running", report.EventSetupStreak},
+// starts are the world starts so far.
+func (l *eventLog) starts() []report.WorldStart {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []report.WorldStart
+	for _, f := range l.facts {
+		if f.event == nil {
+			out = append(out, f.start)
+		}
+	}
+	return out
 }
 
-// stampEvents types the lines appended to Events directly since the last
-// look, each timed by its own "HH:MM:SS: " (today's, or yesterday's when
-// that is later than now), else now. Call with r.mu held.
-func (r *Runner) stampEvents() {
-	if r.typed == nil {
-		r.typed = map[int]report.WorldEvent{}
+// lines renders every fact as the line stdout and summary.txt print: an
+// event as "HH:MM:SS: detail", a start as its ready line.
+func (l *eventLog) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.facts))
+	for _, f := range l.facts {
+		out = append(out, f.line())
 	}
-	for i := r.stamped; i < len(r.Events); i++ {
-		if _, ok := r.typed[i]; ok {
-			continue
-		}
-		r.typed[i] = r.parseEvent(r.Events[i], time.Now())
-	}
-	r.stamped = len(r.Events)
+	return out
 }
 
-// parseEvent types one line of Events; a world's ready line gets no kind
-// (it is timing, not an event).
-func (r *Runner) parseEvent(line string, now time.Time) report.WorldEvent {
-	if strings.Contains(line, " ready in ") && !lineTime.MatchString(line) {
-		return report.WorldEvent{}
+func (f fact) line() string {
+	if f.event != nil {
+		return f.at.Format(time.TimeOnly) + ": " + f.event.Detail
 	}
-	e := report.WorldEvent{Kind: report.EventOther, Backend: r.Backend, Detail: line, Time: now.UTC().Format(time.RFC3339)}
-	if m := lineTime.FindStringSubmatch(line); m != nil {
-		e.Detail = strings.TrimPrefix(line, m[0])
-		if t, err := time.ParseInLocation(time.TimeOnly, m[1], now.Location()); err == nil {
-			at := time.Date(now.Year(), now.Month(), now.Day(), t.Hour(), t.Minute(), t.Second(), 0, now.Location())
-			if at.After(now) {
-				at = at.AddDate(0, 0, -1)
-			}
-			e.Time = at.UTC().Format(time.RFC3339)
-		}
+	s := fmt.Sprintf("world of %d %s ranks ready in %.3f s", f.start.Ranks, f.start.Backend, f.start.Seconds)
+	if f.standby {
+		s += " (a standby, started while the case before ran)"
 	}
-	for _, k := range lineKinds {
-		if strings.Contains(e.Detail, k.words) {
-			e.Kind = k.kind
-			break
-		}
+	return s
+}
+
+// RunFault is a finding no case's result carries that fails the run's
+// verdict (charge.go), typed where the charging finds it; String is its
+// line in results.json's summary.run_faults.
+type RunFault struct {
+	// Case ended Outcome before the fault was found ("" when the fault is
+	// no case's: a foreign process's, or a rank's that ran no case).
+	Case    string
+	Outcome report.Outcome
+	// Who logged it and When, as the charging words them; What is a
+	// finding between cases (a rank that died idle, a probe that failed)
+	// instead of a logged fault.
+	Who, When, What string
+	Fault           *report.Fault
+	// Foreign: Who is none of the run's ranks.
+	Foreign bool
+}
+
+func (f RunFault) String() string {
+	switch {
+	case f.What != "":
+		return fmt.Sprintf("%s ended %s, but after it %s", f.Case, f.Outcome, f.What)
+	case f.Case != "":
+		return fmt.Sprintf("%s ended %s, but %s logged a GPU fault after it was recorded (%s): %v", f.Case, f.Outcome, f.Who, f.When, f.Fault)
+	case f.Foreign:
+		return fmt.Sprintf("foreign GPU fault: %s logged %s: %v", f.Who, f.When, f.Fault)
 	}
-	if m := lineRank.FindStringSubmatch(e.Detail); m != nil {
-		rk, _ := strconv.Atoi(m[1])
-		e.Rank = &rk
-		e.Pid, _ = strconv.Atoi(m[2])
-		e.Signal = m[3]
-	}
-	return e
+	return fmt.Sprintf("%s that had run no case logged a GPU fault (%s): %v", f.Who, f.When, f.Fault)
 }

@@ -54,11 +54,26 @@ func kernelLog() (*kmsg.Reader, *health.Monitor, error) {
 	return kmsgReader, monitor, kmsgErr
 }
 
+// kernelWatch is what a runner watches beside its cases: the machine's
+// kernel log, charged by the fault book, and the machine's health (an
+// untrustworthy machine is the run's abort). Its own lock.
+type kernelWatch struct {
+	book *faultBook
+	log  *eventLog
+	// open, when set, replaces the machine's kernel log (tests plant
+	// lines in a file: SetKernelLog).
+	open     func() (*kmsg.Reader, *health.Monitor, error)
+	mu       sync.Mutex
+	health   health.Snapshot
+	kmsgSaid bool
+	abort    string
+}
+
 // klog is the runner's kernel log: the machine's (kernelLog), or the one a
-// test gave it (faultBook.open).
-func (r *Runner) klog() (*kmsg.Reader, *health.Monitor, error) {
-	if r.book.open != nil {
-		return r.book.open()
+// test gave it (open).
+func (k *kernelWatch) klog() (*kmsg.Reader, *health.Monitor, error) {
+	if k.open != nil {
+		return k.open()
 	}
 	return kernelLog()
 }
@@ -69,38 +84,38 @@ type caseWatch struct {
 	start time.Time // the case folder's duration_s runs from here
 }
 
-func (r *Runner) startWatch(w *World) *caseWatch {
+func (k *kernelWatch) start(w *World) *caseWatch {
 	cw := &caseWatch{seqs: make([]uint64, len(w.Procs)), start: time.Now()}
 	for i, p := range w.Procs {
 		if p.Trace != nil {
 			cw.seqs[i], _ = trace.SharedSeq(p.Trace)
 		}
 	}
-	r.register(w)
-	kr, _, err := r.klog()
-	if err != nil && !r.kmsgSaid {
-		r.kmsgSaid = true
-		r.mu.Lock()
-		r.Events = append(r.Events, fmt.Sprintf("kernel log unreadable (%v): cases carry no kernel-log lines", err))
-		r.mu.Unlock()
+	k.book.register(w)
+	kr, _, err := k.klog()
+	k.mu.Lock()
+	say := err != nil && !k.kmsgSaid
+	k.kmsgSaid = k.kmsgSaid || say
+	k.mu.Unlock()
+	if say {
+		k.log.addf(report.EventOther, "kernel log unreadable (%v): cases carry no kernel-log lines", err)
 	}
 	if kr != nil {
-		// Lines logged between two cases (after the last case's endWatch)
-		// are read here, before the Mark forgets them: they name a rank of
+		// Lines logged between two cases (after the last case's end) are
+		// read here, before the Mark forgets them: they name a rank of
 		// some world, or no rank of the run, and are charged as such.
 		if lines, _ := kr.Since(); len(lines) > 0 {
-			r.chargeBetween(kmsg.Events(lines))
+			k.book.chargeBetween(kmsg.Events(lines))
 		}
 		_ = kr.Mark()
 	}
 	return cw
 }
 
-// endWatch charges the case's kernel-log lines (chargeLines), judges
-// machine health (GPU cases), notes the case as its world's last, and
-// writes the case's evidence folder when it did not pass.
-func (r *Runner) endWatch(c *Case, w *World, cw *caseWatch, res *report.Result) {
-	kr, mon, _ := r.klog()
+// end charges the case's kernel-log lines (chargeLines), judges machine
+// health (GPU cases), and notes the case as its world's last.
+func (k *kernelWatch) end(c *Case, w *World, res *report.Result) {
+	kr, mon, _ := k.klog()
 	var lines []kmsg.Line
 	if kr != nil {
 		// Marked after the read: a line logged from here to the next
@@ -108,27 +123,44 @@ func (r *Runner) endWatch(c *Case, w *World, cw *caseWatch, res *report.Result) 
 		lines, _ = kr.Since()
 		_ = kr.Mark()
 	}
-	r.register(w)
-	r.chargeLines(c, w, res, kmsg.Events(lines))
+	k.book.register(w)
+	k.book.chargeLines(c, w, res, kmsg.Events(lines))
 	if c.GPU && mon != nil {
-		snap, v := mon.CheckLines(r.health, lines)
-		r.health = snap
-		if v.Untrustworthy && r.Abort == "" {
-			r.Abort = v.Reason
+		k.mu.Lock()
+		snap, v := mon.CheckLines(k.health, lines)
+		k.health = snap
+		first := v.Untrustworthy && k.abort == ""
+		if first {
+			k.abort = v.Reason
+		}
+		k.mu.Unlock()
+		if first {
 			res.Detail = strings.TrimSpace(res.Detail + "; machine no longer trustworthy: " + v.Reason)
 		}
 	}
-	r.noteLast(w, c, res)
-	if r.Evidence == nil || r.Evidence.Out == "" || (res.Outcome == report.Pass && !r.Evidence.TraceAll) {
+	k.book.noteLast(w, c, res)
+}
+
+// aborted is why the machine stopped being trustworthy, "" while it is.
+func (k *kernelWatch) aborted() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.abort
+}
+
+// keep writes the case's evidence folder when it did not pass (or every
+// case's with --trace). Made here, while the world still holds each rank's
+// trace and stderr; written by the evidence sink, which gives the folder
+// up (and says so) when results.json needs the room. klogErr is why the
+// kernel log could not be read (kernel.log says so).
+func (e *Evidence) keep(c *Case, w *World, cw *caseWatch, res *report.Result, klogErr error) {
+	if e == nil || e.Out == "" || (res.Outcome == report.Pass && !e.TraceAll) {
 		return
 	}
-	// Made here, while the world still holds each rank's trace and
-	// stderr; written by the evidence writer, which gives the folder up
-	// (and says so) when results.json needs the room.
-	files := r.evidenceFiles(c, w, cw, res)
-	write := r.Evidence.Write
+	files := e.files(c, w, cw, res, klogErr)
+	write := e.Write
 	if write == nil {
-		write = (&stream.Evidence{Dir: r.Evidence.Out}).Write
+		write = (&stream.Evidence{Dir: e.Out}).Write
 	}
 	if note := write(c.ID, files); note != "" {
 		res.Detail = strings.TrimSpace(res.Detail + "; " + note)
@@ -138,7 +170,7 @@ func (r *Runner) endWatch(c *Case, w *World, cw *caseWatch, res *report.Result) 
 // evidenceFiles is the case's folder: each rank's trace and stderr,
 // repro.sh, kernel.log, environment.json and result.json. A rank trace
 // that cannot be read is said in its place (the folder is still kept).
-func (r *Runner) evidenceFiles(c *Case, w *World, cw *caseWatch, res *report.Result) []stream.File {
+func (e *Evidence) files(c *Case, w *World, cw *caseWatch, res *report.Result, klogErr error) []stream.File {
 	var files []stream.File
 	for i, p := range w.Procs {
 		if p.Trace == nil {
@@ -151,10 +183,10 @@ func (r *Runner) evidenceFiles(c *Case, w *World, cw *caseWatch, res *report.Res
 		files = append(files, stream.File{Name: fmt.Sprintf("rank-%d.trace", p.Rank), Data: []byte(tr), Mode: 0o644},
 			stream.File{Name: fmt.Sprintf("rank-%d.stderr", p.Rank), Data: []byte(p.Stderr.String()), Mode: 0o644})
 	}
-	files = append(files, stream.File{Name: "repro.sh", Data: []byte(r.reproScript(c)), Mode: 0o755},
-		stream.File{Name: "kernel.log", Data: []byte(r.caseKernelLog(res)), Mode: 0o644})
-	if r.Evidence.Env != nil {
-		b, _ := json.MarshalIndent(r.Evidence.Env(), "", "  ")
+	files = append(files, stream.File{Name: "repro.sh", Data: []byte(e.reproScript(c)), Mode: 0o755},
+		stream.File{Name: "kernel.log", Data: []byte(caseKernelLog(res, klogErr)), Mode: 0o644})
+	if e.Env != nil {
+		b, _ := json.MarshalIndent(e.Env(), "", "  ")
 		files = append(files, stream.File{Name: "environment.json", Data: b, Mode: 0o644})
 	}
 	// The runner sets duration_s when the case returns, after this folder
@@ -192,17 +224,13 @@ func rankTrace(p *Proc, seq uint64, c *Case, res *report.Result) (string, error)
 	return sb.String(), nil
 }
 
-// ReproScript is c's repro.sh as the runner writes it, for a case folder
-// the suite makes itself (a case whose body panicked: suite.Run.HeardSpec).
-func (r *Runner) ReproScript(c *Case) string { return r.reproScript(c) }
-
 // reproScript is the case's repro.sh: its repro line, run from any
 // directory with the suite's binary when there is one.
-func (r *Runner) reproScript(c *Case) string {
+func (e *Evidence) reproScript(c *Case) string {
 	line := c.Repro
-	if r.Evidence.Binary != "" {
+	if e.Binary != "" {
 		if rest, ok := strings.CutPrefix(line, "./specs.test "); ok {
-			line = shellQuote(r.Evidence.Binary) + " " + rest
+			line = shellQuote(e.Binary) + " " + rest
 		}
 	}
 	// Its reports go to a folder of its own, never the default out/: run
@@ -211,29 +239,29 @@ func (r *Runner) reproScript(c *Case) string {
 	outDir := "${TMPDIR:-/tmp}/p2patomics-repro-" + c.ID
 	repro := "#!/bin/sh\n# Re-run just this case with the same backend, kind, ranks and seed (from any directory).\n" +
 		"# Reports: $P2PAT_OUT, else " + outDir + " (pass --out=DIR to choose).\n"
-	if r.Evidence.Binary != "" {
+	if e.Binary != "" {
 		// go test and go tool ginkgo ./specs run a temporary build that is
 		// gone when they end: say so in one line instead of sh's 127.
-		repro += "[ -x " + shellQuote(r.Evidence.Binary) + " ] || { echo \"repro: \"" + shellQuote(r.Evidence.Binary) +
+		repro += "[ -x " + shellQuote(e.Binary) + " ] || { echo \"repro: \"" + shellQuote(e.Binary) +
 			"\" is gone (a go test or ginkgo build); build bin/specs.test (make build) and run it with the flags below\" >&2; exit 2; }\n"
 	}
-	if r.Evidence.Gate != "" && !strings.Contains(line, r.Evidence.Gate) {
-		line += " " + r.Evidence.Gate // the suite's repros carry it already
+	if e.Gate != "" && !strings.Contains(line, e.Gate) {
+		line += " " + e.Gate // the suite's repros carry it already
 	}
 	repro += line + " --out=\"${P2PAT_OUT:-" + outDir + "}\" \"$@\"\n"
-	if r.Evidence.MakeForm != nil {
-		repro += "# or, from a checkout: " + r.Evidence.MakeForm(c.Repro) + "\n"
+	if e.MakeForm != nil {
+		repro += "# or, from a checkout: " + e.MakeForm(c.Repro) + "\n"
 	}
 	return repro
 }
 
 // caseKernelLog is kernel.log's text: the case's driver lines, or a line
 // that says why there are none (an empty file reads as "not collected").
-func (r *Runner) caseKernelLog(res *report.Result) string {
+func caseKernelLog(res *report.Result, klogErr error) string {
 	if len(res.KernelLog) > 0 {
 		return strings.Join(res.KernelLog, "\n") + "\n"
 	}
-	if _, _, err := r.klog(); err != nil {
+	if err := klogErr; err != nil {
 		return fmt.Sprintf("# kernel log not read: %v\n", err)
 	}
 	return "# the kernel log was read; it has no GPU driver line (NVRM, amdgpu, Xid, ...) from this case\n"

@@ -4,4 +4,4 @@ import "time"
 
 // LimitOf is the deadline r gives c: its budget from r.Recorded, or its
 // own Limit.
-func LimitOf(r *Runner, c *Case) time.Duration { return r.budgeted(c).Limit() }
+func LimitOf(r *Runner, c *Case) time.Duration { return r.pace.budgeted(r.Recorded, c).Limit() }

@@ -13,15 +13,15 @@ import (
 // the judgement's (Run's judgeCase, diedDuring's one site) and the
 // backstop's (Run's collect, after the leak check).
 func DeathsFound(r *Runner) (judged, backstop int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.deaths[deathFound], r.deaths[deathBackstop]
+	r.hooks.mu.Lock()
+	defer r.hooks.mu.Unlock()
+	return r.hooks.deaths[deathFound], r.hooks.deaths[deathBackstop]
 }
 
 // SetLateDeath makes f run in every later case between its leak check and
 // its evidence (nil: none), where a rank f kills is the backstop's alone to
 // find.
-func SetLateDeath(r *Runner, f func(*World)) { r.lateDeath = f }
+func SetLateDeath(r *Runner, f func(*World)) { r.hooks.lateDeath = f }
 
 // SetKernelLog makes r read its kernel log from path, a file of /dev/kmsg
 // records a test appends lines to (kmsg.OpenPath), with a machine monitor
@@ -32,9 +32,22 @@ func SetKernelLog(r *Runner, path string) error {
 		return err
 	}
 	mon := &health.Monitor{Root: filepath.Dir(path), SMI: "-", Kmsg: kr}
-	r.book.open = func() (*kmsg.Reader, *health.Monitor, error) { return kr, mon, nil }
+	r.watch.open = func() (*kmsg.Reader, *health.Monitor, error) { return kr, mon, nil }
 	return nil
 }
 
 // Prestart is Runner.prestart, for the standby tests.
-func Prestart(r *Runner, c *Case) { r.prestart(c) }
+func Prestart(r *Runner, c *Case) { r.pool.prestart(c) }
+
+// Standbys is how many standby worlds r started and used.
+func Standbys(r *Runner) (started, used int) {
+	r.pool.mu.Lock()
+	defer r.pool.mu.Unlock()
+	return r.pool.standbyStarted, r.pool.standbyUsed
+}
+
+// RunFaults are r's run faults so far, as results.json's lines.
+func RunFaults(r *Runner) []string { return r.book.runFaults() }
+
+// EventLines are r's world events and starts as stdout prints them.
+func EventLines(r *Runner) []string { return r.log.lines() }

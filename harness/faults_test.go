@@ -151,9 +151,13 @@ func TestIdleDeathAtCloseAndSignalNames(t *testing.T) {
 		Run: func(c *harness.Ctx) error { idle = c.W.Procs[1]; return nil }})
 	syscall.Kill(idle.Pid, syscall.SIGHUP)
 	waitDead(t, idle)
-	r.Close()
-	if ev := strings.Join(r.Events, "\n"); !strings.Contains(ev, "idle rank died") || !strings.Contains(ev, "SIGHUP") {
+	tally := r.Close()
+	if ev := strings.Join(tally.Lines, "\n"); !strings.Contains(ev, "idle rank died") || !strings.Contains(ev, "SIGHUP") {
 		t.Fatalf("idle death before Close not reported with its signal named: %s", ev)
+	}
+	if evs := r.WorldEvents(); len(evs) != 1 || evs[0].Kind != report.EventIdleDeath || evs[0].Signal != "SIGHUP" ||
+		evs[0].Rank == nil || *evs[0].Rank != 1 || evs[0].Pid != idle.Pid {
+		t.Fatalf("idle death at Close typed as %+v, want idle-death of rank 1 (pid %d) by SIGHUP", evs, idle.Pid)
 	}
 	c2 := &harness.Case{Ranks: 2, Timeout: 30 * time.Second}
 	c64 := &harness.Case{Ranks: 64, Timeout: 30 * time.Second}

@@ -42,7 +42,7 @@ func TestPhysicsFloor(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		err := c.FloorCheck(nil)
+		err := floorCheck(c, nil)
 		var fe *FailError
 		if got := errors.As(err, &fe); got != tc.fail {
 			t.Errorf("%s: %v, want fail %v", tc.name, err, tc.fail)
@@ -58,13 +58,13 @@ func TestPhysicsFloor(t *testing.T) {
 	}
 	c.Metrics = nil
 	c.Metric(report.MetricKind{Name: "bw_x_gbps", Unit: "GB/s", Better: report.Higher}, "m", 0.001) // no ceiling: no floor
-	if err := c.FloorCheck(nil); err != nil {
+	if err := floorCheck(c, nil); err != nil {
 		t.Errorf("a metric without a ceiling met a floor: %v", err)
 	}
 	body := errors.New("the body's own error")
 	c.Metrics = nil
 	_ = c.Bandwidth("bw_ce_write_gbps", "m", ceil, 10)
-	if err := c.FloorCheck(body); err != body {
+	if err := floorCheck(c, body); err != body {
 		t.Errorf("the floor replaced the body's error: %v", err)
 	}
 }

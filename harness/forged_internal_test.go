@@ -74,7 +74,7 @@ func TestForgedRepliesAreCaught(t *testing.T) {
 	c.W.Procs[1] = leaky
 	before := openFds(t)
 	for range 4 {
-		if _, err := c.MemInfo(1); err != nil {
+		if _, err := memInfo(c, 1); err != nil {
 			t.Fatal(err)
 		}
 	}

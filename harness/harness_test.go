@@ -160,9 +160,14 @@ func checkIdleDeath(t *testing.T, r *harness.Runner, mk func(string, func(*harne
 	if next.Outcome != report.Pass {
 		t.Fatalf("case after an idle death: %+v", next)
 	}
-	if ev := strings.Join(r.Events, "\n"); !strings.Contains(ev, "idle rank died") || !strings.Contains(ev, "SIGKILL") {
-		t.Fatalf("idle death not recorded as a world event: %s", ev)
+	evs := r.WorldEvents()
+	for _, e := range evs {
+		if e.Kind == report.EventIdleDeath && e.Signal == "SIGKILL" && e.Rank != nil && *e.Rank == 1 && e.Pid == idle.Pid &&
+			strings.Contains(e.Detail, "idle rank died") {
+			return
+		}
 	}
+	t.Fatalf("idle death not recorded as a typed world event of rank 1 (pid %d), SIGKILL: %+v", idle.Pid, evs)
 }
 
 func BenchmarkWorld2(b *testing.B) { benchWorld(b, 2) }
@@ -413,7 +418,7 @@ func TestHelloSettings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ctx.MemInfo(0); err != nil {
+		if _, err := ctx.Local(0, 4096); err != nil {
 			t.Fatal(err)
 		}
 		after, err := trace.SharedSeq(w.Procs[0].Trace)

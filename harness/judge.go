@@ -11,7 +11,7 @@ import (
 
 // judge is a case's outcome, detail and fault from the error it ended with:
 // the error's own classification (errors.go), worded by its type below.
-func (r *Runner) judge(c *Case, w *World, err error) (report.Outcome, string, *report.Fault) {
+func judge(c *Case, w *World, err error) (report.Outcome, string, *report.Fault) {
 	ce := classOf(err)
 	detail, fault := ce.judge(c, w, err)
 	return ce.outcome(), detail, fault

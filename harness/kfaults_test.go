@@ -23,7 +23,7 @@ func plantedLog(t *testing.T) (*harness.Runner, func(text string)) {
 		t.Fatal(err)
 	}
 	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
-	t.Cleanup(r.Close)
+	t.Cleanup(func() { r.Close() })
 	if err := harness.SetKernelLog(r, path); err != nil {
 		t.Fatal(err)
 	}
@@ -72,8 +72,8 @@ func TestKernelFaultOfARankIsItsCase(t *testing.T) {
 	if !strings.Contains(res.Detail, "rank 0 (pid") || len(res.KernelLog) != 1 || strings.HasPrefix(res.KernelLog[0], "[by time window]") {
 		t.Errorf("detail %q, kernel log %q: want rank 0 named and the line attached by its pid", res.Detail, res.KernelLog)
 	}
-	if len(r.Failures) != 0 {
-		t.Errorf("the case's own fault is also a run failure: %v", r.Failures)
+	if len(harness.RunFaults(r)) != 0 {
+		t.Errorf("the case's own fault is also a run failure: %v", harness.RunFaults(r))
 	}
 }
 
@@ -85,8 +85,8 @@ func TestForeignKernelFaultFailsTheRun(t *testing.T) {
 	if res.Outcome != report.Pass || len(res.KernelLog) != 0 {
 		t.Errorf("another process's fault was charged to the case: %s %s %v", res.Outcome, res.Detail, res.KernelLog)
 	}
-	if len(r.Failures) != 1 || !strings.Contains(r.Failures[0], fmt.Sprintf("foreign GPU fault: pid %d", os.Getpid())) || !strings.Contains(r.Failures[0], "Xid 31") {
-		t.Fatalf("run failures %q, want the one foreign Xid 31", r.Failures)
+	if len(harness.RunFaults(r)) != 1 || !strings.Contains(harness.RunFaults(r)[0], fmt.Sprintf("foreign GPU fault: pid %d", os.Getpid())) || !strings.Contains(harness.RunFaults(r)[0], "Xid 31") {
+		t.Fatalf("run failures %q, want the one foreign Xid 31", harness.RunFaults(r))
 	}
 }
 
@@ -99,9 +99,9 @@ func TestKernelFaultOfAnotherWorldNamesItsLastCase(t *testing.T) {
 	r.Run(plantCase("two", 2, true, plant, func(int) string { return xid31(three) }))
 	plant(xid31(three)) // between cases
 	r.Run(plantCase("two.again", 2, true, plant, nil))
-	if len(r.Failures) != 2 || !strings.HasPrefix(r.Failures[0], "three ended pass") || !strings.Contains(r.Failures[0], "while two ran") ||
-		!strings.HasPrefix(r.Failures[1], "three ended pass") || !strings.Contains(r.Failures[1], "between cases") {
-		t.Fatalf("run failures %q, want two naming case three", r.Failures)
+	if len(harness.RunFaults(r)) != 2 || !strings.HasPrefix(harness.RunFaults(r)[0], "three ended pass") || !strings.Contains(harness.RunFaults(r)[0], "while two ran") ||
+		!strings.HasPrefix(harness.RunFaults(r)[1], "three ended pass") || !strings.Contains(harness.RunFaults(r)[1], "between cases") {
+		t.Fatalf("run failures %q, want two naming case three", harness.RunFaults(r))
 	}
 }
 
@@ -143,8 +143,8 @@ func TestStickyErrorIsTheCasesCrash(t *testing.T) {
 			t.Errorf("noleak=%t: the case after: %s %s", noLeak, next.Outcome, next.Detail)
 		}
 		r.Close()
-		if len(r.Failures) != 0 {
-			t.Errorf("noleak=%t: the case's own sticky error also failed the run: %v", noLeak, r.Failures)
+		if len(harness.RunFaults(r)) != 0 {
+			t.Errorf("noleak=%t: the case's own sticky error also failed the run: %v", noLeak, harness.RunFaults(r))
 		}
 	}
 }

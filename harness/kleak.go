@@ -5,8 +5,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-
-	"p2patomics/harness/report"
 )
 
 // The leak check's kernel view. A rank's MemInfo reply is its backend's
@@ -69,37 +67,4 @@ func kernelLeaks(w *World, before []uint64) (string, error) {
 		}
 	}
 	return strings.Join(leaks, "; "), nil
-}
-
-// noteDropped records a launch the rank says the injector dropped.
-func (c *Ctx) noteDropped(rank int, kernel, rule string) {
-	if rule == "" {
-		return
-	}
-	c.mu.Lock()
-	c.dropped = append(c.dropped, fmt.Sprintf("rank %d's %s (%s)", rank, kernel, rule))
-	c.mu.Unlock()
-}
-
-// witnessDrops (after the judgement) takes a control's outcome away when
-// the injector dropped any of its launches: a planted race that "lost
-// every update" because its kernel never ran is not the race caught, and
-// an expected fail met by a driver that runs nothing shows nothing. The
-// control ends error (control lost, expect.Judge); a case that is no
-// control keeps its outcome (a dropped launch failing it is the injector
-// being noticed).
-func (r *Runner) witnessDrops(cr *caseRun) {
-	if cr.ctx == nil || !report.IsControl(report.Result{Labels: cr.c.Labels, Expected: cr.c.Expected}) {
-		return
-	}
-	cr.ctx.mu.Lock()
-	dropped := cr.ctx.dropped
-	cr.ctx.mu.Unlock()
-	if len(dropped) == 0 {
-		return
-	}
-	res := cr.res
-	res.Detail = fmt.Sprintf("control's kernel did not run: the injector dropped %d launch(es), first %s; its %s (%s) shows nothing",
-		len(dropped), dropped[0], res.Outcome, res.Detail)
-	res.Outcome = report.Error
 }

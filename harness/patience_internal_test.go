@@ -259,21 +259,21 @@ func TestWedgedCallJudgesLaterCasesNotRun(t *testing.T) {
 	timeout := func(id string, expected report.Outcome, call string) {
 		c := &Case{ID: id, Expected: expected}
 		res := report.Result{Outcome: report.Timeout, Detail: "rank 1 did not answer launch"}
-		r.noteWedge(c, res, &TimeoutError{Rank: 1, What: "launch", Call: call})
+		r.streaks.noteWedge(c, res, &TimeoutError{Rank: 1, What: "launch", Call: call})
 	}
 	timeout("a.control", report.Timeout, "synchronize")
 	timeout("b.spin", report.Pass, "")
 	timeout("c.first", report.Pass, "synchronize")
 	var res report.Result
-	if r.judgedFromWedge(&Case{ID: "d"}, &res) {
+	if r.streaks.judgedFromWedge(&Case{ID: "d"}, &res) {
 		t.Fatal("one wedged case judged the next: want two")
 	}
 	timeout("e.second", report.Pass, "mmap")
-	if r.judgedFromWedge(&Case{ID: "f"}, &res) {
+	if r.streaks.judgedFromWedge(&Case{ID: "f"}, &res) {
 		t.Fatal("two cases stuck in different calls judged the next")
 	}
 	timeout("g.third", report.Pass, "synchronize")
-	if !r.judgedFromWedge(&Case{ID: "h"}, &res) {
+	if !r.streaks.judgedFromWedge(&Case{ID: "h"}, &res) {
 		t.Fatal("two cases stuck in synchronize: the next still runs")
 	}
 	if res.Outcome != report.NotRunOutcome || res.JudgedFrom == nil || res.JudgedFrom.Case != "c.first" ||
@@ -293,22 +293,22 @@ func TestBudgetScalesWithTheRunsPace(t *testing.T) {
 	r := NewRunner(backends.HostName, wire.Settings{}, 1)
 	r.Recorded = map[string]float64{"a": 0.5, "b": 0.3, "slow": 1.0}
 	c := &Case{ID: "slow", Timeout: 60 * time.Second}
-	if got := r.budgeted(c).Limit(); got != 10*time.Second {
+	if got := r.pace.budgeted(r.Recorded, c).Limit(); got != 10*time.Second {
 		t.Fatalf("budget before any pace: %s, want 10s", got)
 	}
-	r.notePace(&Case{ID: "a"}, report.Result{Outcome: report.Pass, Duration: 1.5})
-	r.notePace(&Case{ID: "b"}, report.Result{Outcome: report.Pass, Duration: 0.9})
-	r.notePace(&Case{ID: "b"}, report.Result{Outcome: report.Timeout, Duration: 50})
-	if got := r.budgeted(c).Limit(); got != 30*time.Second {
+	r.pace.note(r.Recorded, &Case{ID: "a"}, report.Result{Outcome: report.Pass, Duration: 1.5})
+	r.pace.note(r.Recorded, &Case{ID: "b"}, report.Result{Outcome: report.Pass, Duration: 0.9})
+	r.pace.note(r.Recorded, &Case{ID: "b"}, report.Result{Outcome: report.Timeout, Duration: 50})
+	if got := r.pace.budgeted(r.Recorded, c).Limit(); got != 30*time.Second {
 		t.Fatalf("budget at 3x pace: %s, want 30s", got)
 	}
-	if got := r.budgeted(&Case{ID: "slow", Timeout: 20 * time.Second}).Limit(); got != 20*time.Second {
+	if got := r.pace.budgeted(r.Recorded, &Case{ID: "slow", Timeout: 20 * time.Second}).Limit(); got != 20*time.Second {
 		t.Fatalf("budget past the case's own limit: %s", got)
 	}
 	fast := NewRunner(backends.HostName, wire.Settings{}, 1)
 	fast.Recorded = r.Recorded
-	fast.notePace(&Case{ID: "a"}, report.Result{Outcome: report.Pass, Duration: 0.1})
-	if got := fast.budgeted(c).Limit(); got != 10*time.Second {
+	fast.pace.note(fast.Recorded, &Case{ID: "a"}, report.Result{Outcome: report.Pass, Duration: 0.1})
+	if got := fast.pace.budgeted(fast.Recorded, c).Limit(); got != 10*time.Second {
 		t.Fatalf("a faster run shrank the budget: %s", got)
 	}
 }

@@ -360,3 +360,11 @@ func (p *Proc) hungUp() bool {
 	n, err := unix.Poll(fds, 0)
 	return err == nil && n > 0 && fds[0].Revents&(unix.POLLHUP|unix.POLLRDHUP|unix.POLLERR) != 0
 }
+
+// lastBytes is the end of s, at most n bytes, marked when cut.
+func lastBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/wire"
 )
@@ -56,6 +57,14 @@ const (
 
 // readFrame is one rank's check frame, a buffer of the rank's device memory
 // kept until teardown; mu makes concurrent checks on one rank take turns.
+// readCheck is a case's read-back integrity check: per rank, the frame of
+// known words the device's sum lands in. Its own lock; the Ctx it checks
+// for is passed in (its launches, writes and deadline).
+type readCheck struct {
+	mu     sync.Mutex
+	frames map[int]*readFrame // per rank: the read check's frame
+}
+
 type readFrame struct {
 	mu  sync.Mutex
 	buf int
@@ -70,11 +79,11 @@ func (c *Ctx) Read(r, buf int, off, n uint64) ([]byte, error) {
 		return []byte{}, nil
 	}
 	lo, hi := off&^7, (off+n+7)&^7
-	b, err := c.readRaw(r, buf, lo, hi-lo)
+	b, err := readRaw(c, r, buf, lo, hi-lo)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.verifyRead(r, buf, lo, b); err != nil {
+	if err := c.reads.verify(c, r, buf, lo, b); err != nil {
 		return nil, err
 	}
 	return b[off-lo : off-lo+n], nil
@@ -83,12 +92,12 @@ func (c *Ctx) Read(r, buf int, off, n uint64) ([]byte, error) {
 // readRaw reads n bytes from a rank's buffer, in protocol-sized chunks,
 // unverified: the reads whose bytes the caller compares in full with what
 // it knows (the check frame, a witness) use it.
-func (c *Ctx) readRaw(r, buf int, off, n uint64) ([]byte, error) {
+func readRaw(c *Ctx, r, buf int, off, n uint64) ([]byte, error) {
 	out := make([]byte, 0, n)
 	for done := uint64(0); done < n; {
 		k := min(n-done, wire.MaxData)
 		var d wire.Data
-		if _, err := c.proc(r).call(wire.TRead, wire.Read{Buf: buf, Off: off + done, Len: k}, c.Deadline, &d); err != nil {
+		if _, err := c.W.Procs[r].call(wire.TRead, wire.Read{Buf: buf, Off: off + done, Len: k}, c.Deadline, &d); err != nil {
 			return nil, err
 		}
 		if uint64(len(d.Data)) != k {
@@ -104,11 +113,11 @@ func (c *Ctx) readRaw(r, buf int, off, n uint64) ([]byte, error) {
 
 // verifyRead compares the bytes b read from [off, off+len(b)) of rank r's
 // buffer (whole words) with the device's sum of the same words.
-func (c *Ctx) verifyRead(r, buf int, off uint64, b []byte) error {
+func (rc *readCheck) verify(c *Ctx, r, buf int, off uint64, b []byte) error {
 	words := uint64(len(b)) / 8
-	dev, err := c.deviceWordSum(r, buf, off, words)
+	dev, err := rc.deviceWordSum(c, r, buf, off, words)
 	if err != nil {
-		return c.checkFailed(r, buf, off, words, err)
+		return checkFailed(r, buf, off, words, err)
 	}
 	if got := wordSum(b); got != dev {
 		return Failf("read-back integrity: rank %d's read of buffer %d [%d, +%d bytes): device sum %#x, bytes read sum %#x",
@@ -129,8 +138,8 @@ func wordSum(b []byte) uint64 {
 // deviceWordSum is the wrapping sum of words 64-bit words of rank r's
 // buffer from off, added up by rank r's device into its check frame, which
 // is read back and checked word by word (see the package comment above).
-func (c *Ctx) deviceWordSum(r, buf int, off, words uint64) (uint64, error) {
-	f, err := c.frame(r)
+func (rc *readCheck) deviceWordSum(c *Ctx, r, buf int, off, words uint64) (uint64, error) {
+	f, err := rc.frame(c, r)
 	if err != nil {
 		return 0, err
 	}
@@ -148,14 +157,14 @@ func (c *Ctx) deviceWordSum(r, buf int, off, words uint64) (uint64, error) {
 		return 0, err
 	}
 	w := Witness{Kernel: sumKernel, Rank: r, Buf: f.buf, Off: frameWit * 8, Nonce: nextNonce()}
-	grid, block := c.sumShape(r, words)
+	grid, block := sumShape(c.W, r, words)
 	l := Launch{Rank: r, Kernel: sumKernel, Grid: grid, Block: block, Args: w.Args(map[string]wire.Arg{
 		"src": P(buf, off), "out": P(f.buf, uint64(slot)*8), "n": V(words), "block": V(uint64(block)),
 		"nthreads": V(uint64(grid) * uint64(block))})}
 	if _, err := c.Run(l); err != nil {
 		return 0, err
 	}
-	back, err := c.readRaw(r, f.buf, 0, frameWords*8)
+	back, err := readRaw(c, r, f.buf, 0, frameWords*8)
 	if err != nil {
 		return 0, err
 	}
@@ -173,26 +182,26 @@ func (c *Ctx) deviceWordSum(r, buf int, off, words uint64) (uint64, error) {
 
 // sumShape is the check's launch shape: up to 256 threads a block; on a
 // GPU up to 4 blocks per unit, on the host one block (a goroutine a thread).
-func (c *Ctx) sumShape(r int, words uint64) (grid, block uint32) {
+func sumShape(w *World, r int, words uint64) (grid, block uint32) {
 	block = uint32(max(min(words, 256), 1))
-	if !c.Backend().GPU {
+	if !backends.IsGPU(w.Backend) {
 		return 1, block
 	}
-	return uint32(max(min((words+255)/256, uint64(4*c.Units(r))), 1)), block
+	return uint32(max(min((words+255)/256, uint64(4*w.Units(r))), 1)), block
 }
 
 // frame is rank r's check frame, locked: the caller unlocks it.
-func (c *Ctx) frame(r int) (*readFrame, error) {
-	c.mu.Lock()
-	if c.frames == nil {
-		c.frames = map[int]*readFrame{}
+func (rc *readCheck) frame(c *Ctx, r int) (*readFrame, error) {
+	rc.mu.Lock()
+	if rc.frames == nil {
+		rc.frames = map[int]*readFrame{}
 	}
-	f := c.frames[r]
+	f := rc.frames[r]
 	if f == nil {
 		f = &readFrame{buf: -1}
-		c.frames[r] = f
+		rc.frames[r] = f
 	}
-	c.mu.Unlock()
+	rc.mu.Unlock()
 	f.mu.Lock()
 	if f.buf < 0 {
 		buf, err := c.ScratchWords(r, frameWords*8)
@@ -211,7 +220,7 @@ func (c *Ctx) frame(r int) (*readFrame, error) {
 // a read that cannot be verified is never the allowed "the read failed"
 // answer of a lifetime case. Every other error (a hang, a death, a
 // corrupted frame, a witness that says the sum did not run) keeps its class.
-func (c *Ctx) checkFailed(r, buf int, off, words uint64, err error) error {
+func checkFailed(r, buf int, off, words uint64, err error) error {
 	if RankRefused(err) {
 		return &IntegrityError{Rank: r, Buf: buf, Off: off, Words: words, Err: err}
 	}

@@ -22,8 +22,7 @@ func TestUnverifiedReadIsNotRefused(t *testing.T) {
 	if !RankRefused(refused) {
 		t.Fatal("a plain refusal is not RankRefused")
 	}
-	c := &Ctx{}
-	err := c.checkFailed(1, 3, 0, 1, refused)
+	err := checkFailed(1, 3, 0, 1, refused)
 	if RankRefused(err) || RankRefused(fmt.Errorf("body: %w", err)) {
 		t.Fatalf("%v reads as RankRefused", err)
 	}
@@ -31,7 +30,7 @@ func TestUnverifiedReadIsNotRefused(t *testing.T) {
 		t.Fatalf("%v: %s fatal=%v, want a non-fatal error", err, ce.outcome(), ce.fatal())
 	}
 	dead := &DeadError{Rank: 1}
-	if got := classOf(c.checkFailed(1, 3, 0, 1, dead)); !got.fatal() {
+	if got := classOf(checkFailed(1, 3, 0, 1, dead)); !got.fatal() {
 		t.Fatalf("a death during the check lost its class: %T", got)
 	}
 }
@@ -57,11 +56,11 @@ func TestVerifyReadComparesSums(t *testing.T) {
 			if err := c.Write(0, b, 0, pat); err != nil {
 				return err
 			}
-			outs = append(outs, c.verifyRead(0, b, 0, pat))
+			outs = append(outs, c.reads.verify(c, 0, b, 0, pat))
 			for _, at := range []int{0, 9, 4095} {
 				bad := bytes.Clone(pat)
 				bad[at] ^= 4
-				outs = append(outs, c.verifyRead(0, b, 0, bad))
+				outs = append(outs, c.reads.verify(c, 0, b, 0, bad))
 			}
 			return nil
 		}})

@@ -34,9 +34,7 @@ func Span(ws ...Window) (d time.Duration, ok bool) {
 
 // DeviceKey names rank r's device: its UUID, else its ordinal (backends
 // that report no UUID, such as host, have one device per ordinal).
-func (c *Ctx) DeviceKey(r int) string { return deviceKey(c.W, r) }
-
-func deviceKey(w *World, r int) string {
+func (w *World) DeviceKey(r int) string {
 	if id := w.Infos[r].UUID; id != "" {
 		return id
 	}
@@ -47,23 +45,21 @@ func deviceKey(w *World, r int) string {
 // their kernels are time-sliced rather than resident together unless MPS
 // runs (see MPS). The host backend's "device" is the CPU, where ranks are
 // ordinary processes scheduled on many cores: never shared in this sense.
-func (c *Ctx) SharedGPU(a, b int) bool { return sharedGPU(c.W, a, b) }
-
-func sharedGPU(w *World, a, b int) bool {
+func (w *World) SharedGPU(a, b int) bool {
 	if a == b {
 		return false
 	}
 	if v := w.Infos[a].Vendor; v == "" || backends.Driverless(v) {
 		return false
 	}
-	return deviceKey(w, a) == deviceKey(w, b)
+	return w.DeviceKey(a) == w.DeviceKey(b)
 }
 
 // AnySharedGPU reports whether some two ranks of the world share a GPU.
-func (c *Ctx) AnySharedGPU() bool {
-	for a := 0; a < c.N(); a++ {
-		for b := a + 1; b < c.N(); b++ {
-			if c.SharedGPU(a, b) {
+func (w *World) AnySharedGPU() bool {
+	for a := 0; a < w.N; a++ {
+		for b := a + 1; b < w.N; b++ {
+			if w.SharedGPU(a, b) {
 				return true
 			}
 		}
@@ -75,11 +71,14 @@ func (c *Ctx) AnySharedGPU() bool {
 // server (device.Caps.MPS, answered by the rank; the suite never starts or
 // stops MPS). Only then can kernels of ranks sharing a GPU be resident
 // together; not known is not a client.
-func (c *Ctx) MPS(r int) bool { return c.W.Infos[r].Caps.MPS.OK }
+func (w *World) MPS(r int) bool { return w.Infos[r].Caps.MPS.OK }
+
+// Units returns the rank's parallel units (SMs, CUs, CPUs).
+func (w *World) Units(r int) int { return max(w.Infos[r].Units, 1) }
 
 // SharedGPUNote is the one-line reason a spec gives when two ranks on one
 // GPU cannot do what it needs; it names the missing capability so the
 // skip counts as not-supported.
-func (c *Ctx) SharedGPUNote(a, b int) string {
-	return fmt.Sprintf("ranks %d and %d share GPU %s without MPS: concurrent residency of their kernels is not supported (kernels of two processes on one GPU are time-sliced)", a, b, c.DeviceKey(a))
+func (w *World) SharedGPUNote(a, b int) string {
+	return fmt.Sprintf("ranks %d and %d share GPU %s without MPS: concurrent residency of their kernels is not supported (kernels of two processes on one GPU are time-sliced)", a, b, w.DeviceKey(a))
 }

@@ -15,7 +15,7 @@ func TestMPSReadsTheCap(t *testing.T) {
 	off := device.Info{Vendor: "nvidia", Caps: device.Caps{MPS: device.No("MPS_ENABLED 0")}}
 	c := world("vmm", on, rawOnly, off, device.Info{Vendor: "amd"})
 	for r, want := range []bool{true, false, false, false} {
-		if got := c.MPS(r); got != want {
+		if got := c.W.MPS(r); got != want {
 			t.Errorf("rank %d (%+v): MPS %v, want %v", r, c.W.Infos[r].Caps.MPS, got, want)
 		}
 	}

@@ -46,33 +46,34 @@ func plansRespawn(c *Case) bool {
 
 // prestart starts a standby world of c's size when c plans to end its
 // world and none is waiting, the backend is available and worlds start.
-func (r *Runner) prestart(c *Case) {
+func (p *pool) prestart(c *Case) {
 	if c.Standalone != nil || !plansRespawn(c) {
 		return
 	}
-	r.startStandby(c.Ranks)
+	p.startStandby(c.Ranks)
 }
 
 // startStandby starts a standby world of n ranks unless one waits, the
 // backend is unavailable, starts are broken, the machine is wedged or the
 // runner closed.
-func (r *Runner) startStandby(n int) {
-	if r.NoStandby || !standbyFits(r.Backend) {
+func (p *pool) startStandby(n int) {
+	if !standbyFits(p.backend) || (p.halted != nil && p.halted()) {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.standby != nil || r.unavailable != nil || r.startBroken != "" || r.closed || r.wedged != nil {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.standby != nil || p.unavailable != nil || p.startBroken != "" || p.closed {
 		return
 	}
 	s := &standby{n: n, done: make(chan struct{})}
-	r.standby = s
-	r.StandbyStarted++
-	deadline := time.Now().Add(r.startFloor)
+	p.standby = s
+	p.standbyStarted++
+	deadline := time.Now().Add(p.startFloor)
+	set := *p.settings
 	go func() {
 		defer close(s.done)
 		t0 := time.Now()
-		s.w, s.err = NewWorld(r.Backend, s.n, r.Settings, deadline)
+		s.w, s.err = NewWorld(p.backend, s.n, set, deadline)
 		s.took = time.Since(t0)
 	}()
 }
@@ -80,43 +81,44 @@ func (r *Runner) startStandby(n int) {
 // newOrStandby starts a world of n ranks, or takes the standby of n ranks
 // when one is waiting (once its start has ended): the world, its start's
 // error, how long its start took, and whether it was the standby.
-func (r *Runner) newOrStandby(n int, deadline time.Time) (*World, error, time.Duration, bool) {
-	r.mu.Lock()
-	s := r.standby
+func (p *pool) newOrStandby(n int, deadline time.Time) (*World, error, time.Duration, bool) {
+	p.mu.Lock()
+	s := p.standby
 	if s != nil && s.n == n {
-		r.standby = nil
+		p.standby = nil
 	} else {
 		s = nil
 	}
-	r.mu.Unlock()
+	set := *p.settings
+	p.mu.Unlock()
 	if s == nil {
 		t0 := time.Now()
-		w, err := NewWorld(r.Backend, n, r.Settings, deadline)
+		w, err := NewWorld(p.backend, n, set, deadline)
 		return w, err, time.Since(t0), false
 	}
 	<-s.done
-	r.mu.Lock()
-	r.StandbyUsed++
-	r.mu.Unlock()
+	p.mu.Lock()
+	p.standbyUsed++
+	p.mu.Unlock()
 	if s.err == nil {
 		// Planned respawns come in runs (a canary and the case after it,
 		// then the next canary): the next standby starts now, so it is
 		// ready however short the next world-ender is (a canary dies in
 		// tens of ms; a world start takes 0.3-0.5 s on a GPU).
-		r.startStandby(n)
+		p.startStandby(n)
 	}
 	return s.w, s.err, s.took, true
 }
 
 // dropStandby ends a waiting standby (the runner closes or is killed):
 // its start is waited for, then its ranks are killed and closed. Called
-// without r.mu.
-func (r *Runner) dropStandby() {
-	r.mu.Lock()
-	s := r.standby
-	r.standby = nil
-	r.closed = true
-	r.mu.Unlock()
+// without p.mu.
+func (p *pool) dropStandby() {
+	p.mu.Lock()
+	s := p.standby
+	p.standby = nil
+	p.closed = true
+	p.mu.Unlock()
 	if s == nil {
 		return
 	}

@@ -27,8 +27,8 @@ func TestStandbyWorldForAPlannedRespawn(t *testing.T) {
 	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	mk := deathCase
 	var before []int
-	if res := r.Run(mk("plain", false, func(c *harness.Ctx) error { return nil })); res.Outcome != report.Pass || r.StandbyStarted != 0 {
-		t.Fatalf("a plain case: %s %s, %d standbys started", res.Outcome, res.Detail, r.StandbyStarted)
+	if res := r.Run(mk("plain", false, func(c *harness.Ctx) error { return nil })); res.Outcome != report.Pass || started(r) != 0 {
+		t.Fatalf("a plain case: %s %s, %d standbys started", res.Outcome, res.Detail, started(r))
 	}
 	canary := mk("panics", true, func(c *harness.Ctx) error {
 		for _, p := range c.W.Procs {
@@ -37,8 +37,8 @@ func TestStandbyWorldForAPlannedRespawn(t *testing.T) {
 		return c.Canary(1, "panic")
 	})
 	canary.Canary, canary.Expected = true, report.Crash
-	if res := r.Run(canary); res.Outcome != report.Crash || r.StandbyStarted != 1 {
-		t.Fatalf("the canary: %s %s, %d standbys started", res.Outcome, res.Detail, r.StandbyStarted)
+	if res := r.Run(canary); res.Outcome != report.Crash || started(r) != 1 {
+		t.Fatalf("the canary: %s %s, %d standbys started", res.Outcome, res.Detail, started(r))
 	}
 	res := r.Run(mk("after", false, func(c *harness.Ctx) error {
 		for i, p := range c.W.Procs {
@@ -48,19 +48,19 @@ func TestStandbyWorldForAPlannedRespawn(t *testing.T) {
 		}
 		return nil
 	}))
-	if res.Outcome != report.Pass || r.StandbyUsed != 1 {
-		t.Fatalf("after the canary: %s %s, %d standbys used", res.Outcome, res.Detail, r.StandbyUsed)
+	if res.Outcome != report.Pass || used(r) != 1 {
+		t.Fatalf("after the canary: %s %s, %d standbys used", res.Outcome, res.Detail, used(r))
 	}
-	if !strings.Contains(strings.Join(r.Events, "\n"), "(a standby, started while the case before ran)") {
-		t.Errorf("the standby's start is not in the events: %q", r.Events)
+	if lines := harness.EventLines(r); !strings.Contains(strings.Join(lines, "\n"), "(a standby, started while the case before ran)") {
+		t.Errorf("the standby's start is not in the events: %q", lines)
 	}
 	// Taking it started the next one (respawns come in runs); a canary
 	// now finds it waiting and starts none; one nobody takes (the world
 	// outlived its case) is ended with the runner.
 	canary2 := mk("lives", true, func(c *harness.Ctx) error { return nil })
 	canary2.Canary = true
-	if res := r.Run(canary2); res.Outcome != report.Pass || r.StandbyStarted != 2 {
-		t.Fatalf("a canary that left its world: %s %s, %d started", res.Outcome, res.Detail, r.StandbyStarted)
+	if res := r.Run(canary2); res.Outcome != report.Pass || started(r) != 2 {
+		t.Fatalf("a canary that left its world: %s %s, %d started", res.Outcome, res.Detail, started(r))
 	}
 	r.Close()
 	for _, k := range children() {
@@ -87,10 +87,13 @@ func children() []string {
 // 4-5 such starts as leaks). Fails with standbyFits always true.
 func TestNoStandbyBesideAGPULeakCheck(t *testing.T) {
 	for _, b := range []string{"cuda", "hip", "hsa"} {
-		r := &harness.Runner{Backend: b}
+		r := harness.NewRunner(b, wire.DefaultSettings, 1)
 		harness.Prestart(r, &harness.Case{ID: "x.canary", Canary: true, Ranks: 2})
-		if r.StandbyStarted != 0 {
-			t.Errorf("%s: %d standby worlds started beside a leak-checked GPU case", b, r.StandbyStarted)
+		if started(r) != 0 {
+			t.Errorf("%s: %d standby worlds started beside a leak-checked GPU case", b, started(r))
 		}
 	}
 }
+
+func started(r *harness.Runner) int { n, _ := harness.Standbys(r); return n }
+func used(r *harness.Runner) int    { _, n := harness.Standbys(r); return n }

@@ -111,7 +111,7 @@ func TestRankDeathDuringWorldStart(t *testing.T) {
 func TestStoppedRankAtStartIsBlamedByItsNumber(t *testing.T) {
 	pids := startFault(t, syscall.SIGSTOP, 1)
 	r := NewRunner(backends.HostName, wire.DefaultSettings, 1)
-	r.startFloor = 0 // the start's deadline is the case's 2 s
+	r.pool.startFloor = 0 // the start's deadline is the case's 2 s
 	defer r.Close()
 	c := plainCase("host.memfd.t.stopped")
 	c.NoLeak, c.Timeout = true, 2*time.Second
@@ -134,7 +134,7 @@ func TestStoppedRankAtStartIsBlamedByItsNumber(t *testing.T) {
 func TestNoLeakDeadlineStartsAfterItsWorld(t *testing.T) {
 	pids := startFault(t, syscall.SIGSTOP, 1)
 	r := NewRunner(backends.HostName, wire.DefaultSettings, 1)
-	r.startFloor = 30 * time.Second
+	r.pool.startFloor = 30 * time.Second
 	defer r.Close()
 	c := plainCase("host.memfd.t.slowstart")
 	c.NoLeak, c.Timeout = true, 2*time.Second
@@ -183,8 +183,14 @@ func TestBadRankRetiresItsWorld(t *testing.T) {
 	if seen[errStreakMax] == seen[0] {
 		t.Fatalf("world kept after %d errors in a row: %v", errStreakMax, seen)
 	}
-	if ev := strings.Join(r.Events, "\n"); !strings.Contains(ev, "retired") {
-		t.Fatalf("no world event: %s", ev)
+	evs := r.WorldEvents()
+	if len(evs) == 0 {
+		t.Fatal("no world event")
+	}
+	for _, e := range evs {
+		if e.Kind != report.EventRetired || !strings.Contains(e.Detail, "retired") {
+			t.Fatalf("world events %+v, want retirements", evs)
+		}
 	}
 }
 
@@ -229,7 +235,7 @@ func TestCleanFailureKeepsItsWorld(t *testing.T) {
 	}
 	for i := range seen {
 		if seen[i] != seen[0] {
-			t.Fatalf("world replaced after clean failures: %v; events %v", seen, r.Events)
+			t.Fatalf("world replaced after clean failures: %v; events %v", seen, r.log.lines())
 		}
 	}
 	if n := r.WorldsStarted(); n != 1 {

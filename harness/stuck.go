@@ -81,41 +81,38 @@ type wedge struct {
 // noteWedge counts a case that timed out stuck in a named call. Only an
 // unexpected timeout counts: a control that expects a timeout (a kernel
 // that spins on a flag never set) is stuck in synchronize by design.
-func (r *Runner) noteWedge(c *Case, res report.Result, err error) {
+func (s *streaks) noteWedge(c *Case, res report.Result, err error) {
 	var te *TimeoutError
 	if c.Canary || res.Outcome != report.Timeout || res.Outcome == c.Expected || !errors.As(err, &te) || te.Call == "" {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.wedges == nil {
-		r.wedges = map[string]*wedge{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wedges == nil {
+		s.wedges = map[string]*wedge{}
 	}
-	wg := r.wedges[te.Call]
+	wg := s.wedges[te.Call]
 	if wg == nil {
 		wg = &wedge{call: te.Call, first: c.ID, rank: te.Rank, detail: res.Detail}
-		r.wedges[te.Call] = wg
+		s.wedges[te.Call] = wg
 	}
-	if wg.n++; wg.n == wedgeMax && r.wedged == nil {
-		r.wedged = wg
-		r.Events = append(r.Events, fmt.Sprintf("%s: %d cases timed out stuck in %s (the first: %s, rank %d); the driver is taken as wedged there, and the later cases are not run",
-			time.Now().Format(time.TimeOnly), wg.n, wg.call, wg.first, wg.rank))
+	if wg.n++; wg.n == wedgeMax && s.wedged == nil {
+		s.wedged = wg
+		s.log.addf(report.EventOther, "%d cases timed out stuck in %s (the first: %s, rank %d); the driver is taken as wedged there, and the later cases are not run",
+			wg.n, wg.call, wg.first, wg.rank)
 	}
 }
 
 // judgedFromWedge returns c's result judged not-run from the call the
 // driver is wedged in, or false when none is (or c runs without a world).
-func (r *Runner) judgedFromWedge(c *Case, res *report.Result) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	wg := r.wedged
+func (s *streaks) judgedFromWedge(c *Case, res *report.Result) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	wg := s.wedged
 	if wg == nil {
 		return false
 	}
-	if r.judged == nil {
-		r.judged = map[string]bool{}
-	}
-	r.judged[c.ID] = true
+	s.judge(c.ID)
 	res.Outcome = report.NotRunOutcome
 	res.JudgedFrom = &report.JudgedFrom{Case: wg.first, Outcome: report.Timeout}
 	res.Detail = fmt.Sprintf("not run: the driver is wedged in %s (%d cases timed out stuck in it; the first, %s, on rank %d: %s)",
@@ -123,13 +120,13 @@ func (r *Runner) judgedFromWedge(c *Case, res *report.Result) bool {
 	return true
 }
 
-// WedgedIn names the call the driver was taken as wedged in and the case
+// wedgedIn names the call the driver was taken as wedged in and the case
 // that first showed it, "" while none.
-func (r *Runner) WedgedIn() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.wedged == nil {
+func (s *streaks) wedgedIn() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wedged == nil {
 		return ""
 	}
-	return fmt.Sprintf("%s (first stuck in it: %s)", r.wedged.call, r.wedged.first)
+	return fmt.Sprintf("%s (first stuck in it: %s)", s.wedged.call, s.wedged.first)
 }

@@ -86,13 +86,13 @@ func (w Witness) Args(args map[string]wire.Arg) map[string]wire.Arg {
 	return args
 }
 
-// Check reads the witness back: the launch must have visited want elements
+// Check reads witness w back from c's ranks: the launch must have visited want elements
 // (unit names them in the error) and left this launch's nonce. The read is
 // not verified by a device sum (readcheck.go): both words are compared in
 // full with values the harness knows, so a read that altered them is
 // already an error here, never a pass.
-func (c *Ctx) CheckWitness(w Witness, want uint64, unit string) error {
-	b, err := c.readRaw(w.Rank, w.Buf, w.Off, 16)
+func (w Witness) Check(c *Ctx, want uint64, unit string) error {
+	b, err := readRaw(c, w.Rank, w.Buf, w.Off, 16)
 	if err != nil {
 		return err
 	}
@@ -124,5 +124,5 @@ func (c *Ctx) RunWitnessed(l Launch, want uint64, unit string) error {
 	if _, err := c.Run(l); err != nil {
 		return err
 	}
-	return c.CheckWitness(w, want, unit)
+	return w.Check(c, want, unit)
 }

@@ -32,7 +32,7 @@ func witnessedFill(id string, n uint64, gotErr *error) *harness.Case {
 // A witnessed launch that the driver dropped (the injector's drop rule:
 // success reported, nothing run) is an error naming the kernel and the count
 // it visited, never a pass; the same launch run passes. (Seen failing with
-// CheckWitness not reading the witness: the dropped fill passed.)
+// Witness.Check not reading the witness: the dropped fill passed.)
 func TestWitnessCatchesDroppedCheck(t *testing.T) {
 	for _, tc := range []struct {
 		rules []string

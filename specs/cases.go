@@ -9,6 +9,7 @@ import (
 	"p2patomics/harness"
 	"p2patomics/harness/backends"
 	"p2patomics/harness/perf"
+	"p2patomics/harness/power"
 	"p2patomics/harness/report"
 	"p2patomics/harness/suite"
 	"p2patomics/internal/device"
@@ -120,9 +121,9 @@ func sizing(c *harness.Ctx, op kernels.Op) size {
 		case !c.Backend().GPU:
 			return size{1, 4, 2001}
 		case c.KindSpec().HostMemory:
-			return size{uint32(c.Units(0)), 31, 21}
+			return size{uint32(c.W.Units(0)), 31, 21}
 		}
-		return size{uint32(c.Units(0)), 255, 201}
+		return size{uint32(c.W.Units(0)), 255, 201}
 	}
 	if !c.Backend().GPU {
 		if op == kernels.OpAdd || op == kernels.OpSub || op == kernels.OpSpread || op == kernels.OpAnd || op == kernels.OpOr || op == kernels.OpXchg {
@@ -130,7 +131,7 @@ func sizing(c *harness.Ctx, op kernels.Op) size {
 		}
 		return size{1, 4, 2000}
 	}
-	u := uint32(c.Units(0))
+	u := uint32(c.W.Units(0))
 	if c.KindSpec().HostMemory {
 		// GPU atomics on host memory cross PCIe one at a time; 13.5 M of
 		// them take seconds per case. A few hundred thousand still show
@@ -146,6 +147,49 @@ func sizing(c *harness.Ctx, op kernels.Op) size {
 		return size{u, 32, 4}
 	}
 	return size{u, 256, 200} // 2 ranks x 132 SMs x 256 x 200 = 13.5 M ops on H200
+}
+
+// Counters on host memory (a GPU kind whose memory is pinned CPU memory:
+// vmm-host) are sized from power (issue 52 item 2), not by sizing's 20
+// iterations. GPU atomics cross PCIe one at a time there: 32- and 64-bit
+// add and sub at about 38 Mops/s, the other read-modify-writes (64-bit
+// and/or/xor/min/max, xchg, inc, f32 add) at 0.9-1.5 Mops/s on one H100
+// (issue48-57dfa3e), so 20 iterations took 0.18-0.21 s a case, 23 cases
+// 4.5 s of the one-GPU suite. What a counter must catch is a lost update:
+// the planted non-atomic increment in the same shape (planted.racy_u64_
+// plain_sys, still at sizing's count) lost 168 906-168 916 of 168 960
+// updates on vmm-host in each of ten healthy H100 runs. A rule losing
+// updates at that rate is seen with 99.9 % confidence in power.Instances
+// of it, 7 operations; every thread still runs hostCounterMinIters, so a
+// case on one H100 runs 2 × 132 × 32 × 2 = 16 896 and would see a loss
+// rate 2 400 times rarer (ln(1000)/16 896 = 4.1e-4 per operation).
+const (
+	racyLossRate        = 0.999
+	hostCounterMinIters = 2
+)
+
+// counterSizing is a counter case's shape: sizing's, with the iterations
+// of a GPU's host memory from power (hostCounterIters). CAS keeps its
+// 2 iterations of 8-thread blocks (its loops spin there).
+func counterSizing(c *harness.Ctx, k kernels.Kernel) size {
+	sz := sizing(c, k.Op)
+	if c.Backend().GPU && c.KindSpec().HostMemory && k.Op != kernels.OpCAS {
+		sz.iters = hostCounterIters(k.Op, uint64(c.N())*sz.threads())
+	}
+	return sz
+}
+
+// hostCounterIters is the iterations per thread of a host-memory counter
+// of threads threads in all: enough operations to see racyLossRate's lost
+// updates with power.Confidence, at least hostCounterMinIters, odd for xor
+// (an even count toggles every bit back to the start value).
+func hostCounterIters(op kernels.Op, threads uint64) uint64 {
+	need := uint64(power.Instances(racyLossRate))
+	it := max(hostCounterMinIters, (need+threads-1)/max(threads, 1))
+	if op == kernels.OpXor && it%2 == 0 {
+		it++
+	}
+	return it
 }
 
 // counterLaunch is rank r's launch of a counter kernel (add, sub, xchg,
@@ -359,7 +403,7 @@ func runCounterOn(c *harness.Ctx, k kernels.Kernel, m *harness.Mem, offset uint6
 	if err := c.NeedPeer(true); err != nil {
 		return err
 	}
-	sz := sizing(c, k.Op)
+	sz := counterSizing(c, k)
 	w := k.Type.Bits()
 	init := counterInit(k)
 	if err := c.PutU64(0, m.Bufs[0], offset, init); err != nil {

@@ -98,7 +98,7 @@ func runMP(c *harness.Ctx, k kernels.Kernel) error {
 			lost, n, binary.LittleEndian.Uint32(o[8:]), binary.LittleEndian.Uint32(o[12:]))
 	}
 	for r := 0; r < 2; r++ {
-		if err := c.CheckWitness(wits[r], n, "rounds"); err != nil {
+		if err := wits[r].Check(c, n, "rounds"); err != nil {
 			return err
 		}
 	}

@@ -44,7 +44,7 @@ func litmusEnvShape(c *harness.Ctx) envShape {
 	// 32768 instances per round (128 blocks of 256 per role), 32 rounds:
 	// 1 M instances per launch; stress: one block per SM. The 13.5 M
 	// instances of the probe cost 77 ms of kernel time on H200.
-	return envShape{n: 1 << 15, iters: 32, block: 256, sblocks: uint64(c.Units(0)), stress: 1 << 12, spread: 32,
+	return envShape{n: 1 << 15, iters: 32, block: 256, sblocks: uint64(c.W.Units(0)), stress: 1 << 12, spread: 32,
 		budget: 700 * time.Millisecond, maxInstances: 1 << 25}
 }
 
@@ -146,7 +146,7 @@ func newLitmusEnv(c *harness.Ctx) (*litmusEnv, error) {
 	// together, so both roles run in one launch of rank 1 on the memory it
 	// imported from rank 0 (the allocation path is still the cross-process
 	// one). Elsewhere each rank plays one role.
-	e.oneRank = c.SharedGPU(0, 1)
+	e.oneRank = c.W.SharedGPU(0, 1)
 	e.words = kernels.LitmusEnvWords(sh.n, sh.iters, sh.spread)
 	e.memBytes = e.words*4 + sh.n*sh.iters*8
 	var err error
@@ -170,7 +170,7 @@ func (e *litmusEnv) mode() string {
 // witness proves it ran: on an arena that was never reset, the results of
 // an earlier launch read as this one's (docs/FAULTS.md).
 func (e *litmusEnv) clear() error {
-	grid, block := uint32(max(e.c.Units(0), 1)), uint32(256)
+	grid, block := uint32(max(e.c.W.Units(0), 1)), uint32(256)
 	if !e.c.Backend().GPU {
 		grid, block = 1, 2
 	}
@@ -237,7 +237,7 @@ func (e *litmusEnv) launch(name string, stress uint64) (hist [kernels.TallyBins]
 			return
 		}
 	}
-	grid, block := uint32(max(e.c.Units(0), 1)), uint32(256)
+	grid, block := uint32(max(e.c.W.Units(0), 1)), uint32(256)
 	if !e.c.Backend().GPU {
 		grid, block = 1, 2
 	}

@@ -401,7 +401,7 @@ func runAllToAllCopy(c *harness.Ctx) error {
 		}
 	}
 	copyK := kernels.MustLookup("copy_b128_plain_dev")
-	grid, block := uint32(c.Units(0)*4), uint32(256)
+	grid, block := uint32(c.W.Units(0)*4), uint32(256)
 	if !c.Backend().GPU {
 		grid, block = 1, 2
 	}

@@ -36,7 +36,7 @@ func flagsFromEnv() map[string]string {
 // caseEnv is what judging one case needs: the vendor and the device
 // attributes the backend's ranks reported.
 func caseEnv(rn *harness.Runner) report.Environment {
-	return fingerprint.WithDevices(report.Environment{}, rn.Infos)
+	return fingerprint.WithDevices(report.Environment{}, rn.DeviceInfos())
 }
 
 // envCache is the fingerprint with the device facts known so far, for the

@@ -82,7 +82,7 @@ func (r *Run) build(p *Plan) {
 		}
 		rn.Evidence = &harness.Evidence{
 			Out: o.Out, TraceAll: o.Trace,
-			Env:    func() report.Environment { return environment(o, [][]device.Info{rn.Infos}) },
+			Env:    func() report.Environment { return environment(o, [][]device.Info{rn.DeviceInfos()}) },
 			Binary: suiteBinary(),
 			Gate:   p.reproGate(),
 			Write:  r.sinks.writeEvidence,

@@ -28,7 +28,8 @@ func TestRunFaultFailsTheVerdict(t *testing.T) {
 		r := handMade(&Plan{Opts: o, planned: []*harness.Case{a}}, &out)
 		r.Execute(a)
 		if fault != "" {
-			r.exec.worlds.get(backends.HostName).Failures = []string{fault}
+			r.exec.worlds.get(backends.HostName).NoteRunFault(harness.RunFault{Who: "pid 4242, none of the run's ranks,", When: "while host.suite.t.a ran",
+				Fault: &report.Fault{Vendor: "nvidia", Name: "Xid 31", Code: 31}, Foreign: true})
 		}
 		code := r.Finish()
 		rep, err := report.Read(filepath.Join(o.Out, "results.json"))

@@ -109,13 +109,13 @@ type tally struct {
 func (w *worlds) closeAll() tally {
 	var t tally
 	for _, rn := range w.list() {
-		rn.Close()
-		t.events = append(t.events, rn.Events...)
-		t.faults = append(t.faults, rn.Failures...)
+		rt := rn.Close()
+		t.events = append(t.events, rt.Lines...)
+		t.faults = append(t.faults, rt.Faults...)
 		if !w.sideB(rn) {
-			t.infos = append(t.infos, rn.Infos)
+			t.infos = append(t.infos, rt.Infos)
 		}
-		t.starts = append(t.starts, rn.Starts...)
+		t.starts = append(t.starts, rt.Starts...)
 	}
 	return t
 }

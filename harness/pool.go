@@ -1,0 +1,232 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"p2patomics/harness/report"
+	"p2patomics/internal/device"
+	"p2patomics/wire"
+)
+
+// pool is a runner's persistent worlds, one per rank count, from the first
+// case that needs one until a case ends it or the runner closes. A world
+// whose rank died idle, or that stopped answering between cases, is a
+// world event (charged to the last case it ran, through the fault book)
+// and is started again; a world that cannot start, for want of a
+// capability or startStreakMax times in a row, ends every later case at
+// once. standby.go starts the next world beside a case that ends its own.
+// Its own lock; spawning (and waiting for a device lock) happens without
+// it, so a SIGTERM's killAll is never stuck behind a start.
+type pool struct {
+	backend string
+	// settings go to every rank of every world in its hello: the runner's
+	// (an A/B run's stack-B runner changes them after NewRunner).
+	settings *wire.Settings
+	log      *eventLog
+	book     *faultBook
+	// halted says the driver is taken as wedged (stuck.go): no standby
+	// starts.
+	halted func() bool
+
+	mu     sync.Mutex
+	worlds map[int]*World
+	// infos are the device facts of the first world's ranks (fingerprint).
+	infos []device.Info
+	// startStreak counts cases in a row whose world did not start;
+	// startBroken, once set, ends every later case at once.
+	startStreak int
+	startBroken string
+	// unavailable is set once the backend failed to open for want of a
+	// capability: every later case skips with the same reason at once.
+	unavailable *SkipError
+	// startFloor is the least a world start may take (the start's
+	// deadline is the case's limit, or this when longer): a backend's
+	// open (cuInit, a context, a module load) on a loaded machine is not a
+	// hang. Tests shorten it.
+	startFloor time.Duration
+	// standby is the world started beside a case that ends its own
+	// (standby.go); standbyStarted and standbyUsed count them; closed: the
+	// runner was closed, no standby starts.
+	standby                     *standby
+	standbyStarted, standbyUsed int
+	closed                      bool
+}
+
+// world is the world of n ranks: the live one, or a fresh one (a standby
+// when one waits) started by deadline. A world found dead is a world
+// event and is replaced.
+func (p *pool) world(n int, deadline time.Time) (*World, error) {
+	p.mu.Lock()
+	if w, ok := p.worlds[n]; ok {
+		if w.Alive() {
+			p.mu.Unlock()
+			return w, nil
+		}
+		delete(p.worlds, n)
+		// A rank died while idle (or the last case broke the world): a
+		// world event, not the next case's fault.
+		for _, pr := range w.Procs {
+			if !pr.Alive() && w.broken.Load() == nil {
+				p.idleDeath(w, pr, "; world respawned")
+			}
+		}
+		p.mu.Unlock()
+		w.Kill(200*time.Millisecond, errors.New("respawn"))
+		w.Close()
+		p.mu.Lock()
+	}
+	if p.unavailable != nil {
+		defer p.mu.Unlock()
+		return nil, p.unavailable
+	}
+	p.mu.Unlock()
+	// A standby world started beside the case before (standby.go) is taken
+	// when one waits.
+	w, err, tookD, fromStandby := p.newOrStandby(n, deadline)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		var se *SkipError
+		if errors.As(err, &se) {
+			p.unavailable = se
+		}
+		return nil, err
+	}
+	p.log.started(report.WorldStart{Backend: p.backend, Ranks: n, Seconds: round(tookD.Seconds())}, fromStandby)
+	p.worlds[n] = w
+	if len(w.Infos) > len(p.infos) {
+		p.infos = w.Infos
+	}
+	return w, nil
+}
+
+// idleDeath records rank pr of w, found dead between cases, as a world
+// event typed with its rank, pid and signal (and a run fault against the
+// case w ran last).
+func (p *pool) idleDeath(w *World, pr *Proc, tail string) {
+	d := Classify(pr)
+	after := p.book.afterLast(w, fmt.Sprintf("its world's rank %d died idle (%s)", pr.Rank, d.Summary))
+	rank := pr.Rank
+	p.log.add(report.WorldEvent{Kind: report.EventIdleDeath, Rank: &rank, Pid: pr.Pid, Signal: d.Signal,
+		Detail: fmt.Sprintf("idle rank died (%s)%s%s", d.Summary, after, tail)})
+}
+
+// startStreakMax: after this many cases in a row whose world would not
+// start, later cases of the runner end at once with the same reason, so a
+// machine that cannot start ranks (a process limit) still ends the run,
+// with results, in seconds rather than a world-start deadline per case.
+const startStreakMax = 3
+
+// start gets a world for c, starting one when needed, by the case's
+// limit or startFloor, whichever is longer. A rank that crashes, hangs or
+// speaks garbage while its world starts is the case's: its world event is
+// recorded (rank, pid, signal, evidence) and the StartError returned, so
+// the case ends crash, timeout or error with the start's evidence. There
+// is no retry: it forgave a crash in a backend's open (cuInit on a GPU),
+// and a gated run passed (issue 35). The next case starts a fresh world.
+func (p *pool) start(c *Case, timeout time.Duration) (*World, error) {
+	p.mu.Lock()
+	if p.startBroken != "" {
+		why := p.startBroken
+		p.mu.Unlock()
+		return nil, fmt.Errorf("not run: %s", why)
+	}
+	limit := max(timeout, p.startFloor)
+	p.mu.Unlock()
+	w, err := p.world(c.Ranks, time.Now().Add(limit))
+	var st *StartError
+	var se *SkipError
+	if errors.As(err, &st) {
+		p.log.add(startEvent(c, st, limit)) // it may wait for the hung rank's exit: not under p.mu
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case err == nil || errors.As(err, &se):
+		p.startStreak = 0
+	default:
+		if p.startStreak++; p.startStreak >= startStreakMax {
+			p.startBroken = fmt.Sprintf("%d cases in a row could not start a world of %s ranks; the last: %v", p.startStreak, p.backend, err)
+		}
+	}
+	return w, err
+}
+
+// drop forgets a world that failed between cases and kills it.
+func (p *pool) drop(n int, w *World, why error) {
+	p.mu.Lock()
+	if p.worlds[n] == w {
+		delete(p.worlds, n)
+	}
+	p.mu.Unlock()
+	after := p.book.afterLast(w, fmt.Sprintf("its world of %d failed the probe before the next case: %v", n, why))
+	p.log.addf(report.EventRespawn, "world of %d stopped answering between cases (%v)%s; respawned", n, why, after)
+	w.Kill(200*time.Millisecond, why)
+	w.Close()
+}
+
+// retire kills w after its case (the next case of its size starts a fresh
+// one).
+func (p *pool) retire(n int, w *World, why error) {
+	w.Kill(200*time.Millisecond, why)
+	p.mu.Lock()
+	if p.worlds[n] == w {
+		delete(p.worlds, n)
+	}
+	p.mu.Unlock()
+	w.Close()
+}
+
+// close ends every world. A rank that died while idle in a world no case
+// used again is reported here, as a world event, like one found by the
+// next case.
+func (p *pool) close() {
+	p.dropStandby()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for n, w := range p.worlds {
+		if w.broken.Load() == nil {
+			for _, pr := range w.Procs {
+				if pr.hungUp() {
+					pr.WaitExit(time.Second)
+					p.idleDeath(w, pr, " in a world no later case used")
+				}
+			}
+		}
+		w.Close()
+		delete(p.worlds, n)
+	}
+}
+
+// killAll kills every rank now (interrupt path).
+func (p *pool) killAll() {
+	p.mu.Lock()
+	ws := make([]*World, 0, len(p.worlds))
+	for _, w := range p.worlds {
+		ws = append(ws, w)
+	}
+	if s := p.standby; s != nil {
+		p.standby = nil
+		go func() { // its start may still run: killed once it ends
+			<-s.done
+			if s.w != nil {
+				s.w.Kill(100*time.Millisecond, errors.New("interrupted"))
+			}
+		}()
+	}
+	p.mu.Unlock()
+	for _, w := range ws {
+		w.Kill(100*time.Millisecond, errors.New("interrupted"))
+	}
+}
+
+// deviceInfos are the device facts of the first world's ranks (safe while
+// cases run, for a checkpoint's fingerprint).
+func (p *pool) deviceInfos() []device.Info {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.infos
+}
