@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -142,11 +141,11 @@ func recordPerf(dir string, first *report.Report, more []string, firstName strin
 		fmt.Fprintf(stdout, "perf.txt not written: %v, got %d results.json (one run cannot tell run-to-run noise from a change)\n", perf.ErrTooFewRuns, len(runs))
 		return 0
 	}
-	f, err := expect.WritePerf(dir, runs, names)
+	path, f, err := expect.WritePerfAt(dir, runs, names, perf.Recording{})
 	if err != nil {
 		fmt.Fprintf(stderr, "p2pbaseline: perf.txt: %v\n", err)
 		return 2
 	}
-	fmt.Fprintf(stdout, "perf baseline of %d metrics from %d runs (%s) written to %s\n", len(f.Lines), len(runs), f.Scope, filepath.Join(dir, expect.PerfFile))
+	fmt.Fprintf(stdout, "perf baseline of %d metrics from %d runs (%s) written to %s\n", len(f.Lines), len(runs), f.Scope, path)
 	return 0
 }

@@ -194,9 +194,12 @@ func bands(opt *Options, olds, news []*report.Report, pos []string) error {
 		if err := expect.CheckStack(opt.Flakes.Stack, news[0].Environment, false); err != nil {
 			return fmt.Errorf("%s: %w", opt.Flakes.PerfSource, err)
 		}
-		if err := perf.CheckScope(opt.Bands, news[0].Environment); err != nil {
+		// The perf baseline whose scope is the new run's GPUs (a folder
+		// may hold one per card).
+		if err := opt.Flakes.ChoosePerf(news[0].Environment, false); err != nil {
 			return fmt.Errorf("%s: %w", opt.Flakes.PerfSource, err)
 		}
+		opt.Bands, opt.BandsFrom = opt.Flakes.Perf, "of "+opt.Flakes.PerfSource
 	case len(olds) >= perf.MinRuns:
 		f, err := perf.Record(olds, strings.Split(pos[0], ","), "")
 		if err != nil {

@@ -796,12 +796,15 @@ func judgeBands(nodes []Node, ns []NodeSummary, bands *expect.Set) {
 		if n.Report == nil || len(n.Report.Results) == 0 {
 			continue
 		}
-		if err := perf.CheckScope(bands.Perf, n.Report.Environment); err != nil {
+		// Each node by the perf baseline whose scope is its GPUs (a
+		// folder may hold one per card).
+		b, err := bands.PerfFor(n.Report.Environment)
+		if err != nil {
 			ns[i].Failures = append(ns[i].Failures, err.Error())
 			ns[i].Verdict = "fail"
 			continue
 		}
-		p := expect.JudgeMetrics(bands.Perf, n.Report.Results, expect.PerfReruns(n.Report.Results), bands.PerfSource)
+		p := expect.JudgeMetrics(b.File, n.Report.Results, expect.PerfReruns(n.Report.Results), b.Source)
 		for _, fd := range p.Failing() {
 			ns[i].Failures = append(ns[i].Failures, fmt.Sprintf("%s: %s", fd.Verdict, fd.Named()))
 			ns[i].Verdict = "fail"

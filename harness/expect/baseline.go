@@ -34,7 +34,9 @@ func Dir(root string, env report.Environment) string {
 //     "missing" entries (they did not run).
 //   - cases.txt: every case id that ran, sorted.
 //   - durations.txt: the seconds each case took (DurationsFile), the
-//     gated run's deadlines.
+//     gated run's deadlines; where dir's perf baselines are for other
+//     cards too, each case the longer of this run's and the old file's
+//     (otherCards).
 //   - flakes.txt and skips.txt are kept as they are.
 //
 // Both written files start with "# stack: vendor=… arch=… driver=<line>"
@@ -76,7 +78,11 @@ func WriteBaseline(dir string, rep *report.Report, reasons map[string]string) er
 	if err := writeEvidence(filepath.Join(dir, EvidenceFile), header, b.strong); err != nil {
 		return err
 	}
-	if d := durationsText(header, rep.Results); d != nil {
+	keep, others, err := otherCards(dir, rep.Environment)
+	if err != nil {
+		return err
+	}
+	if d := durationsText(header, rep.Results, keep, others); d != nil {
 		if err := writeAtomic(filepath.Join(dir, DurationsFile), d); err != nil {
 			return err
 		}

@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
+	"p2patomics/harness/perf"
 	"p2patomics/harness/report"
 )
 
@@ -24,9 +27,15 @@ import (
 const DurationsFile = "durations.txt"
 
 // durationsText is durations.txt for results, under header; nil when no
-// case qualifies.
-func durationsText(header string, results []report.Result) []byte {
+// case qualifies. keep (the folder's durations.txt, when its perf
+// baselines are for other cards too: otherCards) stays in it, each case
+// the longer of keep's and this run's: one durations.txt times every card
+// the folder serves.
+func durationsText(header string, results []report.Result, keep map[string]float64, others []string) []byte {
 	longest := map[string]float64{}
+	for id, d := range keep {
+		longest[id] = d
+	}
 	for _, r := range results {
 		if r.Outcome != report.Pass && r.Outcome != r.Expected || r.Outcome == report.Skip || r.Outcome == report.NotRunOutcome {
 			continue // a skip, a setup error or a crash is no measure of the case's run
@@ -50,10 +59,60 @@ func durationsText(header string, results []report.Result) []byte {
 	var b bytes.Buffer
 	b.WriteString(header)
 	b.WriteString("# Seconds each case took when recorded (its longest attempt); a gated run's budget is max(2 s, 10x) times its pace, longer while the case moves.\n")
+	if len(keep) > 0 {
+		fmt.Fprintf(&b, "# Each case the longest of this run and the durations.txt before it: the folder also serves %s.\n", strings.Join(others, ", "))
+	}
 	for _, id := range ids {
 		fmt.Fprintf(&b, "%s %s\n", id, strconv.FormatFloat(longest[id], 'f', 3, 64))
 	}
 	return b.Bytes()
+}
+
+// otherCards is what a baseline recorded into dir on env's GPUs keeps of
+// the durations.txt already there: when one of dir's perf baselines is for
+// other GPUs (its scope does not hold env's; perf.CheckScope), that
+// card's cases were timed there too, so the old durations stay (each case
+// the longer of either, durationsText) and others names those files; nil
+// when every perf file there is this card's, or there is none (the new
+// run's durations replace the old, as before a folder served several
+// cards).
+func otherCards(dir string, env report.Environment) (keep map[string]float64, others []string, err error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil, nil
+		}
+		return nil, nil, fmt.Errorf("expectations: %w", err)
+	}
+	for _, e := range ents {
+		if folderKind(e.Name()) != PerfFile || !e.Type().IsRegular() {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		b, err := report.ReadRegular(path, 16<<20)
+		if err != nil {
+			return nil, nil, fmt.Errorf("expectations: %w", err)
+		}
+		f, err := perf.Parse(path, b)
+		if err != nil {
+			return nil, nil, err
+		}
+		if perf.CheckScope(f, env) != nil {
+			others = append(others, fmt.Sprintf("%s (%s)", e.Name(), f.Scope))
+		}
+	}
+	if len(others) == 0 {
+		return nil, nil, nil
+	}
+	path := filepath.Join(dir, DurationsFile)
+	if _, err := os.Lstat(path); os.IsNotExist(err) {
+		return nil, nil, nil
+	}
+	old := NewSet()
+	if err := old.loadDurations(path); err != nil {
+		return nil, nil, err
+	}
+	return old.Durations, others, nil
 }
 
 // loadDurations reads a durations.txt into s.Durations: a "# stack:"

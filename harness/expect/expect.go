@@ -68,10 +68,15 @@ type Set struct {
 	Strong  map[string]bool   // ids whose baseline pass had strong evidence (evidence.txt)
 	Stack   map[string]string // from "# stack:" headers; empty when none
 	Sources []string          // files read, in order
-	// Perf is the perf baseline (perf.txt), nil when the folder has none;
-	// PerfSource is its path.
+	// Perf is the perf baseline the run is judged by, nil when the
+	// folders have none; PerfSource is its path. A folder may hold one
+	// per card (perf.txt and perf-<card>.txt, PerfFiles): Perf is then
+	// perf.txt (else the first loaded) until ChoosePerf picks the one
+	// whose scope is the run's GPUs.
 	Perf       *perf.File
 	PerfSource string
+	// PerfFiles is every perf baseline loaded, each of another scope.
+	PerfFiles []PerfBaseline
 	// Durations is durations.txt: seconds per case id (nil when none).
 	Durations map[string]float64
 	// AllowNewFlakes is the run's --allow-new-flakes, not a file's: a
@@ -137,10 +142,13 @@ func (s *Set) Baseline(r report.Result) report.Outcome {
 // lines): it reads as a fails.txt, so a run's failures are a baseline.
 const FailuresCSV = "failures.csv"
 
-// kindOf types a file by its name's ending.
+// kindOf types a file by its name's ending (a perf-*.txt by its shape).
 func kindOf(name string) string {
 	if strings.HasSuffix(name, FailuresCSV) {
 		return FailsFile
+	}
+	if base := filepath.Base(name); strings.HasPrefix(base, "perf-") && strings.HasSuffix(base, ".txt") {
+		return PerfFile
 	}
 	for _, k := range []string{FailsFile, FlakesFile, SkipsFile, CasesFile, EvidenceFile, PerfFile, DurationsFile} {
 		if strings.HasSuffix(name, k) {
@@ -152,11 +160,14 @@ func kindOf(name string) string {
 
 // folderKind types a folder's entry by its exact name: in a folder only
 // fails.txt, flakes.txt, skips.txt, cases.txt, evidence.txt, perf.txt,
-// durations.txt and failures.csv are read (a single file given by path is
+// perf-<card>.txt (PerfCardFile), durations.txt and failures.csv are read (a single file given by path is
 // typed by its ending, kindOf).
 func folderKind(name string) string {
 	if name == FailuresCSV {
 		return FailsFile
+	}
+	if perfCardRe.MatchString(name) {
+		return PerfFile
 	}
 	if k := kindOf(name); k == name {
 		return k
@@ -173,8 +184,8 @@ func checkEntry(dir string, e os.DirEntry) error {
 	name := e.Name()
 	switch {
 	case folderKind(name) == "" && kindOf(name) != "":
-		return fmt.Errorf("expectations: %s: %s is not an expectation file name (a folder's files are named exactly %s, %s, %s, %s, %s, %s, %s or %s; one that only ends in such a name is never read): rename or move it",
-			strconv.Quote(dir), strconv.Quote(name), FailsFile, FlakesFile, SkipsFile, CasesFile, EvidenceFile, PerfFile, DurationsFile, FailuresCSV)
+		return fmt.Errorf("expectations: %s: %s is not an expectation file name (a folder's files are named exactly %s, %s, %s, %s, %s, %s, %s, %s or %s; one that only ends in such a name is never read): rename or move it",
+			strconv.Quote(dir), strconv.Quote(name), FailsFile, FlakesFile, SkipsFile, CasesFile, EvidenceFile, PerfFile, PerfCardFile, DurationsFile, FailuresCSV)
 	case folderKind(name) != "" && !e.Type().IsRegular():
 		what := "not a regular file"
 		switch {
@@ -190,7 +201,7 @@ func checkEntry(dir string, e os.DirEntry) error {
 
 // Load reads expectation folders and single files. A folder contributes
 // each of its files named exactly fails.txt, flakes.txt, skips.txt,
-// cases.txt, evidence.txt, perf.txt, durations.txt or failures.csv (at
+// cases.txt, evidence.txt, perf.txt, perf-<card>.txt, durations.txt or failures.csv (at
 // least one must exist); an entry that only ends in such a name, or one
 // of those names that is not a regular file (a folder, a link), is an
 // error. Errors read "file:line: reason".

@@ -132,7 +132,8 @@ type Rejudge struct {
 
 // Check is JudgeReport's refusals, made before anything is judged or
 // rewritten: with a Set, its stack header must match the run's
-// fingerprint (CheckStack), a perf baseline its GPUs, and it must share
+// fingerprint (CheckStack), one of its perf baselines the run's GPUs
+// (Set.ChoosePerf: the one that does becomes Set.Perf), and it must share
 // enough case ids with the run (CheckShared). The error is one line.
 func (o Rejudge) Check(rep *report.Report) error {
 	if o.Set == nil {
@@ -141,7 +142,7 @@ func (o Rejudge) Check(rep *report.Report) error {
 	if err := CheckStack(o.Set.Stack, rep.Environment, o.AllowStackMismatch); err != nil {
 		return err
 	}
-	if err := checkPerfScope(o.Set, rep.Environment, o.AllowStackMismatch); err != nil {
+	if err := o.Set.ChoosePerf(rep.Environment, o.AllowStackMismatch); err != nil {
 		return err
 	}
 	ids := make([]string, 0, len(rep.Results))

@@ -203,6 +203,28 @@ func GPUs(env report.Environment) []string {
 	return out
 }
 
+// GPUNames is env's GPU names, distinct, in order, joined by "+" ("" for
+// none): what a sku scope holds, and what names a card's perf file.
+func GPUNames(env report.Environment) string {
+	var out []string
+	for _, g := range env.GPUs {
+		if g.Name != "" && !slices.Contains(out, g.Name) {
+			out = append(out, g.Name)
+		}
+	}
+	return strings.Join(out, "+")
+}
+
+// ValidScope checks a "# scope:" value is one CheckScope reads: "machine
+// GPU-…[,GPU-…]" or "sku NAME". The error is one line.
+func ValidScope(scope string) error {
+	kind, val, _ := strings.Cut(scope, " ")
+	if (kind == "machine" || kind == "sku") && strings.TrimSpace(val) != "" {
+		return nil
+	}
+	return fmt.Errorf("perf baseline: scope %q is neither \"machine GPU-…[,GPU-…]\" nor \"sku NAME\"", scope)
+}
+
 // CheckScope refuses to gate a run on GPUs the baseline was not recorded
 // on (a machine scope's UUIDs, a SKU scope's name). The error is one line.
 func CheckScope(f *File, env report.Environment) error {

@@ -5,7 +5,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -239,11 +238,11 @@ func (w *perfWork) record(out io.Writer, p *Plan, rep *report.Report) int {
 		runs = append(runs, &report.Report{Schema: report.Schema, Environment: rep.Environment, Results: results})
 		names = append(names, fmt.Sprintf("pass %d", i+2))
 	}
-	f, err := expect.WritePerfWith(dir, runs, names, recording)
+	path, f, err := expect.WritePerfAt(dir, runs, names, recording)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "p2patomics: --perf-runs: perf.txt not written: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(out, "perf baseline of %d metrics from %d passes in fresh worlds (%s) written to %s\n", len(f.Lines), len(runs), f.Scope, filepath.Join(dir, expect.PerfFile))
+	fmt.Fprintf(out, "perf baseline of %d metrics from %d passes in fresh worlds (%s) written to %s\n", len(f.Lines), len(runs), f.Scope, path)
 	return 0
 }

@@ -220,6 +220,11 @@ func (p *Plan) checkBaseline() error {
 		return err
 	}
 	if p.gate != nil {
+		// The perf baseline whose scope is this run's GPUs (a folder may
+		// hold one per card); none is refused like a stack mismatch.
+		if err := p.gate.ChoosePerf(p.preEnv(), o.AllowStackMismatch); err != nil {
+			return usagef("--expectations=%s: %v", o.Expectations, err)
+		}
 		// Not a stack check: --allow-stack-mismatch does not lift it.
 		if err := expect.CheckShared(p.gate, p.IDs()); err != nil {
 			return usagef("--expectations=%s: %v", o.Expectations, err)
