@@ -39,6 +39,20 @@ var (
 	caught atomic.Value
 )
 
+// writeAtomic is how the sinks replace a file whole on ReportsNotWritten,
+// report.WriteAtomic (a test fakes a full disk).
+var writeAtomic = report.WriteAtomic
+
+// atomicSeam is writeAtomic as it is when called (a test sets it after
+// the sinks were made).
+func atomicSeam(path string, data []byte) error { return writeAtomic(path, data) }
+
+// room reports whether --out still has results.json's room.
+func (s *sinks) room() bool {
+	r := s.get().reserve
+	return r == nil || r.Room()
+}
+
 // caughtSignal is the signal the handler caught, "" when none.
 func caughtSignal() string {
 	s, _ := caught.Load().(string)
