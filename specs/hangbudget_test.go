@@ -2,10 +2,14 @@ package specs
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"p2patomics/harness"
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
+	"p2patomics/wire"
 )
 
 // Issue 52 item 3: a planted hang (a case the default suite expects to
@@ -26,5 +30,23 @@ func TestPlantedHangsHaveAShortBudget(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no planted hang in the catalogue")
+	}
+}
+
+// Issue 52: waitflag.bounded waits BoundedWait (50 ms, was 200 ms) for a
+// flag nobody sets, and still fails for it: on the host backend, end to
+// end, the case's detail names the missing flag and the wait. Planted: a
+// 200 ms bound fails the first check; a bound the case never reports (the
+// flag check dropped: pass) fails the second.
+func TestBoundedWaitIsShortAndFails(t *testing.T) {
+	if BoundedWait > 50*time.Millisecond {
+		t.Errorf("waitflag.bounded waits %v, want at most 50ms", BoundedWait)
+	}
+	c := hostCase(t, "host.memfd.waitflag.bounded")
+	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
+	defer r.Close()
+	res := r.Run(c)
+	if res.Outcome != report.Fail || !strings.Contains(res.Detail, "flag never arrived: waited "+BoundedWait.String()) {
+		t.Errorf("%s: %s (%s), want fail naming the %v wait", c.ID, res.Outcome, res.Detail, BoundedWait)
 	}
 }
