@@ -117,6 +117,7 @@ cli: bin/specs.test
 # bin/specs.test rewrites them); a stale one fails here.
 docs: bin/specs.test
 	bash scripts/docs-numbers.sh --check ./bin/specs.test
+	bash scripts/check-results-size.sh
 
 # The suite through the Ginkgo CLI as a newcomer runs it (go tool ginkgo
 # ./specs -- --backend=host, the whole suite), and the CLI's own flags:
