@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -489,43 +490,11 @@ func (c *Ctx) Write(r, buf int, off uint64, p []byte) error {
 // Zero clears n bytes.
 func (c *Ctx) Zero(r, buf int, off, n uint64) error { return c.Write(r, buf, off, make([]byte, n)) }
 
-// U64 reads one little-endian word.
-func (c *Ctx) U64(r, buf int, off uint64) (uint64, error) {
-	b, err := c.Read(r, buf, off, 8)
-	if err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint64(b), nil
-}
-
 // PutU64 writes one word.
 func (c *Ctx) PutU64(r, buf int, off, v uint64) error {
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], v)
 	return c.Write(r, buf, off, b[:])
-}
-
-// Sum adds n words of width bits in a rank: the rank reads them back and
-// adds them up (wire.TSum), and the rank's device adds up the same words
-// (readcheck.go); the two must agree, as a Read's bytes must. Only 64-bit
-// words have a device sum to compare with, so only they are summed.
-func (c *Ctx) Sum(r, buf int, off, n uint64, width int) (uint64, error) {
-	if width != 64 {
-		return 0, fmt.Errorf("sum of %d-bit words: only 64-bit sums can be verified (%s)", width, sumKernel)
-	}
-	var s wire.SumReply
-	if _, err := c.W.Procs[r].call(wire.TSum, wire.Sum{Buf: buf, Off: off, N: n, Width: width}, c.Deadline, &s); err != nil {
-		return 0, err
-	}
-	dev, err := c.reads.deviceWordSum(c, r, buf, off, n)
-	if err != nil {
-		return 0, checkFailed(r, buf, off, n, err)
-	}
-	if dev != s.Sum {
-		return 0, Failf("read-back integrity: rank %d's sum of buffer %d [%d, +%d words): device sum %#x, the rank's read-back sum %#x",
-			r, buf, off, n, dev, s.Sum)
-	}
-	return s.Sum, nil
 }
 
 // Copy runs the backend's copy engine in rank r.
@@ -628,4 +597,44 @@ func (c *Ctx) NeedPeer(atomics bool) error {
 		}
 	}
 	return nil
+}
+
+// readRaw reads n bytes from a rank's buffer, in protocol-sized chunks,
+// unverified: the reads whose bytes the caller compares in full with what
+// it knows (the check frame, a witness) use it.
+func readRaw(c *Ctx, r, buf int, off, n uint64) ([]byte, error) {
+	out := make([]byte, 0, n)
+	for done := uint64(0); done < n; {
+		k := min(n-done, wire.MaxData)
+		var d wire.Data
+		if _, err := c.W.Procs[r].call(wire.TRead, wire.Read{Buf: buf, Off: off + done, Len: k}, c.Deadline, &d); err != nil {
+			return nil, err
+		}
+		if uint64(len(d.Data)) != k {
+			// A reply of the wrong length is the rank's protocol error,
+			// never an index past the end in U64.
+			return nil, &ProtocolError{r, fmt.Errorf("%w: read of %d bytes answered with %d", wire.ErrMalformed, k, len(d.Data))}
+		}
+		out = append(out, d.Data...)
+		done += k
+	}
+	return out, nil
+}
+
+// readCheck is a case's read-back integrity check: per rank, the frame of
+// known words the device's sum lands in. Its own lock; the Ctx it checks
+// for is passed in (its launches, writes and deadline).
+type readCheck struct {
+	mu     sync.Mutex
+	frames map[int]*readFrame // per rank: the read check's frame
+}
+
+type readFrame struct {
+	mu  sync.Mutex
+	buf int
+}
+
+type witBuf struct {
+	buf  int
+	next atomic.Uint64
 }

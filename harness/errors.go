@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -32,10 +31,6 @@ type classified interface {
 	// case's, so a rank that died or faulted wins over one that timed out
 	// waiting for it.
 	weight() int
-	// judge words the result's detail (and fault) for a case that ended
-	// with err, which holds the error; it may kill w (a hang, a malformed
-	// message).
-	judge(c *Case, w *World, err error) (string, *report.Fault)
 }
 
 // Weights, heaviest last.
@@ -91,11 +86,10 @@ func isWorldFatal(err error) bool { return classOf(err).fatal() }
 // passed is no error: a pass.
 type passed struct{}
 
-func (passed) Error() string                                      { return "" }
-func (passed) outcome() report.Outcome                            { return report.Pass }
-func (passed) fatal() bool                                        { return false }
-func (passed) weight() int                                        { return weightNone }
-func (passed) judge(*Case, *World, error) (string, *report.Fault) { return "", nil }
+func (passed) Error() string           { return "" }
+func (passed) outcome() report.Outcome { return report.Pass }
+func (passed) fatal() bool             { return false }
+func (passed) weight() int             { return weightNone }
 
 // plainError is any error none of the types below holds (a spec's own
 // error, ErrUnwitnessed, a lock that cannot be taken): the case's error.
@@ -226,40 +220,6 @@ func (*ProtocolError) outcome() report.Outcome { return report.Error }
 func (*ProtocolError) fatal() bool             { return true }
 func (*ProtocolError) weight() int             { return weightPlain }
 
-// StartError: a rank of a starting world died (or stopped answering, or
-// spoke garbage) before the world was ready. World is killed but not
-// closed, so its ranks' stderr and traces can still be read for the
-// evidence; whoever gets a StartError closes World. It is classified as
-// what went wrong (Err): a rank death is a crash, a rank that stopped
-// answering a timeout, a malformed handshake an error.
-type StartError struct {
-	World *World
-	Err   error
-	Death Death // the first dead rank's classification
-	// State is the process state of a rank that did not answer its hello
-	// when the start gave up on it ("stopped" for a SIGSTOPped rank), read
-	// before the world was killed; "" when unknown or not a hang.
-	State string
-	// Blame names the rank the start failed on, its pid and what it did
-	// (Runner.startWorld words it, with the start's deadline); "" until then.
-	Blame string
-}
-
-func (e *StartError) Error() string {
-	if e.Death.Summary != "" {
-		return fmt.Sprintf("%v: %s", e.Err, e.Death.Summary)
-	}
-	return e.Err.Error()
-}
-func (e *StartError) Unwrap() error { return e.Err }
-
-// Outcome is what a case that could not get its world ends with.
-func (e *StartError) Outcome() report.Outcome { return e.outcome() }
-
-func (e *StartError) outcome() report.Outcome { return classOf(e.Err).outcome() }
-func (*StartError) fatal() bool               { return true } // its world is killed
-func (e *StartError) weight() int             { return classOf(e.Err).weight() }
-
 // SpawnError: a rank process could not be started (fork/exec failed, e.g.
 // EAGAIN under a process limit). The errno is named. No rank ran: the
 // case's error, its world never existed.
@@ -281,36 +241,37 @@ func (*SpawnError) outcome() report.Outcome { return report.Error }
 func (*SpawnError) fatal() bool             { return false }
 func (*SpawnError) weight() int             { return weightPlain }
 
-// startFailed ends a world whose handshake failed. An error after which
-// the ranks' state is unknown (a rank died, stopped answering or spoke
-// garbage) becomes a StartError that keeps the world's evidence; anything
-// else (a backend that cannot open: SkipError) closes the world and
-// returns err as it was.
-func (w *World) startFailed(err error) error {
-	if !isWorldFatal(err) {
-		w.Close()
-		return err
+// IntegrityError, which RankRefused does not count as the read's refusal:
+// a read that cannot be verified is never the allowed "the read failed"
+// answer of a lifetime case. Every other error (a hang, a death, a
+// corrupted frame, a witness that says the sum did not run) keeps its class.
+func checkFailed(r, buf int, off, words uint64, err error) error {
+	if RankRefused(err) {
+		return &IntegrityError{Rank: r, Buf: buf, Off: off, Words: words, Err: err}
 	}
-	st := &StartError{World: w, Err: err}
-	var te *TimeoutError
-	if errors.As(err, &te) {
-		st.State = procState(w.Procs[te.Rank].Pid)
-	}
-	w.Kill(200*time.Millisecond, err)
-	var de *DeadError
-	if errors.As(err, &de) {
-		// Only the rank that died: the others were just killed by Kill.
-		w.Procs[de.Rank].WaitExit(3 * time.Second)
-		st.Death = Classify(w.Procs[de.Rank])
-	}
-	return st
+	return fmt.Errorf("read-back integrity check of rank %d's read of buffer %d [%d, +%d words): %w", r, buf, off, words, err)
 }
 
-// CloseStart closes the world a StartError kept open; any other error is
-// left alone. For callers that only want to know whether a world starts.
-func CloseStart(err error) {
-	var st *StartError
-	if errors.As(err, &st) {
-		st.World.Close()
-	}
+// IntegrityError: a read succeeded but the device could not check it.
+type IntegrityError struct {
+	Rank       int
+	Buf        int
+	Off, Words uint64
+	Err        error
+}
+
+func (e *IntegrityError) Error() string {
+	return fmt.Sprintf("read-back integrity: rank %d's read of buffer %d [%d, +%d words) succeeded but its device sum was refused: %v",
+		e.Rank, e.Buf, e.Off, e.Words, e.Err)
+}
+func (e *IntegrityError) Unwrap() error { return e.Err }
+
+func (*IntegrityError) outcome() report.Outcome { return report.Error }
+func (*IntegrityError) fatal() bool             { return false }
+func (*IntegrityError) weight() int             { return weightPlain }
+
+// isIntegrity reports whether err holds an IntegrityError (RankRefused).
+func isIntegrity(err error) bool {
+	var ie *IntegrityError
+	return errors.As(err, &ie)
 }

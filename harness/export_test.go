@@ -41,9 +41,7 @@ func Prestart(r *Runner, c *Case) { r.pool.prestart(c) }
 
 // Standbys is how many standby worlds r started and used.
 func Standbys(r *Runner) (started, used int) {
-	r.pool.mu.Lock()
-	defer r.pool.mu.Unlock()
-	return r.pool.standbyStarted, r.pool.standbyUsed
+	return r.pool.spare.counts()
 }
 
 // RunFaults are r's run faults so far, as results.json's lines.

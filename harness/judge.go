@@ -13,14 +13,30 @@ import (
 // the error's own classification (errors.go), worded by its type below.
 func judge(c *Case, w *World, err error) (report.Outcome, string, *report.Fault) {
 	ce := classOf(err)
-	detail, fault := ce.judge(c, w, err)
+	detail, fault := ce.(judger).judge(c, w, err)
 	return ce.outcome(), detail, fault
 }
+
+// judger words the result's detail (and fault) for a case that ended with
+// err, which holds the error; it may kill w (a hang, a malformed message).
+// Every classified error is one (checked below, at compile time): the
+// classification (errors.go) knows neither cases nor worlds.
+type judger interface {
+	classified
+	judge(c *Case, w *World, err error) (string, *report.Fault)
+}
+
+var _ = []judger{passed{}, plainError{}, (*SkipError)(nil), (*FailError)(nil), (*TimeoutError)(nil), (*DeadError)(nil),
+	(*RemoteError)(nil), (*ProtocolError)(nil), (*StartError)(nil), (*SpawnError)(nil), (*IntegrityError)(nil)}
 
 // How each error type words its judgement. err is the whole error the case
 // ended with (a round's wrapping, teardown's join), the receiver the part
 // of it that classified it.
 
+func (passed) judge(*Case, *World, error) (string, *report.Fault) { return "", nil }
+func (e *IntegrityError) judge(*Case, *World, error) (string, *report.Fault) {
+	return e.Error(), nil
+}
 func (plainError) judge(_ *Case, _ *World, err error) (string, *report.Fault) {
 	return err.Error(), nil
 }

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"p2patomics/trace"
 )
 
 // How long a wait for a rank's reply lasts (issue 48). A case's budget (its
@@ -252,47 +250,6 @@ func (p *patience) note() string {
 		s += fmt.Sprintf("budget extended %d times (%.1f s) while its ranks moved", p.grants, p.extra.Seconds())
 	}
 	return s
-}
-
-// lookWorld samples the progress of w's ranks: their trace sequence
-// numbers (one pread of each ring's header) and CPU time (/proc/<pid>/stat).
-func lookWorld(w *World) progress {
-	pr := progress{at: time.Now()}
-	for _, p := range w.Procs {
-		var seq uint64
-		if p.Trace != nil {
-			if s, err := trace.SharedSeq(p.Trace); err == nil {
-				seq = s
-			}
-		}
-		cpu := cpuTime(p.Pid)
-		pr.runnable = pr.runnable || runnable(p.Pid)
-		pr.seq += seq
-		pr.cpu += cpu
-		pr.seqs = append(pr.seqs, seq)
-		pr.cpus = append(pr.cpus, cpu)
-	}
-	return pr
-}
-
-// blockedIn is the traced call rank r of w is in (its innermost record in
-// flight that is not a request), "" when none: read only when the rank
-// showed no progress, as it reads the whole ring.
-func blockedIn(w *World, r int) string {
-	if r >= len(w.Procs) || w.Procs[r].Trace == nil || runnable(w.Procs[r].Pid) {
-		return "" // a runnable thread is starved, not blocked
-	}
-	recs, err := trace.ReadShared(w.Procs[r].Trace, 0)
-	if err != nil {
-		return ""
-	}
-	var inner trace.Record
-	for _, rec := range recs {
-		if rec.InFlight && !strings.HasPrefix(rec.Name, "request.") && rec.Seq > inner.Seq {
-			inner = rec
-		}
-	}
-	return inner.Name
 }
 
 // clockTick is the kernel's USER_HZ, the unit of /proc/<pid>/stat's times

@@ -3,6 +3,7 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -47,12 +48,9 @@ type pool struct {
 	// open (cuInit, a context, a module load) on a loaded machine is not a
 	// hang. Tests shorten it.
 	startFloor time.Duration
-	// standby is the world started beside a case that ends its own
-	// (standby.go); standbyStarted and standbyUsed count them; closed: the
-	// runner was closed, no standby starts.
-	standby                     *standby
-	standbyStarted, standbyUsed int
-	closed                      bool
+	// spare is the standby world started beside a case that ends its own
+	// (standby.go).
+	spare spare
 }
 
 // world is the world of n ranks: the live one, or a fresh one (a standby
@@ -140,7 +138,7 @@ func (p *pool) start(c *Case, timeout time.Duration) (*World, error) {
 	var st *StartError
 	var se *SkipError
 	if errors.As(err, &st) {
-		p.log.add(startEvent(c, st, limit)) // it may wait for the hung rank's exit: not under p.mu
+		p.log.add(startEvent(c.ID, c.Ranks, st, limit)) // it may wait for the hung rank's exit: not under p.mu
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -180,11 +178,65 @@ func (p *pool) retire(n int, w *World, why error) {
 	w.Close()
 }
 
+// plansRespawn: c ends its world by design.
+func plansRespawn(c *Case) bool {
+	return c.Canary || c.NoLeak || c.Expected == report.Crash || c.Expected == report.Timeout
+}
+
+// prestart starts a standby world of c's size when c plans to end its
+// world and none is waiting, the backend is available and worlds start.
+func (p *pool) prestart(c *Case) {
+	if c.Standalone != nil || !plansRespawn(c) {
+		return
+	}
+	p.startStandby(c.Ranks)
+}
+
+// startStandby starts a standby world of n ranks unless one waits, the
+// backend is unavailable, starts are broken, the machine is wedged or the
+// runner closed.
+func (p *pool) startStandby(n int) {
+	if !standbyFits(p.backend) || (p.halted != nil && p.halted()) {
+		return
+	}
+	p.mu.Lock()
+	ok := p.unavailable == nil && p.startBroken == ""
+	deadline := time.Now().Add(p.startFloor)
+	set := *p.settings
+	p.mu.Unlock()
+	if ok {
+		p.spare.start(n, func() (*World, error) { return NewWorld(p.backend, n, set, deadline) })
+	}
+}
+
+// newOrStandby starts a world of n ranks, or takes the standby of n ranks
+// when one is waiting (once its start has ended): the world, its start's
+// error, how long its start took, and whether it was the standby.
+func (p *pool) newOrStandby(n int, deadline time.Time) (*World, error, time.Duration, bool) {
+	s := p.spare.take(n)
+	if s == nil {
+		p.mu.Lock()
+		set := *p.settings
+		p.mu.Unlock()
+		t0 := time.Now()
+		w, err := NewWorld(p.backend, n, set, deadline)
+		return w, err, time.Since(t0), false
+	}
+	if s.err == nil {
+		// Planned respawns come in runs (a canary and the case after it,
+		// then the next canary): the next standby starts now, so it is
+		// ready however short the next world-ender is (a canary dies in
+		// tens of ms; a world start takes 0.3-0.5 s on a GPU).
+		p.startStandby(n)
+	}
+	return s.w, s.err, s.took, true
+}
+
 // close ends every world. A rank that died while idle in a world no case
 // used again is reported here, as a world event, like one found by the
 // next case.
 func (p *pool) close() {
-	p.dropStandby()
+	p.spare.close()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for n, w := range p.worlds {
@@ -208,16 +260,8 @@ func (p *pool) killAll() {
 	for _, w := range p.worlds {
 		ws = append(ws, w)
 	}
-	if s := p.standby; s != nil {
-		p.standby = nil
-		go func() { // its start may still run: killed once it ends
-			<-s.done
-			if s.w != nil {
-				s.w.Kill(100*time.Millisecond, errors.New("interrupted"))
-			}
-		}()
-	}
 	p.mu.Unlock()
+	p.spare.kill()
 	for _, w := range ws {
 		w.Kill(100*time.Millisecond, errors.New("interrupted"))
 	}
@@ -230,3 +274,6 @@ func (p *pool) deviceInfos() []device.Info {
 	defer p.mu.Unlock()
 	return p.infos
 }
+
+// round is v to the millisecond (a world start's and a metric's seconds).
+func round(v float64) float64 { return math.Round(v*1000) / 1000 }

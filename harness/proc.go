@@ -368,3 +368,28 @@ func lastBytes(s string, n int) string {
 	}
 	return "…" + s[len(s)-n:]
 }
+
+// lateReplies are the requests of one rank that timed out: the only ones
+// whose replies may still arrive, late, and be dropped.
+type lateReplies struct {
+	mu   sync.Mutex
+	seqs map[uint32]bool
+}
+
+func (l *lateReplies) expect(seq uint32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seqs == nil {
+		l.seqs = map[uint32]bool{}
+	}
+	l.seqs[seq] = true
+}
+
+// forget reports whether seq timed out (its late reply is dropped once).
+func (l *lateReplies) forget(seq uint32) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok := l.seqs[seq]
+	delete(l.seqs, seq)
+	return ok
+}

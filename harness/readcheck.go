@@ -2,12 +2,9 @@ package harness
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"sync"
 
 	"p2patomics/harness/backends"
-	"p2patomics/harness/report"
 	"p2patomics/wire"
 )
 
@@ -57,18 +54,6 @@ const (
 
 // readFrame is one rank's check frame, a buffer of the rank's device memory
 // kept until teardown; mu makes concurrent checks on one rank take turns.
-// readCheck is a case's read-back integrity check: per rank, the frame of
-// known words the device's sum lands in. Its own lock; the Ctx it checks
-// for is passed in (its launches, writes and deadline).
-type readCheck struct {
-	mu     sync.Mutex
-	frames map[int]*readFrame // per rank: the read check's frame
-}
-
-type readFrame struct {
-	mu  sync.Mutex
-	buf int
-}
 
 // Read reads n bytes from a rank's buffer and verifies them: it reads the
 // 8-byte words that cover them and compares their sum with the sum the
@@ -87,28 +72,6 @@ func (c *Ctx) Read(r, buf int, off, n uint64) ([]byte, error) {
 		return nil, err
 	}
 	return b[off-lo : off-lo+n], nil
-}
-
-// readRaw reads n bytes from a rank's buffer, in protocol-sized chunks,
-// unverified: the reads whose bytes the caller compares in full with what
-// it knows (the check frame, a witness) use it.
-func readRaw(c *Ctx, r, buf int, off, n uint64) ([]byte, error) {
-	out := make([]byte, 0, n)
-	for done := uint64(0); done < n; {
-		k := min(n-done, wire.MaxData)
-		var d wire.Data
-		if _, err := c.W.Procs[r].call(wire.TRead, wire.Read{Buf: buf, Off: off + done, Len: k}, c.Deadline, &d); err != nil {
-			return nil, err
-		}
-		if uint64(len(d.Data)) != k {
-			// A reply of the wrong length is the rank's protocol error,
-			// never an index past the end in U64.
-			return nil, &ProtocolError{r, fmt.Errorf("%w: read of %d bytes answered with %d", wire.ErrMalformed, k, len(d.Data))}
-		}
-		out = append(out, d.Data...)
-		done += k
-	}
-	return out, nil
 }
 
 // verifyRead compares the bytes b read from [off, off+len(b)) of rank r's
@@ -216,40 +179,35 @@ func (rc *readCheck) frame(c *Ctx, r int) (*readFrame, error) {
 
 // checkFailed words an error of the check itself. A rank's refusal (the
 // sum's launch refused after the read succeeded) becomes an
-// IntegrityError, which RankRefused does not count as the read's refusal:
-// a read that cannot be verified is never the allowed "the read failed"
-// answer of a lifetime case. Every other error (a hang, a death, a
-// corrupted frame, a witness that says the sum did not run) keeps its class.
-func checkFailed(r, buf int, off, words uint64, err error) error {
-	if RankRefused(err) {
-		return &IntegrityError{Rank: r, Buf: buf, Off: off, Words: words, Err: err}
+
+// U64 reads one little-endian word.
+func (c *Ctx) U64(r, buf int, off uint64) (uint64, error) {
+	b, err := c.Read(r, buf, off, 8)
+	if err != nil {
+		return 0, err
 	}
-	return fmt.Errorf("read-back integrity check of rank %d's read of buffer %d [%d, +%d words): %w", r, buf, off, words, err)
+	return binary.LittleEndian.Uint64(b), nil
 }
 
-// IntegrityError: a read succeeded but the device could not check it.
-type IntegrityError struct {
-	Rank       int
-	Buf        int
-	Off, Words uint64
-	Err        error
-}
-
-func (e *IntegrityError) Error() string {
-	return fmt.Sprintf("read-back integrity: rank %d's read of buffer %d [%d, +%d words) succeeded but its device sum was refused: %v",
-		e.Rank, e.Buf, e.Off, e.Words, e.Err)
-}
-func (e *IntegrityError) Unwrap() error { return e.Err }
-
-func (*IntegrityError) outcome() report.Outcome { return report.Error }
-func (*IntegrityError) fatal() bool             { return false }
-func (*IntegrityError) weight() int             { return weightPlain }
-func (e *IntegrityError) judge(*Case, *World, error) (string, *report.Fault) {
-	return e.Error(), nil
-}
-
-// isIntegrity reports whether err holds an IntegrityError (RankRefused).
-func isIntegrity(err error) bool {
-	var ie *IntegrityError
-	return errors.As(err, &ie)
+// Sum adds n words of width bits in a rank: the rank reads them back and
+// adds them up (wire.TSum), and the rank's device adds up the same words
+// (readcheck.go); the two must agree, as a Read's bytes must. Only 64-bit
+// words have a device sum to compare with, so only they are summed.
+func (c *Ctx) Sum(r, buf int, off, n uint64, width int) (uint64, error) {
+	if width != 64 {
+		return 0, fmt.Errorf("sum of %d-bit words: only 64-bit sums can be verified (%s)", width, sumKernel)
+	}
+	var s wire.SumReply
+	if _, err := c.W.Procs[r].call(wire.TSum, wire.Sum{Buf: buf, Off: off, N: n, Width: width}, c.Deadline, &s); err != nil {
+		return 0, err
+	}
+	dev, err := c.reads.deviceWordSum(c, r, buf, off, n)
+	if err != nil {
+		return 0, checkFailed(r, buf, off, n, err)
+	}
+	if dev != s.Sum {
+		return 0, Failf("read-back integrity: rank %d's sum of buffer %d [%d, +%d words): device sum %#x, the rank's read-back sum %#x",
+			r, buf, off, n, dev, s.Sum)
+	}
+	return s.Sum, nil
 }

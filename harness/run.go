@@ -50,7 +50,7 @@ func NewRunner(backend string, set wire.Settings, seed int64) *Runner {
 	r.log = &eventLog{backend: backend}
 	r.book = &faultBook{backend: backend, log: r.log}
 	r.watch = &kernelWatch{book: r.book, log: r.log}
-	r.streaks = &streaks{log: r.log}
+	r.streaks = &streaks{log: r.log, wedge: &wedges{log: r.log}}
 	r.pool = &pool{backend: backend, settings: &r.Settings, log: r.log, book: r.book, worlds: map[int]*World{},
 		startFloor: 60 * time.Second, halted: func() bool { return r.streaks.wedgedIn() != "" }}
 	return r

@@ -2,10 +2,10 @@ package harness
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"p2patomics/harness/backends"
-	"p2patomics/harness/report"
 )
 
 // A standby world (issue 52 item 3): while a case that ends its world by
@@ -39,86 +39,86 @@ func standbyFits(backend string) bool {
 	return backends.RunsOnCPU(backend)
 }
 
-// plansRespawn: c ends its world by design.
-func plansRespawn(c *Case) bool {
-	return c.Canary || c.NoLeak || c.Expected == report.Crash || c.Expected == report.Timeout
+// spare is a pool's standby slot: at most one standby world waiting, how
+// many were started and used, and whether the pool closed (no standby
+// starts after). Its own lock; it knows nothing of the pool.
+type spare struct {
+	mu            sync.Mutex
+	s             *standby
+	started, used int
+	closed        bool
 }
 
-// prestart starts a standby world of c's size when c plans to end its
-// world and none is waiting, the backend is available and worlds start.
-func (p *pool) prestart(c *Case) {
-	if c.Standalone != nil || !plansRespawn(c) {
-		return
-	}
-	p.startStandby(c.Ranks)
-}
-
-// startStandby starts a standby world of n ranks unless one waits, the
-// backend is unavailable, starts are broken, the machine is wedged or the
-// runner closed.
-func (p *pool) startStandby(n int) {
-	if !standbyFits(p.backend) || (p.halted != nil && p.halted()) {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.standby != nil || p.unavailable != nil || p.startBroken != "" || p.closed {
+// start runs open (a world start) as the standby of n ranks, unless one
+// waits or the pool closed.
+func (sp *spare) start(n int, open func() (*World, error)) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.s != nil || sp.closed {
 		return
 	}
 	s := &standby{n: n, done: make(chan struct{})}
-	p.standby = s
-	p.standbyStarted++
-	deadline := time.Now().Add(p.startFloor)
-	set := *p.settings
+	sp.s = s
+	sp.started++
 	go func() {
 		defer close(s.done)
 		t0 := time.Now()
-		s.w, s.err = NewWorld(p.backend, s.n, set, deadline)
+		s.w, s.err = open()
 		s.took = time.Since(t0)
 	}()
 }
 
-// newOrStandby starts a world of n ranks, or takes the standby of n ranks
-// when one is waiting (once its start has ended): the world, its start's
-// error, how long its start took, and whether it was the standby.
-func (p *pool) newOrStandby(n int, deadline time.Time) (*World, error, time.Duration, bool) {
-	p.mu.Lock()
-	s := p.standby
-	if s != nil && s.n == n {
-		p.standby = nil
-	} else {
-		s = nil
+// take hands over the standby of n ranks once its start has ended; nil
+// when none of that size waits.
+func (sp *spare) take(n int) *standby {
+	sp.mu.Lock()
+	s := sp.s
+	if s == nil || s.n != n {
+		sp.mu.Unlock()
+		return nil
 	}
-	set := *p.settings
-	p.mu.Unlock()
-	if s == nil {
-		t0 := time.Now()
-		w, err := NewWorld(p.backend, n, set, deadline)
-		return w, err, time.Since(t0), false
-	}
+	sp.s = nil
+	sp.mu.Unlock()
 	<-s.done
-	p.mu.Lock()
-	p.standbyUsed++
-	p.mu.Unlock()
-	if s.err == nil {
-		// Planned respawns come in runs (a canary and the case after it,
-		// then the next canary): the next standby starts now, so it is
-		// ready however short the next world-ender is (a canary dies in
-		// tens of ms; a world start takes 0.3-0.5 s on a GPU).
-		p.startStandby(n)
-	}
-	return s.w, s.err, s.took, true
+	sp.mu.Lock()
+	sp.used++
+	sp.mu.Unlock()
+	return s
 }
 
-// dropStandby ends a waiting standby (the runner closes or is killed):
-// its start is waited for, then its ranks are killed and closed. Called
-// without p.mu.
-func (p *pool) dropStandby() {
-	p.mu.Lock()
-	s := p.standby
-	p.standby = nil
-	p.closed = true
-	p.mu.Unlock()
+// counts are the standbys started and used so far.
+func (sp *spare) counts() (started, used int) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.started, sp.used
+}
+
+// kill kills a waiting standby's ranks once its start ends (the interrupt
+// path); no wait.
+func (sp *spare) kill() {
+	sp.mu.Lock()
+	s := sp.s
+	sp.s = nil
+	sp.mu.Unlock()
+	if s == nil {
+		return
+	}
+	go func() { // its start may still run: killed once it ends
+		<-s.done
+		if s.w != nil {
+			s.w.Kill(100*time.Millisecond, errors.New("interrupted"))
+		}
+	}()
+}
+
+// close ends a waiting standby (the runner closes): its start is waited
+// for, then its ranks are killed and closed; no standby starts after.
+func (sp *spare) close() {
+	sp.mu.Lock()
+	s := sp.s
+	sp.s = nil
+	sp.closed = true
+	sp.mu.Unlock()
 	if s == nil {
 		return
 	}

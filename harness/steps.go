@@ -3,7 +3,6 @@ package harness
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -411,5 +410,3 @@ func summarize(ms map[string]Metric) map[string]report.Metric {
 	}
 	return out
 }
-
-func round(v float64) float64 { return math.Round(v*1000) / 1000 }

@@ -29,12 +29,28 @@ type streaks struct {
 	judged map[string]bool
 	// rerun is set while Rerun runs a case: it runs, streak or not.
 	rerun bool
-	// wedges are the vendor calls cases timed out stuck in, by call;
-	// wedged, once set, is the one the driver is taken as wedged in
-	// (stuck.go): every later case is judged not-run from it.
-	wedges map[string]*wedge
-	wedged *wedge
+	// wedge is the wedged-driver rule (stuck.go).
+	wedge *wedges
 }
+
+// noteWedge counts a case that timed out stuck in a named call (stuck.go).
+func (s *streaks) noteWedge(c *Case, res report.Result, err error) { s.wedge.note(c, res, err) }
+
+// judgedFromWedge returns c's result judged not-run from the call the
+// driver is wedged in, or false when none is.
+func (s *streaks) judgedFromWedge(c *Case, res *report.Result) bool {
+	if !s.wedge.judgedFrom(res) {
+		return false
+	}
+	s.mu.Lock()
+	s.judge(c.ID)
+	s.mu.Unlock()
+	return true
+}
+
+// wedgedIn names the call the driver was taken as wedged in, "" while
+// none.
+func (s *streaks) wedgedIn() string { return s.wedge.in() }
 
 // setupStreakMax: after this many cases of one kind in a row whose setup
 // failed with the same call and status, the kind's later cases (canaries

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"p2patomics/harness/report"
@@ -78,41 +79,51 @@ type wedge struct {
 	detail string // the first case's detail
 }
 
-// noteWedge counts a case that timed out stuck in a named call. Only an
+// wedges are the vendor calls a runner's cases timed out stuck in, by
+// call; wedged, once set, is the one the driver is taken as wedged in:
+// every later case is judged not-run from it. Its own lock; the event it
+// fires goes to the runner's log.
+type wedges struct {
+	log    *eventLog
+	mu     sync.Mutex
+	byCall map[string]*wedge
+	wedged *wedge
+}
+
+// note counts a case that timed out stuck in a named call. Only an
 // unexpected timeout counts: a control that expects a timeout (a kernel
 // that spins on a flag never set) is stuck in synchronize by design.
-func (s *streaks) noteWedge(c *Case, res report.Result, err error) {
+func (ws *wedges) note(c *Case, res report.Result, err error) {
 	var te *TimeoutError
 	if c.Canary || res.Outcome != report.Timeout || res.Outcome == c.Expected || !errors.As(err, &te) || te.Call == "" {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.wedges == nil {
-		s.wedges = map[string]*wedge{}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.byCall == nil {
+		ws.byCall = map[string]*wedge{}
 	}
-	wg := s.wedges[te.Call]
+	wg := ws.byCall[te.Call]
 	if wg == nil {
 		wg = &wedge{call: te.Call, first: c.ID, rank: te.Rank, detail: res.Detail}
-		s.wedges[te.Call] = wg
+		ws.byCall[te.Call] = wg
 	}
-	if wg.n++; wg.n == wedgeMax && s.wedged == nil {
-		s.wedged = wg
-		s.log.addf(report.EventOther, "%d cases timed out stuck in %s (the first: %s, rank %d); the driver is taken as wedged there, and the later cases are not run",
+	if wg.n++; wg.n == wedgeMax && ws.wedged == nil {
+		ws.wedged = wg
+		ws.log.addf(report.EventOther, "%d cases timed out stuck in %s (the first: %s, rank %d); the driver is taken as wedged there, and the later cases are not run",
 			wg.n, wg.call, wg.first, wg.rank)
 	}
 }
 
-// judgedFromWedge returns c's result judged not-run from the call the
-// driver is wedged in, or false when none is (or c runs without a world).
-func (s *streaks) judgedFromWedge(c *Case, res *report.Result) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	wg := s.wedged
+// judgedFrom returns c's result judged not-run from the call the driver
+// is wedged in, or false when none is.
+func (ws *wedges) judgedFrom(res *report.Result) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	wg := ws.wedged
 	if wg == nil {
 		return false
 	}
-	s.judge(c.ID)
 	res.Outcome = report.NotRunOutcome
 	res.JudgedFrom = &report.JudgedFrom{Case: wg.first, Outcome: report.Timeout}
 	res.Detail = fmt.Sprintf("not run: the driver is wedged in %s (%d cases timed out stuck in it; the first, %s, on rank %d: %s)",
@@ -120,13 +131,13 @@ func (s *streaks) judgedFromWedge(c *Case, res *report.Result) bool {
 	return true
 }
 
-// wedgedIn names the call the driver was taken as wedged in and the case
-// that first showed it, "" while none.
-func (s *streaks) wedgedIn() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.wedged == nil {
+// in names the call the driver was taken as wedged in and the case that
+// first showed it, "" while none.
+func (ws *wedges) in() string {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.wedged == nil {
 		return ""
 	}
-	return fmt.Sprintf("%s (first stuck in it: %s)", s.wedged.call, s.wedged.first)
+	return fmt.Sprintf("%s (first stuck in it: %s)", ws.wedged.call, ws.wedged.first)
 }

@@ -74,11 +74,6 @@ func (c *Ctx) NewWitness(r int, kernel string) (Witness, error) {
 	return w, nil
 }
 
-type witBuf struct {
-	buf  int
-	next atomic.Uint64
-}
-
 // Args sets the witness arguments of a launch.
 func (w Witness) Args(args map[string]wire.Arg) map[string]wire.Arg {
 	args["wit"] = P(w.Buf, w.Off)

@@ -107,31 +107,6 @@ func (p *Proc) await(seq uint32, what string, deadline time.Time) (wire.Msg, err
 	return m, nil
 }
 
-// lateReplies are the requests of one rank that timed out: the only ones
-// whose replies may still arrive, late, and be dropped.
-type lateReplies struct {
-	mu   sync.Mutex
-	seqs map[uint32]bool
-}
-
-func (l *lateReplies) expect(seq uint32) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.seqs == nil {
-		l.seqs = map[uint32]bool{}
-	}
-	l.seqs[seq] = true
-}
-
-// forget reports whether seq timed out (its late reply is dropped once).
-func (l *lateReplies) forget(seq uint32) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ok := l.seqs[seq]
-	delete(l.seqs, seq)
-	return ok
-}
-
 // watchPoll is how often a wait for a reply looks at the rank's watchdog
 // word (one pread of its trace ring's header).
 const watchPoll = 25 * time.Millisecond
@@ -568,8 +543,8 @@ func procState(pid int) string {
 // (st), for case c, with the start's deadline limit: the rank, its pid, its
 // signal and evidence (stderr tail, Go dump), and st.Blame set to the
 // words the case's detail and the event share.
-func startEvent(c *Case, st *StartError, limit time.Duration) report.WorldEvent {
-	e := report.WorldEvent{Kind: report.EventStartError, Ranks: c.Ranks, Case: c.ID}
+func startEvent(id string, ranks int, st *StartError, limit time.Duration) report.WorldEvent {
+	e := report.WorldEvent{Kind: report.EventStartError, Ranks: ranks, Case: id}
 	var de *DeadError
 	var te *TimeoutError
 	var pe *ProtocolError
@@ -598,11 +573,120 @@ func startEvent(c *Case, st *StartError, limit time.Duration) report.WorldEvent 
 	default:
 		st.Blame = st.Error()
 	}
-	e.Detail = fmt.Sprintf("world start of %d ranks for %s: %s", c.Ranks, c.ID, st.Blame)
+	e.Detail = fmt.Sprintf("world start of %d ranks for %s: %s", ranks, id, st.Blame)
 	if rank >= 0 && rank < len(st.World.Procs) {
 		p := st.World.Procs[rank]
 		e.Rank, e.Pid = &rank, p.Pid
 		e.StderrTail = lastBytes(p.Stderr.String(), 2048)
 	}
 	return e
+}
+
+// StartError: a rank of a starting world died (or stopped answering, or
+// spoke garbage) before the world was ready. World is killed but not
+// closed, so its ranks' stderr and traces can still be read for the
+// evidence; whoever gets a StartError closes World. It is classified as
+// what went wrong (Err): a rank death is a crash, a rank that stopped
+// answering a timeout, a malformed handshake an error.
+type StartError struct {
+	World *World
+	Err   error
+	Death Death // the first dead rank's classification
+	// State is the process state of a rank that did not answer its hello
+	// when the start gave up on it ("stopped" for a SIGSTOPped rank), read
+	// before the world was killed; "" when unknown or not a hang.
+	State string
+	// Blame names the rank the start failed on, its pid and what it did
+	// (Runner.startWorld words it, with the start's deadline); "" until then.
+	Blame string
+}
+
+func (e *StartError) Error() string {
+	if e.Death.Summary != "" {
+		return fmt.Sprintf("%v: %s", e.Err, e.Death.Summary)
+	}
+	return e.Err.Error()
+}
+func (e *StartError) Unwrap() error { return e.Err }
+
+// Outcome is what a case that could not get its world ends with.
+func (e *StartError) Outcome() report.Outcome { return e.outcome() }
+
+func (e *StartError) outcome() report.Outcome { return classOf(e.Err).outcome() }
+func (*StartError) fatal() bool               { return true } // its world is killed
+func (e *StartError) weight() int             { return classOf(e.Err).weight() }
+
+// startFailed ends a world whose handshake failed. An error after which
+// the ranks' state is unknown (a rank died, stopped answering or spoke
+// garbage) becomes a StartError that keeps the world's evidence; anything
+// else (a backend that cannot open: SkipError) closes the world and
+// returns err as it was.
+func (w *World) startFailed(err error) error {
+	if !isWorldFatal(err) {
+		w.Close()
+		return err
+	}
+	st := &StartError{World: w, Err: err}
+	var te *TimeoutError
+	if errors.As(err, &te) {
+		st.State = procState(w.Procs[te.Rank].Pid)
+	}
+	w.Kill(200*time.Millisecond, err)
+	var de *DeadError
+	if errors.As(err, &de) {
+		// Only the rank that died: the others were just killed by Kill.
+		w.Procs[de.Rank].WaitExit(3 * time.Second)
+		st.Death = Classify(w.Procs[de.Rank])
+	}
+	return st
+}
+
+// CloseStart closes the world a StartError kept open; any other error is
+// left alone. For callers that only want to know whether a world starts.
+func CloseStart(err error) {
+	var st *StartError
+	if errors.As(err, &st) {
+		st.World.Close()
+	}
+}
+
+// lookWorld samples the progress of w's ranks: their trace sequence
+// numbers (one pread of each ring's header) and CPU time (/proc/<pid>/stat).
+func lookWorld(w *World) progress {
+	pr := progress{at: time.Now()}
+	for _, p := range w.Procs {
+		var seq uint64
+		if p.Trace != nil {
+			if s, err := trace.SharedSeq(p.Trace); err == nil {
+				seq = s
+			}
+		}
+		cpu := cpuTime(p.Pid)
+		pr.runnable = pr.runnable || runnable(p.Pid)
+		pr.seq += seq
+		pr.cpu += cpu
+		pr.seqs = append(pr.seqs, seq)
+		pr.cpus = append(pr.cpus, cpu)
+	}
+	return pr
+}
+
+// blockedIn is the traced call rank r of w is in (its innermost record in
+// flight that is not a request), "" when none: read only when the rank
+// showed no progress, as it reads the whole ring.
+func blockedIn(w *World, r int) string {
+	if r >= len(w.Procs) || w.Procs[r].Trace == nil || runnable(w.Procs[r].Pid) {
+		return "" // a runnable thread is starved, not blocked
+	}
+	recs, err := trace.ReadShared(w.Procs[r].Trace, 0)
+	if err != nil {
+		return ""
+	}
+	var inner trace.Record
+	for _, rec := range recs {
+		if rec.InFlight && !strings.HasPrefix(rec.Name, "request.") && rec.Seq > inner.Seq {
+			inner = rec
+		}
+	}
+	return inner.Name
 }
