@@ -9,7 +9,9 @@
 //
 // Given three or more results.json (whole runs, each in fresh worlds),
 // it also writes DIR/perf.txt, the perf baseline (harness/perf.Record:
-// a limit per gated metric from the runs' medians); the first file is the
+// a limit per gated metric from the runs' medians; in a folder that holds
+// another card's perf file, this card's perf-<card>.txt beside it:
+// expect.WritePerfAt); the first file is the
 // correctness baseline. With fewer it writes no perf.txt and says why:
 // one run cannot tell run-to-run noise from a change.
 //
