@@ -75,7 +75,7 @@ run() { # name, then the run's flags
 }
 for name in $RUNS; do
   case $name in
-    record) mkdir -p "$(dirname "$base")"; run record --backend=auto --expectations="$base" --update-expectations --perf-runs=3 ;;
+    record) mkdir -p "$(dirname "$base")"; [ -n "${BASE_FROM:-}" ] && { rm -rf "$base"; cp -r "$BASE_FROM" "$base"; }; run record --backend=auto --expectations="$base" --update-expectations --perf-runs=3 ;;
     healthy*) run "$name" --backend=auto --expectations="$base" ;;
     hang-gated*) run "$name" --backend=auto --expectations="$base" --internal-inject=hang-at:cuStreamSynchronize=50 ;;
     *) echo "unknown run $name (record, healthy-N or hang-gated)" | tee -a "$sum" ;;

@@ -20,10 +20,15 @@ w=$(mktemp -d)/lead
 mkdir -p "$w"
 card=$(timeout 10 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
 base=${LEAD_BASE_DIR:-/var/tmp/p2p}/speed-base-$(printf '%s' "${card:-unknown}" | tr -c 'A-Za-z0-9\n' '-' | tr 'A-Z' 'a-z')
-case $card in
-  *H200*) [ -n "${FORCE_RECORD:-}" ] || base=expectations/nvidia-sm_90-580-x1 ;;
-  *) base=${LEAD_BASE_DIR:-/var/tmp/p2p}/speed-base-$(printf '%s' "${card:-unknown}" | tr -c 'A-Za-z0-9\n' '-' | tr 'A-Z' 'a-z') ;;
-esac
+# The committed folder holds a perf file per card (perf.txt: H200s,
+# perf-<card>.txt: others); a card it does not serve, or FORCE_RECORD,
+# records into a copy of it (BASE_FROM), written beside the other cards'.
+committed=expectations/nvidia-sm_90-580-x1
+if [ -z "${FORCE_RECORD:-}" ] && grep -qs "$(printf '%s' "${card#NVIDIA }" | cut -d' ' -f1)" "$committed"/perf*.txt; then
+  base=$committed
+else
+  export BASE_FROM=$committed
+fi
 echo "device-lead: $(date -u +%FT%TZ) ${card:-no card}; driver $(cat /sys/module/nvidia/version 2>/dev/null); base $base; steps ${STEPS:-}" | tee "$out/summary.txt"
 for step in ${STEPS:?set STEPS}; do
   s=${step%%:*} lim=${step##*:}

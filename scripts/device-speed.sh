@@ -45,7 +45,9 @@ if [ -z "${BASE:-}" ]; then
 fi
 base=$BASE
 runs=${RUNS:-gated ct12-gated stretch2-gated gated-again}
-if [ ! -f "$base/perf.txt" ] || ! grep -q "$(printf '%s' "${card#NVIDIA }" | cut -d' ' -f1)" "$base/perf.txt" 2>/dev/null; then
+# A folder may hold a perf file per card (perf.txt, perf-<card>.txt): record
+# when none of them names this card.
+if ! grep -qs "$(printf '%s' "${card#NVIDIA }" | cut -d' ' -f1)" "$base"/perf*.txt; then
   case " $runs " in *" record "*) ;; *) runs="record $runs" ;; esac
 fi
 sum=$w/summary.txt
@@ -82,7 +84,10 @@ for name in $runs; do
     record)
       # A fresh folder, as device-hangs.sh records (a copy of the H200
       # folder would gate the record against another card's cases).
+      # BASE_FROM (the committed folder): the record is written beside its
+      # other cards' perf files (perf-<card>.txt), never over them.
       rm -rf "$base"; mkdir -p "$(dirname "$base")"
+      [ -n "${BASE_FROM:-}" ] && cp -r "$BASE_FROM" "$base"
       run record 220 --backend=auto --expectations="$base" --update-expectations --perf-runs=3 ;;
     gated*) run "$name" 80 --backend=auto --expectations="$base" ;;
     ct12-gated) run "$name" 50 "${perf[@]}" --internal-inject=copy-times:1.2 --expectations="$base" ;;
