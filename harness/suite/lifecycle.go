@@ -39,20 +39,6 @@ var (
 	caught atomic.Value
 )
 
-// writeAtomic is how the sinks replace a file whole on ReportsNotWritten,
-// report.WriteAtomic (a test fakes a full disk).
-var writeAtomic = report.WriteAtomic
-
-// atomicSeam is writeAtomic as it is when called (a test sets it after
-// the sinks were made).
-func atomicSeam(path string, data []byte) error { return writeAtomic(path, data) }
-
-// room reports whether --out still has results.json's room.
-func (s *sinks) room() bool {
-	r := s.get().reserve
-	return r == nil || r.Room()
-}
-
 // caughtSignal is the signal the handler caught, "" when none.
 func caughtSignal() string {
 	s, _ := caught.Load().(string)
@@ -77,7 +63,7 @@ func Prepare(o *Options) error {
 	// no result, not as 0 cases passed.
 	rep := &report.Report{Schema: report.Schema, State: report.StateNoPlan, Environment: environment(o, nil), Results: []report.Result{}}
 	sigMu.Lock()
-	ckpt := &stream.Checkpoint{Path: filepath.Join(od.Path, "results.json"), WriteAtomic: atomicSeam}
+	ckpt := &stream.Checkpoint{Path: filepath.Join(od.Path, "results.json")}
 	werr := ckpt.Begin(rep)
 	if werr == nil {
 		// Only a record that exists is named by the pre-plan signal line.

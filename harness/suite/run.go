@@ -9,7 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/onsi/ginkgo/v2/types"
+
 	"p2patomics/harness"
+	"p2patomics/harness/expect"
 	"p2patomics/harness/report"
 	"p2patomics/harness/stream"
 	"p2patomics/internal/device"
@@ -174,6 +177,64 @@ func (r *Run) stop(what, why, by string) {
 	r.sinks.emit(stream.Interrupted{Signal: by})
 	r.exec.worlds.killAll()
 	os.Exit(r.Finish())
+}
+
+// HeardSpec feeds Ginkgo's own report of one spec (the suite's
+// ReportAfterEach node) into the run, so a spec Ginkgo ended without the
+// case's result is never a silent "did not run to the end":
+//   - a body that panicked or failed before its case recorded a result
+//     is the case's fail, with Ginkgo's failure text and its location;
+//   - a spec Ginkgo skipped or left pending (--ginkgo.timeout elapsed,
+//     --ginkgo.fail-fast, an abort, a file filter) is not run: the run
+//     is judged as cut short by skipped, Ginkgo's reason (INTERRUPTED,
+//     its unrun cases not-run, never regressions);
+//   - a spec Ginkgo timed out or interrupted while its body still runs
+//     keeps Ginkgo's words as its detail until the body records a result.
+//
+// A case whose body recorded its result (every normal spec, its Skip and
+// Fail included) is left as it is.
+func (r *Run) HeardSpec(rep types.SpecReport, skipped string) {
+	if rep.LeafNodeType != types.NodeTypeIt {
+		return
+	}
+	c := r.Plan.caseOf(rep.LeafNodeText)
+	if c == nil {
+		return
+	}
+	l := r.exec.ledger
+	if _, ok := l.result(c.ID); ok {
+		return
+	}
+	switch {
+	case rep.State.Is(types.SpecStatePanicked | types.SpecStateFailed | types.SpecStateAborted):
+		res := report.Result{Case: c.Identity(), Labels: c.Labels, Outcome: report.Fail, Expected: c.Expected,
+			Detail: GinkgoFailure(rep), Ranks: []report.Rank{}, Repro: c.Repro}
+		res = expect.JudgeOne(res, r.Plan.gate, report.Environment{})
+		res.Inject = r.Plan.Opts.InjectRules()
+		if l.done() {
+			return // the reports are being written: nothing is recorded now
+		}
+		if r.Plan.Opts.Out != "" {
+			// The folder every failed case has (the verdict line points at
+			// it): Ginkgo's whole report of the failure, the repro.
+			note := r.sinks.writeEvidence(c.ID, ginkgoEvidence(rep, res, r.exec.worlds.get(c.Backend).ReproScript(c)))
+			if note != "" {
+				res.Detail = strings.TrimSpace(res.Detail + "; " + note)
+			}
+		}
+		if !l.done() {
+			r.sinks.emit(stream.CaseDone{Result: res}) // the ledger records it
+		}
+	case rep.State.Is(types.SpecStateSkipped | types.SpecStatePending):
+		l.note(c.ID, "not run: Ginkgo skipped its spec: "+skipped)
+		l.cutShort(skipped)
+	case rep.State.Is(types.SpecStateTimedout | types.SpecStateInterrupted):
+		l.note(c.ID, "Ginkgo: "+GinkgoFailure(rep))
+	default:
+		// A spec Ginkgo passed whose case left no result: never seen
+		// (Execute records every case it admits), said if it happens.
+		l.note(c.ID, fmt.Sprintf("Ginkgo: spec %s before its case recorded a result", rep.State))
+	}
 }
 
 // LogWriter wraps a log the suite keeps in --out (ginkgo.log): it writes

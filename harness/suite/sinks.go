@@ -176,6 +176,20 @@ func (s *sinks) recordNotWritten(start time.Time, rep *report.Report, notWritten
 	}
 }
 
+// writeAtomic is how the sinks replace a file whole on ReportsNotWritten,
+// report.WriteAtomic (a test fakes a full disk).
+var writeAtomic = report.WriteAtomic
+
+// atomicSeam is writeAtomic as it is when called (a test sets it after
+// the sinks were made).
+func atomicSeam(path string, data []byte) error { return writeAtomic(path, data) }
+
+// room reports whether --out still has results.json's room.
+func (s *sinks) room() bool {
+	r := s.get().reserve
+	return r == nil || r.Room()
+}
+
 // roomWriter wraps a log the suite keeps in --out (ginkgo.log, about 1
 // KiB a case, as much as results.json): it writes while --out has the
 // record's room, then says once that it was cut and drops the rest.
