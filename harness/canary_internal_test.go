@@ -27,7 +27,7 @@ func TestSetupStreakSparesCanaries(t *testing.T) {
 	defer r.Close()
 	ran := 0
 	mk := func(id string, canary, export bool) *Case {
-		return &Case{ID: id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second, Canary: canary,
+		return &Case{ID: id, Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, Timeout: 10 * time.Second, Canary: canary,
 			Run: func(c *Ctx) error {
 				ran++
 				if !export {
@@ -66,7 +66,7 @@ func TestSetupStreakSparesControls(t *testing.T) {
 	defer r.Close()
 	ran := 0
 	mk := func(id string, expected report.Outcome, labels ...string) *Case {
-		return &Case{ID: id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: expected, Labels: labels, Timeout: 10 * time.Second,
+		return &Case{ID: id, Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: expected, Labels: labels, Timeout: 10 * time.Second,
 			Run: func(c *Ctx) error { ran++; _, err := c.Shared(0, 4096, true); return err }}
 	}
 	for i := 0; i < setupStreakMax; i++ {

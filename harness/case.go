@@ -6,18 +6,14 @@ import (
 	"p2patomics/harness/report"
 )
 
-// Case is one runnable case.
+// Case is one runnable case. Its typed identity is the record's
+// (report.Case: backend, kind, spec, variant, ranks, ordered pair),
+// embedded so the result carries it as declared, never copied field by
+// field; ID is the id report.CaseID derived from it where the case was
+// declared.
 type Case struct {
-	ID      string // report.CaseID(Backend, Kind, Spec, Variant, Ranks)
-	Backend string
-	Kind    string
-	Spec    string
-	Variant string
-	Ranks   int
-	// Pair is the ordered pair (source, destination rank) a per-pair case
-	// measures, nil for others; its label (report.PairLabel) is derived
-	// from it where the case is declared, never read back.
-	Pair     *[2]int
+	report.Case
+	ID       string // report.CaseID(Backend, Kind, Spec, Variant, Ranks)
 	Labels   []string
 	Expected report.Outcome
 	Timeout  time.Duration // whole-case deadline
@@ -77,5 +73,5 @@ func (c *Case) Identity() report.Case {
 	if c.Spec == "" {
 		return report.ParseCase(c.ID, c.Labels)
 	}
-	return report.Case{Backend: c.Backend, Kind: c.Kind, Spec: c.Spec, Variant: c.Variant, Ranks: c.Ranks, Pair: c.Pair}
+	return c.Case
 }

@@ -26,7 +26,7 @@ func TestWorldEventsAreTypedWhereTheyHappen(t *testing.T) {
 	r.log.started(report.WorldStart{Backend: backends.HostName, Ranks: 2, Seconds: 0.02}, true)
 	setup := &RemoteError{Rank: 1, What: "alloc", Msg: "rank 1: NOT_SUPPORTED"}
 	for i := range setupStreakMax {
-		c := &Case{ID: "host.memfd.s." + string(rune('a'+i)), Kind: "memfd", Expected: report.Pass}
+		c := &Case{ID: "host.memfd.s." + string(rune('a'+i)), Case: report.Case{Kind: "memfd"}, Expected: report.Pass}
 		r.streaks.noteSetup(c, report.Result{Outcome: report.Error, Detail: "x"}, setup)
 	}
 	w := &World{N: 2}

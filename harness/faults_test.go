@@ -104,7 +104,7 @@ func signals(res report.Result) []string {
 // deathCase is a 2-rank host case of TestRankDeathDuringCaseIsCrash's and
 // TestDeathsTheCaseOrJudgementCaused's.
 func deathCase(id string, noLeak bool, run func(*harness.Ctx) error) *harness.Case {
-	return &harness.Case{ID: id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, NoLeak: noLeak,
+	return &harness.Case{ID: id, Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, NoLeak: noLeak,
 		Timeout: 5 * time.Second, Grace: 200 * time.Millisecond, Run: run}
 }
 
@@ -147,7 +147,7 @@ func TestDeathsTheCaseOrJudgementCaused(t *testing.T) {
 func TestIdleDeathAtCloseAndSignalNames(t *testing.T) {
 	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	var idle *harness.Proc
-	r.Run(&harness.Case{ID: "a", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
+	r.Run(&harness.Case{ID: "a", Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, Timeout: 5 * time.Second,
 		Run: func(c *harness.Ctx) error { idle = c.W.Procs[1]; return nil }})
 	syscall.Kill(idle.Pid, syscall.SIGHUP)
 	waitDead(t, idle)
@@ -159,8 +159,8 @@ func TestIdleDeathAtCloseAndSignalNames(t *testing.T) {
 		evs[0].Rank == nil || *evs[0].Rank != 1 || evs[0].Pid != idle.Pid {
 		t.Fatalf("idle death at Close typed as %+v, want idle-death of rank 1 (pid %d) by SIGHUP", evs, idle.Pid)
 	}
-	c2 := &harness.Case{Ranks: 2, Timeout: 30 * time.Second}
-	c64 := &harness.Case{Ranks: 64, Timeout: 30 * time.Second}
+	c2 := &harness.Case{Case: report.Case{Ranks: 2}, Timeout: 30 * time.Second}
+	c64 := &harness.Case{Case: report.Case{Ranks: 64}, Timeout: 30 * time.Second}
 	if c2.Limit() != 30*time.Second || c64.Limit() < 8*time.Minute {
 		t.Fatalf("limits: 2 ranks %s, 64 ranks %s", c2.Limit(), c64.Limit())
 	}

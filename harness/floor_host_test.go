@@ -23,7 +23,7 @@ func TestFloorFailsTheCase(t *testing.T) {
 		{100 * harness.FloorFraction * 0.9, report.Fail},
 		{100 * harness.FloorFraction * 1.1, report.Pass},
 	} {
-		c := &harness.Case{ID: "floor", Backend: backends.HostName, Kind: "memfd", Ranks: 1, Expected: report.Pass,
+		c := &harness.Case{ID: "floor", Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 1}, Expected: report.Pass,
 			Timeout: 20 * time.Second, Grace: time.Second, Run: func(c *harness.Ctx) error {
 				for range 3 {
 					if err := c.Bandwidth("bw_planted_gbps", "planted", ceil, tc.gbps); err != nil {

@@ -39,7 +39,7 @@ func TestHangAfterTheBodyIsTheOutcome(t *testing.T) {
 		}},
 	}
 	for _, k := range cases {
-		c := &harness.Case{ID: k.id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: k.expected, NoLeak: true,
+		c := &harness.Case{ID: k.id, Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: k.expected, NoLeak: true,
 			Timeout: 5 * time.Second, Grace: 200 * time.Millisecond, Run: k.run}
 		res := r.Run(c)
 		if res.Outcome != report.Timeout || !strings.Contains(res.Detail, "liveness check") {
@@ -131,7 +131,7 @@ func TestBudgetFromBaseline(t *testing.T) {
 	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	r.Recorded = map[string]float64{"fast": 0.01, "slow": 0.7, "long": 100}
 	for id, want := range map[string]time.Duration{"fast": 2 * time.Second, "slow": 7 * time.Second, "long": 20 * time.Second, "unknown": 20 * time.Second} {
-		c := &harness.Case{ID: id, Ranks: 2, Timeout: 20 * time.Second}
+		c := &harness.Case{ID: id, Case: report.Case{Ranks: 2}, Timeout: 20 * time.Second}
 		if got := harness.LimitOf(r, c); got != want {
 			t.Errorf("%s: deadline %s, want %s", id, got, want)
 		}

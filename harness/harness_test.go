@@ -100,7 +100,7 @@ func TestRunnerOutcomes(t *testing.T) {
 	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
 	mk := func(id string, run func(*harness.Ctx) error) *harness.Case {
-		return &harness.Case{ID: id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second, Grace: 200 * time.Millisecond, Run: run}
+		return &harness.Case{ID: id, Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, Timeout: 5 * time.Second, Grace: 200 * time.Millisecond, Run: run}
 	}
 	ok := r.Run(mk("ok", func(c *harness.Ctx) error { _, err := c.Shared(0, 4096, true); return err }))
 	if ok.Outcome != report.Pass {
@@ -190,7 +190,7 @@ func benchWorld(b *testing.B, n int) {
 func BenchmarkFdRoundTrip(b *testing.B) {
 	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
-	c := &harness.Case{ID: "bench", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, NoLeak: true, Timeout: time.Minute}
+	c := &harness.Case{ID: "bench", Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, NoLeak: true, Timeout: time.Minute}
 	var err error
 	c.Run = func(ctx *harness.Ctx) error {
 		b.ResetTimer()
@@ -222,7 +222,7 @@ func BenchmarkSpecRoundTripTraceOff(b *testing.B) {
 func benchSpec(b *testing.B, set wire.Settings) {
 	r := harness.NewRunner(backends.HostName, set, 1)
 	defer r.Close()
-	c := &harness.Case{ID: "bench", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: time.Minute,
+	c := &harness.Case{ID: "bench", Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, Timeout: time.Minute,
 		Run: func(ctx *harness.Ctx) error {
 			m, err := ctx.Shared(0, 4096, true)
 			if err != nil {
@@ -262,7 +262,7 @@ func benchSpec(b *testing.B, set wire.Settings) {
 func TestOutOfRangeRequests(t *testing.T) {
 	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
-	c := &harness.Case{ID: "bounds", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
+	c := &harness.Case{ID: "bounds", Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, Timeout: 10 * time.Second,
 		Run: func(ctx *harness.Ctx) error {
 			b, err := ctx.Local(0, 4096)
 			if err != nil {
@@ -319,7 +319,7 @@ func TestOverrunCaseDoesNotPoisonTheNext(t *testing.T) {
 	defer r.Close()
 	// A warm world first, so the short deadline below is the request's,
 	// not the spawn's (the machine may be loaded).
-	warm := &harness.Case{ID: "warm", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 30 * time.Second,
+	warm := &harness.Case{ID: "warm", Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, Timeout: 30 * time.Second,
 		Run: func(*harness.Ctx) error { return nil }}
 	if res := r.Run(warm); res.Outcome != report.Pass {
 		t.Fatalf("warm: %s %s", res.Outcome, res.Detail)
@@ -331,7 +331,7 @@ func TestOverrunCaseDoesNotPoisonTheNext(t *testing.T) {
 		return p
 	}
 	var slowPids []int
-	slow := &harness.Case{ID: "slow", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 300 * time.Millisecond,
+	slow := &harness.Case{ID: "slow", Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, Timeout: 300 * time.Millisecond,
 		Run: func(ctx *harness.Ctx) error {
 			slowPids = pids(ctx)
 			if _, err := ctx.Local(0, 4096); err != nil {
@@ -350,7 +350,7 @@ func TestOverrunCaseDoesNotPoisonTheNext(t *testing.T) {
 	}
 	// The same world serves the next case: teardown took its own reply,
 	// not the late one, so nothing made the world untrustworthy.
-	next := &harness.Case{ID: "next", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
+	next := &harness.Case{ID: "next", Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, Timeout: 5 * time.Second,
 		Run: func(ctx *harness.Ctx) error {
 			if got := pids(ctx); !slices.Equal(got, slowPids) {
 				return fmt.Errorf("the world was replaced after the slow case (ranks %v, then %v): its teardown took the late reply", slowPids, got)
@@ -375,7 +375,7 @@ func TestEvidenceOnPassOnly(t *testing.T) {
 		err  error
 		want report.Evidence
 	}{{nil, report.EvidenceStrong}, {harness.Failf("weak outcome"), ""}} {
-		res := r.Run(&harness.Case{ID: "ev", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
+		res := r.Run(&harness.Case{ID: "ev", Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, Timeout: 10 * time.Second,
 			Run: func(ctx *harness.Ctx) error {
 				ctx.Evidence = report.EvidenceStrong
 				return c.err

@@ -14,7 +14,7 @@ import (
 // fillCase fills 1024 words with 7 on rank 0 and checks them through the
 // rank's sum (a read-back, not a kernel): a dropped fill leaves zeros.
 func fillCase(id string) *harness.Case {
-	return &harness.Case{ID: id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass,
+	return &harness.Case{ID: id, Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass,
 		Timeout: 20 * time.Second, Grace: time.Second, Run: func(c *harness.Ctx) error {
 			const n = 1024
 			b, err := c.Local(0, n*8+16) // the fill's witness words after the data

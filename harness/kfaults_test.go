@@ -45,7 +45,7 @@ func xid31(pid int) string {
 
 // plantCase is a 2-rank host case whose body plants line(rank 0's pid).
 func plantCase(id string, ranks int, gpu bool, plant func(string), line func(pid int) string) *harness.Case {
-	return &harness.Case{ID: id, Backend: backends.HostName, Kind: "memfd", Ranks: ranks, Expected: report.Pass, GPU: gpu,
+	return &harness.Case{ID: id, Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: ranks}, Expected: report.Pass, GPU: gpu,
 		Timeout: 10 * time.Second, Run: func(c *harness.Ctx) error {
 			if line != nil {
 				plant(line(c.W.Procs[0].Pid))

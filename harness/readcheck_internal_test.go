@@ -43,7 +43,7 @@ func TestVerifyReadComparesSums(t *testing.T) {
 	r := NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
 	var outs []error
-	res := r.Run(&Case{ID: "verify_compare", Backend: backends.HostName, Kind: "memfd", Ranks: 1, Expected: report.Pass,
+	res := r.Run(&Case{ID: "verify_compare", Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 1}, Expected: report.Pass,
 		Timeout: 20 * time.Second, Grace: time.Second, Run: func(c *Ctx) error {
 			b, err := c.Local(0, 4096)
 			if err != nil {

@@ -16,7 +16,7 @@ import (
 // through Ctx.Read (an unaligned start and length, so the covering words
 // are checked) and Ctx.Sum; the bytes must be the pattern's.
 func readBack(id string) *harness.Case {
-	return &harness.Case{ID: id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass,
+	return &harness.Case{ID: id, Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass,
 		Timeout: 20 * time.Second, Grace: time.Second, Run: func(c *harness.Ctx) error {
 			m, err := c.Shared(0, 1<<16, true)
 			if err != nil {
@@ -81,7 +81,7 @@ func TestCorruptReadFailsTheSum(t *testing.T) {
 	set.Inject = []string{"corrupt-read:0"}
 	r := harness.NewRunner(backends.HostName, set, 1)
 	defer r.Close()
-	res := r.Run(&harness.Case{ID: "sumonly", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass,
+	res := r.Run(&harness.Case{ID: "sumonly", Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass,
 		Timeout: 20 * time.Second, Grace: time.Second, Run: func(c *harness.Ctx) error {
 			b, err := c.Local(0, 4096)
 			if err != nil {

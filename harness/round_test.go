@@ -108,7 +108,7 @@ func TestRoundShares(t *testing.T) {
 
 // roundCase is member id's case, taking its share of rd.
 func roundCase(rd *harness.Round, id string) *harness.Case {
-	return &harness.Case{ID: id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
+	return &harness.Case{ID: id, Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, Timeout: 5 * time.Second,
 		Grace: 200 * time.Millisecond, Run: func(c *harness.Ctx) error { return rd.Take(c, id) }}
 }
 

@@ -88,7 +88,7 @@ func children() []string {
 func TestNoStandbyBesideAGPULeakCheck(t *testing.T) {
 	for _, b := range []string{"cuda", "hip", "hsa"} {
 		r := harness.NewRunner(b, wire.DefaultSettings, 1)
-		harness.Prestart(r, &harness.Case{ID: "x.canary", Canary: true, Ranks: 2})
+		harness.Prestart(r, &harness.Case{ID: "x.canary", Canary: true, Case: report.Case{Ranks: 2}})
 		if started(r) != 0 {
 			t.Errorf("%s: %d standby worlds started beside a leak-checked GPU case", b, started(r))
 		}

@@ -23,7 +23,7 @@ func injectStart(t *testing.T, f func(*exec.Cmd) error) {
 }
 
 func plainCase(id string) *Case {
-	return &Case{ID: id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
+	return &Case{ID: id, Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, Timeout: 10 * time.Second,
 		Run: func(c *Ctx) error { _, err := c.Shared(0, 4096, true); return err }}
 }
 
@@ -156,7 +156,7 @@ func TestBadRankRetiresItsWorld(t *testing.T) {
 	defer r.Close()
 	pids := func(c *Ctx) string { return strings.Trim(strings.Join(strings.Fields(fmt0(c)), ","), ",") }
 	var first, after string
-	unusable := &Case{ID: "enomem", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second, NoLeak: true,
+	unusable := &Case{ID: "enomem", Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, Timeout: 5 * time.Second, NoLeak: true,
 		Run: func(c *Ctx) error {
 			first = pids(c)
 			return &RemoteError{Rank: 0, What: "alloc", Msg: "host: mmap 4096: cannot allocate memory"}
@@ -164,7 +164,7 @@ func TestBadRankRetiresItsWorld(t *testing.T) {
 	if res := r.Run(unusable); res.Outcome != report.Error {
 		t.Fatalf("%s %s", res.Outcome, res.Detail)
 	}
-	r.Run(&Case{ID: "next", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second,
+	r.Run(&Case{ID: "next", Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, Timeout: 5 * time.Second,
 		Run: func(c *Ctx) error { after = pids(c); return nil }})
 	if first == after {
 		t.Fatalf("world kept after an unusable-rank error (pids %s)", after)
@@ -172,7 +172,7 @@ func TestBadRankRetiresItsWorld(t *testing.T) {
 	// Plain errors: the world goes after errStreakMax of them in a row.
 	var seen []string
 	for i := 0; i < errStreakMax+1; i++ {
-		r.Run(&Case{ID: "err", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 5 * time.Second, NoLeak: true,
+		r.Run(&Case{ID: "err", Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, Timeout: 5 * time.Second, NoLeak: true,
 			Run: func(c *Ctx) error { seen = append(seen, pids(c)); return errorString("backend said no") }})
 	}
 	for i := 1; i < errStreakMax; i++ {
@@ -216,7 +216,7 @@ func TestCleanFailureKeepsItsWorld(t *testing.T) {
 	pids := func(c *Ctx) string { return strings.Trim(strings.Join(strings.Fields(fmt0(c)), ","), ",") }
 	var seen []string
 	for i := 0; i < 2*errStreakMax+1; i++ {
-		res := r.Run(&Case{ID: fmt.Sprintf("clean%d", i), Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
+		res := r.Run(&Case{ID: fmt.Sprintf("clean%d", i), Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, Timeout: 10 * time.Second,
 			Run: func(c *Ctx) error {
 				seen = append(seen, pids(c))
 				if i == 2*errStreakMax {
@@ -254,7 +254,7 @@ func TestSetupStreakJudgesTheRest(t *testing.T) {
 	defer r.Close()
 	ran := 0
 	mk := func(i int) *Case {
-		return &Case{ID: fmt.Sprintf("shared%d", i), Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
+		return &Case{ID: fmt.Sprintf("shared%d", i), Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, Timeout: 10 * time.Second,
 			Run: func(c *Ctx) error { ran++; _, err := c.Shared(0, 4096, true); return err }}
 	}
 	var results []report.Result

@@ -16,7 +16,7 @@ import (
 // nothing else: no read-back, so only the witness can tell a fill that ran
 // from one that did not.
 func witnessedFill(id string, n uint64, gotErr *error) *harness.Case {
-	return &harness.Case{ID: id, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass,
+	return &harness.Case{ID: id, Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass,
 		Timeout: 20 * time.Second, Grace: time.Second, Run: func(c *harness.Ctx) error {
 			b, err := c.Local(0, n*8)
 			if err != nil {
@@ -62,7 +62,7 @@ func TestWitnessCatchesDroppedCheck(t *testing.T) {
 func TestRunWitnessedRefusesUnwitnessed(t *testing.T) {
 	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
-	res := r.Run(&harness.Case{ID: "witness_none", Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Error,
+	res := r.Run(&harness.Case{ID: "witness_none", Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Error,
 		Timeout: 20 * time.Second, Run: func(c *harness.Ctx) error {
 			b, err := c.Local(0, 4096)
 			if err != nil {

@@ -81,7 +81,7 @@ func gatedRunWithStartCrash(t *testing.T, id string) (out string, pid int) {
 	os.WriteFile(filepath.Join(base, "cases.txt"), []byte("# stack: vendor=host arch="+runtime.GOARCH+"\n"+id+"\n"), 0o644)
 	os.MkdirAll(out, 0o755)
 	cat := func(_ *suite.Options, be, kind string) []*harness.Case {
-		return []*harness.Case{{ID: id, Backend: be, Kind: kind, Ranks: 2, Expected: report.Pass, Timeout: 10 * time.Second,
+		return []*harness.Case{{ID: id, Case: report.Case{Backend: be, Kind: kind, Ranks: 2}, Expected: report.Pass, Timeout: 10 * time.Second,
 			Run: func(c *harness.Ctx) error { _, err := c.Shared(0, 4096, true); return err }}}
 	}
 	run, err := suite.NewRun(&suite.Options{Backend: backends.HostName, Alloc: "memfd", Case: id, Ranks: 2, Repeat: 1, Expectations: base, Out: out}, "", cat)

@@ -90,7 +90,7 @@ func (b *builder) add(s Spec) *harness.Case {
 		labels = append(labels, report.Needs(device.CapHostAtomics))
 	}
 	c := &harness.Case{
-		ID: id, Backend: b.backend, Kind: b.kind, Spec: spec, Variant: variant, Ranks: ranks, Pair: s.Pair,
+		ID: id, Case: report.Case{Backend: b.backend, Kind: b.kind, Spec: spec, Variant: variant, Ranks: ranks, Pair: s.Pair},
 		Labels:   dedupe(append([]string{b.backend, b.kind, spec}, labels...)),
 		Expected: expected, Timeout: timeout, GPU: backends.IsGPU(b.backend), Run: run,
 	}

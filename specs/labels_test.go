@@ -69,7 +69,7 @@ func TestLabelsAreDeclared(t *testing.T) {
 	if n == 0 {
 		t.Fatal("the catalogue is empty")
 	}
-	planted := &harness.Case{ID: "host.memfd.counter.x", Backend: backends.HostName, Kind: "memfd", Labels: []string{backends.HostName, "counter", "pref"}}
+	planted := &harness.Case{ID: "host.memfd.counter.x", Case: report.Case{Backend: backends.HostName, Kind: "memfd"}, Labels: []string{backends.HostName, "counter", "pref"}}
 	if bad := undeclaredLabels(planted); !slices.Equal(bad, []string{"pref"}) {
 		t.Errorf("a planted misspelt label: got %v, want [pref]", bad)
 	}

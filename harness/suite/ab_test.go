@@ -30,7 +30,7 @@ func abRun(t *testing.T, spec string) (int, string, *report.Report, int, string)
 	os.MkdirAll(out, 0o755)
 	var runs atomic.Int32
 	cat := func(_ *suite.Options, be, kind string) []*harness.Case {
-		return []*harness.Case{{ID: abCase, Backend: be, Kind: kind, Ranks: 2, Expected: report.Pass, Timeout: 20 * time.Second,
+		return []*harness.Case{{ID: abCase, Case: report.Case{Backend: be, Kind: kind, Ranks: 2}, Expected: report.Pass, Timeout: 20 * time.Second,
 			Labels: []string{"perf"},
 			Run: func(c *harness.Ctx) error {
 				runs.Add(1)

@@ -14,7 +14,7 @@ import (
 // seq is a standalone case whose runs end in outs, one after another.
 func seq(id string, outs ...report.Outcome) *harness.Case {
 	i := 0
-	return &harness.Case{ID: id, Backend: backends.HostName, Expected: report.Pass, Standalone: func() (report.Outcome, string) {
+	return &harness.Case{ID: id, Case: report.Case{Backend: backends.HostName}, Expected: report.Pass, Standalone: func() (report.Outcome, string) {
 		o := outs[min(i, len(outs)-1)]
 		i++
 		return o, "run " + string(o)

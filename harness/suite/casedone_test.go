@@ -83,7 +83,7 @@ func TestPerfPassIsACaseDone(t *testing.T) {
 	recording = perf.Recording{Gated: func(r report.Result, m report.Metric) bool { return m.Unit == "us" }, Scope: "sku none"}
 	defer func() { recording = old }()
 	var runs atomic.Int32
-	c := &harness.Case{ID: perfCaseID, Backend: backends.HostName, Kind: "memfd", Ranks: 2, Expected: report.Pass, Timeout: 20 * time.Second,
+	c := &harness.Case{ID: perfCaseID, Case: report.Case{Backend: backends.HostName, Kind: "memfd", Ranks: 2}, Expected: report.Pass, Timeout: 20 * time.Second,
 		Labels: []string{"perf"},
 		Run: func(cx *harness.Ctx) error {
 			k := float64(10 * runs.Add(1))

@@ -27,7 +27,7 @@ func TestResultsWrittenFirstAndKeptCurrent(t *testing.T) {
 		t.Fatalf("no first results.json saying no-plan before any case: %v %+v", err, rep)
 	}
 	mk := func(id string) *harness.Case {
-		return &harness.Case{ID: id, Backend: backends.HostName, Expected: report.Pass,
+		return &harness.Case{ID: id, Case: report.Case{Backend: backends.HostName}, Expected: report.Pass,
 			Standalone: func() (report.Outcome, string) { return report.Pass, "ok" }}
 	}
 	a, b := mk("host.suite.t.a"), mk("host.suite.t.b")

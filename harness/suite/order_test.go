@@ -48,7 +48,7 @@ func TestRecordBeforeTheLiveLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	mk := func(id string) *harness.Case {
-		return &harness.Case{ID: id, Backend: backends.HostName, Expected: report.Pass,
+		return &harness.Case{ID: id, Case: report.Case{Backend: backends.HostName}, Expected: report.Pass,
 			Standalone: func() (report.Outcome, string) { return report.Pass, "ok" }}
 	}
 	a, b := mk("host.suite.t.first"), mk("host.suite.t.second")

@@ -75,7 +75,7 @@ func recordRun(t *testing.T, n, failOn int) (string, int, string, *report.Report
 	os.MkdirAll(out, 0o755)
 	var runs atomic.Int32
 	cat := func(_ *suite.Options, be, kind string) []*harness.Case {
-		return []*harness.Case{{ID: perfCase, Backend: be, Kind: kind, Ranks: 2, Expected: report.Pass, Timeout: 20 * time.Second,
+		return []*harness.Case{{ID: perfCase, Case: report.Case{Backend: be, Kind: kind, Ranks: 2}, Expected: report.Pass, Timeout: 20 * time.Second,
 			Labels: []string{"perf"},
 			Run: func(c *harness.Ctx) error {
 				k := int(runs.Add(1))

@@ -67,7 +67,7 @@ func hostCatalogue(o *Options, backend, kind string) []*harness.Case {
 	var cs []*harness.Case
 	for _, v := range []string{"add", "sub"} {
 		id := backend + "." + kind + ".counter." + v
-		cs = append(cs, &harness.Case{ID: id, Backend: backend, Kind: kind, Labels: []string{backend, kind, "counter"}, Expected: report.Pass})
+		cs = append(cs, &harness.Case{ID: id, Case: report.Case{Backend: backend, Kind: kind}, Labels: []string{backend, kind, "counter"}, Expected: report.Pass})
 	}
 	return cs
 }

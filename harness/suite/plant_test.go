@@ -22,7 +22,7 @@ func plantFake(t *testing.T) {
 		if o.Ranks != 2 {
 			id += ".r" + string(rune('0'+o.Ranks))
 		}
-		return &harness.Case{ID: id, Backend: backend, Kind: kind, Ranks: o.Ranks, Labels: []string{backend, kind, "canary", "manual"}, Expected: report.Pass}
+		return &harness.Case{ID: id, Case: report.Case{Backend: backend, Kind: kind, Ranks: o.Ranks}, Labels: []string{backend, kind, "canary", "manual"}, Expected: report.Pass}
 	})
 }
 

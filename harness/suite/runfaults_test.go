@@ -22,7 +22,7 @@ func TestRunFaultFailsTheVerdict(t *testing.T) {
 		if err := os.MkdirAll(o.Out, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		a := &harness.Case{ID: "host.suite.t.a", Backend: backends.HostName, Expected: report.Pass,
+		a := &harness.Case{ID: "host.suite.t.a", Case: report.Case{Backend: backends.HostName}, Expected: report.Pass,
 			Standalone: func() (report.Outcome, string) { return report.Pass, "ok" }}
 		var out bytes.Buffer
 		r := handMade(&Plan{Opts: o, planned: []*harness.Case{a}}, &out)

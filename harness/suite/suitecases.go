@@ -85,12 +85,12 @@ func (s *selfChecks) noteStart() { s.once.Do(func() { s.startFds = countFds() })
 // cases are the suite's own cases.
 func (s *selfChecks) cases() []*harness.Case {
 	return []*harness.Case{{
-		ID: "host.suite.canary.sigterm", Backend: backends.HostName, Kind: "suite", Spec: "canary", Variant: "sigterm", Ranks: 2,
+		ID: "host.suite.canary.sigterm", Case: report.Case{Backend: backends.HostName, Kind: "suite", Spec: "canary", Variant: "sigterm", Ranks: 2},
 		Labels: []string{backends.HostName, "suite", "canary"}, Expected: report.Pass, Timeout: 60 * time.Second,
 		Repro:      ReproBinary() + " --backend=host --case=host.suite.canary.sigterm",
 		Standalone: s.sigtermCanary,
 	}, {
-		ID: "host.suite.leaks.fds_children", Backend: backends.HostName, Kind: "suite", Spec: "leaks", Variant: "fds_children", Ranks: 2,
+		ID: "host.suite.leaks.fds_children", Case: report.Case{Backend: backends.HostName, Kind: "suite", Spec: "leaks", Variant: "fds_children", Ranks: 2},
 		Labels: []string{backends.HostName, "suite", "leaks"}, Expected: report.Pass, Timeout: 30 * time.Second,
 		Repro:      ReproBinary() + " --backend=host",
 		Standalone: s.leakCheck,
