@@ -42,6 +42,7 @@ func TestBoundedWaitIsShortAndFails(t *testing.T) {
 	if BoundedWait > 50*time.Millisecond {
 		t.Errorf("waitflag.bounded waits %v, want at most 50ms", BoundedWait)
 	}
+	notInOwnTests(t)
 	c := hostCase(t, "host.memfd.waitflag.bounded")
 	r := harness.NewRunner(backends.HostName, wire.DefaultSettings, 1)
 	defer r.Close()
