@@ -91,6 +91,7 @@ func TestNoSinkWritesIntoAnEvent(t *testing.T) {
 		"Live": func() stream.Sink {
 			return &stream.Live{W: io.Discard, Total: 2, Baseline: func(report.Result) report.Outcome { return report.Fail }}
 		},
+		"Heatmaps": func() stream.Sink { return &stream.Heatmaps{Dir: dir} },
 		"Reports":  func() stream.Sink { return &stream.Reports{Dir: dir, WriteAtomic: fullDisk} },
 		"Reserve":  func() stream.Sink { return &stream.Reserve{Dir: dir, Need: 4096, Stderr: io.Discard} },
 		"WorldLog": func() stream.Sink { return &stream.WorldLog{} },

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"p2patomics/harness/heatmap"
 	"p2patomics/harness/outputs"
 	"p2patomics/harness/report"
 )
@@ -139,6 +140,44 @@ func (r *Reports) Err() error {
 		return fmt.Errorf("reports: the run never ended (no RunDone), nothing written to %s", r.Dir)
 	}
 	return r.err
+}
+
+// Heatmaps writes the run's pictures (heatmap.WriteAll: the verdict
+// matrices, the pair heatmaps and an index.html) into Dir/heatmaps on
+// RunDone. Fed after the checkpoint and the reports: the pictures must not
+// take the room the record and the reports need.
+type Heatmaps struct {
+	mu    sync.Mutex
+	Dir   string
+	files []string
+	err   error
+	n     int
+}
+
+// Handle writes the pictures on RunDone.
+func (h *Heatmaps) Handle(e Event) {
+	d, ok := e.(RunDone)
+	if !ok {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n++
+	h.files, h.err = heatmap.WriteAll(filepath.Join(h.Dir, "heatmaps"), d.Report)
+	if h.err != nil {
+		h.err = fmt.Errorf("heatmaps: %w", h.err)
+	}
+}
+
+// Written is the files the last RunDone wrote (none for a run without
+// pictures) and its error; the error says so when no RunDone came.
+func (h *Heatmaps) Written() ([]string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n == 0 {
+		return nil, fmt.Errorf("heatmaps: the run never ended (no RunDone), nothing written to %s", h.Dir)
+	}
+	return h.files, h.err
 }
 
 // WorldLog keeps the run's world events in the order they were emitted:

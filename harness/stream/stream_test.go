@@ -145,3 +145,24 @@ func TestLiveNumbersTheMainPassOnly(t *testing.T) {
 		t.Errorf("done %d, lines:\n%s", l.Done(), buf.String())
 	}
 }
+
+// The heatmaps sink writes the run's pictures on RunDone (the suite wrote
+// them past the stream, in runDone), and says so when no RunDone came.
+func TestHeatmapsSink(t *testing.T) {
+	rep, err := report.Read("../report/testdata/host-results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &stream.Heatmaps{Dir: t.TempDir()}
+	if _, err := h.Written(); err == nil {
+		t.Error("Written before RunDone: no error")
+	}
+	stream.Replay(rep, time.Unix(0, 0), h)
+	files, err := h.Written()
+	if err != nil || len(files) == 0 || filepath.Base(files[len(files)-1]) != "index.html" {
+		t.Fatalf("written %v, %v; want the pictures and index.html last", files, err)
+	}
+	if _, err := os.Stat(filepath.Join(h.Dir, "heatmaps", "index.html")); err != nil {
+		t.Error(err)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"p2patomics/harness/heatmap"
 	"p2patomics/harness/report"
 	"p2patomics/harness/stream"
 )
@@ -33,7 +32,8 @@ type sinks struct {
 	evidence *stream.Evidence
 	ckpt     *stream.Checkpoint // nil without --out
 	live     *stream.Live
-	reports  *stream.Reports // nil without --out
+	reports  *stream.Reports  // nil without --out
+	heatmaps *stream.Heatmaps // nil without --out
 }
 
 // sinkConfig is what the sinks are made from.
@@ -87,7 +87,8 @@ func (s *sinks) get() *sinks {
 		}
 		all = append(all, s.live)
 		if s.reports != nil {
-			all = append(all, s.reports)
+			s.heatmaps = &stream.Heatmaps{Dir: c.out}
+			all = append(all, s.reports, s.heatmaps)
 		}
 		s.fan = stream.NewFanout(all...)
 	})
@@ -107,7 +108,7 @@ func (s *sinks) writeEvidence(id string, files []stream.File) string {
 // writes the final results.json (the record: the heatmaps, junit.xml and
 // the case folders must not take the space it needs), the reports sink
 // the derived reports (outputs.WriteReports, as p2preport replays them);
-// then the heatmaps are written. The reports are the product: a run whose
+// then the heatmaps sink the pictures. The reports are the product: a run whose
 // reports are not written has no verdict anyone can read later, so a
 // failure is one line and ExitNoReport (else 0), and the reports that
 // were written say so (recordNotWritten).
@@ -125,8 +126,8 @@ func (s *sinks) runDone(rep *report.Report, events []string, start time.Time, ou
 	if err := s.reports.Err(); err != nil {
 		notWritten = append(notWritten, err.Error())
 	}
-	if files, err := heatmap.WriteAll(filepath.Join(out, "heatmaps"), rep); err != nil {
-		notWritten = append(notWritten, "heatmaps: "+err.Error())
+	if files, err := s.heatmaps.Written(); err != nil {
+		notWritten = append(notWritten, err.Error())
 	} else if len(files) > 0 {
 		fmt.Fprintf(w, "heatmaps: %s\n", filepath.Join(out, "heatmaps", "index.html"))
 	}
