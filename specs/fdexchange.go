@@ -8,6 +8,14 @@ import (
 	"p2patomics/harness/report"
 )
 
+// fdPatternBytes is the pattern fdexchange.pattern writes into each
+// owner's allocation and reads back through every rank's mapping: 256 KiB
+// spans 4 of a GPU's 64 KiB pages and 64 of the host's 4 KiB pages, so a
+// page mapped wrong past the first still shows. At 1 MiB the pattern's
+// trips over the wire were the case (0.22-0.26 s on one H100, 0.19 s on
+// the host; 256 KiB: 0.06-0.09 s on the host; issue 52).
+const fdPatternBytes = 256 << 10
+
 func (b *builder) fdExchange() {
 	b.add(Spec{Name: "fdexchange", Variant: "pattern", Ranks: b.o.Ranks, Expected: report.Pass,
 		Labels: []report.Label{LabelFD}, Timeout: 30 * time.Second,
@@ -15,7 +23,7 @@ func (b *builder) fdExchange() {
 			if err := c.NeedPeer(false); err != nil {
 				return err
 			}
-			const size = 1 << 20
+			const size = fdPatternBytes
 			for owner := 0; owner < c.N(); owner++ {
 				m, err := c.Shared(owner, size, true)
 				if err != nil {

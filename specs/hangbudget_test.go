@@ -51,3 +51,12 @@ func TestBoundedWaitIsShortAndFails(t *testing.T) {
 		t.Errorf("%s: %s (%s), want fail naming the %v wait", c.ID, res.Outcome, res.Detail, BoundedWait)
 	}
 }
+
+// Issue 52: fdexchange.pattern moves a pattern that still spans several
+// pages of every kind (4 of a GPU's 64 KiB pages), no more: its trips over
+// the wire were the case at 1 MiB. Planted: 1 MiB fails it, 64 KiB too.
+func TestFDPatternSpansPagesNoMore(t *testing.T) {
+	if fdPatternBytes < 4*64<<10 || fdPatternBytes > 256<<10 {
+		t.Errorf("fdexchange.pattern moves %d bytes, want 256 KiB: at least 4 GPU pages of 64 KiB, at most 256 KiB", fdPatternBytes)
+	}
+}
