@@ -24,7 +24,8 @@ base=${LEAD_BASE_DIR:-/var/tmp/p2p}/speed-base-$(printf '%s' "${card:-unknown}" 
 # perf-<card>.txt: others); a card it does not serve, or FORCE_RECORD,
 # records into a copy of it (BASE_FROM), written beside the other cards'.
 committed=expectations/nvidia-sm_90-580-x1
-if [ -z "${FORCE_RECORD:-}" ] && grep -qs "$(printf '%s' "${card#NVIDIA }" | cut -d' ' -f1)" "$committed"/perf*.txt; then
+uuid=$(timeout 10 nvidia-smi --query-gpu=uuid --format=csv,noheader 2>/dev/null | head -n 1)
+if [ -z "${FORCE_RECORD:-}" ] && grep -qsE "^# scope: (machine ${uuid:-none}|sku ${card:-none})\$" "$committed"/perf*.txt; then
   base=$committed
 else
   export BASE_FROM=$committed
