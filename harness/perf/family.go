@@ -106,8 +106,8 @@ func Classify(id, name string) Family {
 // host memory (backends.KindSpec.HostMemory), asked of the backend's row,
 // never of the kind's name.
 func onHostMemory(id string) bool {
-	parts := strings.SplitN(id, ".", 3)
-	return len(parts) == 3 && backends.KindSpecOf(parts[0], parts[1]).HostMemory
+	c := report.ParseCase(id, nil)
+	return c.Backend != "" && backends.KindSpecOf(c.Backend, c.Kind).HostMemory
 }
 
 // Gated says whether a metric of r takes part in the perf gate: a perf
