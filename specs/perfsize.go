@@ -57,13 +57,14 @@ var perfLineCache struct {
 }
 
 // gatedPerfLines is the perf.txt lines of the run's gate by case id: nil
-// when the run is not gated (no --expectations) or records a baseline
+// when the run is not gated (no --expectations), records a baseline
 // (--update-expectations: its samples must be today's, as every band's
-// were), or when the gate has no perf.txt. A gate that does not load is
-// refused by the plan before any case runs (harness/suite); here it sizes
-// nothing.
+// were) or is an A/B run (--ab: B is judged against A block by block, by
+// the pairs' own noise, not a line's tolerance), or when the gate has no
+// perf.txt. A gate that does not load is refused by the plan before any
+// case runs (harness/suite); here it sizes nothing.
 func gatedPerfLines(o *suite.Options) map[string][]perf.Line {
-	if o == nil || o.Expectations == "" || o.UpdateExpectations {
+	if o == nil || o.Expectations == "" || o.UpdateExpectations || o.AB != "" {
 		return nil
 	}
 	perfLineCache.Lock()

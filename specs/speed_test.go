@@ -147,7 +147,9 @@ func TestPerfSamplesStopOnTheRunsNoise(t *testing.T) {
 	rec.UpdateExpectations = true
 	none := o
 	none.Expectations = ""
-	for name, o := range map[string]*suite.Options{"a recording run": &rec, "an ungated run": &none} {
+	abRun := o
+	abRun.AB = "same"
+	for name, o := range map[string]*suite.Options{"a recording run": &rec, "an ungated run": &none, "an A/B run": &abRun} {
 		if stops(o, "copy_ce_read.r0r1", quiet) {
 			t.Errorf("%s stopped at %d samples, want today's %d (every band is of %d)", name, len(quiet), todayTimed, todayTimed)
 		}
