@@ -21,6 +21,8 @@ type eventLog struct {
 	mu      sync.Mutex
 	backend string
 	facts   []fact
+	// taken is how many facts take has handed out (to the stream).
+	taken int
 }
 
 // fact is one entry: a world event, or a world's start (timing, not an
@@ -68,6 +70,21 @@ func (l *eventLog) events() []report.WorldEvent {
 			out = append(out, *f.event)
 		}
 	}
+	return out
+}
+
+// take hands out the world events not handed out before, in order: each
+// goes onto the stream once.
+func (l *eventLog) take() []report.WorldEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []report.WorldEvent
+	for _, f := range l.facts[l.taken:] {
+		if f.event != nil {
+			out = append(out, *f.event)
+		}
+	}
+	l.taken = len(l.facts)
 	return out
 }
 

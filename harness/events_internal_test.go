@@ -50,7 +50,15 @@ func TestWorldEventsAreTypedWhereTheyHappen(t *testing.T) {
 			t.Errorf("event %d: %+v, want kind %s with its backend, time and detail", i, e, kinds[i])
 		}
 	}
-	lines := r.log.lines()
+	if got := r.TakeWorldEvents(); len(got) != len(evs) || got[0].Kind != report.EventSetupStreak {
+		t.Fatalf("the first take handed out %+v, want every event", got)
+	}
+	r.book.chargeElsewhere("", false, kmsg.Event{Lines: []kmsg.Line{{Text: "p2patomics-test: second"}}}, nil)
+	if got := r.TakeWorldEvents(); len(got) != 1 || !strings.Contains(got[0].Detail, "second") {
+		t.Fatalf("the second take handed out %+v, want only the event after the first", got)
+	}
+	evs = r.WorldEvents()[:len(kinds)]
+	lines := r.log.lines()[:len(kinds)+1]
 	if len(lines) != 5 || lines[0] != "world of 2 host ranks ready in 0.020 s (a standby, started while the case before ran)" {
 		t.Fatalf("lines %q: want the start's ready line, then one per event", lines)
 	}

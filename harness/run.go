@@ -130,6 +130,11 @@ func (r *Runner) DeviceInfos() []device.Info { return r.pool.deviceInfos() }
 // start.
 func (r *Runner) WorldEvents() []report.WorldEvent { return r.log.events() }
 
+// TakeWorldEvents hands out the world events no earlier call handed out,
+// typed, in the order they happened: the suite puts each on the stream
+// once.
+func (r *Runner) TakeWorldEvents() []report.WorldEvent { return r.log.take() }
+
 // Tally is what a runner says once closed.
 type Tally struct {
 	// Lines are its world events and world starts as stdout and

@@ -19,13 +19,10 @@ type worlds struct {
 	makeB   func(backend string) *harness.Runner
 	runners map[string]*harness.Runner // by key: the backend, or bKey's
 	order   []string
-	// emitted is, per runner key, how many of its runner's world events
-	// the executor has put on the stream.
-	emitted map[string]int
 }
 
 func newWorlds(make func(backend string) *harness.Runner) *worlds {
-	return &worlds{make: make, runners: map[string]*harness.Runner{}, emitted: map[string]int{}}
+	return &worlds{make: make, runners: map[string]*harness.Runner{}}
 }
 
 // get is backend's runner, made on first use.
@@ -124,19 +121,8 @@ func (w *worlds) closeAll() tally {
 // each runner saw them; each is handed out once.
 func (w *worlds) fresh() []report.WorldEvent {
 	var out []report.WorldEvent
-	w.mu.Lock()
-	keys := append([]string(nil), w.order...)
-	w.mu.Unlock()
-	for _, key := range keys {
-		w.mu.Lock()
-		rn := w.runners[key]
-		w.mu.Unlock()
-		evs := rn.WorldEvents()
-		w.mu.Lock()
-		n := min(w.emitted[key], len(evs))
-		out = append(out, evs[n:]...)
-		w.emitted[key] = len(evs)
-		w.mu.Unlock()
+	for _, rn := range w.list() {
+		out = append(out, rn.TakeWorldEvents()...)
 	}
 	return out
 }
