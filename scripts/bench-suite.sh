@@ -7,7 +7,9 @@
 # the median ratio, the machine (cores, CPU model) and its 1-minute load
 # before and after, then where the median A run's time went, from the run's
 # own records (results.json: timing.suite_wall_s, timing.worlds, each
-# case's duration_s by family) - the breakdown issue 52 quotes for the GPU.
+# case's duration_s by family, and by kind within it; the perf metrics by
+# timed samples taken and the litmus instances, the sizes issue 52 derives
+# from power) - the breakdown issue 52 quotes for the GPU.
 # BASE's binary is built once into .cache/bench-suite/ from a git worktree.
 # The same breakdown of one existing run folder (a GPU run's, say):
 #   scripts/bench-suite.sh --breakdown OUT_DIR [PROCESS_WALL_S]
@@ -25,8 +27,11 @@ t = rep.get("timing") or {}
 wall = t.get("suite_wall_s") or 0.0
 worlds = [w.get("seconds", 0.0) for w in t.get("worlds") or []]
 fam, n = collections.defaultdict(float), collections.Counter()
+bykind = collections.defaultdict(lambda: collections.defaultdict(float))
 hangs = 0.0
 cases = 0.0
+samples = collections.Counter()  # perf metrics by timed samples taken
+strong, mutants = [], 0.0        # litmus: the strong kernels' instances, every mutant's
 for r in rep["results"]:
     parts = r["id"].split(".")
     f = parts[2] if len(parts) > 2 else "?"
@@ -36,11 +41,27 @@ for r in rep["results"]:
         hangs += d
     fam[f] += d
     n[f] += 1
+    bykind[f][parts[1] if len(parts) > 1 else "?"] += d
     cases += d
+    ms = r.get("metrics") or {}
+    if f == "perf":
+        for m in ms.values():
+            k = len(m.get("samples") or [])
+            if k >= 3:
+                samples[k] += 1
+    if f == "litmus" and "planted" not in (r.get("labels") or []):
+        if "instances" in ms:
+            strong.append(ms["instances"].get("median") or 0)
+        mutants += sum((m.get("median") or 0) for k, m in ms.items() if k.startswith("mutant.") and k.endswith(".instances"))
 print(f"  {len(rep['results'])} cases; suite wall {wall:.2f} s" + (f", process wall {ext:.2f} s" if ext else ""))
 print(f"  case bodies (world starts a case needed included) {cases:.2f} s:")
 for f, v in sorted(fam.items(), key=lambda a: -a[1]):
-    print(f"    {f:<16} {n[f]:4d} cases {v:7.2f} s")
+    kinds = ", ".join(f"{k} {s:.2f}" for k, s in sorted(bykind[f].items(), key=lambda a: -a[1]))
+    print(f"    {f:<16} {n[f]:4d} cases {v:7.2f} s   ({kinds})")
+if samples:
+    print("  perf metrics by timed samples: " + ", ".join(f"{k}: {samples[k]}" for k in sorted(samples)))
+if strong:
+    print(f"  litmus: strong kernels {sum(strong):,.0f} instances in {len(strong)} cases (fewest {min(strong):,.0f}), mutants {mutants:,.0f}")
 print(f"  world starts: {len(worlds)}, {sum(worlds):.2f} s (a start a case waited for is inside its duration; a standby's ran beside the case before it)")
 print(f"  suite wall outside case bodies (own tests, plan, checkpoint, Ginkgo, judging): {wall - cases:.2f} s")
 if ext:
