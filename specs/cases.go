@@ -8,7 +8,6 @@ import (
 
 	"p2patomics/harness"
 	"p2patomics/harness/backends"
-	"p2patomics/harness/perf"
 	"p2patomics/harness/power"
 	"p2patomics/harness/report"
 	"p2patomics/harness/suite"
@@ -20,7 +19,7 @@ import (
 // Catalogue builds every case for one backend and kind. Cases are plain
 // data plus a body; the Ginkgo tree and the gate both read this list.
 func Catalogue(o *suite.Options, backend, kind string) []*harness.Case {
-	b := &builder{o: o, backend: backend, kind: kind, perfLines: gatedPerfLines(o)}
+	b := &builder{o: o, backend: backend, kind: kind}
 	if backends.KindSpecOf(backend, kind).ExportOnly {
 		b.dmabuf()
 		return b.cases
@@ -47,9 +46,6 @@ type builder struct {
 	backend string
 	kind    string
 	cases   []*harness.Case
-	// perfLines is the gate's perf.txt lines by case id (nil: not gated
-	// on one): the perf cases' samples are sized from them (perfsize.go).
-	perfLines map[string][]perf.Line
 }
 
 // fullID is the id add gives a case.

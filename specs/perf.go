@@ -174,7 +174,7 @@ func runPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int, sp samplePlan) err
 	}
 	metric := report.MetricKind{Name: "rtt_" + string(pp.Scope) + "_us", Unit: "us", Better: report.Lower}
 	var got []float64
-	for sample := 0; sample <= todayTimed && !sp.done(metric.Name, got); sample++ {
+	for sample := 0; sample <= todayTimed && !sp.done(c, metric.Name, got); sample++ {
 		n := rounds
 		if sample == 0 {
 			n = warm
@@ -311,7 +311,7 @@ func sharedPingPong(c *harness.Ctx, pp kernels.Kernel, a, b int, f0, f1 *harness
 	rounds := sampling.Iters(sharedWarmRounds, warm, sharedSampleTarget)
 	rounds = min(max(rounds, sharedMinRounds), 625*sampling.Placements)
 	metric := report.MetricKind{Name: "rtt_" + string(pp.Scope) + "_shared_gpu_us", Unit: "us", Better: report.Lower}
-	for got := []float64(nil); !sp.done(metric.Name, got); {
+	for got := []float64(nil); !sp.done(c, metric.Name, got); {
 		el, err := run(rounds)
 		if err != nil {
 			return err
@@ -432,7 +432,7 @@ func runCopyOpts(c *harness.Ctx, s, d int, eng, dir report.Label, planted bool, 
 		return err
 	}
 	var got []float64
-	for sample := 0; sample < samples && !sp.done(name, got); sample++ {
+	for sample := 0; sample < samples && !sp.done(c, name, got); sample++ {
 		val := uint64(0x0101010101010101) * uint64(sample+1)
 		if err := fillBuf(srcRank, srcBuf, val); err != nil {
 			return err
@@ -508,7 +508,7 @@ func runBidir(c *harness.Ctx, s, d int, eng report.Label, sp samplePlan) error {
 	}
 	name := "bw_" + eng.String() + "_bidir_gbps"
 	var got []float64
-	for sample := 0; sample <= todayTimed && !sp.done(name, got); sample++ {
+	for sample := 0; sample <= todayTimed && !sp.done(c, name, got); sample++ {
 		wins, err := x.sample(sample)
 		if err != nil {
 			return err
@@ -716,7 +716,7 @@ func runAtomicRate(c *harness.Ctx, k kernels.Kernel, where report.Label, sp samp
 		}
 	}
 	var got []float64
-	for sample := 0; sample <= todayTimed && !sp.done(atomicRate.Name, got); sample++ {
+	for sample := 0; sample <= todayTimed && !sp.done(c, atomicRate.Name, got); sample++ {
 		if err := c.Zero(0, bufs[0], 0, sz.threads()*8); err != nil {
 			return err
 		}
