@@ -36,8 +36,9 @@ func SetKernelLog(r *Runner, path string) error {
 	return nil
 }
 
-// Prestart is Runner.prestart, for the standby tests.
-func Prestart(r *Runner, c *Case) { r.pool.prestart(c) }
+// Prestart is Runner.prestart, for the standby tests: whether the case
+// is told a standby started beside it where free memory is the leak check's.
+func Prestart(r *Runner, c *Case) bool { return r.pool.prestart(c) }
 
 // Standbys is how many standby worlds r started and used.
 func Standbys(r *Runner) (started, used int) {

@@ -185,28 +185,29 @@ func plansRespawn(c *Case) bool {
 
 // prestart starts a standby world of c's size when c plans to end its
 // world and none is waiting, the backend is available and worlds start.
-func (p *pool) prestart(c *Case) {
+// It says whether one started where the leak check reads the device's
+// free memory (the case's own check then leaves free memory out).
+func (p *pool) prestart(c *Case) bool {
 	if c.Standalone != nil || !plansRespawn(c) {
-		return
+		return false
 	}
-	p.startStandby(c.Ranks)
+	return p.startStandby(c.Ranks, true) && !replenishes(p.backend)
 }
 
 // startStandby starts a standby world of n ranks unless one waits, the
 // backend is unavailable, starts are broken, the machine is wedged or the
-// runner closed.
-func (p *pool) startStandby(n int) {
-	if !standbyFits(p.backend) || (p.halted != nil && p.halted()) {
-		return
+// runner closed; beside a case that does not end its world (a replenish)
+// only where that case's leak check cannot see it (replenishes).
+func (p *pool) startStandby(n int, besideAWorldEnder bool) bool {
+	if (!besideAWorldEnder && !replenishes(p.backend)) || (p.halted != nil && p.halted()) {
+		return false
 	}
 	p.mu.Lock()
 	ok := p.unavailable == nil && p.startBroken == ""
 	deadline := time.Now().Add(p.startFloor)
 	set := *p.settings
 	p.mu.Unlock()
-	if ok {
-		p.spare.start(n, func() (*World, error) { return NewWorld(p.backend, n, set, deadline) })
-	}
+	return ok && p.spare.start(n, func() (*World, error) { return NewWorld(p.backend, n, set, deadline) })
 }
 
 // newOrStandby starts a world of n ranks, or takes the standby of n ranks
@@ -227,7 +228,7 @@ func (p *pool) newOrStandby(n int, deadline time.Time) (*World, error, time.Dura
 		// then the next canary): the next standby starts now, so it is
 		// ready however short the next world-ender is (a canary dies in
 		// tens of ms; a world start takes 0.3-0.5 s on a GPU).
-		p.startStandby(n)
+		p.startStandby(n, false)
 	}
 	return s.w, s.err, s.took, true
 }

@@ -92,7 +92,7 @@ func (r *Runner) Run(c *Case) (res report.Result) {
 	if !cr.getWorld() || !cr.takeBaseline() {
 		return res
 	}
-	r.pool.prestart(c)
+	cr.besideStandby = r.pool.prestart(c)
 	cr.runBody()
 	cr.judgeCase()
 	cr.witnessDrops()

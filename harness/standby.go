@@ -27,15 +27,19 @@ type standby struct {
 	took time.Duration
 }
 
-// standbyFits says whether a standby world may start beside a running
-// case on backend: only where the leak check counts the case's own
-// processes (host: /proc). A GPU backend's leak check reads the device's
-// free memory, which every process on the GPU moves: a standby's ranks
-// creating their contexts (about 500 MB on an H100) while a leak-checked
-// case ran read as that case leaking, 4-5 new flakes and unexpected
-// passes in every healthy gated run on one H100 (results/h100x1-580.159.04,
-// issue48-ae422b1).
-func standbyFits(backend string) bool {
+// replenishes says whether a standby world may start beside any running
+// case on backend (the taker's, once a standby is taken): only where the
+// leak check counts the case's own processes (host: /proc). A GPU
+// backend's leak check reads the device's free memory, which every process
+// on the GPU moves: a standby's ranks creating their contexts (about 500 MB
+// on an H100) while a leak-checked case ran read as that case leaking, 4-5
+// new flakes and unexpected passes in every healthy gated run on one H100
+// (results/h100x1-580.159.04, issue48-ae422b1). On a GPU backend a standby
+// starts only beside a case that ends its world by design (prestart), and
+// every leak baseline waits for a start in flight to end first (settle):
+// no start overlaps a leak-checked case, and an idle standby's contexts
+// move no free memory.
+func replenishes(backend string) bool {
 	return backends.RunsOnCPU(backend)
 }
 
@@ -50,12 +54,12 @@ type spare struct {
 }
 
 // start runs open (a world start) as the standby of n ranks, unless one
-// waits or the pool closed.
-func (sp *spare) start(n int, open func() (*World, error)) {
+// waits or the pool closed; whether it started one.
+func (sp *spare) start(n int, open func() (*World, error)) bool {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if sp.s != nil || sp.closed {
-		return
+		return false
 	}
 	s := &standby{n: n, done: make(chan struct{})}
 	sp.s = s
@@ -66,6 +70,7 @@ func (sp *spare) start(n int, open func() (*World, error)) {
 		s.w, s.err = open()
 		s.took = time.Since(t0)
 	}()
+	return true
 }
 
 // take hands over the standby of n ranks once its start has ended; nil
@@ -84,6 +89,18 @@ func (sp *spare) take(n int) *standby {
 	sp.used++
 	sp.mu.Unlock()
 	return s
+}
+
+// settle waits for a standby start in flight to end (its world stays
+// waiting): a GPU leak baseline taken after it sees the standby's memory
+// already gone, and none of it goes during the case.
+func (sp *spare) settle() {
+	sp.mu.Lock()
+	s := sp.s
+	sp.mu.Unlock()
+	if s != nil {
+		<-s.done
+	}
 }
 
 // counts are the standbys started and used so far.

@@ -83,15 +83,24 @@ func children() []string {
 
 // A GPU backend's leak check reads the device's free memory, which a
 // standby's ranks move when they create their contexts beside a running
-// case: no standby starts there (on one H100 every healthy gated run read
-// 4-5 such starts as leaks). Fails with standbyFits always true.
-func TestNoStandbyBesideAGPULeakCheck(t *testing.T) {
+// case (on one H100 every healthy gated run read 4-5 such starts as
+// leaks, issue48-ae422b1). There a standby starts only beside a case that
+// ends its world by design, and that case is told so (its own leak check,
+// run only on a pass it did not expect, leaves free memory out); a plain
+// case starts none. Planted: prestart refusing GPU backends (57dfa3e's
+// rule) fails the count; prestart not reporting the GPU start fails the
+// flag.
+func TestGPUStandbyOnlyBesideAWorldEnder(t *testing.T) {
 	for _, b := range []string{"cuda", "hip", "hsa"} {
 		r := harness.NewRunner(b, wire.DefaultSettings, 1)
-		harness.Prestart(r, &harness.Case{ID: "x.canary", Canary: true, Case: report.Case{Ranks: 2}})
-		if started(r) != 0 {
-			t.Errorf("%s: %d standby worlds started beside a leak-checked GPU case", b, started(r))
+		if harness.Prestart(r, &harness.Case{ID: "x.plain", Case: report.Case{Ranks: 2}}) || started(r) != 0 {
+			t.Errorf("%s: a standby started beside a plain (leak-checked) case", b)
 		}
+		beside := harness.Prestart(r, &harness.Case{ID: "x.canary", Canary: true, Case: report.Case{Ranks: 2}})
+		if started(r) != 1 || !beside {
+			t.Errorf("%s: beside a canary: %d started, case told %v; want 1, told", b, started(r), beside)
+		}
+		r.Close()
 	}
 }
 

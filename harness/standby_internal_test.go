@@ -1,0 +1,68 @@
+package harness
+
+import (
+	"strings"
+	"testing"
+
+	"p2patomics/wire"
+)
+
+// On a GPU backend no standby is replenished beside the case that took
+// one (that case is leak-checked); on the host it is (the leak check
+// counts the case's own processes). Planted: replenishes always true
+// fails it.
+func TestNoGPUReplenish(t *testing.T) {
+	for b, want := range map[string]bool{"cuda": false, "hip": false, "hsa": false, "host": true} {
+		p := &pool{backend: b, settings: &wire.DefaultSettings}
+		if got := p.startStandby(2, false); got != want {
+			t.Errorf("%s: a replenish beside a taker started %v, want %v", b, got, want)
+		}
+		p.spare.close()
+	}
+}
+
+// A leak check beside a standby's start keeps the buffer and fd
+// comparison and leaves the device's free memory out. Planted: leaks
+// ignoring free (always comparing it) fails the first; dropping the
+// buffer rule fails the second.
+func TestLeaksBesideAStandby(t *testing.T) {
+	before := []wire.MemInfo{{Bufs: 1, Fds: 5, Free: 80 << 30}}
+	ctxs := []wire.MemInfo{{Bufs: 1, Fds: 5, Free: 79 << 30}} // a standby's contexts
+	if got := leaks(before, ctxs, true); !strings.Contains(got, "free memory dropped") {
+		t.Errorf("free compared: %q, want the drop", got)
+	}
+	if got := leaks(before, ctxs, false); got != "" {
+		t.Errorf("beside a standby: %q, want no leak", got)
+	}
+	held := []wire.MemInfo{{Bufs: 2, Fds: 5, Free: 79 << 30}}
+	if got := leaks(before, held, false); !strings.Contains(got, "holds 2 buffers, had 1") {
+		t.Errorf("beside a standby, a buffer kept: %q, want it named", got)
+	}
+}
+
+// settle returns only once a standby start in flight has ended, so a GPU
+// leak baseline taken after it never sees the start's memory go.
+// Planted: settle returning at once fails it (the start still runs).
+func TestSettleWaitsForTheStart(t *testing.T) {
+	var sp spare
+	release := make(chan struct{})
+	ended := false
+	sp.start(2, func() (*World, error) {
+		<-release
+		ended = true
+		return nil, nil
+	})
+	go close(release)
+	sp.settle()
+	sp.mu.Lock()
+	s := sp.s
+	sp.mu.Unlock()
+	select {
+	case <-s.done:
+	default:
+		t.Fatal("settle returned while the start ran")
+	}
+	if !ended {
+		t.Fatal("settle returned before the start ended")
+	}
+}
