@@ -17,6 +17,9 @@ const x1 = "../../expectations/nvidia-sm_90-580-x1"
 
 const h100File = "perf-nvidia-h100-80gb-hbm3-e9bfb33c.txt"
 
+// h100Sku is the H100s' sku-scoped file (any H100 80GB HBM3).
+const h100Sku = "perf-nvidia-h100-80gb-hbm3.txt"
+
 // Issue 52: both one-GPU cards the project runs on have a committed
 // baseline. The one-GPU folder holds the H200s' perf.txt (sku NVIDIA H200)
 // and the H100 PCIe's perf file (machine scope) beside it; each card's
@@ -30,9 +33,10 @@ func TestCommittedFolderServesBothCards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// perf.txt, the seed H100's and the H100 of issue 52's run at 8f48ba3
-	// (results/h100x1-580.159.04/issue52-8f48ba3: GPU-6abb804c).
-	if len(s.PerfFiles) != 3 || filepath.Base(s.PerfSource) != PerfFile {
+	// perf.txt, the seed H100's, the H100s of issue 52's runs at 8f48ba3
+	// and a1d6007 (GPU-6abb804c, GPU-064a9527) and the H100s' sku file
+	// from those three cards' 17 runs.
+	if len(s.PerfFiles) != 5 || filepath.Base(s.PerfSource) != PerfFile {
 		t.Fatalf("perf files %d, default %s", len(s.PerfFiles), s.PerfSource)
 	}
 	for _, c := range []struct {
@@ -46,16 +50,22 @@ func TestCommittedFolderServesBothCards(t *testing.T) {
 		}
 	}
 
+	// Another H100 (a UUID no machine file names) is judged by the H100s'
+	// sku file; a card of another name is refused, naming the files' scopes.
 	other := *h100[0]
 	other.Environment.GPUs = append([]report.GPU(nil), other.Environment.GPUs...)
 	other.Environment.GPUs[0].UUID = "GPU-00000000-0000-0000-0000-000000000000"
+	if b, err := s.PerfFor(other.Environment); err != nil || filepath.Base(b.Source) != h100Sku {
+		t.Errorf("another H100: %v, judged by %v; want %s", err, b, h100Sku)
+	}
+	other.Environment.GPUs[0].Name = "NVIDIA H100 PCIe"
 	_, err = s.PerfFor(other.Environment)
-	if err == nil || !strings.Contains(err.Error(), "perf baseline scope mismatch") || !strings.Contains(err.Error(), "NVIDIA H100 80GB HBM3") ||
+	if err == nil || !strings.Contains(err.Error(), "perf baseline scope mismatch") || !strings.Contains(err.Error(), "NVIDIA H100 PCIe") ||
 		!strings.Contains(err.Error(), "sku NVIDIA H200") || !strings.Contains(err.Error(), h100File) || strings.Contains(err.Error(), "\n") {
-		t.Errorf("another H100: %v, want one line naming both files' scopes", err)
+		t.Errorf("another card: %v, want one line naming the files' scopes", err)
 	}
 	if err := (Rejudge{Set: s}).Check(&other); err == nil {
-		t.Errorf("p2preport's check judged another H100")
+		t.Errorf("p2preport's check judged another card")
 	}
 	if err := s.ChoosePerf(other.Environment, true); err != nil || filepath.Base(s.PerfSource) != PerfFile {
 		t.Errorf("--allow-stack-mismatch: %v, judged by %s, want perf.txt", err, s.PerfSource)
