@@ -7,10 +7,8 @@ import (
 
 	"p2patomics/harness"
 	"p2patomics/harness/ab"
-	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/internal/device"
-	"p2patomics/internal/inject"
 	"p2patomics/wire"
 )
 
@@ -19,50 +17,6 @@ import (
 // by block, each block's order drawn from the seed; the case's result is
 // A's (gated as any run's), and the ab section of results.json judges B
 // against A.
-
-// validateAB reads --ab and --ab-blocks, and refuses what an A/B run
-// cannot judge: a SPEC that does not parse, too few blocks, and the flags
-// whose meaning would blur which stack a result came from.
-func (o *Options) validateAB() error {
-	if o.AB == "" {
-		if o.ABBlocks != ab.DefaultBlocks {
-			return usagef("--ab-blocks=%d needs --ab=SPEC", o.ABBlocks)
-		}
-		return nil
-	}
-	sp, err := ab.Parse(o.AB)
-	if err != nil {
-		return usagef("--ab=%s: %v", quote(o.AB), specWhy(err))
-	}
-	switch {
-	case o.ABBlocks < 2:
-		return usagef("--ab-blocks=%d: at least 2 (a paired interval needs two blocks)", o.ABBlocks)
-	case o.ABBlocks > 100:
-		return usagef("--ab-blocks=%d: at most 100", o.ABBlocks)
-	case o.Repeat != 1 || o.Duration != 0:
-		return usagef("--ab with --repeat or --duration is refused: the blocks are the A/B run's repeats (--ab-blocks)")
-	case o.UpdateExpectations:
-		return usagef("--ab with --update-expectations is refused: an A/B run judges B against A, never records a baseline")
-	case o.Inject != "":
-		return usagef("--ab with --%s is refused: injected faults on A would be judged as B's differences (use --ab=inject:RULES)", InjectFlag)
-	}
-	if sp.Kind == ab.Inject {
-		if err := inject.CheckSymbols(o.Backend, backends.InjectSymbols(o.Backend), sp.Rules); err != nil {
-			return usagef("--ab=%s: %v", quote(o.AB), err)
-		}
-		if o.Backend != "auto" {
-			if err := inject.CheckBackend(o.Backend, backends.Lookup(o.Backend) != nil && backends.Lookup(o.Backend).SpeedRules, sp.Rules); err != nil {
-				return usagef("--ab=%s: %v", quote(o.AB), err)
-			}
-		}
-	}
-	// A round's members share one body's run (harness.Round), and its
-	// shares are the round's, not a world's: alternating A and B worlds
-	// would hand one side's share to the other. Per-pair cases run alone.
-	o.Pairs = "alone"
-	o.ab = &sp
-	return nil
-}
 
 // resolveAB resolves a library SPEC for each backend the run uses and
 // starts one rank of stack B on it (the probe A had): a library the rank
@@ -87,12 +41,6 @@ func (o *Options) resolveAB(bes []string) error {
 	return nil
 }
 
-// specWhy is a SPEC refusal's reason, without the sentinel's words (the
-// usage line already starts with --ab=SPEC).
-func specWhy(err error) string {
-	return strings.TrimPrefix(err.Error(), ab.ErrBadSpec.Error()+": ")
-}
-
 // settingsB is what stack B's ranks of backend are told in their hello:
 // A's settings with B's library or B's injector rules.
 func (o *Options) settingsB(backend string) wire.Settings {
@@ -109,25 +57,32 @@ func (o *Options) settingsB(backend string) wire.Settings {
 	return set
 }
 
-// abRecord keeps each case's blocks for the judgement at the end.
-type abRecord struct {
-	mu    sync.Mutex
-	cases []ab.Case
+// abRun is an A/B run's side of the executor: it runs each case on both
+// stacks (runs, which the executor calls in place of its soak) and keeps
+// every case's blocks for the judgement at the end (judge). It holds what
+// it needs, never the executor, so abrun.go stands below executor.go.
+type abRun struct {
+	o      *Options
+	worlds *worlds
+	mu     sync.Mutex
+	cases  []ab.Case
 }
 
-func (a *abRecord) add(c ab.Case) {
+func (a *abRun) add(c ab.Case) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.cases = append(a.cases, c)
 }
 
-// abRuns runs c Blocks times on each side, each block's order drawn from
+// runs runs c Blocks times on each side, each block's order drawn from
 // the seed (ab.BFirst), and records both sides' results; it returns A's
 // one result (the worst of its blocks, its metrics summarised over them),
-// which the run records and gates as any run's.
-func (e *executor) abRuns(c *harness.Case, rn *harness.Runner) report.Result {
-	o := e.plan.Opts
-	rb := e.worlds.getB(c.Backend)
+// which the run records and gates as any run's. stopped is the run ending
+// (the ledger's done): no block starts after it, nor after a runner's
+// abort.
+func (a *abRun) runs(c *harness.Case, rn *harness.Runner, stopped func() bool) report.Result {
+	o := a.o
+	rb := a.worlds.getB(c.Backend)
 	var as, bs []report.Result
 	for b := 0; b < o.ABBlocks; b++ {
 		first, second := rn, rb
@@ -142,7 +97,7 @@ func (e *executor) abRuns(c *harness.Case, rn *harness.Runner) report.Result {
 				as = append(as, one)
 			}
 		}
-		if e.ledger.done() || rn.Abort != "" || rb.Abort != "" {
+		if stopped() || rn.Abort != "" || rb.Abort != "" {
 			break
 		}
 	}
@@ -150,7 +105,7 @@ func (e *executor) abRuns(c *harness.Case, rn *harness.Runner) report.Result {
 	if repro == "" {
 		repro = Repro(o, c.Backend, c.Kind, c.ID, c.Ranks) // carries --ab: the case on both stacks
 	}
-	e.ab.add(ab.Case{ID: c.ID, Repro: repro, A: as, B: bs})
+	a.add(ab.Case{ID: c.ID, Repro: repro, A: as, B: bs})
 	res := ab.Worst(as)
 	if len(as) > 1 {
 		ms := make([]map[string]report.Metric, len(as))
@@ -162,20 +117,20 @@ func (e *executor) abRuns(c *harness.Case, rn *harness.Runner) report.Result {
 	return res
 }
 
-// judgeAB is the run's A/B section, nil without --ab.
-func (e *executor) judgeAB() *report.AB {
-	o := e.plan.Opts
-	if o.ab == nil || e.ab == nil {
+// judge is the run's A/B section, nil without --ab.
+func (a *abRun) judge() *report.AB {
+	if a == nil || a.o.ab == nil {
 		return nil
 	}
-	e.ab.mu.Lock()
-	cases := append([]ab.Case(nil), e.ab.cases...)
-	e.ab.mu.Unlock()
+	o := a.o
+	a.mu.Lock()
+	cases := append([]ab.Case(nil), a.cases...)
+	a.mu.Unlock()
 	sa, sb := report.ABStack{Side: "A"}, report.ABStack{Side: "B", Inject: o.ab.RuleStrings()}
 	var libs []string
-	for _, rn := range e.worlds.list() {
+	for _, rn := range a.worlds.list() {
 		st := &sa
-		if e.worlds.sideB(rn) {
+		if a.worlds.sideB(rn) {
 			st = &sb
 			if l := o.abLib[rn.Backend]; l != "" && !containsStr(libs, l) {
 				libs = append(libs, l)

@@ -28,7 +28,7 @@ type executor struct {
 	emit   func(stream.Event)
 	out    func() io.Writer // stdout
 	env    envCache
-	ab     *abRecord // an A/B run's blocks (abrun.go)
+	ab     *abRun // an A/B run: both stacks and their blocks (abrun.go)
 
 	mu sync.Mutex
 	// reruns are the first attempts the gate calls a regression, in the
@@ -46,7 +46,7 @@ func (e *executor) execute(c *harness.Case) report.Result {
 	rn := e.worlds.get(c.Backend)
 	var res report.Result
 	if e.plan.Opts.ab != nil {
-		res = e.abRuns(c, rn) // both stacks, block by block (abrun.go)
+		res = e.ab.runs(c, rn, e.ledger.done) // both stacks, block by block (abrun.go)
 	} else {
 		res = e.soak(c, rn)
 	}

@@ -325,7 +325,7 @@ func envDefaults(shadow *flag.FlagSet) error {
 // Help describes every flag from the flag table (what --help prints).
 func Help(w io.Writer) {
 	fmt.Fprintln(w, "usage: specs.test [flags]   (through go tool ginkgo: ginkgo ./specs -- [flags])")
-	fmt.Fprintln(w, "Runs the p2patomics suite; the last line of stdout is the verdict. Exit 0 PASS, 1 FAIL, 2 usage error, 3 reports not written, 4 INTERRUPTED (SIGINT, SIGTERM, SIGHUP, -test.timeout, --ginkgo.timeout), 5 environment (the machine could not run the binary's own Go tests: no threads or memory, a signal; --out untouched).")
+	fmt.Fprintln(w, "Runs the p2patomics suite; the last line of stdout is the verdict. Exit 0 PASS, 1 FAIL, 2 usage error, 3 reports not written, 4 INTERRUPTED (SIGINT, SIGTERM, SIGHUP, -test.timeout, --ginkgo.timeout), 5 ENVX (the machine could not run the binary's own Go tests: no threads or memory, a signal; --out untouched).")
 	fmt.Fprintln(w, "\nflags (each also as env P2PAT_<NAME>):")
 	for _, d := range FlagTable {
 		name := "--" + d.Name
@@ -434,6 +434,56 @@ func (o *Options) validatePerfRuns() error {
 		return usagef("--perf-runs=%d: perf.txt needs at least %d passes in fresh worlds", o.PerfRuns, perf.MinRuns)
 	}
 	return nil
+}
+
+// validateAB reads --ab and --ab-blocks, and refuses what an A/B run
+// cannot judge: a SPEC that does not parse, too few blocks, and the flags
+// whose meaning would blur which stack a result came from.
+func (o *Options) validateAB() error {
+	if o.AB == "" {
+		if o.ABBlocks != ab.DefaultBlocks {
+			return usagef("--ab-blocks=%d needs --ab=SPEC", o.ABBlocks)
+		}
+		return nil
+	}
+	sp, err := ab.Parse(o.AB)
+	if err != nil {
+		return usagef("--ab=%s: %v", quote(o.AB), specWhy(err))
+	}
+	switch {
+	case o.ABBlocks < 2:
+		return usagef("--ab-blocks=%d: at least 2 (a paired interval needs two blocks)", o.ABBlocks)
+	case o.ABBlocks > 100:
+		return usagef("--ab-blocks=%d: at most 100", o.ABBlocks)
+	case o.Repeat != 1 || o.Duration != 0:
+		return usagef("--ab with --repeat or --duration is refused: the blocks are the A/B run's repeats (--ab-blocks)")
+	case o.UpdateExpectations:
+		return usagef("--ab with --update-expectations is refused: an A/B run judges B against A, never records a baseline")
+	case o.Inject != "":
+		return usagef("--ab with --%s is refused: injected faults on A would be judged as B's differences (use --ab=inject:RULES)", InjectFlag)
+	}
+	if sp.Kind == ab.Inject {
+		if err := inject.CheckSymbols(o.Backend, backends.InjectSymbols(o.Backend), sp.Rules); err != nil {
+			return usagef("--ab=%s: %v", quote(o.AB), err)
+		}
+		if o.Backend != "auto" {
+			if err := inject.CheckBackend(o.Backend, backends.Lookup(o.Backend) != nil && backends.Lookup(o.Backend).SpeedRules, sp.Rules); err != nil {
+				return usagef("--ab=%s: %v", quote(o.AB), err)
+			}
+		}
+	}
+	// A round's members share one body's run (harness.Round), and its
+	// shares are the round's, not a world's: alternating A and B worlds
+	// would hand one side's share to the other. Per-pair cases run alone.
+	o.Pairs = "alone"
+	o.ab = &sp
+	return nil
+}
+
+// specWhy is a SPEC refusal's reason, without the sentinel's words (the
+// usage line already starts with --ab=SPEC).
+func specWhy(err error) string {
+	return strings.TrimPrefix(err.Error(), ab.ErrBadSpec.Error()+": ")
 }
 
 // validateInject parses the injector's rules: a bad rule, a kernel the

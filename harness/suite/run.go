@@ -102,7 +102,7 @@ func (r *Run) build(p *Plan) {
 		return rn
 	})
 	x.worlds.makeB = runnerB(o, x.worlds.make) // an A/B run's stack B (abrun.go)
-	x.ab = &abRecord{}
+	x.ab = &abRun{o: o, worlds: x.worlds}
 	x.self = &selfChecks{opts: o, worlds: x.worlds}
 	r.exec = x
 	r.sinks.config = func() sinkConfig {
@@ -287,7 +287,7 @@ func (r *Run) finish() int {
 	env.InjectFired = injectFired(o.InjectRules(), r.counters)
 	rep := p.judge(x.ledger.list(p.planned), env, timing, sig, t.faults)
 	rep.WorldEvents = x.ledger.worldEvents()
-	if a := x.judgeAB(); a != nil {
+	if a := x.ab.judge(); a != nil {
 		rep.AB = a
 		report.ApplyAB(rep.Summary, a) // B worse than A fails the run; the line names B
 	}

@@ -1,0 +1,4 @@
+package floors
+
+// B is the ground floor.
+type B struct{ n int }
