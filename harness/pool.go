@@ -206,8 +206,20 @@ func (p *pool) startStandby(n int, besideAWorldEnder bool) bool {
 	ok := p.unavailable == nil && p.startBroken == ""
 	deadline := time.Now().Add(p.startFloor)
 	set := *p.settings
+	known := p.known()
 	p.mu.Unlock()
-	return ok && p.spare.start(n, func() (*World, error) { return NewWorld(p.backend, n, set, deadline) })
+	return ok && p.spare.start(n, func() (*World, error) { return newWorld(p.backend, n, set, deadline, known) })
+}
+
+// known is rank 0's hello of the first world this pool started (nil
+// before one started): a later world's ranks all open their devices at
+// once (World.handshake). Called with p.mu held.
+func (p *pool) known() *device.Info {
+	if len(p.infos) == 0 {
+		return nil
+	}
+	info := p.infos[0]
+	return &info
 }
 
 // newOrStandby starts a world of n ranks, or takes the standby of n ranks
@@ -218,9 +230,10 @@ func (p *pool) newOrStandby(n int, deadline time.Time) (*World, error, time.Dura
 	if s == nil {
 		p.mu.Lock()
 		set := *p.settings
+		known := p.known()
 		p.mu.Unlock()
 		t0 := time.Now()
-		w, err := NewWorld(p.backend, n, set, deadline)
+		w, err := newWorld(p.backend, n, set, deadline, known)
 		return w, err, time.Since(t0), false
 	}
 	if s.err == nil {

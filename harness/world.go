@@ -37,6 +37,11 @@ type World struct {
 	Settings wire.Settings
 	locks    []string
 	broken   atomic.Pointer[error] // set when the world can no longer be trusted
+	// known is rank 0's hello of an earlier world (newWorld), nil for the
+	// first; helloSent is how many hellos were out when the start first
+	// waited for a reply (every rank's, when known placed them).
+	known     *device.Info
+	helloSent int
 	// pat is the running case's patience (patience.go), nil between cases.
 	pat atomic.Pointer[patience]
 }
@@ -46,12 +51,23 @@ type World struct {
 
 // call sends one request and waits for its reply until deadline.
 func (p *Proc) call(t wire.Type, body any, deadline time.Time, res any, fds ...int) (wire.Msg, error) {
-	// One conversation per rank at a time: a request and its reply are
-	// never interleaved with another goroutine's.
+	return p.begin(t, body, deadline, res, fds...)()
+}
+
+// begin sends one request and returns the wait for its reply (until
+// deadline, decoded into res), so that a world start can send every
+// rank's hello before it waits for any. One conversation per rank at a
+// time: the rank stays locked from the send to the end of the wait, and a
+// request and its reply are never interleaved with another goroutine's.
+// The wait must be called, once.
+func (p *Proc) begin(t wire.Type, body any, deadline time.Time, res any, fds ...int) func() (wire.Msg, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	failed := func(err error) func() (wire.Msg, error) {
+		p.mu.Unlock()
+		return func() (wire.Msg, error) { return wire.Msg{}, err }
+	}
 	if p.sock < 0 {
-		return wire.Msg{}, &DeadError{p.Rank, t.String()}
+		return failed(&DeadError{p.Rank, t.String()})
 	}
 	p.seq++
 	seq := p.seq
@@ -59,15 +75,18 @@ func (p *Proc) call(t wire.Type, body any, deadline time.Time, res any, fds ...i
 	if err := wire.Send(p.sock, t, seq, body, fds...); err != nil {
 		if errors.Is(err, wire.ErrClosed) || !p.Alive() {
 			p.WaitExit(2 * time.Second)
-			return wire.Msg{}, &DeadError{p.Rank, what}
+			return failed(&DeadError{p.Rank, what})
 		}
-		return wire.Msg{}, &ProtocolError{p.Rank, err}
+		return failed(&ProtocolError{p.Rank, err})
 	}
-	m, err := p.await(seq, what, deadline)
-	if err != nil {
-		return wire.Msg{}, err
+	return func() (wire.Msg, error) {
+		defer p.mu.Unlock()
+		m, err := p.await(seq, what, deadline)
+		if err != nil {
+			return wire.Msg{}, err
+		}
+		return p.decode(t, m, res)
 	}
-	return p.decode(t, m, res)
 }
 
 // await receives the reply to request seq: a hang, a hang-up or a
@@ -245,7 +264,14 @@ func (p *Proc) decode(t wire.Type, m wire.Msg, res any) (wire.Msg, error) {
 // NewWorld spawns n ranks of backend and completes the handshake. A
 // backend that cannot open returns a SkipError naming why.
 func NewWorld(backendName string, n int, set wire.Settings, deadline time.Time) (*World, error) {
-	w := &World{Backend: backendName, N: n, Settings: set}
+	return newWorld(backendName, n, set, deadline, nil)
+}
+
+// newWorld is NewWorld; known is rank 0's hello of an earlier world of
+// the same backend in this process (nil: none), from which every rank's
+// device is known before this world's rank 0 answers (handshake).
+func newWorld(backendName string, n int, set wire.Settings, deadline time.Time, known *device.Info) (*World, error) {
+	w := &World{Backend: backendName, N: n, Settings: set, known: known}
 	for r := 0; r < n; r++ {
 		p, err := Spawn(r, r)
 		if err != nil {
@@ -276,34 +302,83 @@ func NewWorld(backendName string, n int, set wire.Settings, deadline time.Time) 
 // object (device.AnyDevice) and lists every device it sees; the others go
 // on the usable ones in order (placement). The ranks' Infos then name the
 // devices left out.
+//
+// With rank 0's hello of an earlier world (w.known: the devices do not
+// change under a running suite) every rank's device is known at once:
+// every hello goes out before any reply is awaited, so the ranks open
+// their devices side by side instead of rank 0 first (issue 52: a CUDA
+// rank's open, cuInit, its context, NVML, its module, is most of a world
+// start, and the one-GPU suite starts 16 worlds of 0.4-0.6 s on one H100).
+// Rank 0 still resolves its own device (device.AnyDevice), and the
+// placement its reply gives must be the one the hellos used, else the
+// start is rank 0's protocol error.
 func (w *World) handshake(deadline time.Time) error {
 	first := 0
 	if backends.IsGPU(w.Backend) {
 		first = device.AnyDevice
 	}
-	if err := w.hello(0, first, deadline); err != nil {
-		return err
+	var devs []int
+	if w.known != nil {
+		if d, _, err := placement(w.N, *w.known); err == nil {
+			devs = d
+		}
 	}
-	devs, left, err := placement(w.N, w.Infos[0])
+	if devs == nil {
+		// No earlier world: rank 0 first, the others on its answer.
+		if err := w.hello(0, first, deadline); err != nil {
+			return err
+		}
+	}
+	placed, left, err := w.placeAll(devs, first, deadline)
 	if err != nil {
 		return err
 	}
-	errs := make([]error, w.N)
-	var wg sync.WaitGroup
-	for r := 1; r < w.N; r++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[r] = w.hello(r, devs[r], deadline) }()
-	}
-	wg.Wait()
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
+	if devs != nil && !slices.Equal(devs, placed) {
+		return &ProtocolError{0, fmt.Errorf("%w: rank 0's devices place the ranks on %v, the run's first world placed them on %v", wire.ErrMalformed, placed, devs)}
 	}
 	for r := range w.Infos {
 		w.Infos[r].LeftOut = left
 	}
 	return nil
+}
+
+// placeAll says hello to the ranks not yet greeted: all of them on devs
+// (rank 0 on first), every hello sent before any reply is awaited, or,
+// with devs nil, ranks 1.. on rank 0's answer. It returns the placement
+// rank 0's answer gives. The first error in rank order is the start's.
+func (w *World) placeAll(devs []int, first int, deadline time.Time) ([]int, []string, error) {
+	from := 0
+	if devs == nil {
+		from = 1
+		var err error
+		if devs, _, err = placement(w.N, w.Infos[0]); err != nil {
+			return nil, nil, err
+		}
+	}
+	waits := make([]func() error, w.N)
+	for r := from; r < w.N; r++ {
+		dev := devs[r]
+		if r == 0 {
+			dev = first
+		}
+		waits[r] = w.helloSend(r, dev, deadline)
+	}
+	if from == 0 {
+		w.helloSent = w.N
+	}
+	errs := make([]error, w.N)
+	var wg sync.WaitGroup
+	for r := from; r < w.N; r++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[r] = waits[r]() }()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return nil, nil, e
+		}
+	}
+	return placement(w.N, w.Infos[0])
 }
 
 // placement is the device of each of n ranks, from rank 0's hello: with
@@ -337,14 +412,30 @@ func placement(n int, info device.Info) (devs []int, left []string, err error) {
 }
 
 func (w *World) hello(r, dev int, deadline time.Time) error {
+	w.helloSent = 1
+	return w.helloSend(r, dev, deadline)()
+}
+
+// helloSend sends rank r its hello (to open device dev) and returns the
+// wait for its reply, which records the rank's device facts.
+func (w *World) helloSend(r, dev int, deadline time.Time) func() error {
 	p := w.Procs[r]
 	p.Device = dev
-	var hr wire.HelloReply
+	hr := new(wire.HelloReply)
 	var fds []int
 	if c := w.Settings.InjectCounters; c != nil && len(w.Settings.Inject) > 0 {
 		fds = []int{int(c.Fd())} // the run's injector counters (wire.Settings)
 	}
-	_, err := p.call(wire.THello, wire.Hello{Version: wire.Version, Backend: w.Backend, Rank: r, Ranks: w.N, Device: dev, Settings: w.Settings}, deadline, &hr, fds...)
+	wait := p.begin(wire.THello, wire.Hello{Version: wire.Version, Backend: w.Backend, Rank: r, Ranks: w.N, Device: dev, Settings: w.Settings}, deadline, hr, fds...)
+	return func() error {
+		_, err := wait()
+		return w.helloDone(r, dev, *hr, err)
+	}
+}
+
+// helloDone checks rank r's hello reply hr (or the error it ended with).
+func (w *World) helloDone(r, dev int, hr wire.HelloReply, err error) error {
+	p := w.Procs[r]
 	if err != nil {
 		var re *RemoteError
 		if errors.As(err, &re) && re.NotSupported {

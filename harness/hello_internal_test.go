@@ -1,0 +1,59 @@
+package harness
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"p2patomics/internal/device"
+	"p2patomics/wire"
+)
+
+// Issue 52: a world start after the pool's first sends every rank its
+// hello before it waits for any reply, so the ranks open their devices
+// side by side (a CUDA rank's open is most of a 0.4-0.6 s start on one
+// H100); the first world, with nothing known, greets rank 0 first. Counts,
+// on the host backend: the hellos out when the start first waited.
+// Planted: the pool starting worlds without what it knows (NewWorld), and
+// a handshake that ignores it, each fail the second world's count.
+func TestLaterWorldsGreetEveryRankAtOnce(t *testing.T) {
+	p := &pool{backend: "host", settings: &wire.DefaultSettings, log: &eventLog{}, book: &faultBook{}, worlds: map[int]*World{}, startFloor: 30 * time.Second}
+	defer p.close()
+	w1, err := p.world(3, time.Now().Add(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w1.helloSent != 1 {
+		t.Errorf("first world: %d hellos out at the first wait, want 1 (rank 0 first)", w1.helloSent)
+	}
+	w1.Kill(200*time.Millisecond, errors.New("test: respawn"))
+	w2, err := p.world(3, time.Now().Add(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w2 == w1 || w2.helloSent != 3 {
+		t.Errorf("second world: %d hellos out at the first wait, want 3 (every rank's)", w2.helloSent)
+	}
+	for r, pr := range w2.Procs {
+		if pr.Device != w1.Procs[r].Device || w2.Infos[r].Ordinal != w1.Infos[r].Ordinal {
+			t.Errorf("rank %d: device %d (%d), the first world's %d (%d)", r, pr.Device, w2.Infos[r].Ordinal, w1.Procs[r].Device, w1.Infos[r].Ordinal)
+		}
+	}
+}
+
+// A known rank 0 whose devices would place the ranks otherwise than this
+// world's rank 0 does is the start's protocol error, not a world on the
+// wrong devices. Planted: dropping the comparison starts the world.
+func TestAKnownPlacementMustHold(t *testing.T) {
+	known := &device.Info{Count: 2} // host ranks see one device: ranks on 0, 0
+	w, err := newWorld("host", 2, wire.DefaultSettings, time.Now().Add(30*time.Second), known)
+	if err == nil {
+		w.Close()
+		t.Fatal("a world started on a placement its rank 0 does not give")
+	}
+	CloseStart(err)
+	var pe *ProtocolError
+	if !errors.As(err, &pe) || pe.Rank != 0 {
+		t.Errorf("got %v, want rank 0's protocol error", err)
+	}
+}
