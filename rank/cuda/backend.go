@@ -111,6 +111,9 @@ func (b *Backend) Open(cfg backend.Config) (backend.DeviceInfo, error) {
 	if b.opened {
 		return b.info, errors.New("cuda: backend already open")
 	}
+	// The ceilings describe reads from NVML once cuInit and the context
+	// are done: NVML loads and initialises beside them (loadNVMLAside).
+	loadNVMLAside()
 	d, err := openDriver()
 	if err != nil {
 		return backend.DeviceInfo{}, err

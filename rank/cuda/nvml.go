@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ebitengine/purego"
 
@@ -76,6 +77,22 @@ var (
 	nvmlL    *nvmlLib
 	nvmlErr  error
 )
+
+// nvmlAsides counts the loads loadNVMLAside started (its test's count).
+var nvmlAsides atomic.Int32
+
+// loadNVMLAside starts openNVML on a goroutine of its own, so that
+// nvmlInit_v2 (some 40 ms of each rank's start on the H200s) runs beside
+// cuInit and the primary context instead of after them: describe's
+// readCeilings then waits on the same sync.Once for what is left of it
+// (issue 52: a world start is its ranks' opens, 16 of them in the one-GPU
+// suite). NVML keeps no per-thread context, so any thread may initialise
+// it; a rank that never reads the ceilings (its open failed first) only
+// loaded the library.
+func loadNVMLAside() {
+	nvmlAsides.Add(1)
+	go openNVML() // its error stays in nvmlOnce for readCeilings
+}
 
 // openNVML loads and initialises NVML once per process; ErrNotSupported
 // when the library or a symbol is missing.
