@@ -22,6 +22,7 @@ type faultBook struct {
 	log     *eventLog
 	mu      sync.Mutex
 	faults  []RunFault
+	taken   int                  // faults[:taken] were handed out (take)
 	owners  map[int]rankOwner    // every rank pid this runner started
 	last    map[*World]lastEnded // the case each world ran last
 	lastAny lastEnded            // the case the runner ran last
@@ -206,6 +207,18 @@ func (b *faultBook) note(f RunFault) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.faults = append(b.faults, f)
+}
+
+// take hands out the run faults no earlier call handed out, in the order
+// they were found: the suite puts each on the stream once, at its next
+// collection of the world's facts (the lock is the book's alone; nothing
+// is pushed from under it).
+func (b *faultBook) take() []RunFault {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := append([]RunFault(nil), b.faults[b.taken:]...)
+	b.taken = len(b.faults)
+	return out
 }
 
 // runFaults are the run faults so far, as results.json's lines.

@@ -135,14 +135,17 @@ func (r *Runner) WorldEvents() []report.WorldEvent { return r.log.events() }
 // once.
 func (r *Runner) TakeWorldEvents() []report.WorldEvent { return r.log.take() }
 
+// TakeRunFaults hands out the run faults no earlier call handed out,
+// typed, in the order they were found: the findings no case's result
+// carries that fail the run's verdict (charge.go). The suite puts each on
+// the stream once, when it next collects the world events.
+func (r *Runner) TakeRunFaults() []RunFault { return r.book.take() }
+
 // Tally is what a runner says once closed.
 type Tally struct {
 	// Lines are its world events and world starts as stdout and
 	// summary.txt print them, rendered from the typed facts.
 	Lines []string
-	// Faults are the findings no case's result carries that fail the
-	// run's verdict (charge.go's RunFaults), as results.json's lines.
-	Faults []string
 	// Infos are the device facts of the first world's ranks.
 	Infos []device.Info
 	// Starts records every world's start, for the report's timing.
@@ -150,11 +153,12 @@ type Tally struct {
 }
 
 // Close ends every world (a rank that died idle in a world no later case
-// used is a world event) and tallies the runner. A runner closed between
+// used is a world event, and a run fault against its last case:
+// TakeRunFaults hands it out) and tallies the runner. A runner closed between
 // cases (a fresh world for a kind) runs on; it starts no more standbys.
 func (r *Runner) Close() Tally {
 	r.pool.close()
-	return Tally{Lines: r.log.lines(), Faults: r.book.runFaults(), Infos: r.pool.deviceInfos(), Starts: r.log.starts()}
+	return Tally{Lines: r.log.lines(), Infos: r.pool.deviceInfos(), Starts: r.log.starts()}
 }
 
 // NoteRunFault records a run fault found outside the runner's own checks

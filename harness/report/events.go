@@ -81,3 +81,33 @@ func knownEventKind(k string) bool {
 	}
 	return false
 }
+
+// RunFault is a finding no case's result carries that fails the run's
+// verdict (harness/charge.go charges it), typed where the charging finds
+// it and put on the result stream as it is (stream.RunFault); String is
+// its line in results.json's summary.run_faults (Summary.RunFaults).
+type RunFault struct {
+	// Case ended Outcome before the fault was found ("" when the fault is
+	// no case's: a foreign process's, or a rank's that ran no case).
+	Case    string
+	Outcome Outcome
+	// Who logged it and When, as the charging words them; What is a
+	// finding between cases (a rank that died idle, a probe that failed)
+	// instead of a logged fault.
+	Who, When, What string
+	Fault           *Fault
+	// Foreign: Who is none of the run's ranks.
+	Foreign bool
+}
+
+func (f RunFault) String() string {
+	switch {
+	case f.What != "":
+		return fmt.Sprintf("%s ended %s, but after it %s", f.Case, f.Outcome, f.What)
+	case f.Case != "":
+		return fmt.Sprintf("%s ended %s, but %s logged a GPU fault after it was recorded (%s): %v", f.Case, f.Outcome, f.Who, f.When, f.Fault)
+	case f.Foreign:
+		return fmt.Sprintf("foreign GPU fault: %s logged %s: %v", f.Who, f.When, f.Fault)
+	}
+	return fmt.Sprintf("%s that had run no case logged a GPU fault (%s): %v", f.Who, f.When, f.Fault)
+}

@@ -119,6 +119,8 @@ func TestNoSinkWritesIntoAnEvent(t *testing.T) {
 		stream.CaseStarted{ID: a.ID()},
 		stream.CaseDone{Result: a},
 		stream.WorldEvent{Event: report.WorldEvent{Time: "2026-12-06T12:00:00Z", Backend: "host", Kind: "idle-death"}},
+		stream.RunFault{Fault: report.RunFault{Who: "pid 4242, none of the run's ranks,", When: "between cases",
+			Fault: &report.Fault{Vendor: "nvidia", Name: "Xid 31", Code: 31}, Foreign: true}},
 		stream.CaseDone{Result: b},
 		stream.CaseDone{Result: rerun, Pass: stream.Rerun},
 		stream.CaseDone{Result: bulky(b.ID(), b.Outcome), Pass: stream.PerfPass},

@@ -15,8 +15,8 @@ import (
 )
 
 // Event is one thing that happened in a run: RunStarted, CaseStarted,
-// CaseDone, WorldEvent, EnvironmentKnown, Interrupted, RunDone or
-// ReportsNotWritten. An event is a fact: a sink reads it and writes
+// CaseDone, WorldEvent, RunFault, EnvironmentKnown, Interrupted, RunDone
+// or ReportsNotWritten. An event is a fact: a sink reads it and writes
 // nothing into it, the report a RunDone points to included
 // (TestNoSinkWritesIntoAnEvent).
 type Event interface{ event() }
@@ -72,6 +72,17 @@ type EnvironmentKnown struct{ Environment report.Environment }
 // idle, crashed while its world started), in the order the runners saw it.
 type WorldEvent struct{ Event report.WorldEvent }
 
+// RunFault is a finding no case's result carries that fails the run's
+// verdict (a GPU fault logged by a foreign process, or after its case was
+// recorded; a rank that died idle after a case), typed as the runner's
+// fault book found it, on the stream at the executor's next collection of
+// the worlds' facts after it was found: before the next CaseDone, or at
+// the run's end once the worlds are closed. The collector keeps them for
+// results.json's summary.run_faults (their String, in the order the
+// stream carried them). A replay has none: a recorded run's faults are
+// its summary's lines, judged as they stand.
+type RunFault struct{ Fault report.RunFault }
+
 // Interrupted is the run's one interrupt: every sink flushes what it holds
 // on it, once, whatever it was doing.
 type Interrupted struct{ Signal string }
@@ -87,6 +98,7 @@ func (RunStarted) event()       {}
 func (CaseStarted) event()      {}
 func (CaseDone) event()         {}
 func (WorldEvent) event()       {}
+func (RunFault) event()         {}
 func (EnvironmentKnown) event() {}
 func (Interrupted) event()      {}
 func (RunDone) event()          {}

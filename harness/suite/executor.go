@@ -15,7 +15,7 @@ import (
 
 // executor admits and runs the plan's cases, one at a time as Ginkgo
 // calls, and puts what happens on the result stream (CaseStarted,
-// CaseDone, WorldEvent, EnvironmentKnown): the sinks do the rest, the
+// CaseDone, WorldEvent, RunFault, EnvironmentKnown): the sinks do the rest, the
 // ledger first. After the last spec it reruns what the gate calls a
 // regression and does the perf work; each result they make is a CaseDone
 // too. It reaches no sink but through the stream (emit).
@@ -89,11 +89,20 @@ func (e *executor) done(res report.Result, pass stream.Pass) bool {
 	return true
 }
 
-// facts puts on the stream the worlds' events that are not on it yet,
-// and the environment when a world brought new device facts.
+// facts puts on the stream the worlds' events and run faults that are not
+// on it yet, and the environment when a world brought new device facts.
+// A run fault is found under the runner's fault book's lock, often on a
+// world's own goroutine (an idle rank's death): pushed from there, a sink
+// that asks the runner anything would wait on that lock, and the stream's
+// one order would be the goroutines' race. So it is taken here, where
+// the world events are, before the next CaseDone (done) and once the
+// worlds are closed (Finish).
 func (e *executor) facts() {
 	for _, w := range e.worlds.fresh() {
 		e.emit(stream.WorldEvent{Event: w})
+	}
+	for _, f := range e.worlds.faults() {
+		e.emit(stream.RunFault{Fault: f})
 	}
 	if env, changed := e.env.now(e.plan.Opts, e.worlds.infos()); changed {
 		e.emit(stream.EnvironmentKnown{Environment: env})

@@ -13,7 +13,7 @@ import (
 // (the main pass's, an abort's, a rerun's, a perf pass's), the world
 // events and the run's environment as the stream says them, and the
 // record they make, which the checkpoint writes (record) and Finish
-// judges. It also knows the case running now and whether the run has
+// judges, with the run faults the stream carried. It also knows the case running now and whether the run has
 // finished, after which nothing is recorded (the reports are being
 // written: a late result must not change them). Its lock is its own: the
 // stream, the executor and the interrupt path each take it briefly.
@@ -23,6 +23,7 @@ type ledger struct {
 	results  map[string]report.Result
 	env      report.Environment
 	world    stream.WorldLog
+	faults   []report.RunFault // as the stream carried them, after the run finished too
 	current  string
 	finished bool
 	by       string // what interrupted the run ("" none)
@@ -36,7 +37,8 @@ func newLedger(p *Plan) *ledger {
 }
 
 // Handle collects: a CaseDone's result (unless the run has finished; it
-// ends the running case either way), a world event, the environment.
+// ends the running case either way), a world event, a run fault (the
+// worlds' close, after the run finished, finds some), the environment.
 func (l *ledger) Handle(e stream.Event) {
 	l.world.Handle(e)
 	l.mu.Lock()
@@ -47,9 +49,23 @@ func (l *ledger) Handle(e stream.Event) {
 			l.results[d.Result.ID()] = d.Result
 		}
 		l.current = ""
+	case stream.RunFault:
+		l.faults = append(l.faults, d.Fault)
 	case stream.EnvironmentKnown:
 		l.env = d.Environment
 	}
+}
+
+// runFaults are the run faults the stream carried, in its order, as
+// results.json's summary.run_faults lines.
+func (l *ledger) runFaults() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, f := range l.faults {
+		out = append(out, f.String())
+	}
+	return out
 }
 
 // record is results.json as the stream has told it so far, every planned

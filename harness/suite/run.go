@@ -285,7 +285,7 @@ func (r *Run) finish() int {
 	// that breaks must not cost a world per case (docs/FAULTS.md).
 	env.WorldsStarted = new(len(timing.Worlds))
 	env.InjectFired = injectFired(o.InjectRules(), r.counters)
-	rep := p.judge(x.ledger.list(p.planned), env, timing, sig, t.faults)
+	rep := p.judge(x.ledger.list(p.planned), env, timing, sig, x.ledger.runFaults())
 	rep.WorldEvents = x.ledger.worldEvents()
 	if a := x.ab.judge(); a != nil {
 		rep.AB = a

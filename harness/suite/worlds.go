@@ -95,11 +95,13 @@ func (w *worlds) killAll() {
 }
 
 // tally is what the runners say once closed: their event lines, the
-// faults no case carries, the device facts, each world's start.
+// device facts, each world's start. Their run faults are not in it: each
+// went onto the stream when the executor next collected the facts
+// (faults).
 type tally struct {
-	events, faults []string
-	infos          [][]device.Info
-	starts         []report.WorldStart
+	events []string
+	infos  [][]device.Info
+	starts []report.WorldStart
 }
 
 // closeAll closes every runner's worlds and tallies them.
@@ -108,7 +110,6 @@ func (w *worlds) closeAll() tally {
 	for _, rn := range w.list() {
 		rt := rn.Close()
 		t.events = append(t.events, rt.Lines...)
-		t.faults = append(t.faults, rt.Faults...)
 		if !w.sideB(rn) {
 			t.infos = append(t.infos, rt.Infos)
 		}
@@ -123,6 +124,16 @@ func (w *worlds) fresh() []report.WorldEvent {
 	var out []report.WorldEvent
 	for _, rn := range w.list() {
 		out = append(out, rn.TakeWorldEvents()...)
+	}
+	return out
+}
+
+// faults is the runners' run faults not yet handed out, in the order each
+// runner found them; each is handed out once.
+func (w *worlds) faults() []report.RunFault {
+	var out []report.RunFault
+	for _, rn := range w.list() {
+		out = append(out, rn.TakeRunFaults()...)
 	}
 	return out
 }
