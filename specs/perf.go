@@ -2,7 +2,6 @@ package specs
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"p2patomics/harness"
@@ -400,13 +399,12 @@ func runCopyOpts(c *harness.Ctx, s, d int, eng, dir report.Label, planted bool, 
 	if planted {
 		size, samples = 16<<20, 1
 	}
-	// Both buffers at once: each rank's own allocation is its own
-	// request (two ranks' allocations of pinned host memory were 55-60 ms
-	// each, one after the other, on one H100).
-	var local int
-	var remote *harness.Mem
-	if err := atOnce(func() (err error) { local, err = c.Local(s, size); return err },
-		func() (err error) { remote, err = c.Shared(d, size, true); return err }); err != nil {
+	local, err := c.Local(s, size)
+	if err != nil {
+		return err
+	}
+	remote, err := c.Shared(d, size, true)
+	if err != nil {
 		return err
 	}
 	copyK := kernels.MustLookup("copy_b128_plain_dev")
@@ -553,23 +551,15 @@ func newBidir(c *harness.Ctx, s, d int, eng report.Label) (*bidir, error) {
 	// 3% (both directions overlap for less of a short copy); at 1 GiB by
 	// 0.3%.
 	x := &bidir{c: c, s: s, d: d, eng: eng, size: copySize(c), ms: map[int]*harness.Mem{}, locals: map[int]int{}, scratch: map[int]int{}}
-	// Each side's two buffers, both sides at once (atOnce): on host
-	// memory the four allocations were a quarter of the case.
-	ms, locals := make([]*harness.Mem, 2), make([]int, 2)
-	side := func(i, r int) func() error {
-		return func() (err error) {
-			if ms[i], err = c.Shared(r, x.size, true); err != nil {
-				return err
-			}
-			locals[i], err = c.Local(r, x.size)
-			return err
+	for _, r := range []int{s, d} {
+		m, err := c.Shared(r, x.size, true)
+		if err != nil {
+			return nil, err
 		}
-	}
-	if err := atOnce(side(0, s), side(1, d)); err != nil {
-		return nil, err
-	}
-	for i, r := range []int{s, d} {
-		x.ms[r], x.locals[r] = ms[i], locals[i]
+		x.ms[r] = m
+		if x.locals[r], err = c.Local(r, x.size); err != nil {
+			return nil, err
+		}
 	}
 	x.grid, x.block = uint32(c.W.Units(s)*4), uint32(256)
 	if !c.Backend().GPU {
@@ -770,27 +760,6 @@ func runAtomicRate(c *harness.Ctx, k kernels.Kernel, where report.Label, sp samp
 		if slowest > 0 {
 			got = append(got, float64(ops)/slowest.Seconds()/1e6)
 			c.Metric(atomicRate, method, got[len(got)-1])
-		}
-	}
-	return nil
-}
-
-// atOnce runs fs each on a goroutine of its own and waits for all of
-// them: the first error in order is returned. A case's allocations in
-// different ranks are independent requests (harness.Ctx serialises each
-// rank's own), so they need not wait for one another: what each rank
-// allocates, and through which path, is unchanged.
-func atOnce(fs ...func() error) error {
-	errs := make([]error, len(fs))
-	var wg sync.WaitGroup
-	for i, f := range fs {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = f() }()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
 		}
 	}
 	return nil
