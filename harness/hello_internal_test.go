@@ -16,7 +16,10 @@ import (
 // on the host backend: the hellos out when the start first waited.
 // Planted: the pool starting worlds without what it knows (NewWorld), and
 // a handshake that ignores it, each fail the second world's count.
+// A world of a process that started one before (the suite's probe) knows
+// the placement from that one: TestTheProbesWorldPlacesTheFirst.
 func TestLaterWorldsGreetEveryRankAtOnce(t *testing.T) {
+	firstHellos.Delete("host") // as in a fresh process
 	p := &pool{backend: "host", settings: &wire.DefaultSettings, log: &eventLog{}, book: &faultBook{}, worlds: map[int]*World{}, startFloor: 30 * time.Second}
 	defer p.close()
 	w1, err := p.world(3, time.Now().Add(30*time.Second))
@@ -55,5 +58,27 @@ func TestAKnownPlacementMustHold(t *testing.T) {
 	var pe *ProtocolError
 	if !errors.As(err, &pe) || pe.Rank != 0 {
 		t.Errorf("got %v, want rank 0's protocol error", err)
+	}
+}
+
+// The suite's backend probe starts a world (harness.NewWorld, one rank)
+// before any runner: the runner's first world then greets every rank at
+// once too. Planted: no process-wide record (firstHello nil) fails it.
+func TestTheProbesWorldPlacesTheFirst(t *testing.T) {
+	firstHellos.Delete("host")
+	probe, err := NewWorld("host", 1, wire.DefaultSettings, time.Now().Add(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe.Kill(200*time.Millisecond, errors.New("test: probe done"))
+	probe.Close()
+	p := &pool{backend: "host", settings: &wire.DefaultSettings, log: &eventLog{}, book: &faultBook{}, worlds: map[int]*World{}, startFloor: 30 * time.Second}
+	defer p.close()
+	w, err := p.world(2, time.Now().Add(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.helloSent != 2 {
+		t.Errorf("the runner's first world: %d hellos out at the first wait, want 2", w.helloSent)
 	}
 }

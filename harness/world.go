@@ -271,6 +271,9 @@ func NewWorld(backendName string, n int, set wire.Settings, deadline time.Time) 
 // the same backend in this process (nil: none), from which every rank's
 // device is known before this world's rank 0 answers (handshake).
 func newWorld(backendName string, n int, set wire.Settings, deadline time.Time, known *device.Info) (*World, error) {
+	if known == nil {
+		known = firstHello(backendName)
+	}
 	w := &World{Backend: backendName, N: n, Settings: set, known: known}
 	for r := 0; r < n; r++ {
 		p, err := Spawn(r, r)
@@ -288,6 +291,7 @@ func newWorld(backendName string, n int, set wire.Settings, deadline time.Time, 
 	if err := w.handshake(deadline); err != nil {
 		return nil, w.startFailed(err)
 	}
+	firstHellos.LoadOrStore(backendName, w.Infos[0])
 	if backends.IsGPU(backendName) {
 		if err := w.lockDevices(deadline); err != nil {
 			w.Close()
@@ -295,6 +299,22 @@ func newWorld(backendName string, n int, set wire.Settings, deadline time.Time, 
 		}
 	}
 	return w, nil
+}
+
+// firstHellos holds, by backend, rank 0's hello of the first world of
+// that backend this process started (the suite's backend probe, before any
+// runner's): a later world of any runner knows every rank's device from
+// it (handshake), its first one included.
+var firstHellos sync.Map
+
+// firstHello is the backend's recorded rank 0 hello, nil before any.
+func firstHello(backendName string) *device.Info {
+	v, ok := firstHellos.Load(backendName)
+	if !ok {
+		return nil
+	}
+	info := v.(device.Info)
+	return &info
 }
 
 // handshake says hello to every rank, placing each on a device. Rank 0
