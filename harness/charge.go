@@ -26,9 +26,6 @@ type faultBook struct {
 	owners  map[int]rankOwner    // every rank pid this runner started
 	last    map[*World]lastEnded // the case each world ran last
 	lastAny lastEnded            // the case the runner ran last
-	// open, when set, replaces the machine's kernel log (tests plant
-	// lines in a file: SetKernelLog).
-	open func() (*kmsg.Reader, *health.Monitor, error)
 }
 
 type rankOwner struct {
