@@ -43,6 +43,9 @@ var specLocation = types.NewCodeLocation(0)
 // suite's flags and must never see them.
 func TestMain(m *testing.M) {
 	if rank.IsRank() {
+		// A rank the own tests' child started is refused (no world in
+		// the own tests: owntests_test.go's refuseWorldInOwnTests).
+		refuseWorldInOwnTests()
 		os.Exit(rank.Main())
 	}
 	if os.Getenv(ownTestsEnv) == "1" {

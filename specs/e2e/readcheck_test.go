@@ -1,31 +1,14 @@
-package specs
+package e2e
 
 import (
-	"flag"
 	"strings"
 	"testing"
 
 	"p2patomics/harness"
 	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
-	"p2patomics/harness/suite"
 	"p2patomics/wire"
 )
-
-// hostCaseOf is the host backend's case id in a world of ranks ranks.
-func hostCaseOf(t *testing.T, id string, ranks int) *harness.Case {
-	t.Helper()
-	var o suite.Options
-	o.Register(flag.NewFlagSet("t", flag.ContinueOnError))
-	o.Ranks = ranks
-	for _, c := range Catalogue(&o, backends.HostName, string(backends.Memfd)) {
-		if c.ID == id {
-			return c
-		}
-	}
-	t.Fatalf("no case %s in the host catalogue of %d ranks", id, ranks)
-	return nil
-}
 
 // Issue 37 item 1: the three case families that passed with every read's
 // first bit flipped (a flip keeps a litmus round's outcome legal, and the

@@ -1,4 +1,4 @@
-package specs
+package e2e
 
 import (
 	"errors"
