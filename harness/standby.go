@@ -76,19 +76,33 @@ func (sp *spare) start(n int, open func() (*World, error)) bool {
 // take hands over the standby of n ranks once its start has ended; nil
 // when none of that size waits.
 func (sp *spare) take(n int) *standby {
+	s := sp.detach(n)
+	if s != nil {
+		sp.await(s)
+	}
+	return s
+}
+
+// detach takes the standby of n ranks out of the slot without waiting for
+// its start (await does), so that the next one can start at once; nil
+// when none of that size waits.
+func (sp *spare) detach(n int) *standby {
 	sp.mu.Lock()
+	defer sp.mu.Unlock()
 	s := sp.s
 	if s == nil || s.n != n {
-		sp.mu.Unlock()
 		return nil
 	}
 	sp.s = nil
-	sp.mu.Unlock()
+	return s
+}
+
+// await waits for a detached standby's start to end and counts it used.
+func (sp *spare) await(s *standby) {
 	<-s.done
 	sp.mu.Lock()
 	sp.used++
 	sp.mu.Unlock()
-	return s
 }
 
 // settle waits for a standby start in flight to end (its world stays

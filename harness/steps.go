@@ -100,8 +100,12 @@ func (cr *caseRun) takeBaseline() bool {
 	if !c.NoLeak {
 		// A standby world's start beside the case before (a GPU's only
 		// kind, standby.go) ends before the baseline: its contexts'
-		// memory never reads as this case's leak.
-		cr.pool.spare.settle()
+		// memory never reads as this case's leak. One this case's own
+		// world start began (startedEarly) runs on: this case's leak
+		// check leaves free memory out (pool.settles).
+		if cr.pool.settles(c) {
+			cr.pool.spare.settle()
+		}
 		if !cr.baselineOrRespawn() {
 			return false
 		}
