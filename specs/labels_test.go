@@ -24,15 +24,21 @@ func derivedLabel(c *harness.Case, l string, facets map[string]bool) bool {
 	return strings.HasPrefix(l, report.PairPrefix) || strings.HasPrefix(l, report.NeedsPrefix)
 }
 
-// undeclaredLabels lists c's labels that are neither declared (a
-// report.ValidLabels.Add) nor derived from c.
-func undeclaredLabels(c *harness.Case) []string {
+// kernelFacets is every kernel's facet and litmus shape label, made once
+// for all the cases (per case it was most of this test's time).
+func kernelFacets() map[string]bool {
 	facets := map[string]bool{}
 	for _, k := range kernels.All() {
 		for _, f := range []string{string(k.Op), string(k.Type), string(k.Order), string(k.Scope), shapeLabel(k.Op)} {
 			facets[f] = true
 		}
 	}
+	return facets
+}
+
+// undeclaredLabels lists c's labels that are neither declared (a
+// report.ValidLabels.Add) nor derived from c (facets: kernelFacets).
+func undeclaredLabels(c *harness.Case, facets map[string]bool) []string {
 	var bad []string
 	for _, l := range c.Labels {
 		if !report.ValidLabels.Has(l) && !derivedLabel(c, l, facets) {
@@ -52,12 +58,12 @@ func TestLabelsAreDeclared(t *testing.T) {
 	var o suite.Options
 	o.Register(flag.NewFlagSet("t", flag.ContinueOnError))
 	o.Ranks = 4
-	n := 0
+	n, facets := 0, kernelFacets()
 	for be, kinds := range harness.Matrix {
 		for _, k := range kinds {
 			for _, c := range Catalogue(&o, be, k) {
 				n++
-				if bad := undeclaredLabels(c); len(bad) > 0 {
+				if bad := undeclaredLabels(c, facets); len(bad) > 0 {
 					t.Errorf("%s: labels %v are neither declared (report.ValidLabels.Add) nor follow from the case", c.ID, bad)
 				}
 				if c.Clocks != LabelPerf.In(c.Labels) {
@@ -70,7 +76,7 @@ func TestLabelsAreDeclared(t *testing.T) {
 		t.Fatal("the catalogue is empty")
 	}
 	planted := &harness.Case{ID: "host.memfd.counter.x", Case: report.Case{Backend: backends.HostName, Kind: "memfd"}, Labels: []string{backends.HostName, "counter", "pref"}}
-	if bad := undeclaredLabels(planted); !slices.Equal(bad, []string{"pref"}) {
+	if bad := undeclaredLabels(planted, facets); !slices.Equal(bad, []string{"pref"}) {
 		t.Errorf("a planted misspelt label: got %v, want [pref]", bad)
 	}
 
