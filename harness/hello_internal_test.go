@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"p2patomics/harness/backends"
 	"p2patomics/internal/device"
 	"p2patomics/wire"
 )
@@ -19,8 +20,8 @@ import (
 // A world of a process that started one before (the suite's probe) knows
 // the placement from that one: TestTheProbesWorldPlacesTheFirst.
 func TestLaterWorldsGreetEveryRankAtOnce(t *testing.T) {
-	firstHellos.Delete("host") // as in a fresh process
-	p := &pool{backend: "host", settings: &wire.DefaultSettings, log: &eventLog{}, book: &faultBook{}, worlds: map[int]*World{}, startFloor: 30 * time.Second}
+	firstHellos.Delete(backends.HostName) // as in a fresh process
+	p := &pool{backend: backends.HostName, settings: &wire.DefaultSettings, log: &eventLog{}, book: &faultBook{}, worlds: map[int]*World{}, startFloor: 30 * time.Second}
 	defer p.close()
 	w1, err := p.world(3, time.Now().Add(30*time.Second))
 	if err != nil {
@@ -49,7 +50,7 @@ func TestLaterWorldsGreetEveryRankAtOnce(t *testing.T) {
 // wrong devices. Planted: dropping the comparison starts the world.
 func TestAKnownPlacementMustHold(t *testing.T) {
 	known := &device.Info{Count: 2} // host ranks see one device: ranks on 0, 0
-	w, err := newWorld("host", 2, wire.DefaultSettings, time.Now().Add(30*time.Second), known)
+	w, err := newWorld(backends.HostName, 2, wire.DefaultSettings, time.Now().Add(30*time.Second), known)
 	if err == nil {
 		w.Close()
 		t.Fatal("a world started on a placement its rank 0 does not give")
@@ -65,14 +66,14 @@ func TestAKnownPlacementMustHold(t *testing.T) {
 // before any runner: the runner's first world then greets every rank at
 // once too. Planted: no process-wide record (firstHello nil) fails it.
 func TestTheProbesWorldPlacesTheFirst(t *testing.T) {
-	firstHellos.Delete("host")
-	probe, err := NewWorld("host", 1, wire.DefaultSettings, time.Now().Add(30*time.Second))
+	firstHellos.Delete(backends.HostName)
+	probe, err := NewWorld(backends.HostName, 1, wire.DefaultSettings, time.Now().Add(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	probe.Kill(200*time.Millisecond, errors.New("test: probe done"))
 	probe.Close()
-	p := &pool{backend: "host", settings: &wire.DefaultSettings, log: &eventLog{}, book: &faultBook{}, worlds: map[int]*World{}, startFloor: 30 * time.Second}
+	p := &pool{backend: backends.HostName, settings: &wire.DefaultSettings, log: &eventLog{}, book: &faultBook{}, worlds: map[int]*World{}, startFloor: 30 * time.Second}
 	defer p.close()
 	w, err := p.world(2, time.Now().Add(30*time.Second))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"p2patomics/harness/backends"
 	"p2patomics/wire"
 )
 
@@ -12,7 +13,7 @@ import (
 // counts the case's own processes). Planted: replenishes always true
 // fails it.
 func TestNoGPUReplenish(t *testing.T) {
-	for b, want := range map[string]bool{"cuda": false, "hip": false, "hsa": false, "host": true} {
+	for b, want := range map[string]bool{"cuda": false, "hip": false, "hsa": false, backends.HostName: true} {
 		p := &pool{backend: b, settings: &wire.DefaultSettings}
 		if got := p.startStandby(2, false); got != want {
 			t.Errorf("%s: a replenish beside a taker started %v, want %v", b, got, want)
