@@ -166,14 +166,30 @@ const (
 
 // counterSizing is a counter case's shape: sizing's, with the iterations
 // of a GPU's host memory from power (hostCounterIters). CAS keeps its
-// 2 iterations of 8-thread blocks (its loops spin there).
+// 2 iterations of 8-thread blocks (its loops spin there), in
+// hostCASBlocks blocks.
 func counterSizing(c *harness.Ctx, k kernels.Kernel) size {
 	sz := sizing(c, k.Op)
-	if c.Backend().GPU && c.KindSpec().HostMemory && k.Op != kernels.OpCAS {
+	switch {
+	case !c.Backend().GPU || !c.KindSpec().HostMemory:
+	case k.Op == kernels.OpCAS:
+		sz.grid = hostCASBlocks
+	default:
 		sz.iters = hostCounterIters(k.Op, uint64(c.N())*sz.threads())
 	}
 	return sz
 }
+
+// hostCASBlocks is the grid of a host-memory CAS counter (issue 52): 16
+// blocks of 8 threads a rank, was sizing's 32. Every thread's CAS loop
+// retries on the one word while the others succeed, across PCIe one
+// attempt at a time: at 32 blocks the four cases' kernels took 107-114 ms a
+// launch on one H100 (0.13 s a case, a --trace run at a1d6007), and the
+// retries grow with the contending threads as well as the successes. 16 ×
+// 8 × 2 iterations × 2 ranks = 512 operations still see a lost update at
+// the planted racy counter's rate (7 needed: power.Instances), and any
+// rate down to ln(1000)/512 = 1.3e-2 per operation (6.7e-3 at 32 blocks).
+const hostCASBlocks = 16
 
 // hostCounterIters is the iterations per thread of a host-memory counter
 // of threads threads in all: enough operations to see racyLossRate's lost
