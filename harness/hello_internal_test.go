@@ -1,7 +1,10 @@
 package harness
 
 import (
+	"encoding/json"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,5 +84,52 @@ func TestTheProbesWorldPlacesTheFirst(t *testing.T) {
 	}
 	if w.helloSent != 2 {
 		t.Errorf("the runner's first world: %d hellos out at the first wait, want 2", w.helloSent)
+	}
+}
+
+// With a known rank 0 (the Ryzen host's first world), three fake hsa
+// ranks are greeted at once on the devices placement gives (rank 0 still
+// asked for any device and resolving its own), and the devices left out
+// are recorded as in the first world. Planted: placing every rank on
+// devs[r] including rank 0 (its own resolution skipped) fails the asked
+// devices.
+func TestKnownPlacementGreetsTheRyzenRanksAtOnce(t *testing.T) {
+	var mu sync.Mutex
+	asked := make([]int, 3)
+	w := &World{Backend: "hsa", N: 3, known: &device.Info{Vendor: "amd", Ordinal: 1, Count: 3, Devices: ryzenR9700}}
+	for r := range 3 {
+		p := fakeRank(t, func(m wire.Msg) (any, []int) {
+			var h wire.Hello
+			if err := m.Decode(&h); err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			asked[r] = h.Device
+			mu.Unlock()
+			info := device.Info{Vendor: "amd", Ordinal: h.Device, Count: 3, Devices: ryzenR9700}
+			if h.Device == device.AnyDevice {
+				info.Ordinal = 1
+			}
+			info.Arch = ryzenR9700[info.Ordinal].Arch
+			b, _ := json.Marshal(wire.HelloReply{Version: wire.Version, Kinds: Matrix["hsa"], Info: info})
+			return wire.Reply{OK: true, Result: b}, nil
+		})
+		p.Rank = r
+		w.Procs = append(w.Procs, p)
+		w.Infos = append(w.Infos, device.Info{})
+	}
+	if err := w.handshake(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if w.helloSent != 3 {
+		t.Errorf("%d hellos out at the first wait, want 3", w.helloSent)
+	}
+	if want := []int{device.AnyDevice, 2, 1}; !slices.Equal(asked, want) {
+		t.Errorf("hellos asked for devices %v, want %v", asked, want)
+	}
+	for r, want := range []int{1, 2, 1} {
+		if w.Procs[r].Device != want || len(w.Infos[r].LeftOut) != 1 {
+			t.Errorf("rank %d on device %d, left out %q; want %d and the iGPU", r, w.Procs[r].Device, w.Infos[r].LeftOut, want)
+		}
 	}
 }
