@@ -23,7 +23,7 @@ import (
 // A world of a process that started one before (the suite's probe) knows
 // the placement from that one: TestTheProbesWorldPlacesTheFirst.
 func TestLaterWorldsGreetEveryRankAtOnce(t *testing.T) {
-	firstHellos.Delete(backends.HostName) // as in a fresh process
+	firstHellos.Delete(helloKey(backends.HostName, wire.DefaultSettings)) // as in a fresh process
 	p := &pool{backend: backends.HostName, settings: &wire.DefaultSettings, log: &eventLog{}, book: &faultBook{}, worlds: map[int]*World{}, startFloor: 30 * time.Second}
 	defer p.close()
 	w1, err := p.world(3, time.Now().Add(30*time.Second))
@@ -67,9 +67,11 @@ func TestAKnownPlacementMustHold(t *testing.T) {
 
 // The suite's backend probe starts a world (harness.NewWorld, one rank)
 // before any runner: the runner's first world then greets every rank at
-// once too. Planted: no process-wide record (firstHello nil) fails it.
+// once too; a world loading another vendor library (an A/B run's stack B)
+// does not take it. Planted: no process-wide record (firstHello nil), and
+// a record keyed by the backend alone, each fail it.
 func TestTheProbesWorldPlacesTheFirst(t *testing.T) {
-	firstHellos.Delete(backends.HostName)
+	firstHellos.Delete(helloKey(backends.HostName, wire.DefaultSettings))
 	probe, err := NewWorld(backends.HostName, 1, wire.DefaultSettings, time.Now().Add(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +86,13 @@ func TestTheProbesWorldPlacesTheFirst(t *testing.T) {
 	}
 	if w.helloSent != 2 {
 		t.Errorf("the runner's first world: %d hellos out at the first wait, want 2", w.helloSent)
+	}
+	// An A/B run's stack B loads another vendor library: the probe's
+	// record is not its.
+	b := wire.DefaultSettings
+	b.Library = "/opt/stack-b/libcuda.so.1"
+	if firstHello(backends.HostName, b) != nil {
+		t.Error("a world loading another library takes the default stack's record")
 	}
 }
 

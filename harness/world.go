@@ -272,7 +272,7 @@ func NewWorld(backendName string, n int, set wire.Settings, deadline time.Time) 
 // device is known before this world's rank 0 answers (handshake).
 func newWorld(backendName string, n int, set wire.Settings, deadline time.Time, known *device.Info) (*World, error) {
 	if known == nil {
-		known = firstHello(backendName)
+		known = firstHello(backendName, set)
 	}
 	w := &World{Backend: backendName, N: n, Settings: set, known: known}
 	for r := 0; r < n; r++ {
@@ -291,7 +291,7 @@ func newWorld(backendName string, n int, set wire.Settings, deadline time.Time, 
 	if err := w.handshake(deadline); err != nil {
 		return nil, w.startFailed(err)
 	}
-	firstHellos.LoadOrStore(backendName, w.Infos[0])
+	firstHellos.LoadOrStore(helloKey(backendName, set), w.Infos[0])
 	if backends.IsGPU(backendName) {
 		if err := w.lockDevices(deadline); err != nil {
 			w.Close()
@@ -301,15 +301,22 @@ func newWorld(backendName string, n int, set wire.Settings, deadline time.Time, 
 	return w, nil
 }
 
-// firstHellos holds, by backend, rank 0's hello of the first world of
-// that backend this process started (the suite's backend probe, before any
-// runner's): a later world of any runner knows every rank's device from
-// it (handshake), its first one included.
+// firstHellos holds, by backend and vendor library (an A/B run's stack B
+// loads its own: wire.Settings.Library), rank 0's hello of the first world
+// of that backend this process started (the suite's backend probe, before
+// any runner's): a later world of any runner knows every rank's device
+// from it (handshake), its first one included.
 var firstHellos sync.Map
 
-// firstHello is the backend's recorded rank 0 hello, nil before any.
-func firstHello(backendName string) *device.Info {
-	v, ok := firstHellos.Load(backendName)
+// helloKey is firstHellos' key of a world of backend with settings set.
+func helloKey(backendName string, set wire.Settings) string {
+	return backendName + "\x00" + set.Library
+}
+
+// firstHello is the recorded rank 0 hello of a world of backend with
+// settings set, nil before any.
+func firstHello(backendName string, set wire.Settings) *device.Info {
+	v, ok := firstHellos.Load(helloKey(backendName, set))
 	if !ok {
 		return nil
 	}
