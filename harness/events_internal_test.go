@@ -31,7 +31,7 @@ func TestWorldEventsAreTypedWhereTheyHappen(t *testing.T) {
 	}
 	w := &World{N: 2}
 	unusable := &RemoteError{Rank: 0, What: "alloc", Msg: "Cannot allocate memory"}
-	if !r.streaks.retireAfter(w, report.Result{Case: report.Case{Backend: "host", Kind: "memfd", Spec: "x", Variant: "y", Ranks: 2}, Outcome: report.Error}, unusable) {
+	if !r.streaks.retireAfter(w, report.Result{Case: report.Case{Backend: backends.HostName, Kind: "memfd", Spec: "x", Variant: "y", Ranks: 2}, Outcome: report.Error}, unusable) {
 		t.Fatal("an unusable rank did not retire its world")
 	}
 	for _, id := range []string{"a", "b"} {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"p2patomics/harness/backends"
 	"p2patomics/harness/report"
 	"p2patomics/harness/stream"
 )
@@ -114,11 +115,11 @@ func TestNoSinkWritesIntoAnEvent(t *testing.T) {
 	amended := record()
 	amended.Summary = &sum
 	events := []stream.Event{
-		stream.EnvironmentKnown{Environment: report.Environment{Vendor: "host", Hostname: "h"}},
+		stream.EnvironmentKnown{Environment: report.Environment{Vendor: backends.HostName, Hostname: "h"}},
 		stream.RunStarted{Total: 2},
 		stream.CaseStarted{ID: a.ID()},
 		stream.CaseDone{Result: a},
-		stream.WorldEvent{Event: report.WorldEvent{Time: "2026-12-06T12:00:00Z", Backend: "host", Kind: "idle-death"}},
+		stream.WorldEvent{Event: report.WorldEvent{Time: "2026-12-06T12:00:00Z", Backend: backends.HostName, Kind: "idle-death"}},
 		stream.RunFault{Fault: report.RunFault{Who: "pid 4242, none of the run's ranks,", When: "between cases",
 			Fault: &report.Fault{Vendor: "nvidia", Name: "Xid 31", Code: 31}, Foreign: true}},
 		stream.CaseDone{Result: b},
