@@ -30,8 +30,8 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 	// ending in "/" (see below).
 	named := map[string]bool{}
 	parent := ""
-	top := regexp.MustCompile(`^ ([a-z]+(?:/[a-z]+)*)/?(?:\s|$)`)
-	sub := regexp.MustCompile(`^\(?([a-z]+)/:?$`)
+	top := regexp.MustCompile(`^ ([a-z][a-z0-9]*(?:/[a-z][a-z0-9]*)*)/?(?:\s|$)`)
+	sub := regexp.MustCompile(`^\(?([a-z][a-z0-9]*)/:?$`)
 	for _, line := range strings.Split(pic, "\n") {
 		if m := top.FindStringSubmatch(line); m != nil {
 			parent = m[1]
