@@ -39,6 +39,14 @@ func TestCommittedFolderServesBothCards(t *testing.T) {
 	if len(s.PerfFiles) != 5 || filepath.Base(s.PerfSource) != PerfFile {
 		t.Fatalf("perf files %d, default %s", len(s.PerfFiles), s.PerfSource)
 	}
+	checkEachCardsOwnFile(t, s, h200, h100)
+	checkAnotherCard(t, s, h100[0])
+	checkRunsPassOffline(t, h100, h200)
+}
+
+// checkEachCardsOwnFile: each committed card's run is judged by its own
+// perf file (the H200s by perf.txt, the seed H100 by its machine file).
+func checkEachCardsOwnFile(t *testing.T, s *Set, h200, h100 []*report.Report) {
 	for _, c := range []struct {
 		name string
 		rep  *report.Report
@@ -49,17 +57,20 @@ func TestCommittedFolderServesBothCards(t *testing.T) {
 			t.Errorf("%s: %s, %v; want %s", c.name, b.Source, err, c.want)
 		}
 	}
+}
 
-	// Another H100 (a UUID no machine file names) is judged by the H100s'
-	// sku file; a card of another name is refused, naming the files' scopes.
-	other := *h100[0]
+// checkAnotherCard: another H100 (a UUID no machine file names) is judged
+// by the H100s' sku file; a card of another name is refused, naming the
+// files' scopes, unless --allow-stack-mismatch falls back to perf.txt.
+func checkAnotherCard(t *testing.T, s *Set, h100 *report.Report) {
+	other := *h100
 	other.Environment.GPUs = append([]report.GPU(nil), other.Environment.GPUs...)
 	other.Environment.GPUs[0].UUID = "GPU-00000000-0000-0000-0000-000000000000"
 	if b, err := s.PerfFor(other.Environment); err != nil || filepath.Base(b.Source) != h100Sku {
 		t.Errorf("another H100: %v, judged by %v; want %s", err, b, h100Sku)
 	}
 	other.Environment.GPUs[0].Name = "NVIDIA H100 PCIe"
-	_, err = s.PerfFor(other.Environment)
+	_, err := s.PerfFor(other.Environment)
 	if err == nil || !strings.Contains(err.Error(), "perf baseline scope mismatch") || !strings.Contains(err.Error(), "NVIDIA H100 PCIe") ||
 		!strings.Contains(err.Error(), "sku NVIDIA H200") || !strings.Contains(err.Error(), h100File) || strings.Contains(err.Error(), "\n") {
 		t.Errorf("another card: %v, want one line naming the files' scopes", err)
@@ -70,12 +81,14 @@ func TestCommittedFolderServesBothCards(t *testing.T) {
 	if err := s.ChoosePerf(other.Environment, true); err != nil || filepath.Base(s.PerfSource) != PerfFile {
 		t.Errorf("--allow-stack-mismatch: %v, judged by %s, want perf.txt", err, s.PerfSource)
 	}
+}
 
-	// Offline, as p2preport judges them: every H100 run PASSes, each
-	// judged by the H100's file (69 gated, none failing; healthy-7 keeps
-	// its two perf-improvements); every H200 run's perf passes by perf.txt
-	// (the older H200 runs lack cases added since, so only their perf is
-	// asked).
+// checkRunsPassOffline: offline, as p2preport judges them, every H100 run
+// PASSes, each judged by the H100's file (69 gated, none failing;
+// healthy-7 keeps its two perf-improvements); every H200 run's perf passes
+// by perf.txt (the older H200 runs lack cases added since, so only their
+// perf is asked).
+func checkRunsPassOffline(t *testing.T, h100, h200 []*report.Report) {
 	for i, rep := range append(h100, h200...) {
 		set, err := Load([]string{x1})
 		if err != nil {
@@ -171,13 +184,7 @@ func TestPerfCardFilesLoad(t *testing.T) {
 // card is replaced.
 func TestRecordBesideAnotherCard(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{PerfFile, DurationsFile, CasesFile, FailsFile} {
-		b, err := os.ReadFile(filepath.Join(x1, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		write(t, dir, name, string(b))
-	}
+	copyCommitted(t, dir)
 	h200Perf, _ := os.ReadFile(filepath.Join(dir, PerfFile))
 	old, err := Load([]string{dir})
 	if err != nil {
@@ -185,6 +192,42 @@ func TestRecordBesideAnotherCard(t *testing.T) {
 	}
 	rec := loadH100(t, "record")
 	names := []string{"pass 1", "pass 2", "pass 3"}
+	recordBesidePerfTxt(t, dir, rec, names, h200Perf)
+
+	if err := WriteBaseline(dir, rec, nil); err != nil {
+		t.Fatal(err)
+	}
+	merged, err := Load([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := ranDurations(rec)
+	checkLongerKept(t, old, merged, ran)
+	checkOwnDurationsReplaced(t, dir, rec, ran)
+
+	empty := t.TempDir()
+	if path, _, err := WritePerfAt(empty, passesOf(rec), names, perf.Recording{}); err != nil || filepath.Base(path) != PerfFile {
+		t.Errorf("an empty folder: %s, %v", path, err)
+	}
+}
+
+// copyCommitted copies the committed one-GPU folder's H200 baseline into
+// dir, so recording into it leaves the committed folder alone.
+func copyCommitted(t *testing.T, dir string) {
+	t.Helper()
+	for _, name := range []string{PerfFile, DurationsFile, CasesFile, FailsFile} {
+		b, err := os.ReadFile(filepath.Join(x1, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, dir, name, string(b))
+	}
+}
+
+// recordBesidePerfTxt records the H100 twice into a folder holding the
+// H200s' perf.txt: its own machine file is written (then replaced) beside
+// perf.txt, which stays byte for byte, and the H100 is judged by its file.
+func recordBesidePerfTxt(t *testing.T, dir string, rec *report.Report, names []string, h200Perf []byte) {
 	for round := 0; round < 2; round++ {
 		path, f, err := WritePerfAt(dir, passesOf(rec), names, perf.Recording{})
 		if err != nil {
@@ -208,15 +251,13 @@ func TestRecordBesideAnotherCard(t *testing.T) {
 	if b, err := s.PerfFor(rec.Environment); err != nil || filepath.Base(b.Source) != h100File {
 		t.Errorf("the H100 is judged by %s, %v", b.Source, err)
 	}
+}
 
-	if err := WriteBaseline(dir, rec, nil); err != nil {
-		t.Fatal(err)
-	}
-	merged, err := Load([]string{dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ran := map[string]float64{} // durationsText's rule
+// ranDurations is each case's time in rec by durationsText's rule (the
+// longer of a run and its rerun; cases that did not run as expected aside):
+// the test's independent account of what WriteBaseline should record.
+func ranDurations(rec *report.Report) map[string]float64 {
+	ran := map[string]float64{}
 	for _, r := range rec.Results {
 		if r.Outcome != report.Pass && r.Outcome != r.Expected || r.Outcome == report.Skip || r.Outcome == report.NotRunOutcome {
 			continue
@@ -227,6 +268,13 @@ func TestRecordBesideAnotherCard(t *testing.T) {
 		}
 		ran[r.ID()] = max(ran[r.ID()], d)
 	}
+	return ran
+}
+
+// checkLongerKept: the durations.txt of a folder that serves another card
+// keeps each case's longer time, and some cases did take longer here (else
+// the merge went unasked).
+func checkLongerKept(t *testing.T, old, merged *Set, ran map[string]float64) {
 	longer := 0
 	for id, d := range old.Durations {
 		want := max(d, ran[id])
@@ -240,8 +288,11 @@ func TestRecordBesideAnotherCard(t *testing.T) {
 	if longer == 0 || len(merged.Durations) != len(old.Durations) {
 		t.Errorf("%d cases took longer on the H100; %d durations, was %d", longer, len(merged.Durations), len(old.Durations))
 	}
+}
 
-	// A folder whose only perf baseline is this card's: replaced.
+// checkOwnDurationsReplaced: a folder whose only perf baseline is this
+// card's serves no other card, so its durations.txt is replaced.
+func checkOwnDurationsReplaced(t *testing.T, dir string, rec *report.Report, ran map[string]float64) {
 	if err := os.Remove(filepath.Join(dir, PerfFile)); err != nil {
 		t.Fatal(err)
 	}
@@ -256,11 +307,6 @@ func TestRecordBesideAnotherCard(t *testing.T) {
 		if !sameSec(d, ran[id]) {
 			t.Errorf("%s: %v kept, want this run's %v", id, d, ran[id])
 		}
-	}
-
-	empty := t.TempDir()
-	if path, _, err := WritePerfAt(empty, passesOf(rec), names, perf.Recording{}); err != nil || filepath.Base(path) != PerfFile {
-		t.Errorf("an empty folder: %s, %v", path, err)
 	}
 }
 

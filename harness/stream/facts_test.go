@@ -85,18 +85,7 @@ func TestNoSinkWritesIntoAnEvent(t *testing.T) {
 	record := func() *report.Report {
 		return &report.Report{Schema: report.Schema, State: report.StateRunning, Results: []report.Result{bulky(a.ID(), a.Outcome), bulky(b.ID(), b.Outcome)}}
 	}
-	sinks := map[string]func() stream.Sink{
-		"Checkpoint": func() stream.Sink {
-			return &stream.Checkpoint{Path: filepath.Join(dir, "results.json"), Stderr: io.Discard, Snapshot: record, WriteAtomic: fullDisk}
-		},
-		"Live": func() stream.Sink {
-			return &stream.Live{W: io.Discard, Total: 2, Baseline: func(report.Result) report.Outcome { return report.Fail }}
-		},
-		"Heatmaps": func() stream.Sink { return &stream.Heatmaps{Dir: dir} },
-		"Reports":  func() stream.Sink { return &stream.Reports{Dir: dir, WriteAtomic: fullDisk} },
-		"Reserve":  func() stream.Sink { return &stream.Reserve{Dir: dir, Need: 4096, Stderr: io.Discard} },
-		"WorldLog": func() stream.Sink { return &stream.WorldLog{} },
-	}
+	sinks := everySink(dir, record)
 	types := sinkTypes(t)
 	for _, name := range types {
 		if sinks[name] == nil {
@@ -106,29 +95,7 @@ func TestNoSinkWritesIntoAnEvent(t *testing.T) {
 	if len(types) < len(sinks) {
 		t.Errorf("sinks found %v, fewer than the %d fed", types, len(sinks))
 	}
-	rerun := a
-	rerun.Rerun, rerun.Verdict = &report.Attempt{Outcome: report.Pass}, report.NewFlake
-	final := record()
-	final.Results[1].Verdict = "" // unjudged: a judge would fill it in
-	sum := report.SummarizeRun(final.Results, "", "", "")
-	final.Summary = &sum
-	amended := record()
-	amended.Summary = &sum
-	events := []stream.Event{
-		stream.EnvironmentKnown{Environment: report.Environment{Vendor: backends.HostName, Hostname: "h"}},
-		stream.RunStarted{Total: 2},
-		stream.CaseStarted{ID: a.ID()},
-		stream.CaseDone{Result: a},
-		stream.WorldEvent{Event: report.WorldEvent{Time: "2026-12-06T12:00:00Z", Backend: backends.HostName, Kind: "idle-death"}},
-		stream.RunFault{Fault: report.RunFault{Who: "pid 4242, none of the run's ranks,", When: "between cases",
-			Fault: &report.Fault{Vendor: "nvidia", Name: "Xid 31", Code: 31}, Foreign: true}},
-		stream.CaseDone{Result: b},
-		stream.CaseDone{Result: rerun, Pass: stream.Rerun},
-		stream.CaseDone{Result: bulky(b.ID(), b.Outcome), Pass: stream.PerfPass},
-		stream.Interrupted{Signal: "SIGTERM"},
-		stream.RunDone{Report: final, Events: []string{"host: world ready in 0.1 s"}, Start: time.Unix(0, 0)},
-		stream.ReportsNotWritten{Report: amended, Events: []string{"x"}, Start: time.Unix(0, 0)},
-	}
+	events := aRunsEvents(a, b, record)
 	for _, name := range types {
 		mk := sinks[name]
 		if mk == nil {
@@ -148,5 +115,52 @@ func TestNoSinkWritesIntoAnEvent(t *testing.T) {
 	}
 	if rep, err := report.Read(filepath.Join(dir, "results.json")); err != nil || rep.Environment.Trimmed == "" {
 		t.Errorf("the full disk's record was not the trimmed one (%v): the test did not reach the trim", err)
+	}
+}
+
+// everySink makes each sink of this package by its type's name, writing
+// under dir on a full disk where it writes at all, so that every path that
+// could cut or fill in an event (the checkpoint's trim included) runs.
+func everySink(dir string, record func() *report.Report) map[string]func() stream.Sink {
+	return map[string]func() stream.Sink{
+		"Checkpoint": func() stream.Sink {
+			return &stream.Checkpoint{Path: filepath.Join(dir, "results.json"), Stderr: io.Discard, Snapshot: record, WriteAtomic: fullDisk}
+		},
+		"Live": func() stream.Sink {
+			return &stream.Live{W: io.Discard, Total: 2, Baseline: func(report.Result) report.Outcome { return report.Fail }}
+		},
+		"Heatmaps": func() stream.Sink { return &stream.Heatmaps{Dir: dir} },
+		"Reports":  func() stream.Sink { return &stream.Reports{Dir: dir, WriteAtomic: fullDisk} },
+		"Reserve":  func() stream.Sink { return &stream.Reserve{Dir: dir, Need: 4096, Stderr: io.Discard} },
+		"WorldLog": func() stream.Sink { return &stream.WorldLog{} },
+	}
+}
+
+// aRunsEvents is a run's events of every kind, in order, with a rerun, a
+// perf pass, an unjudged RunDone report and an amended one: each an event
+// some sink once wrote into.
+func aRunsEvents(a, b report.Result, record func() *report.Report) []stream.Event {
+	rerun := a
+	rerun.Rerun, rerun.Verdict = &report.Attempt{Outcome: report.Pass}, report.NewFlake
+	final := record()
+	final.Results[1].Verdict = "" // unjudged: a judge would fill it in
+	sum := report.SummarizeRun(final.Results, "", "", "")
+	final.Summary = &sum
+	amended := record()
+	amended.Summary = &sum
+	return []stream.Event{
+		stream.EnvironmentKnown{Environment: report.Environment{Vendor: backends.HostName, Hostname: "h"}},
+		stream.RunStarted{Total: 2},
+		stream.CaseStarted{ID: a.ID()},
+		stream.CaseDone{Result: a},
+		stream.WorldEvent{Event: report.WorldEvent{Time: "2026-12-06T12:00:00Z", Backend: backends.HostName, Kind: "idle-death"}},
+		stream.RunFault{Fault: report.RunFault{Who: "pid 4242, none of the run's ranks,", When: "between cases",
+			Fault: &report.Fault{Vendor: "nvidia", Name: "Xid 31", Code: 31}, Foreign: true}},
+		stream.CaseDone{Result: b},
+		stream.CaseDone{Result: rerun, Pass: stream.Rerun},
+		stream.CaseDone{Result: bulky(b.ID(), b.Outcome), Pass: stream.PerfPass},
+		stream.Interrupted{Signal: "SIGTERM"},
+		stream.RunDone{Report: final, Events: []string{"host: world ready in 0.1 s"}, Start: time.Unix(0, 0)},
+		stream.ReportsNotWritten{Report: amended, Events: []string{"x"}, Start: time.Unix(0, 0)},
 	}
 }

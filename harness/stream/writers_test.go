@@ -21,13 +21,6 @@ func writersOf(t *testing.T, callees map[string]bool) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	isReport := func(tv types.Type) bool {
-		if p, ok := tv.(*types.Pointer); ok {
-			tv = p.Elem()
-		}
-		n, ok := tv.(*types.Named)
-		return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "p2patomics/harness/report" && n.Obj().Name() == "Report"
-	}
 	found := map[string][]string{}
 	for _, p := range pkgs {
 		if len(p.Errors) > 0 {
@@ -45,29 +38,8 @@ func writersOf(t *testing.T, callees map[string]bool) map[string][]string {
 					if !ok {
 						return true
 					}
-					var id *ast.Ident
-					switch fn := call.Fun.(type) {
-					case *ast.SelectorExpr:
-						id = fn.Sel
-					case *ast.Ident:
-						id = fn
-					}
-					if id == nil {
-						return true
-					}
-					fn, ok := p.TypesInfo.Uses[id].(*types.Func)
-					if !ok {
-						return true
-					}
-					name := fn.FullName()
-					if name == "encoding/json.Marshal" || name == "encoding/json.MarshalIndent" {
-						// A record encoded is a record about to be written.
-						if len(call.Args) == 0 || !isReport(p.TypesInfo.TypeOf(call.Args[0])) {
-							return true
-						}
-						name = "json of a report.Report"
-					}
-					if callees[name] && !slices.Contains(found[name], caller) {
+					name, ok := calleeOf(p.TypesInfo, call)
+					if ok && callees[name] && !slices.Contains(found[name], caller) {
 						found[name] = append(found[name], caller)
 					}
 					return true
@@ -79,6 +51,46 @@ func writersOf(t *testing.T, callees map[string]bool) map[string][]string {
 		sort.Strings(v)
 	}
 	return found
+}
+
+// calleeOf names the function a call calls, as types.Func.FullName gives
+// it, so writersOf can match it; a json marshal of a report.Report is named
+// "json of a report.Report", and a marshal of anything else, a func value's
+// call, a conversion or a builtin is not named (ok false).
+func calleeOf(info *types.Info, call *ast.CallExpr) (string, bool) {
+	var id *ast.Ident
+	switch fn := call.Fun.(type) {
+	case *ast.SelectorExpr:
+		id = fn.Sel
+	case *ast.Ident:
+		id = fn
+	}
+	if id == nil {
+		return "", false
+	}
+	fn, ok := info.Uses[id].(*types.Func)
+	if !ok {
+		return "", false
+	}
+	name := fn.FullName()
+	if name == "encoding/json.Marshal" || name == "encoding/json.MarshalIndent" {
+		// A record encoded is a record about to be written.
+		if len(call.Args) == 0 || !isReport(info.TypeOf(call.Args[0])) {
+			return "", false
+		}
+		name = "json of a report.Report"
+	}
+	return name, true
+}
+
+// isReport: tv is report.Report or a pointer to one, the record a marshal
+// of which is a write of results.json.
+func isReport(tv types.Type) bool {
+	if p, ok := tv.(*types.Pointer); ok {
+		tv = p.Elem()
+	}
+	n, ok := tv.(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "p2patomics/harness/report" && n.Obj().Name() == "Report"
 }
 
 // Issue 51 item 2, one writer per file: results.json is written by the
