@@ -157,8 +157,22 @@ func spawner() {
 	}
 }
 
+// ranksRefused, once RefuseRanks set it, is why no rank may start in this
+// process: Spawn fails with it, so a world's start fails naming it.
+var ranksRefused atomic.Pointer[string]
+
+// RefuseRanks makes every later Spawn of this process fail with why. The
+// suite binary's own Go tests (run in a child before every suite run, a
+// GPU run's too) start no world (issue 52): their child says so here, in
+// its own process, so a test that starts one fails, named, whatever the
+// machine lets a rank read of its parent.
+func RefuseRanks(why string) { ranksRefused.Store(&why) }
+
 // Spawn starts rank r (on device dev) and returns once the process exists.
 func Spawn(r, dev int) (*Proc, error) {
+	if why := ranksRefused.Load(); why != nil {
+		return nil, fmt.Errorf("harness: start rank %d: %s", r, *why)
+	}
 	spawnOnce.Do(func() { go spawner() })
 	ch := make(chan spawnRes, 1)
 	spawnCh <- spawnReq{r, dev, ch}

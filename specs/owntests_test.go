@@ -37,8 +37,8 @@ import (
 //     PASS).
 //   - they are checks of the suite's own code and start no world: a
 //     test that runs host cases end to end lives in specs/e2e (go test
-//     ./... runs it), and a rank the own tests' child starts refuses to
-//     serve (refuseWorldInOwnTests), so such a test fails here, named.
+//     ./... runs it), and the own tests' child refuses every rank start
+//     (harness.RefuseRanks), so such a test fails here, named.
 //   - a child the machine could not carry (killed by a signal, no
 //     threads or address space: suite.JudgeOwnTests) is exit 5
 //     (suite.ExitEnvironment), never 1 (FAIL) or 2 (usage).
@@ -78,41 +78,9 @@ func ownTests() (out []byte, judged suite.OwnTestsOutcome, err error) {
 	return out, suite.JudgeOwnTests(out, cmd.ProcessState), nil
 }
 
-// worldInOwnTests is the line a rank refuses with when the own tests'
-// child started it (refuseWorldInOwnTests).
+// worldInOwnTests is why the own tests' child starts no rank
+// (harness.RefuseRanks in TestMain): a world's start there fails naming it.
 const worldInOwnTests = "a world started in the suite binary's own Go tests: they run before every suite run and start none (a test that runs cases end to end belongs in specs/e2e)"
-
-// refuseWorldInOwnTests ends a rank whose parent is the own tests' child
-// (its environment, as it was started, holds ownTestsEnv=1): one line on
-// stderr, exit 1, before it serves anything, so the world's start fails
-// and the test that started it fails, named, before --out is touched.
-// The own tests run before every suite run, a GPU run's too (issue 52):
-// a world there is every run's time. The parent's environment is read
-// from /proc, as the rank's own parent check reads its pid: a rank's
-// environment is the harness's allowlist (harness/proc.go), which never
-// carries ownTestsEnv. One that cannot be read refuses nothing
-// (TestOwnTestsStartNoWorld says whether the guard holds here).
-func refuseWorldInOwnTests() {
-	env, err := os.ReadFile("/proc/" + strconv.Itoa(os.Getppid()) + "/environ")
-	if err == nil && startedByOwnTests(env) {
-		// "fatal error: " is the prefix the harness's death summary
-		// quotes (harness.Classify): the failing test's line says why.
-		fmt.Fprintf(os.Stderr, "fatal error: %s\n", worldInOwnTests)
-		os.Exit(1)
-	}
-}
-
-// startedByOwnTests: a process environment (/proc/<pid>/environ: NUL-
-// separated key=value) whose last ownTestsEnv is 1.
-func startedByOwnTests(environ []byte) bool {
-	own := false
-	for _, kv := range strings.Split(string(environ), "\x00") {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == ownTestsEnv {
-			own = v == "1"
-		}
-	}
-	return own
-}
 
 // childAttr: the child dies with this process, and in its own process
 // group, so a ^C reaches only this process, whose handler says

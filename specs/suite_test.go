@@ -15,6 +15,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 	. "github.com/onsi/gomega"
 
+	"p2patomics/harness"
 	"p2patomics/harness/outputs"
 	"p2patomics/harness/report"
 	"p2patomics/harness/suite"
@@ -43,13 +44,12 @@ var specLocation = types.NewCodeLocation(0)
 // suite's flags and must never see them.
 func TestMain(m *testing.M) {
 	if rank.IsRank() {
-		// A rank the own tests' child started is refused (no world in
-		// the own tests: owntests_test.go's refuseWorldInOwnTests).
-		refuseWorldInOwnTests()
 		os.Exit(rank.Main())
 	}
 	if os.Getenv(ownTestsEnv) == "1" {
-		// The child checkOwnTests starts: the package's own tests only.
+		// The child checkOwnTests starts: the package's own tests only,
+		// and they start no world (owntests_test.go).
+		harness.RefuseRanks(worldInOwnTests)
 		os.Exit(m.Run())
 	}
 	// A Go runtime abort of the suite (out of memory, a thread limit)

@@ -4,7 +4,7 @@
 // in specs/, because every Test in specs/ but TestSpecs is one of the
 // suite binary's own Go tests, run in a child before every suite run (a
 // GPU run's too) and meant to be fast checks of the suite's own code: a
-// world there cost every run its time (issue 52), and a rank the own tests
-// start refuses to serve (specs' TestOwnTestsStartNoWorld). go test ./...
+// world there cost every run its time (issue 52), and the own tests' child
+// refuses every rank start (specs' TestOwnTestsStartNoWorld). go test ./...
 // (make test's unit check) runs these.
 package e2e
