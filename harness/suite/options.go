@@ -325,7 +325,7 @@ func envDefaults(shadow *flag.FlagSet) error {
 // Help describes every flag from the flag table (what --help prints).
 func Help(w io.Writer) {
 	fmt.Fprintln(w, "usage: specs.test [flags]   (through go tool ginkgo: ginkgo ./specs -- [flags])")
-	fmt.Fprintln(w, "Runs the p2patomics suite; the last line of stdout is the verdict. Exit 0 PASS, 1 FAIL, 2 usage error, 3 reports not written, 4 INTERRUPTED (SIGINT, SIGTERM, SIGHUP, -test.timeout, --ginkgo.timeout), 5 ENVX (the machine could not run the binary's own Go tests: no threads or memory, a signal; --out untouched).")
+	fmt.Fprintln(w, "Runs the p2patomics suite; the last line of stdout is the verdict. Exit 0 PASS, 1 FAIL, 2 usage error, 3 reports not written, 4 INTERRUPTED (SIGINT, SIGTERM, SIGHUP, -test.timeout, --ginkgo.timeout), 5 environment (the machine could not run the binary's own Go tests: no threads or memory, a signal; --out untouched).")
 	fmt.Fprintln(w, "\nflags (each also as env P2PAT_<NAME>):")
 	for _, d := range FlagTable {
 		name := "--" + d.Name
