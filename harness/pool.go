@@ -94,7 +94,7 @@ func (p *pool) worldFor(c *Case, n int, deadline time.Time) (*World, error) {
 	p.mu.Unlock()
 	// A standby world started beside the case before (standby.go) is taken
 	// when one waits.
-	w, err, tookD, fromStandby := p.newOrStandby(n, deadline, c)
+	w, tookD, fromStandby, err := p.newOrStandby(n, deadline, c)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
@@ -256,8 +256,8 @@ func (p *pool) known() *device.Info {
 }
 
 // newOrStandby starts a world of n ranks, or takes the standby of n ranks
-// when one is waiting (once its start has ended): the world, its start's
-// error, how long its start took, and whether it was the standby.
+// when one is waiting (once its start has ended): the world, how long its
+// start took, whether it was the standby, and its start's error.
 //
 // A case c that plans a respawn (plansRespawn: a canary's `.after` too,
 // whose next canary's `.after` takes the next standby) and takes a
@@ -267,7 +267,7 @@ func (p *pool) known() *device.Info {
 // on one H100) ahead (issue 52). c's leak check then leaves free memory
 // out and its baseline does not settle (startedEarly), as for any case a
 // standby started beside.
-func (p *pool) newOrStandby(n int, deadline time.Time, c *Case) (*World, error, time.Duration, bool) {
+func (p *pool) newOrStandby(n int, deadline time.Time, c *Case) (*World, time.Duration, bool, error) {
 	s := p.spare.detach(n)
 	if s != nil && c != nil && c.Standalone == nil && plansRespawn(c) && !replenishes(p.backend) && p.startStandby(n, true) {
 		p.mu.Lock()
@@ -284,7 +284,7 @@ func (p *pool) newOrStandby(n int, deadline time.Time, c *Case) (*World, error, 
 		p.mu.Unlock()
 		t0 := time.Now()
 		w, err := newWorld(p.backend, n, set, deadline, known)
-		return w, err, time.Since(t0), false
+		return w, time.Since(t0), false, err
 	}
 	if s.err == nil {
 		// Planned respawns come in runs (a canary and the case after it,
@@ -293,7 +293,7 @@ func (p *pool) newOrStandby(n int, deadline time.Time, c *Case) (*World, error, 
 		// tens of ms; a world start takes 0.3-0.5 s on a GPU).
 		p.startStandby(n, false)
 	}
-	return s.w, s.err, s.took, true
+	return s.w, s.took, true, s.err
 }
 
 // close ends every world. A rank that died while idle in a world no case
