@@ -73,16 +73,6 @@ func (sp *spare) start(n int, open func() (*World, error)) bool {
 	return true
 }
 
-// take hands over the standby of n ranks once its start has ended; nil
-// when none of that size waits.
-func (sp *spare) take(n int) *standby {
-	s := sp.detach(n)
-	if s != nil {
-		sp.await(s)
-	}
-	return s
-}
-
 // detach takes the standby of n ranks out of the slot without waiting for
 // its start (await does), so that the next one can start at once; nil
 // when none of that size waits.

@@ -10,8 +10,6 @@ import (
 	"p2patomics/kernels"
 )
 
-type unsafePtr = unsafe.Pointer
-
 var scratch [1 << 16]byte
 
 func fakePtrs(k kernels.Kernel) map[string]unsafe.Pointer {
