@@ -212,10 +212,13 @@ func (p *pool) prestart(c *Case) bool {
 }
 
 // settles says whether c's leak baseline first waits for a standby start
-// in flight (spare.settle): a leak-checked case's does, unless the start
-// is the one its own world start began beside it (startedEarly).
+// in flight (spare.settle): a leak-checked case's does where the leak
+// check reads the device's free memory (not replenishes: a host leak check
+// counts the case's own processes, and waiting there only cost every
+// .after case a start), unless the start is the one its own world start
+// began beside it (startedEarly).
 func (p *pool) settles(c *Case) bool {
-	return !c.NoLeak && !p.startedEarly(c)
+	return !c.NoLeak && !replenishes(p.backend) && !p.startedEarly(c)
 }
 
 // startedEarly says whether c's world start already started the standby

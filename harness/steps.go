@@ -96,7 +96,7 @@ func (cr *caseRun) getWorld() bool {
 // and blamed rank 0: issue 35).
 func (cr *caseRun) takeBaseline() bool {
 	c := cr.c
-	cr.ctx = &Ctx{W: cr.w, Kind: c.Kind, Seed: cr.seed, Deadline: time.Now().Add(cr.aux), Clocks: c.Clocks}
+	cr.ctx = &Ctx{W: cr.w, Kind: c.Kind, Seed: cr.seed, Clocks: c.Clocks}
 	if !c.NoLeak {
 		// A standby world's start beside the case before (a GPU's only
 		// kind, standby.go) ends before the baseline: its contexts'
@@ -130,7 +130,13 @@ func patienceFor(w *World, c *Case, timeout time.Duration) *patience {
 // baselineOrRespawn takes the leak baseline. A rank that died between cases
 // after the liveness check is still a world event: the world is respawned
 // once and the baseline taken again.
+//
+// Each attempt's deadline starts when it does: a wait before it (a
+// standby's start, a respawn) is neither the rank's nor seen by the
+// requests' stall clock, and a suite stopped during it (SIGSTOP) read as
+// a rank that did not answer (a paused run's .after cases, f2a5b55).
 func (cr *caseRun) baselineOrRespawn() bool {
+	cr.ctx.Deadline = time.Now().Add(cr.aux)
 	before, err := baseline(cr.ctx)
 	if err != nil {
 		c := cr.c
@@ -141,6 +147,7 @@ func (cr *caseRun) baselineOrRespawn() bool {
 			return false
 		}
 		cr.ctx.W = cr.w
+		cr.ctx.Deadline = time.Now().Add(cr.aux)
 		if before, err = baseline(cr.ctx); err != nil {
 			cr.res.Outcome, cr.res.Detail = report.Error, "fresh world does not answer: "+err.Error()
 			return false
