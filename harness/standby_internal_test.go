@@ -78,7 +78,7 @@ func TestSettleWaitsForTheStart(t *testing.T) {
 // fails the host row.
 func TestNoSettleOnTheHost(t *testing.T) {
 	plain := &Case{ID: "x.plain", Case: report.Case{Ranks: 2}}
-	for b, want := range map[string]bool{"host": false, "cuda": true, "hip": true, "hsa": true} {
+	for b, want := range map[string]bool{backends.HostName: false, "cuda": true, "hip": true, "hsa": true} {
 		p := &pool{backend: b, settings: &wire.DefaultSettings}
 		if got := p.settles(plain); got != want {
 			t.Errorf("%s: a plain case's baseline settles %v, want %v", b, got, want)
